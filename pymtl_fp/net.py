@@ -1,0 +1,453 @@
+"""Network descriptions: layers, shapes, MAC counts, number formats and per-layer shifts.
+
+What it models: a *sequential* CNN (``Conv`` / ``Pool`` / ``Fc`` layers, ReLU fused into the
+conv/fc layer that precedes it) as the golden model, the hardware cluster and the design-space
+tools all see it.  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``; presets are
+loaded by name with :func:`load_net`).
+
+Shapes: activations are ``(C, H, W)`` per sample; a conv maps ``(C, H, W)`` to
+``(K, Ho, Wo)`` (:mod:`pymtl_fp.golden.geometry`); ``Pool(k)`` is a ``k x k`` max pool of stride
+``k``; ``Fc(K)`` is a conv whose kernel covers its whole input (output ``(K, 1, 1)``).
+
+MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every conv/fc layer; ``wg`` the
+same; ``bp`` the same, except 0 for the first parameterized layer (nothing before it needs an
+input gradient).  Pools do no MACs.
+
+Number formats (:class:`Formats`, one set per precision name such as ``"16"`` or ``"8"``):
+``act`` (activations, logits), ``weight``, ``grad`` (activation gradients dy/dx and dlogits),
+``wgrad`` (weight and bias gradients dw/db; default ``grad``), ``bias_bits`` (biases are kept in
+accumulator units, ``frac = act.frac + weight.frac``) and ``loss_scale_log2`` (the loss
+gradient is multiplied by ``2**loss_scale_log2``).  With ``a, w, g, v`` the ``frac`` of act,
+weight, grad, wgrad and a learning rate ``2**-lr_log2``, every conv/fc layer's shifts are
+derived so that each tensor lands in its format (:class:`LayerShifts`)::
+
+    fwd      = w                 # acc frac a+w -> a
+    bwd_data = w                 # acc frac g+w -> g
+    wgrad    = a + g - v         # acc frac a+g -> v
+    bgrad    = g - v             # acc frac g   -> v
+    update_w = lr_log2 + loss_scale_log2 + v - w        # dw (frac v) -> weight units, times lr
+    update_b = lr_log2 + loss_scale_log2 + v - (a + w)  # db -> bias units (may be < 0: left shift)
+
+Any of them can be given explicitly per layer (``[formats.<name>.shifts.<layer>]`` in TOML);
+an explicit shift rescales that one tensor, which is then the user's responsibility.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+
+from pymtl_fp.golden.geometry import check_stride_pad, conv_out_size, pool_out_size
+from pymtl_fp.numerics import MAX_SHIFT, QFormat, _is_int, check_bits
+
+NETS_DIR = Path(__file__).with_name("nets")
+
+
+class NetError(ValueError):
+    """A malformed or inconsistent network description."""
+
+
+def _int(value, what: str, lo: int = 1) -> int:
+    if not _is_int(value):
+        raise NetError(f"{what} must be an integer, got {value!r}")
+    if value < lo:
+        raise NetError(f"{what} must be >= {lo}, got {value}")
+    return int(value)
+
+
+def _name(value, what: str) -> str:
+    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
+        raise NetError(f"{what} must be a non-empty name of letters, digits, '_' or '-', got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Conv:
+    """Convolution (+ bias, + optional ReLU): ``out_channels`` filters of ``kernel`` (R, S)."""
+
+    name: str
+    out_channels: int
+    kernel: int | tuple
+    stride: int = 1
+    pad: int = 0
+    relu: bool = False
+
+    def __post_init__(self):
+        _name(self.name, "conv name")
+        _int(self.out_channels, f"{self.name}: out_channels")
+        kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
+        if len(kernel) != 2:
+            raise NetError(f"{self.name}: kernel must be an int or [R, S], got {self.kernel!r}")
+        kernel = tuple(_int(k, f"{self.name}: kernel size") for k in kernel)
+        object.__setattr__(self, "kernel", kernel)
+        try:
+            check_stride_pad(self.stride, self.pad, kernel)
+        except (TypeError, ValueError) as exc:
+            raise NetError(f"{self.name}: {exc}") from None
+        if not isinstance(self.relu, bool):
+            raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Max pool with ``k x k`` windows and stride ``k``."""
+
+    k: int = 2
+    name: str = ""
+
+    def __post_init__(self):
+        _int(self.k, "pool k")
+        if self.name:
+            _name(self.name, "pool name")
+
+
+@dataclass(frozen=True)
+class Fc:
+    """Fully connected (+ bias, + optional ReLU): a conv whose kernel covers the whole input."""
+
+    name: str
+    out_features: int
+    relu: bool = False
+
+    def __post_init__(self):
+        _name(self.name, "fc name")
+        _int(self.out_features, f"{self.name}: out_features")
+        if not isinstance(self.relu, bool):
+            raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
+
+
+LAYER_TYPES = {"conv": Conv, "pool": Pool, "fc": Fc}
+SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
+
+
+@dataclass(frozen=True)
+class LayerShifts:
+    """The right shifts of one conv/fc layer (``update_*`` may be negative: exact left shift)."""
+
+    fwd: int
+    bwd_data: int
+    wgrad: int
+    bgrad: int
+    update_w: int
+    update_b: int
+
+
+@dataclass(frozen=True)
+class Formats:
+    """Number formats of one precision (see the module docstring for the shift derivation)."""
+
+    act: QFormat
+    weight: QFormat
+    grad: QFormat
+    wgrad: QFormat | None = None  # default: grad
+    bias_bits: int = 32
+    loss_scale_log2: int = 0
+    shifts: dict = field(default_factory=dict, hash=False)  # {layer: {shift name: value}}
+
+    def __post_init__(self):
+        for f in ("act", "weight", "grad"):
+            if not isinstance(getattr(self, f), QFormat):
+                raise NetError(f"format {f} must be a QFormat, got {getattr(self, f)!r}")
+        if self.wgrad is None:
+            object.__setattr__(self, "wgrad", self.grad)
+        try:
+            check_bits(self.bias_bits, "bias_bits")
+        except (TypeError, ValueError) as exc:
+            raise NetError(str(exc)) from None
+        if self.act.frac + self.weight.frac >= self.bias_bits:
+            raise NetError("bias_bits must exceed act.frac + weight.frac (biases are in accumulator units)")
+        if not _is_int(self.loss_scale_log2) or abs(self.loss_scale_log2) > 30:
+            raise NetError(f"loss_scale_log2 must be an integer in -30..30, got {self.loss_scale_log2!r}")
+        for layer, table in self.shifts.items():
+            for key, value in table.items():
+                if key not in SHIFT_NAMES:
+                    raise NetError(f"unknown shift {key!r} for layer {layer!r}; known: {SHIFT_NAMES}")
+                lo = -MAX_SHIFT if key.startswith("update") else 0
+                if not _is_int(value) or not lo <= value <= MAX_SHIFT:
+                    raise NetError(f"shift {layer}.{key} must be an integer in {lo}..{MAX_SHIFT}, got {value!r}")
+
+    @property
+    def bias(self) -> QFormat:
+        return QFormat(self.bias_bits, self.act.frac + self.weight.frac)
+
+    def derived_shifts(self, lr_log2: int) -> LayerShifts:
+        a, w, g, v = self.act.frac, self.weight.frac, self.grad.frac, self.wgrad.frac
+        ls = self.loss_scale_log2
+        return LayerShifts(fwd=w, bwd_data=w, wgrad=a + g - v, bgrad=g - v,
+                           update_w=lr_log2 + ls + v - w, update_b=lr_log2 + ls + v - a - w)
+
+
+@dataclass(frozen=True)
+class TrainDefaults:
+    """Training hyper-parameters a preset recommends (the CLI's defaults)."""
+
+    epochs: int = 10
+    batch: int = 32
+    lr_log2: int = 3          # learning rate 2**-lr_log2
+    lr_halve_every: int | None = None  # halve the learning rate every this many epochs (None: never)
+    momentum: int | None = None  # momentum shift m (mu = 1 - 2**-m), or None for plain SGD
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LayerMacs:
+    name: str
+    fp: int
+    bp: int
+    wg: int
+
+
+@dataclass(frozen=True)
+class Net:
+    """A sequential CNN with its formats.  ``shapes()[i]`` is the input of ``layers[i]``."""
+
+    name: str
+    input_shape: tuple
+    layers: tuple
+    formats: dict = field(default_factory=dict, hash=False)
+    train: TrainDefaults = TrainDefaults()
+
+    def __post_init__(self):
+        _name(self.name, "net name")
+        shape = self.input_shape
+        if not isinstance(shape, (list, tuple)) or len(shape) != 3:
+            raise NetError(f"input_shape must be [C, H, W], got {self.input_shape!r}")
+        object.__setattr__(self, "input_shape", tuple(_int(v, "input_shape entry") for v in shape))
+        if not self.layers:
+            raise NetError("a net needs at least one layer")
+        named, seen = [], set()
+        for i, layer in enumerate(self.layers):
+            if not isinstance(layer, (Conv, Pool, Fc)):
+                raise NetError(f"layer {i} is not a Conv, Pool or Fc: {layer!r}")
+            if isinstance(layer, Pool) and not layer.name:
+                layer = replace(layer, name=f"pool{i}")
+            if layer.name in seen:
+                raise NetError(f"duplicate layer name {layer.name!r}")
+            seen.add(layer.name)
+            named.append(layer)
+        object.__setattr__(self, "layers", tuple(named))
+        self.shapes()  # validates the geometry
+        for pname, fmt in self.formats.items():
+            if not isinstance(fmt, Formats):
+                raise NetError(f"formats[{pname!r}] must be a Formats")
+            unknown = set(fmt.shifts) - {layer.name for layer in self.param_layers()}
+            if unknown:
+                raise NetError(f"formats[{pname!r}] gives shifts for unknown layers {sorted(unknown)}")
+        if not self.param_layers():
+            raise NetError("a net needs at least one conv or fc layer")
+
+    # ---- geometry -------------------------------------------------------------------------
+    def shapes(self) -> list:
+        """``[input_shape, output of layer 0, output of layer 1, ...]`` as (C, H, W) tuples."""
+        shapes = [self.input_shape]
+        for layer in self.layers:
+            c, h, w = shapes[-1]
+            try:
+                if isinstance(layer, Conv):
+                    (r, s), st, p = layer.kernel, layer.stride, layer.pad
+                    out = (layer.out_channels, conv_out_size(h, r, st, p, "input height"),
+                           conv_out_size(w, s, st, p, "input width"))
+                elif isinstance(layer, Pool):
+                    out = (c, pool_out_size(h, layer.k, "input height"),
+                           pool_out_size(w, layer.k, "input width"))
+                else:
+                    out = (layer.out_features, 1, 1)
+            except ValueError as exc:
+                raise NetError(f"{layer.name} (input {c}x{h}x{w}): {exc}") from None
+            shapes.append(out)
+        return shapes
+
+    def param_layers(self) -> list:
+        return [layer for layer in self.layers if not isinstance(layer, Pool)]
+
+    def layer(self, name: str):
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise NetError(f"no layer named {name!r} in {self.name}")
+
+    def conv_geometry(self, layer) -> dict:
+        """``{"w_shape": (K, C, R, S), "stride": .., "pad": ..}`` of a conv or fc layer."""
+        idx = self.layers.index(layer)
+        c, h, w = self.shapes()[idx]
+        if isinstance(layer, Conv):
+            return {"w_shape": (layer.out_channels, c) + layer.kernel, "stride": layer.stride,
+                    "pad": layer.pad}
+        if isinstance(layer, Fc):
+            return {"w_shape": (layer.out_features, c, h, w), "stride": 1, "pad": 0}
+        raise NetError(f"{layer.name} has no weights")
+
+    @property
+    def classes(self) -> int:
+        return math.prod(self.shapes()[-1])
+
+    def macs(self) -> list:
+        """Per conv/fc layer, the MACs of one sample for FP, BP (data gradient) and WG."""
+        out, shapes, first = [], self.shapes(), True
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, Pool):
+                continue
+            k, c, r, s = self.conv_geometry(layer)["w_shape"]
+            _, ho, wo = shapes[i + 1]
+            n = k * c * r * s * ho * wo
+            out.append(LayerMacs(layer.name, fp=n, bp=0 if first else n, wg=n))
+            first = False
+        return out
+
+    # ---- numerics -------------------------------------------------------------------------
+    def precision(self, name: str) -> Formats:
+        if name not in self.formats:
+            raise NetError(f"net {self.name} has no precision {name!r}; it has {sorted(self.formats)}")
+        return self.formats[name]
+
+    def shifts(self, precision: str, lr_log2: int | None = None) -> dict:
+        """``{layer name: LayerShifts}`` for a precision (derived, then explicit overrides)."""
+        fmt = self.precision(precision)
+        lr_log2 = self.train.lr_log2 if lr_log2 is None else lr_log2
+        base = asdict(fmt.derived_shifts(lr_log2))
+        result = {}
+        for layer in self.param_layers():
+            values = dict(base, **fmt.shifts.get(layer.name, {}))
+            for key, value in values.items():
+                lo = -MAX_SHIFT if key.startswith("update") else 0
+                if not lo <= value <= MAX_SHIFT:
+                    raise NetError(
+                        f"{self.name}/{precision}: derived shift {layer.name}.{key} = {value} is "
+                        f"outside {lo}..{MAX_SHIFT}; adjust the formats or give it explicitly"
+                    )
+            result[layer.name] = LayerShifts(**values)
+        return result
+
+    def to_dict(self) -> dict:
+        """A JSON-able description that :func:`net_from_dict` turns back into an equal Net."""
+        layers = []
+        for layer in self.layers:
+            d = {"type": {Conv: "conv", Pool: "pool", Fc: "fc"}[type(layer)]}
+            d.update({f.name: getattr(layer, f.name) for f in fields(layer)})
+            if isinstance(layer, Conv):
+                d["kernel"] = list(layer.kernel)
+            layers.append(d)
+        formats = {}
+        for pname, fmt in self.formats.items():
+            formats[pname] = {
+                "act": [fmt.act.bits, fmt.act.frac], "weight": [fmt.weight.bits, fmt.weight.frac],
+                "grad": [fmt.grad.bits, fmt.grad.frac], "wgrad": [fmt.wgrad.bits, fmt.wgrad.frac],
+                "bias_bits": fmt.bias_bits, "loss_scale_log2": fmt.loss_scale_log2,
+                "shifts": {k: dict(v) for k, v in fmt.shifts.items()},
+            }
+        train = {k: v for k, v in asdict(self.train).items() if v is not None}
+        return {"name": self.name, "input_shape": list(self.input_shape), "layers": layers,
+                "formats": formats, "train": train}
+
+
+# ---- loading ------------------------------------------------------------------------------
+
+def _qformat(value, what: str) -> QFormat:
+    if isinstance(value, dict):
+        value = [value.get("bits"), value.get("frac")]
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise NetError(f"{what} must be [bits, frac] or {{bits=.., frac=..}}, got {value!r}")
+    try:
+        return QFormat(*value)
+    except (TypeError, ValueError) as exc:
+        raise NetError(f"{what}: {exc}") from None
+
+
+def _take(table: dict, allowed: set, what: str) -> dict:
+    extra = set(table) - allowed
+    if extra:
+        raise NetError(f"{what}: unknown keys {sorted(extra)}; allowed: {sorted(allowed)}")
+    return table
+
+
+def _formats_from_dict(name: str, d: dict) -> Formats:
+    what = f"formats.{name}"
+    if not isinstance(d, dict):
+        raise NetError(f"{what} must be a table")
+    _take(d, {"act", "weight", "grad", "wgrad", "bias_bits", "loss_scale_log2", "shifts"}, what)
+    for key in ("act", "weight", "grad"):
+        if key not in d:
+            raise NetError(f"{what}: missing {key!r}")
+    kwargs = {k: _qformat(d[k], f"{what}.{k}") for k in ("act", "weight", "grad", "wgrad") if k in d}
+    for k in ("bias_bits", "loss_scale_log2"):
+        if k in d:
+            kwargs[k] = d[k]
+    shifts = d.get("shifts", {})
+    if not isinstance(shifts, dict) or not all(isinstance(v, dict) for v in shifts.values()):
+        raise NetError(f"{what}.shifts must map layer names to tables of shifts")
+    return Formats(shifts={k: dict(v) for k, v in shifts.items()}, **kwargs)
+
+
+def net_from_dict(d: dict) -> Net:
+    """Build a :class:`Net` from a parsed TOML/JSON document (``NetError`` on any problem)."""
+    if not isinstance(d, dict):
+        raise NetError("a net description must be a table/object")
+    _take(d, {"name", "input_shape", "layers", "formats", "train"}, "net")
+    for key in ("name", "input_shape", "layers"):
+        if key not in d:
+            raise NetError(f"net description: missing {key!r}")
+    if not isinstance(d["layers"], list):
+        raise NetError("layers must be a list of tables")
+    layers = []
+    for i, entry in enumerate(d["layers"]):
+        if not isinstance(entry, dict) or "type" not in entry:
+            raise NetError(f"layer {i}: needs a 'type' (one of {sorted(LAYER_TYPES)})")
+        entry = dict(entry)
+        kind = entry.pop("type")
+        if kind not in LAYER_TYPES:
+            raise NetError(f"layer {i}: unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
+        cls = LAYER_TYPES[kind]
+        _take(entry, {f.name for f in fields(cls)}, f"layer {i} ({kind})")
+        try:
+            layers.append(cls(**entry))
+        except TypeError as exc:
+            raise NetError(f"layer {i} ({kind}): {exc}") from None
+    formats = d.get("formats", {})
+    if not isinstance(formats, dict):
+        raise NetError("formats must be a table of precisions")
+    train = d.get("train", {})
+    if not isinstance(train, dict):
+        raise NetError("train must be a table")
+    _take(train, {f.name for f in fields(TrainDefaults)}, "train")
+    for key, value in train.items():
+        lo = 0 if key in ("seed", "lr_log2") else 1
+        if not _is_int(value) or value < lo:
+            raise NetError(f"train.{key} must be an integer >= {lo}, got {value!r}")
+    return Net(name=d["name"], input_shape=d["input_shape"], layers=tuple(layers),
+               formats={str(k): _formats_from_dict(str(k), v) for k, v in formats.items()},
+               train=TrainDefaults(**train))
+
+
+def presets() -> list:
+    """Names of the bundled network descriptions."""
+    return sorted(p.stem for p in NETS_DIR.glob("*.toml"))
+
+
+def load_net(path_or_preset) -> Net:
+    """Load a net from a preset name (``presets()``), a ``.toml`` file or a ``.json`` file."""
+    if isinstance(path_or_preset, Net):
+        return path_or_preset
+    text = str(path_or_preset)
+    path = Path(text)
+    if text in presets():
+        path = NETS_DIR / f"{text}.toml"
+    elif not path.is_file():
+        raise NetError(f"no preset or file named {text!r}; presets: {', '.join(presets())}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            doc = tomllib.loads(path.read_text())
+        elif suffix == ".json":
+            doc = json.loads(path.read_text())
+        else:
+            raise NetError(f"{path.name}: a net file must end in .toml or .json")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise NetError(f"{path.name}: cannot parse: {exc}") from None
+    return net_from_dict(doc)

@@ -1,0 +1,177 @@
+"""``pymtl-fp train``: train a CNN on the digits data and report accuracy, per engine.
+
+``--engine golden`` (the default) runs the NumPy golden model: float64, and every fixed-point
+precision of the net (16-bit and 8-bit for ``lenet-digits``, stochastic rounding for gradients
+and updates), from the same initial weights on the same batches; it prints the test accuracies,
+and optionally writes learning curves (``--plot``) and a JSON report (``--report``).
+
+Options shared by every engine (net, precision, epochs, batch, seed, learning rate, outputs) are
+defined here; an engine adds its own options in its own argument group and registers its runner
+in ``ENGINES`` (the hardware cluster engine will arrive as ``--engine cluster``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from scripts.errors import UserError
+
+HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
+
+DEFAULT_NET = "lenet-digits"
+FLOAT64 = "float64"
+#: engines that exist; others are refused with a clear message
+ENGINES = ("golden",)
+PLANNED_ENGINES = {"cluster": "the cluster simulation work"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", default="golden", metavar="ENGINE",
+                        help="what computes the training step: golden (NumPy golden model; default)")
+    parser.add_argument("--net", default=DEFAULT_NET, metavar="NAME|FILE",
+                        help=f"preset name or .toml/.json net description (default {DEFAULT_NET})")
+    parser.add_argument("--precision", default="all", metavar="P",
+                        help="float64, a precision of the net (16, 8 for lenet-digits) or all (default)")
+    parser.add_argument("--epochs", type=int, metavar="E", help="epochs (default: the net's)")
+    parser.add_argument("--batch", type=int, metavar="B", help="mini-batch size (default: the net's)")
+    parser.add_argument("--seed", type=int, metavar="S",
+                        help="seed of the initial weights, the batch order and stochastic rounding")
+    parser.add_argument("--lr-log2", type=int, metavar="L",
+                        help="learning rate 2**-L (default: the net's)")
+    parser.add_argument("--momentum", type=int, metavar="M",
+                        help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
+    parser.add_argument("--plot", metavar="FILE.png", help="write learning curves to this PNG file")
+    parser.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
+
+
+def _check_output(path: str | None, suffix: str, option: str) -> Path | None:
+    if path is None:
+        return None
+    out = Path(path)
+    if out.suffix.lower() != suffix:
+        raise UserError(f"{option} {path}: the file name must end in {suffix}")
+    if not out.parent.is_dir():
+        raise UserError(f"{option} {path}: directory {out.parent} does not exist")
+    return out
+
+
+def _positive(value, option: str):
+    if value is not None and value < 1:
+        raise UserError(f"{option} must be >= 1, got {value}")
+    return value
+
+
+def _settings(args, net) -> dict:
+    defaults = net.train
+    settings = {
+        "epochs": _positive(args.epochs, "--epochs") or defaults.epochs,
+        "batch": _positive(args.batch, "--batch") or defaults.batch,
+        "lr_log2": defaults.lr_log2 if args.lr_log2 is None else args.lr_log2,
+        "momentum": _positive(args.momentum, "--momentum") or defaults.momentum,
+        "lr_halve_every": defaults.lr_halve_every,
+        "seed": defaults.seed if args.seed is None else args.seed,
+    }
+    if not 0 <= settings["lr_log2"] <= 16:
+        raise UserError(f"--lr-log2 must be in 0..16, got {settings['lr_log2']}")
+    if settings["momentum"] is not None and settings["momentum"] > 16:
+        raise UserError(f"--momentum must be in 1..16, got {settings['momentum']}")
+    if not 0 <= settings["seed"] < 2**32:
+        raise UserError(f"--seed must be in 0..2**32-1, got {settings['seed']}")
+    return settings
+
+
+def _precisions(choice: str, net) -> list:
+    available = [FLOAT64] + sorted(net.formats, key=lambda p: -int(p) if p.isdigit() else 0)
+    if choice == "all":
+        return available
+    if choice not in available:
+        raise UserError(f"--precision {choice}: net {net.name} offers {', '.join(available)} or all")
+    return [choice]
+
+
+def _plot(histories: list, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
+    for h in histories:
+        epochs = range(1, len(h.test_accuracy) + 1)
+        label = h.precision if h.precision == FLOAT64 else f"{h.precision}-bit fixed point"
+        ax_acc.plot(epochs, [100 * a for a in h.test_accuracy], marker=".", label=label)
+        ax_loss.plot(epochs, h.train_loss, marker=".", label=label)
+    ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
+    ax_loss.set(xlabel="epoch", ylabel="mean training loss", title="training loss", yscale="log")
+    for ax in (ax_acc, ax_loss):
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _run_golden(args, net, settings: dict, precisions: list) -> list:
+    from pymtl_fp.data import load_digits_split
+    from pymtl_fp.golden.study import fit
+
+    if net.input_shape != (1, 8, 8) or net.classes != 10:
+        raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
+                        "the digits data needs (1, 8, 8) -> 10")
+    split = load_digits_split(seed=0)
+    print(f"digits: {len(split.y_train)} training / {len(split.y_test)} test images; "
+          f"net {net.name}; epochs {settings['epochs']}, batch {settings['batch']}, "
+          f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}")
+    histories = []
+    for precision in precisions:
+        try:
+            _, history = fit(net, split, precision, **settings)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        print(f"  {precision:>7}: test accuracy {100 * history.final_accuracy:5.1f}%  "
+              f"(final loss {history.train_loss[-1]:.4f}, {history.steps} steps, "
+              f"{history.seconds:.1f} s)", flush=True)
+        histories.append(history)
+    return histories
+
+
+def main(args: argparse.Namespace) -> int:
+    from pymtl_fp.net import NetError, load_net
+
+    if args.engine not in ENGINES:
+        planned = PLANNED_ENGINES.get(args.engine)
+        when = f" (arrives with {planned})" if planned else ""
+        raise UserError(f"--engine {args.engine} is not available{when}; available: {', '.join(ENGINES)}")
+    plot_path = _check_output(args.plot, ".png", "--plot")
+    report_path = _check_output(args.report, ".json", "--report")
+    try:
+        net = load_net(args.net)
+    except NetError as exc:
+        raise UserError(f"--net {args.net}: {exc}") from None
+    settings = _settings(args, net)
+    precisions = _precisions(args.precision, net)
+    histories = _run_golden(args, net, settings, precisions)
+
+    by_name = {h.precision: h for h in histories}
+    if FLOAT64 in by_name and len(by_name) > 1:
+        ref = by_name[FLOAT64].final_accuracy
+        gaps = ", ".join(f"{p}-bit {100 * (h.final_accuracy - ref):+.1f}"
+                         for p, h in by_name.items() if p != FLOAT64)
+        print(f"  accuracy vs float64 (points): {gaps}")
+    if plot_path:
+        _plot(histories, plot_path, f"{net.name} on digits ({args.engine} engine)")
+        print(f"  wrote {plot_path}")
+    if report_path:
+        report = {
+            "engine": args.engine, "net": net.to_dict(), "settings": settings,
+            "results": {h.precision: {"final_test_accuracy": h.final_accuracy,
+                                      "test_accuracy": h.test_accuracy,
+                                      "train_loss": h.train_loss, "steps": h.steps,
+                                      "seconds": round(h.seconds, 3)} for h in histories},
+        }
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"  wrote {report_path}")
+    return 0
