@@ -33,6 +33,22 @@ SUBCOMMANDS = {
 }
 
 
+class _Broken:
+    """A subcommand module that exists but fails to import: the other commands keep working."""
+
+    def __init__(self, modname: str, exc: Exception):
+        self.HELP = f"(failed to load: {type(exc).__name__}: {exc})"
+        self._message = (f"{modname} failed to import ({type(exc).__name__}: {exc}); "
+                         f"run `python -c 'import {modname}'` for the traceback")
+
+    def add_arguments(self, parser):
+        parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def main(self, args):
+        print(f"pymtl-fp {args.command}: internal error: {self._message}", file=sys.stderr)
+        return 1
+
+
 def _load(name: str):
     modname = "scripts.cmd_" + name.replace("-", "_")
     try:
@@ -40,7 +56,9 @@ def _load(name: str):
     except ModuleNotFoundError as exc:
         if exc.name == modname:
             return None
-        raise
+        return _Broken(modname, exc)
+    except Exception as exc:  # noqa: BLE001 -- one broken command must not take down the rest
+        return _Broken(modname, exc)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
