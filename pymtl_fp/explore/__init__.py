@@ -1,0 +1,19 @@
+"""Design-space and scaling studies for CNN training on chains of FPGAs (``pymtl-fp explore``).
+
+Analytic, shape-level models only -- nothing here simulates hardware:
+
+* :mod:`.layers` / :mod:`.zoo`     -- network records (conv / fc / pool / add) with FP, BP and WG
+  multiply-accumulate counts, and a zoo of published networks checked against published totals;
+* :mod:`.devices` / :mod:`.links`  -- FPGA parts from public datasheets, FPGA-to-FPGA link models;
+* :mod:`.compute_model`            -- cycles of one FP/BP/WG operation on a ``rows x cols`` MAC
+  array (the one module to swap for :mod:`pymtl_fp.timing` when it exists);
+* :mod:`.chain`                    -- a network cut into pieces along a 1-D chain: per-stage
+  cycles, per-cut traffic and per-stage storage;
+* :mod:`.partition`                -- even split, FPDeep balancing, optimal DP, exhaustive search;
+* :mod:`.scaling` / :mod:`.design` -- the FPDeep-style scaling sweep and the DarkFPGA-style
+  single-FPGA parameter search;
+* :mod:`.report`                   -- CSV / Markdown tables and PNG plots.
+"""
+
+from pymtl_fp.explore.layers import Layer, Network  # noqa: F401
+from pymtl_fp.explore.zoo import NETWORKS, get_network  # noqa: F401

@@ -1,0 +1,485 @@
+"""A network laid out along a 1-D chain of FPGAs: pieces, stage costs, cut traffic, storage.
+
+**Units.**  The network is cut into *units*: one MAC layer (conv / fc) plus the pooling,
+addition (and folded ReLU / BN) layers that follow it before the next MAC layer.  Units keep
+the topological order of :class:`~pymtl_fp.explore.layers.Network`; a residual block's
+projection shortcut comes first, so what stays live across the block is its (smaller) output.
+
+**Pieces.**  A unit may be shared by neighbouring FPGAs (FPDeep's model parallelism).  It is
+split along one axis, chosen per unit (``split="auto"``):
+
+* ``channels`` -- by output channels, in multiples of ``channel_tile`` (the array's rows):
+  every sharer needs the unit's whole input, nobody duplicates weights;  used for fc layers and
+  for conv layers whose weights outweigh their input map (deep layers);
+* ``rows`` -- by output rows: each sharer needs only its band of the input (plus a halo of
+  ``R - stride`` rows), but holds a full copy of the weights, and the sharers all-reduce their
+  weight gradients once per mini-batch; used for conv layers whose input map outweighs their
+  weights (shallow layers, where channel splits cannot keep the array busy).
+
+A unit of ``Q`` pieces gives ``Q - 1`` cut points inside it; a chain *position* ``m`` in
+``0..M`` is a cut point (0 = before everything, ``M`` = after everything).  A partition of the
+chain over ``N`` FPGAs is a non-decreasing vector of ``N+1`` positions from 0 to ``M``; FPGA
+``i`` computes pieces ``[cuts[i], cuts[i+1])`` (possibly none: it then only relays).
+
+**Traffic of a cut** (per image, forward direction in activations, backward in gradients):
+every tensor produced before the cut and consumed after it (so residual shortcuts that jump
+over a cut are counted), with, at a cut inside a unit at fraction ``f``, the unit's input
+counted whole (channels) or as ``1 - f`` plus the halo (rows), the part of the unit's output
+already computed (``f``), and for ``rows`` the amortized weight-gradient all-reduce.  The
+network input needs no gradient; the network output carries the loss gradient back.
+
+**Stage cost** on a device: the sum over its pieces of FP + BP + WG cycles from
+:mod:`pymtl_fp.explore.compute_model` (each unit share is one engine command).
+
+**Storage** per FPGA: conv weights and their gradient accumulators (fc weights stay in DRAM,
+as in FPDeep, and are charged as DRAM traffic per mini-batch instead); the fine-grained pipeline keeps
+``R + stride`` rows of each input / output-gradient map (line buffers) plus the inputs the
+weight gradient needs for 2 images (the image being back-propagated and the one behind it);
+whole-map buffering keeps double-buffered whole maps for FP and BP and the WG inputs of every
+image in flight between this stage's FP and its BP (``2(N-i)-1`` images at stage ``i``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pymtl_fp.explore.compute_model import ArrayShape, layer_cycles
+from pymtl_fp.explore.devices import Precision
+
+SPLITS = ("auto", "rows", "channels")
+
+
+@dataclass
+class Unit:
+    index: int
+    mac: object                 #: the MAC layer
+    members: list               #: every layer of the unit (MAC layer included)
+    out: str                    #: the tensor the unit produces
+    axis: str                   #: "rows" | "channels"
+    bounds: np.ndarray          #: piece boundaries, in output rows or output channels
+    needs_dx: bool
+
+    @property
+    def pieces(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def extent(self) -> int:
+        return int(self.bounds[-1])
+
+
+class RangeFunc:
+    """A per-unit additive cost extended to position ranges ``[a, b)`` of the chain.
+
+    Built from ``part(u, n_lo, n_hi)``: the cost of unit ``u``'s share between boundaries
+    ``n_lo`` and ``n_hi`` (rows or channels); only share *sizes* matter except for functions
+    that say otherwise.  ``scalar`` sums unit by unit (the plain definition); ``vec`` and
+    ``matrix`` use per-unit tables and prefix sums (the fast path, checked against ``scalar``).
+    """
+
+    def __init__(self, chain: Chain, part):
+        self.chain = chain
+        self.part = part
+        ch = chain
+        self._tables = []
+        full = np.zeros(len(ch.units) + 1)
+        for u, unit in enumerate(ch.units):
+            q, b = unit.pieces, unit.bounds
+            t = np.zeros((q + 1, q + 1))
+            for i in range(q + 1):
+                for j in range(i + 1, q + 1):
+                    t[i, j] = part(u, int(b[i]), int(b[j]))
+            self._tables.append(t)
+            full[u + 1] = full[u] + t[0, q]
+        self.full_cum = full
+        M = ch.M
+        self.tail = np.zeros(M + 1)     # cost from start position to its unit's end
+        self.head = np.zeros(M + 1)     # cost from its unit's start to end position
+        for m in range(M):
+            u, p = ch.start_u[m], ch.start_p[m]
+            self.tail[m] = self._tables[u][p, ch.units[u].pieces]
+        for m in range(1, M + 1):
+            u, p = ch.end_u[m], ch.end_p[m]
+            self.head[m] = self._tables[u][0, p]
+
+    def scalar(self, a: int, b: int) -> float:
+        """Cost of pieces ``[a, b)``, summed directly unit by unit."""
+        ch = self.chain
+        if b <= a:
+            return 0.0
+        ua, pa = ch.start_u[a], ch.start_p[a]
+        ub, pb = ch.end_u[b], ch.end_p[b]
+        total = 0.0
+        for u in range(ua, ub + 1):
+            unit = ch.units[u]
+            lo = unit.bounds[pa] if u == ua else 0
+            hi = unit.bounds[pb] if u == ub else unit.extent
+            if hi > lo:
+                total += self.part(u, int(lo), int(hi))
+        return total
+
+    def vec(self, a, b) -> np.ndarray:
+        """Costs of ``[a[i], b[i])`` for arrays of positions (0 where ``b <= a``)."""
+        ch = self.chain
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        a_c = np.minimum(a, ch.M - 1)
+        b_c = np.maximum(b, 1)
+        ua, ub = ch.start_u[a_c], ch.end_u[b_c]
+        cross = self.tail[a_c] + (self.full_cum[ub] - self.full_cum[np.minimum(ua + 1, ub)]) \
+            + self.head[b_c]
+        out = np.where(ua < ub, cross, 0.0)
+        same = (ua == ub) & (b > a)
+        if np.any(same):
+            idx = np.nonzero(same)
+            for k in zip(*idx):
+                u = ua[k]
+                out[k] = self._tables[u][ch.start_p[a_c[k]], ch.end_p[b_c[k]]]
+        return np.where(b > a, out, 0.0)
+
+    def matrix(self) -> np.ndarray:
+        """``(M+1) x (M+1)`` matrix of ``[a, b)`` costs (0 on and below the diagonal)."""
+        ch = self.chain
+        M = ch.M
+        a = np.arange(M + 1)
+        a_c = np.minimum(a, M - 1)
+        b_c = np.maximum(a, 1)
+        ua = ch.start_u[a_c][:, None]
+        ub = ch.end_u[b_c][None, :]
+        cross = self.tail[a_c][:, None] + self.head[b_c][None, :] + \
+            (self.full_cum[ub] - self.full_cum[np.minimum(ua + 1, ub)])
+        mat = np.where(ua < ub, cross, 0.0)
+        for u, unit in enumerate(ch.units):
+            o, q = ch.offset[u], unit.pieces
+            mat[o:o + q + 1, o:o + q + 1] = self._tables[u]
+        return np.triu(mat, 1)
+
+
+@dataclass
+class Chain:
+    """A network prepared for partitioning along a chain (see the module docstring)."""
+
+    network: object
+    precision: Precision = field(default_factory=Precision)
+    batch: int = 32
+    max_pieces: int = 8
+    split: str = "auto"
+    channel_tile: int = 16
+    mode: str = "fold"
+
+    def __post_init__(self):
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, not {self.split!r}")
+        if self.batch < 1 or self.max_pieces < 1 or self.channel_tile < 1:
+            raise ValueError("batch, max_pieces and channel_tile must be >= 1")
+        self._build_units()
+        self._build_positions()
+        self._build_traffic()
+        self._cycle_cache: dict = {}
+        self._storage = None
+        self._macs = None
+
+    # -- construction ----------------------------------------------------------------------
+    def _build_units(self):
+        net = self.network
+        units, lead = [], []
+        for layer in net.layers:
+            if layer.has_macs:
+                units.append([layer, lead + [layer]])
+                lead = []
+            elif units:
+                units[-1][1].append(layer)
+            else:
+                lead.append(layer)
+        if not units:
+            raise ValueError(f"{net.name}: no conv / fc layer to partition")
+        if lead:
+            units[-1][1].extend(lead)
+        self.units = []
+        unit_of = {"input": -1}
+        for u, (mac, members) in enumerate(units):
+            for ly in members:
+                unit_of[ly.name] = u
+        for u, (mac, members) in enumerate(units):
+            names = {ly.name for ly in members}
+            for ly in members[:-1]:   # only the last member's output may leave the unit
+                if any(c not in names for c in net.consumers(ly.name)):
+                    raise ValueError(f"{net.name}: {ly.name!r} is read outside its unit")
+            axis = self._axis(mac)
+            if axis == "rows":
+                q = min(mac.Ho, self.max_pieces)
+                bounds = (np.arange(q + 1) * mac.Ho) // q
+            else:
+                tiles = -(-mac.K // self.channel_tile)
+                q = min(tiles, self.max_pieces)
+                bounds = np.minimum(mac.K, self.channel_tile * ((np.arange(q + 1) * tiles) // q))
+            needs_dx = any(src != "input" for src in mac.inputs)
+            self.units.append(Unit(u, mac, members, members[-1].name, axis,
+                                   bounds.astype(np.int64), needs_dx))
+        self.unit_of = unit_of
+
+    def _axis(self, mac) -> str:
+        if mac.kind == "fc" or mac.Ho <= 1:
+            return "channels"
+        if self.split != "auto":
+            return self.split
+        return "rows" if mac.params < mac.in_elems else "channels"
+
+    def _build_positions(self):
+        q = np.array([u.pieces for u in self.units], dtype=np.int64)
+        self.offset = np.concatenate([[0], np.cumsum(q)])
+        self.M = int(self.offset[-1])
+        M = self.M
+        self.start_u = np.zeros(M + 1, dtype=np.int64)
+        self.start_p = np.zeros(M + 1, dtype=np.int64)
+        self.end_u = np.zeros(M + 1, dtype=np.int64)
+        self.end_p = np.zeros(M + 1, dtype=np.int64)
+        for u, unit in enumerate(self.units):
+            o = self.offset[u]
+            for p in range(unit.pieces):
+                self.start_u[o + p], self.start_p[o + p] = u, p
+                self.end_u[o + p + 1], self.end_p[o + p + 1] = u, p + 1
+        self.start_u[M] = len(self.units)   # sentinel; never used as a stage start
+        self.unit_boundaries = self.offset.copy()
+
+    def _build_traffic(self):
+        """Elements / bits crossing each cut position, per image, in each direction."""
+        net, prec = self.network, self.precision
+        U = len(self.units)
+        tensors = ["input"] + [ly.name for ly in net.layers]
+        size = {t: math.prod(net.shape_of(t)) for t in tensors}
+        prod = {t: self.unit_of[t] for t in tensors}
+        last = {}
+        for t in tensors:
+            cons = [self.unit_of[c] for c in net.consumers(t)]
+            last[t] = max(cons) if cons else U     # network output: read by the loss
+        live = [t for t in tensors if last[t] > prod[t]]
+        fwd = np.zeros(self.M + 1)
+        bwd = np.zeros(self.M + 1)
+        reduce_f = np.zeros(self.M + 1)
+        reduce_b = np.zeros(self.M + 1)
+        for m in range(self.M + 1):
+            u, p = (self.start_u[m], self.start_p[m]) if m < self.M else (U, 0)
+            for t in live:
+                if not (prod[t] < u <= last[t]):
+                    continue
+                coef = 1.0
+                if p > 0:
+                    unit = self.units[u]
+                    f = unit.bounds[p] / unit.extent
+                    consumed_here = last[t] == u
+                    if t == unit.mac.inputs[0]:
+                        if unit.axis == "rows" and consumed_here:
+                            halo = max(unit.mac.R - unit.mac.stride, 0) * unit.mac.in_shape[2] \
+                                * unit.mac.C
+                            coef = (1.0 - f) + halo / size[t]
+                    elif consumed_here:
+                        coef = 1.0 - f
+                fwd[m] += coef * size[t]
+                if t != "input":
+                    bwd[m] += coef * size[t]
+            if 0 < p:
+                unit = self.units[u]
+                f = unit.bounds[p] / unit.extent
+                fwd[m] += f * size[unit.out]
+                bwd[m] += f * size[unit.out]
+                if unit.axis == "rows":
+                    reduce_f[m] = unit.mac.params * prec.acc_bits / self.batch
+                    reduce_b[m] = unit.mac.params * prec.weight_bits / self.batch
+        self.fwd_elems, self.bwd_elems = fwd, bwd
+        self.fwd_bits = fwd * prec.act_bits + reduce_f
+        self.bwd_bits = bwd * prec.grad_bits + reduce_b
+
+    # -- per-unit share functions ------------------------------------------------------------
+    def _share(self, u: int, lo: int, hi: int):
+        unit = self.units[u]
+        n = hi - lo
+        if unit.axis == "rows":
+            return {"ho": n, "k": None, "frac": n / unit.extent}
+        return {"ho": None, "k": n, "frac": n / unit.extent}
+
+    def unit_cycles(self, u: int, n: int, array: ArrayShape) -> int:
+        """FP+BP+WG cycles of ``n`` rows / channels of unit ``u`` on ``array`` (cached)."""
+        key = (u, n, array.rows, array.cols)
+        hit = self._cycle_cache.get(key)
+        if hit is not None:
+            return hit
+        unit = self.units[u]
+        sh = self._share(u, 0, n)
+        total = 0
+        if n > 0:
+            for ly in unit.members:
+                if ly.has_macs:
+                    c = layer_cycles(ly, array, unit.needs_dx, sh["k"], sh["ho"], self.mode)
+                else:
+                    c = layer_cycles(ly, array, True,
+                                     None if sh["k"] is None else
+                                     max(1, round(ly.K * sh["frac"])),
+                                     None if sh["ho"] is None else
+                                     max(1, round(ly.Ho * sh["frac"])), self.mode)
+                total += sum(c.values())
+        self._cycle_cache[key] = total
+        return total
+
+    def cycles(self, array: ArrayShape) -> RangeFunc:
+        key = ("rf", array.rows, array.cols)
+        if key not in self._cycle_cache:
+            self._cycle_cache[key] = RangeFunc(
+                self, lambda u, lo, hi: float(self.unit_cycles(u, hi - lo, array)))
+        return self._cycle_cache[key]
+
+    @property
+    def macs(self) -> RangeFunc:
+        """Useful FP+BP+WG multiply-accumulates per image of a range."""
+        if self._macs is None:
+            net = self.network
+
+            def part(u, lo, hi):
+                unit = self.units[u]
+                m = net.layer_macs(unit.mac)
+                return (m["fp"] + m["bp"] + m["wg"]) * (hi - lo) / unit.extent
+            self._macs = RangeFunc(self, part)
+        return self._macs
+
+    # -- storage -----------------------------------------------------------------------------
+    def storage(self) -> dict:
+        """Range functions in bits: ``weights`` (conv weights + gradient accumulators, on
+        chip), ``linebuf``, ``stash1`` (WG inputs and ReLU/argmax masks of one image),
+        ``mapbuf`` (double-buffered whole maps), and ``fc_dram``: DRAM traffic per image of
+        the fc layers, whose weights stay off chip as in FPDeep (per mini-batch: weights read
+        for FP and BP and written after the update, gradients written once)."""
+        if self._storage is not None:
+            return self._storage
+        prec = self.precision
+
+        def weights(u, lo, hi):
+            unit = self.units[u]
+            if unit.mac.kind == "fc":     # fc weights live in DRAM (see fc_dram)
+                return 0.0
+            share = 1.0 if unit.axis == "rows" else (hi - lo) / unit.extent
+            return unit.mac.params * share * (prec.weight_bits + prec.acc_bits)
+
+        def fc_dram(u, lo, hi):
+            unit = self.units[u]
+            if unit.mac.kind != "fc":
+                return 0.0
+            share = (hi - lo) / unit.extent
+            per_batch = 3 * prec.weight_bits + prec.acc_bits
+            return unit.mac.params * share * per_batch / self.batch
+
+        def linebuf(u, lo, hi):
+            unit = self.units[u]
+            frac = (hi - lo) / unit.extent
+            bits = 0.0
+            for ly in unit.members:
+                if ly.kind == "fc":
+                    bits += ly.in_elems * prec.act_bits + ly.K * frac * prec.grad_bits
+                    continue
+                rows = ly.R + ly.stride
+                kshare = ly.K * (frac if unit.axis == "channels" else 1.0)
+                c_in = ly.C
+                if ly.kind == "add":
+                    rows, c_in = 1, ly.C * (len(ly.inputs))
+                bits += rows * ly.in_shape[2] * c_in * prec.act_bits        # FP input rows
+                bits += rows * ly.Wo * kshare * prec.grad_bits              # BP dy rows
+            return bits
+
+        def stash1(u, lo, hi):
+            unit = self.units[u]
+            frac = (hi - lo) / unit.extent
+            mac = unit.mac
+            x_share = mac.in_elems * (frac if unit.axis == "rows" else 1.0)
+            bits = x_share * prec.act_bits
+            for ly in unit.members:   # ReLU masks and pooling argmax, per output element
+                out_share = ly.out_elems * frac
+                if ly.relu:
+                    bits += out_share
+                if ly.kind == "pool" and ly.pool_op == "max":
+                    bits += out_share * max(1, math.ceil(math.log2(ly.R * ly.S)))
+            return bits
+
+        def mapbuf(u, lo, hi):
+            unit = self.units[u]
+            frac = (hi - lo) / unit.extent
+            xf = frac if unit.axis == "rows" else 1.0
+            bits = 0.0
+            for ly in unit.members:
+                bits += 2 * (ly.in_elems * xf + ly.out_elems * frac) * prec.act_bits
+                bits += 2 * (ly.in_elems * xf + ly.out_elems * frac) * prec.grad_bits
+            return bits
+
+        self._storage = {name: RangeFunc(self, fn) for name, fn in
+                         (("weights", weights), ("linebuf", linebuf), ("stash1", stash1),
+                          ("mapbuf", mapbuf), ("fc_dram", fc_dram))}
+        return self._storage
+
+    def fine_storage(self) -> RangeFunc:
+        """Fine-grained pipeline storage of a range: weights + line buffers + 2 images."""
+        st = self.storage()
+        if "fine" not in st:
+            st["fine"] = _Sum(self, [(1.0, st["weights"]), (1.0, st["linebuf"]),
+                                     (2.0, st["stash1"])])
+        return st["fine"]
+
+    # -- helpers -----------------------------------------------------------------------------
+    def describe_position(self, m: int) -> str:
+        if m >= self.M:
+            return "end"
+        u, p = self.start_u[m], self.start_p[m]
+        unit = self.units[u]
+        if p == 0:
+            return f"before {unit.mac.name}"
+        what = "rows" if unit.axis == "rows" else "ch"
+        return f"{unit.mac.name}@{what}{unit.bounds[p]}/{unit.extent}"
+
+    def stage_layers(self, a: int, b: int) -> list:
+        """The work of pieces ``[a, b)``, layer by layer: what one node must run.
+
+        Each entry: ``{"unit", "layer", "kind", "axis", "lo", "hi", "extent"}`` -- output rows
+        (axis ``rows``) or output channels (``channels``) ``lo..hi`` of ``extent`` of the unit's
+        MAC layer; the unit's pooling / addition layers follow the same share.  This is the
+        hand-off to a cluster compiler, and what a cycle-level cluster simulation of the same
+        partition should be compared against, node by node (:meth:`node_cycles`).
+        """
+        out = []
+        if b <= a:
+            return out
+        ua, pa = self.start_u[a], self.start_p[a]
+        ub, pb = self.end_u[b], self.end_p[b]
+        for u in range(ua, ub + 1):
+            unit = self.units[u]
+            lo = int(unit.bounds[pa]) if u == ua else 0
+            hi = int(unit.bounds[pb]) if u == ub else unit.extent
+            if hi <= lo:
+                continue
+            for ly in unit.members:
+                out.append({"unit": u, "layer": ly.name, "kind": ly.kind, "axis": unit.axis,
+                            "lo": lo, "hi": hi, "extent": unit.extent})
+        return out
+
+    def node_cycles(self, array: ArrayShape, a: int, b: int) -> int:
+        """Predicted FP+BP+WG cycles per image of the node computing pieces ``[a, b)``."""
+        return round(self.cycles(array).scalar(a, b))
+
+    def total_train_macs(self) -> float:
+        return float(self.macs.full_cum[-1])
+
+
+class _Sum:
+    """A weighted sum of :class:`RangeFunc` (same interface)."""
+
+    def __init__(self, chain, terms):
+        self.chain = chain
+        self.terms = terms
+
+    def scalar(self, a, b):
+        return sum(w * f.scalar(a, b) for w, f in self.terms)
+
+    def vec(self, a, b):
+        return sum(w * f.vec(a, b) for w, f in self.terms)
+
+    def matrix(self):
+        return sum(w * f.matrix() for w, f in self.terms)

@@ -1,0 +1,144 @@
+"""Cluster description files for ``pymtl-fp explore partition --devices FILE`` (TOML or JSON).
+
+A chain of FPGAs, in order, and the links between neighbours::
+
+    name = "asymmetric16"
+    description = "free text"
+
+    [link]                 # every chain link, unless overridden below
+    lanes = 4              # transceivers between two neighbours (each full duplex)
+    # rate_gbps = 10.3125  # line rate; default: the slower end's maximum (datasheet)
+    # gbps = 40            # or: payload Gb/s per direction, directly
+
+    [[fpga]]
+    part = "xcvu9p"        # a known part (pymtl_fp.explore.devices.DEVICES) ...
+    count = 2              # ... repeated (default 1)
+    # clock_mhz = 300      # any Device field overrides the part's value
+    # array = [16, 384]    # pin the MAC array shape
+
+    [[fpga]]               # or a custom part: name, dsp, bram36 (+ optional fields)
+    name = "my-part"
+    dsp = 2000
+    bram36 = 600
+
+    [[links]]              # per-link overrides: index = link number (0 joins FPGAs 0 and 1)
+    index = 3
+    gbps = 20
+
+JSON files hold the same structure (``{"link": {...}, "fpga": [...], "links": [...]}``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pymtl_fp.explore.devices import DeviceError, Precision, device_from_dict
+from pymtl_fp.explore.links import ENCODING_64B66B, Link, LinkError
+from pymtl_fp.explore.partition import Cluster
+
+
+class ClusterFileError(ValueError):
+    """A devices file that cannot be read or makes no sense."""
+
+
+def _load_text(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClusterFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ClusterFileError(f"{path.name}: bad JSON: {exc.msg} at line {exc.lineno}") \
+                from None
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # pragma: no cover - older Pythons
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise ClusterFileError(f"{path.name}: reading TOML needs Python 3.11+ or the "
+                                   "'tomli' package; or give a .json file") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClusterFileError(f"{path.name}: bad TOML: {exc}") from None
+
+
+def _link(spec: dict, dev_a, dev_b, where: str) -> Link:
+    if not isinstance(spec, dict):
+        raise ClusterFileError(f"{where}: expected a table")
+    unknown = set(spec) - {"lanes", "rate_gbps", "gbps", "latency_ns", "index"}
+    if unknown:
+        raise ClusterFileError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    try:
+        latency = float(spec.get("latency_ns", 500.0))
+        if "gbps" in spec:
+            return Link(f"{float(spec['gbps']):g}G", float(spec["gbps"]), latency)
+        lanes = spec.get("lanes", 4)
+        if isinstance(lanes, bool) or int(lanes) != lanes or lanes < 1:
+            raise ClusterFileError(f"{where}: lanes must be a positive integer, not {lanes!r}")
+        rate = float(spec.get("rate_gbps") or min(dev_a.transceiver_gbps,
+                                                  dev_b.transceiver_gbps))
+        if rate <= 0:
+            raise ClusterFileError(f"{where}: no line rate known for {dev_a.name}-{dev_b.name}; "
+                                   "give rate_gbps")
+        return Link(f"{int(lanes)}x{rate:g}G", int(lanes) * rate * ENCODING_64B66B, latency)
+    except (TypeError, ValueError, LinkError) as exc:
+        if isinstance(exc, ClusterFileError):
+            raise
+        raise ClusterFileError(f"{where}: {exc}") from None
+
+
+def cluster_from_dict(data: dict, precision: Precision | None = None,
+                      memory_limit: bool = False, where: str = "devices file") -> Cluster:
+    precision = precision or Precision()
+    if not isinstance(data, dict):
+        raise ClusterFileError(f"{where}: expected a table at the top level")
+    unknown = set(data) - {"name", "description", "link", "fpga", "links"}
+    if unknown:
+        raise ClusterFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    entries = data.get("fpga")
+    if not isinstance(entries, list) or not entries:
+        raise ClusterFileError(f"{where}: needs at least one [[fpga]] entry")
+    devices = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ClusterFileError(f"{where}: fpga entry {i} is not a table")
+        entry = dict(entry)
+        count = entry.pop("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ClusterFileError(f"{where}: fpga entry {i}: count must be a positive integer")
+        try:
+            dev = device_from_dict(entry, f"{where}: fpga entry {i}")
+        except DeviceError as exc:
+            raise ClusterFileError(str(exc)) from None
+        devices.extend([dev] * count)
+    default = data.get("link", {})
+    links = [_link(default, devices[i], devices[i + 1], f"{where}: [link]")
+             for i in range(len(devices) - 1)]
+    for j, spec in enumerate(data.get("links", []) or []):
+        if not isinstance(spec, dict) or "index" not in spec:
+            raise ClusterFileError(f"{where}: [[links]] entry {j} needs an index")
+        idx = spec["index"]
+        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(links):
+            raise ClusterFileError(f"{where}: [[links]] entry {j}: index {idx!r} is not a link "
+                                   f"of this chain (0..{len(links) - 1})")
+        merged = {**{k: v for k, v in default.items() if k != "gbps"}, **spec}
+        links[idx] = _link(merged, devices[idx], devices[idx + 1], f"{where}: link {idx}")
+    return Cluster(devices, links, precision, memory_limit)
+
+
+def load_cluster(path, precision: Precision | None = None, memory_limit: bool = False):
+    """(:class:`Cluster`, name, description) from a devices file."""
+    path = Path(path)
+    data = _load_text(path)
+    cluster = cluster_from_dict(data, precision, memory_limit, path.name)
+    return cluster, str(data.get("name", path.stem)), str(data.get("description", ""))
+
+
+def example_path() -> Path:
+    """The example 16-FPGA asymmetric chain shipped with the package."""
+    return Path(__file__).with_name("data") / "asymmetric16.toml"

@@ -1,0 +1,254 @@
+"""DarkFPGA-style design search: one FPGA training a network on mini-batches from DRAM.
+
+DarkFPGA (Luo et al., FCCM'19 / J. Semicond. 2020) trains a whole network on one FPGA with
+batch-level parallelism: a weight tile on chip is applied to ``Tb`` images of the mini-batch
+before the next one is fetched (batch-innermost layout), tiles bound the buffers, and an
+analytical model picks the parameters for a network and a device budget.  This module is such
+a model, roofline style:
+
+**Parameters.**  Array shape ``rows x cols``; output-channel tile ``Tk``; input-channel tile
+``Tc``; output-row tile ``Th``; batch tile ``Tb`` (a divisor of the mini-batch ``B``).  The
+same tiles serve every layer (clipped to the layer's size).
+
+**Time of one layer and operation** (per mini-batch) = ``max(compute, memory)`` with the
+array's cycles from :mod:`.compute_model` (x ``B``) at the device clock -- each ``Tk x Tc`` channel tile is a pass over the array, so tiles smaller
+than the array waste lanes (:func:`.compute_model.tiled_mac_cycles`) -- and the DRAM traffic
+at the board's bandwidth (double buffering overlaps the two):
+
+=====  =====================================================================================
+FP     weights x ``B/Tb`` x ``ceil(Ho/Th)``; input x ``B`` x ``ceil(K/Tk)`` x halo;
+       output x ``B``
+BP     weights as FP; output gradient x ``B`` x ``ceil(C/Tc)``; input gradient x ``B``
+WG     input x ``B`` x ``ceil(K/Tk)`` x halo; output gradient x ``B`` x ``ceil(C/Tc)``; per
+       mini-batch the update reads and writes the weights and the gradients once
+=====  =====================================================================================
+
+(``halo`` = ``((Th-1)*stride + R) / (Th*stride)``: input rows re-read between row tiles.)
+
+**Resources.**  DSPs = lanes / MACs per DSP; on-chip bits = double-buffered input, weight and
+output tiles (accumulators at ``acc_bits``), the largest over layers and operations.  A point is
+feasible when both fit the device (DSPs within ``dsp_fraction``, RAM within 90 %).
+
+Results: every feasible point, the best by throughput, and the Pareto front of throughput
+against DSPs and on-chip RAM.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pymtl_fp.explore.compute_model import ArrayShape, tiled_mac_cycles
+from pymtl_fp.explore.devices import Device, Precision
+
+RAM_FRACTION = 0.9
+
+
+@dataclass
+class DesignResult:
+    network: str
+    device: Device
+    precision: Precision
+    batch: int
+    points: dict              #: feasible design points: column name -> numpy array
+    pareto: np.ndarray        #: indices of the Pareto front (throughput vs DSPs vs RAM)
+    evaluated: int            #: grid size
+    seconds: float
+    assumptions: list = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.points["gops"])
+
+    def best(self, n: int = 10) -> list:
+        """The ``n`` fastest distinct designs (array and channel/batch tiles; of the row
+        tiles giving the same throughput, the one needing least RAM)."""
+        p = self.points
+        order = np.lexsort((p["ram_mb"], p["dsps"], -np.round(p["gops"], 6)))
+        out, seen = [], set()
+        for i in order:
+            key = (p["rows"][i], p["cols"][i], p["Tb"][i], p["Tk"][i], p["Tc"][i])
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(point(p, int(i)))
+            if len(out) == n:
+                break
+        return out
+
+    def front(self) -> list:
+        return [point(self.points, int(i)) for i in self.pareto]
+
+
+def _pow2_upto(n: int, start: int = 1) -> list:
+    out, v = [], start
+    while v < n:
+        out.append(v)
+        v *= 2
+    out.append(n)
+    return sorted(set(out))
+
+
+def candidate_arrays(device: Device, precision: Precision) -> list:
+    """Array shapes: rows a power of two 8..128; columns a multiple of 8 using 1/8, 2/8, ...
+    8/8 of the lane budget."""
+    budget = device.lane_budget(precision)
+    shapes = set()
+    for rows in (8, 16, 32, 64, 128):
+        full = (budget // rows) // 8 * 8
+        for frac in np.arange(1, 9) / 8:
+            cols = int(full * frac) // 8 * 8
+            if cols >= 8:
+                shapes.add((rows, cols))
+    return [ArrayShape(r, c) for r, c in sorted(shapes)]
+
+
+def search(network, device: Device, batch: int = 128, precision: Precision | None = None,
+           mode: str = "fold", dram_gbs: float | None = None, arrays=None) -> DesignResult:
+    """Evaluate the whole parameter grid; return the feasible points and the Pareto front.
+
+    ``precision`` defaults to 8-bit training (DarkFPGA's).
+    """
+    precision = precision or Precision.bits(8)
+    if batch < 1:
+        raise ValueError("batch must be >= 1")
+    t0 = time.perf_counter()
+    layers = [ly for ly in network.layers if ly.has_macs]
+    needs_dx = [any(s != "input" for s in ly.inputs) for ly in layers]
+    dram_bps = (dram_gbs or device.dram_gbs) * 8e9
+    clock = device.clock_hz
+    prec = precision
+    kmax = max(ly.K for ly in layers)
+    cmax = max(ly.C for ly in layers)
+    hmax = max(ly.Ho for ly in layers)
+    tb_vals = [d for d in range(1, batch + 1) if batch % d == 0 and (d & (d - 1) == 0 or d == batch)]
+    tk_vals = _pow2_upto(kmax, 16)
+    tc_vals = _pow2_upto(cmax, 16)
+    th_vals = _pow2_upto(hmax, 1)
+    TB, TK, TC, TH = (a.ravel() for a in np.meshgrid(tb_vals, tk_vals, tc_vals, th_vals,
+                                                     indexing="ij"))
+    TB, TK, TC, TH = (x.astype(float) for x in (TB, TK, TC, TH))
+    arrays = arrays or candidate_arrays(device, prec)
+    ram_budget = device.onchip_bits * RAM_FRACTION
+    dsp_budget = int(device.dsp * device.dsp_fraction)
+    train_ops = 2.0 * network.macs()["train"]
+    upd_bits = sum(ly.params for ly in layers) * (2 * prec.weight_bits + 2 * prec.acc_bits)
+    # tile-dependent memory traffic and buffers do not depend on the array: compute once
+    traffic, buffers = [], np.zeros_like(TB)
+    for ly in layers:
+        tk = np.minimum(TK, ly.K)
+        tc = np.minimum(TC, ly.C)
+        th = np.minimum(TH, ly.Ho)
+        rs = ly.R * ly.S
+        if ly.kind == "fc":
+            halo = np.ones_like(TB)
+            rows_in = np.ones_like(TB)
+            w_in = 1
+            cin_tile = np.minimum(TC * ly.in_shape[1] * ly.in_shape[2], ly.in_elems)
+            rs_eff = 1
+        else:
+            halo = ((th - 1) * ly.stride + ly.R) / (th * ly.stride)
+            rows_in = (th - 1) * ly.stride + ly.R
+            w_in = ly.in_shape[2]
+            cin_tile = tc
+            rs_eff = rs
+        row_tiles = np.ceil(ly.Ho / th)
+        k_tiles = np.ceil(ly.K / tk)
+        c_tiles = np.ceil(ly.C / tc)
+        w_bits = ly.params * prec.weight_bits
+        x_bits = ly.in_elems * prec.act_bits
+        y_bits = ly.out_elems * prec.act_bits
+        dy_bits = ly.out_elems * prec.grad_bits
+        dx_bits = ly.in_elems * prec.grad_bits
+        fp = w_bits * (batch / TB) * row_tiles + x_bits * batch * k_tiles * halo + y_bits * batch
+        wg = x_bits * batch * k_tiles * halo + dy_bits * batch * c_tiles
+        bp = (w_bits * (batch / TB) * row_tiles + dy_bits * batch * c_tiles + dx_bits * batch) \
+            if needs_dx[layers.index(ly)] else np.zeros_like(TB)
+        traffic.append((fp, bp, wg))
+        in_buf = 2 * TB * cin_tile * rows_in * w_in * prec.act_bits
+        w_buf = 2 * tk * cin_tile * rs_eff * prec.weight_bits
+        out_buf = TB * tk * th * ly.Wo * prec.acc_bits
+        wg_buf = tk * cin_tile * rs_eff * prec.acc_bits
+        buffers = np.maximum(buffers, in_buf + w_buf + np.maximum(out_buf, wg_buf))
+    ram_ok = np.nonzero(buffers <= ram_budget)[0]
+    cols = {k: [] for k in ("rows", "cols", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops",
+                            "images_s", "mem_bound_pct", "peak_gops")}
+    for arr in arrays:
+        dsps = math.ceil(arr.lanes / prec.macs_per_dsp)
+        if dsps > dsp_budget or not len(ram_ok):
+            continue
+        total = np.zeros(len(ram_ok))
+        mem_time = np.zeros(len(ram_ok))
+        for ly, nd, ops in zip(layers, needs_dx, traffic):
+            cyc = tiled_mac_cycles(ly, arr, TK[ram_ok], TC[ram_ok], mode) + arr.rows + arr.cols
+            for op, bits in zip(("fp", "bp", "wg"), ops):
+                if op == "bp" and not nd:
+                    continue
+                t_c = cyc * batch / clock
+                t_m = bits[ram_ok] / dram_bps
+                total += np.maximum(t_c, t_m)
+                mem_time += np.where(t_m > t_c, t_m, 0.0)
+        total += upd_bits / dram_bps
+        n = len(ram_ok)
+        cols["rows"].append(np.full(n, arr.rows))
+        cols["cols"].append(np.full(n, arr.cols))
+        for key, src in (("Tb", TB), ("Tk", TK), ("Tc", TC), ("Th", TH)):
+            cols[key].append(src[ram_ok].astype(np.int64))
+        cols["dsps"].append(np.full(n, dsps))
+        cols["ram_mb"].append(buffers[ram_ok] / 1e6)
+        cols["gops"].append(train_ops * batch / total / 1e9)
+        cols["images_s"].append(batch / total)
+        cols["mem_bound_pct"].append(100.0 * mem_time / total)
+        cols["peak_gops"].append(np.full(n, 2.0 * arr.lanes * clock / 1e9))
+    points = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
+    points["dsp_pct"] = 100.0 * points["dsps"] / device.dsp
+    points["ram_pct"] = 100.0 * points["ram_mb"] * 1e6 / device.onchip_bits
+    pareto = pareto_front(points)
+    seconds = time.perf_counter() - t0
+    assumptions = [
+        (f"device {device.name}: {device.dsp} DSPs ({device.dsp_fraction:.0%} usable), "
+         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM ({RAM_FRACTION:.0%} usable), "
+         f"clock {device.clock_mhz:g} MHz, DRAM {dram_bps / 8e9:.1f} GB/s"),
+        (f"precision {prec.act_bits}/{prec.weight_bits}/{prec.grad_bits}-bit act/weight/grad, "
+         f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
+         f"mini-batch {batch}"),
+        f"compute model '{mode}'; time per layer-operation = max(compute, DRAM traffic)",
+    ]
+    return DesignResult(network.name, device, prec, batch, points, pareto,
+                        len(TB) * len(arrays), seconds, assumptions)
+
+
+def pareto_front(points: dict) -> np.ndarray:
+    """Indices of the points not dominated in (more GOPS, fewer DSPs, less RAM), by DSPs.
+
+    Exact: within each DSP count the (RAM, GOPS) staircase, then each candidate is checked
+    against the fronts of every smaller DSP count.
+    """
+    g, d, r = points["gops"], points["dsps"], points["ram_mb"]
+    if not len(g):
+        return np.zeros(0, dtype=np.int64)
+    kept_r, kept_g, front = np.zeros(0), np.zeros(0), []
+    for dv in np.unique(d):
+        idx = np.nonzero(d == dv)[0]
+        idx = idx[np.lexsort((-g[idx], r[idx]))]          # RAM ascending, GOPS descending
+        run = np.maximum.accumulate(g[idx])
+        stair = idx[np.concatenate([[True], g[idx][1:] > run[:-1]])]
+        new = [i for i in stair
+               if not np.any((kept_r <= r[i]) & (kept_g >= g[i]))]
+        front.extend(new)
+        kept_r = np.concatenate([kept_r, r[new]])
+        kept_g = np.concatenate([kept_g, g[new]])
+    return np.array(front, dtype=np.int64)
+
+
+def point(points: dict, i: int) -> dict:
+    """One design point as a plain dict."""
+    out = {}
+    for k, v in points.items():
+        x = v[i].item()
+        out[k] = x
+    out["array"] = f"{out['rows']}x{out['cols']}"
+    return out

@@ -1,0 +1,200 @@
+"""FPGA device models from public datasheets, and the precision they compute in.
+
+Resource figures are the device totals of the vendors' product tables:
+
+* AMD/Xilinx DS180, "7 Series FPGAs Data Sheet: Overview" (XC7K325T, XC7VX690T): DSP48E1
+  slices, 36 Kb block RAMs, GTX/GTH transceivers and their maximum line rate;
+* AMD/Xilinx DS890, "UltraScale Architecture and Product Data Sheet: Overview" (XCKU115,
+  XCVU9P, XCVU13P): DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs, GTH/GTY transceivers.
+
+What is *not* a datasheet figure, and is an assumption of this model, stated in every report:
+
+* ``clock_mhz``: the MAC array's clock (200 MHz on 7-series, 250 MHz on UltraScale(+)), a
+  typical achieved figure for DSP-dense accelerator designs, well under the DSP fmax;
+* ``dram_gbs``: off-chip memory bandwidth of a typical board carrying the part (VC707/VC709:
+  DDR3; KCU1500/VCU1525-class boards and AWS F1 / Maxeler MAX5: 4 x DDR4 channels);
+* ``dsp_fraction``: share of the DSPs given to the MAC array (the rest: address generation,
+  pooling, routers, rounding);
+* MACs per DSP: 1 at 16 bits; 2 at 8 bits (two products sharing an operand in one DSP, the
+  packing of AMD/Xilinx WP486 "Deep Learning with INT8 Optimization on Xilinx Devices").
+
+A devices file (TOML or JSON) may define further parts with the same fields, see
+:func:`device_from_dict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pymtl_fp.explore.compute_model import ArrayShape
+
+
+class DeviceError(ValueError):
+    """An unknown or malformed device description."""
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Word widths of the training datapath (FPDeep uses 16-bit fixed point, DarkFPGA 8)."""
+
+    act_bits: int = 16
+    weight_bits: int = 16
+    grad_bits: int = 16
+    acc_bits: int = 32      #: weight-gradient accumulators, kept until the update
+
+    def __post_init__(self):
+        for name in ("act_bits", "weight_bits", "grad_bits", "acc_bits"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= 64:
+                raise DeviceError(f"precision {name} must be an integer in 1..64, not {v!r}")
+
+    @property
+    def macs_per_dsp(self) -> int:
+        return 2 if max(self.act_bits, self.weight_bits, self.grad_bits) <= 8 else 1
+
+    @classmethod
+    def bits(cls, n: int) -> Precision:
+        return cls(n, n, n, 32)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One FPGA part as the models see it."""
+
+    name: str
+    family: str
+    dsp: int
+    bram36: int                 #: 36 Kb block RAMs
+    uram: int = 0               #: 288 Kb UltraRAMs
+    transceivers: int = 0
+    transceiver_gbps: float = 0.0
+    clock_mhz: float = 200.0
+    dram_gbs: float = 12.8
+    dsp_fraction: float = 0.9
+    source: str = ""
+    array: ArrayShape | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.dsp < 1 or self.bram36 < 0 or self.uram < 0:
+            raise DeviceError(f"device {self.name!r}: resource counts must be positive")
+        if self.clock_mhz <= 0 or self.dram_gbs <= 0:
+            raise DeviceError(f"device {self.name!r}: clock and DRAM bandwidth must be > 0")
+        if not 0 < self.dsp_fraction <= 1:
+            raise DeviceError(f"device {self.name!r}: dsp_fraction must be in (0, 1]")
+        if self.transceivers < 0 or self.transceiver_gbps < 0:
+            raise DeviceError(f"device {self.name!r}: transceiver figures must be >= 0")
+
+    @property
+    def onchip_bits(self) -> int:
+        return self.bram36 * 36 * 1024 + self.uram * 288 * 1024
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+    def lane_budget(self, precision: Precision = Precision()) -> int:
+        """MAC lanes the array may use: DSPs x share x MACs per DSP."""
+        return int(self.dsp * self.dsp_fraction) * precision.macs_per_dsp
+
+    def default_array(self, precision: Precision = Precision()) -> ArrayShape:
+        """The array a node of this part gets unless told otherwise.
+
+        Few rows (output channels: 16, doubled while that leaves more than 320 columns), so
+        layers split finely between FPGAs, and many columns (a multiple of 8, as many as fit
+        in :meth:`lane_budget`), onto which the kernel window can be folded.
+        """
+        if self.array is not None:
+            return self.array
+        budget = self.lane_budget(precision)
+        rows = 16
+        while budget // rows > 320:
+            rows *= 2
+        cols = max(8, (budget // rows) // 8 * 8)
+        return ArrayShape(rows, cols)
+
+    def peak_macs_per_s(self, precision: Precision = Precision(),
+                        array: ArrayShape | None = None) -> float:
+        a = array or self.default_array(precision)
+        return a.lanes * self.clock_hz
+
+    def with_array(self, array: ArrayShape | None) -> Device:
+        return replace(self, array=array)
+
+
+_DS180 = "AMD/Xilinx DS180 7 Series FPGAs Data Sheet: Overview"
+_DS890 = "AMD/Xilinx DS890 UltraScale Architecture and Product Data Sheet: Overview"
+
+DEVICES = {
+    "xc7k325t": Device("xc7k325t", "Kintex-7", dsp=840, bram36=445, transceivers=16,
+                       transceiver_gbps=12.5, clock_mhz=200, dram_gbs=12.8, source=_DS180),
+    "xc7vx690t": Device("xc7vx690t", "Virtex-7", dsp=3600, bram36=1470, transceivers=80,
+                        transceiver_gbps=13.1, clock_mhz=200, dram_gbs=29.9, source=_DS180),
+    "xcku115": Device("xcku115", "Kintex UltraScale", dsp=5520, bram36=2160, transceivers=64,
+                      transceiver_gbps=16.3, clock_mhz=250, dram_gbs=38.4, source=_DS890),
+    "xcvu9p": Device("xcvu9p", "Virtex UltraScale+", dsp=6840, bram36=2160, uram=960,
+                     transceivers=120, transceiver_gbps=32.75, clock_mhz=250, dram_gbs=68.3,
+                     source=_DS890),
+    "xcvu13p": Device("xcvu13p", "Virtex UltraScale+", dsp=12288, bram36=2688, uram=1280,
+                      transceivers=128, transceiver_gbps=32.75, clock_mhz=250, dram_gbs=68.3,
+                      source=_DS890),
+}
+
+_ALIASES = {"690t": "xc7vx690t", "v7-690t": "xc7vx690t", "vc709": "xc7vx690t",
+            "virtex7": "xc7vx690t", "vu9p": "xcvu9p", "f1": "xcvu9p", "max5": "xcvu9p",
+            "ku115": "xcku115", "325t": "xc7k325t", "k7-325t": "xc7k325t", "vc707": "xc7vx690t",
+            "vu13p": "xcvu13p"}
+
+
+def get_device(name: str) -> Device:
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in DEVICES:
+        raise DeviceError(f"unknown device {name!r}; known: {', '.join(DEVICES)} "
+                          f"(aliases: {', '.join(sorted(_ALIASES))})")
+    return DEVICES[key]
+
+
+_FIELDS = {"name": str, "family": str, "dsp": int, "bram36": int, "uram": int,
+           "transceivers": int, "transceiver_gbps": float, "clock_mhz": float,
+           "dram_gbs": float, "dsp_fraction": float, "source": str}
+
+
+def device_from_dict(d: dict, where: str = "device") -> Device:
+    """A device from a mapping: either ``{"part": "xcvu9p", ...overrides}`` or every field.
+
+    ``array = [rows, cols]`` pins the MAC array shape.
+    """
+    if not isinstance(d, dict):
+        raise DeviceError(f"{where}: expected a table, got {type(d).__name__}")
+    d = dict(d)
+    array = d.pop("array", None)
+    part = d.pop("part", None)
+    unknown = set(d) - set(_FIELDS)
+    if unknown:
+        raise DeviceError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    kw = {}
+    for key, val in d.items():
+        typ = _FIELDS[key]
+        try:
+            if typ is int and (isinstance(val, bool) or float(val) != int(val)):
+                raise ValueError
+            kw[key] = typ(val)
+        except (TypeError, ValueError):
+            raise DeviceError(f"{where}: field {key!r} must be {typ.__name__}, not {val!r}") \
+                from None
+    if part is not None:
+        base = get_device(str(part))
+        dev = replace(base, **kw)
+    else:
+        missing = {"name", "dsp", "bram36"} - set(kw)
+        if missing:
+            raise DeviceError(f"{where}: needs 'part' or the fields {', '.join(sorted(missing))}")
+        kw.setdefault("family", "custom")
+        dev = Device(**kw)
+    if array is not None:
+        try:
+            rows, cols = (int(v) for v in array)
+        except (TypeError, ValueError):
+            raise DeviceError(f"{where}: array must be [rows, cols], not {array!r}") from None
+        dev = dev.with_array(ArrayShape(rows, cols))
+    return dev

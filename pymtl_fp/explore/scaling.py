@@ -1,0 +1,158 @@
+"""FPDeep-style scaling study: one network on 1..N identical FPGAs in a chain.
+
+For every cluster size the network is balanced FPDeep's way (:func:`.partition.fpdeep`: equal
+shares of FP+BP+WG time, layers split between neighbours where needed), then evaluated under
+each link model.  The partition does not depend on the link, so one balancing per size serves
+every bandwidth; everything is vectorized over the chain positions, so a VGG-16 sweep over
+1..128 FPGAs and several links takes a fraction of a second.
+
+Per (N, link) row: images/s and GOPS (2 ops per MAC of FP+BP+WG), speedup and parallel
+efficiency against one FPGA, whether compute or the busiest link sets the pace, the busiest
+link's bandwidth need at the compute-bound rate, per-FPGA MAC utilization (mean, min), and
+the largest per-FPGA on-chip storage for the fine-grained pipeline and for whole-map buffering
+(and the share of FPGAs where each fits), and the largest per-FPGA DRAM bandwidth the fc
+layers' off-chip weights need.
+
+The **knee** of a link model is the smallest N at which the busiest link, not compute, limits
+throughput; past it GOPS stop growing (FPDeep: linear to 60-83 FPGAs with 6 transceivers per
+FPGA, to ~100 with 250 Gb/s per FPGA).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pymtl_fp.explore.chain import Chain
+from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.partition import nearest_positions, work_curve
+
+#: "linear" scaling: parallel efficiency (GOPS / (N x one FPGA's GOPS)) at least this
+LINEAR_EFFICIENCY = 0.8
+
+
+@dataclass
+class ScalingResult:
+    network: str
+    device: Device
+    array: object
+    precision: Precision
+    links: list
+    rows: list                     #: one dict per (N, link)
+    knees: dict                    #: link name -> first link-bound N (None: never)
+    linear_to: dict                #: link name -> last N before efficiency first drops < 80%
+    seconds: float                 #: wall time of the sweep
+    assumptions: list = field(default_factory=list)
+
+    def series(self, link_name: str, key: str):
+        pts = [(r["fpgas"], r[key]) for r in self.rows if r["link"] == link_name]
+        return np.array([p[0] for p in pts]), np.array([p[1] for p in pts], dtype=float)
+
+
+def sweep(network, device: Device, fpgas, links, precision: Precision | None = None,
+          batch: int = 32, max_pieces: int = 64, split: str = "auto", mode: str = "fold",
+          array=None, optimal: bool = False) -> ScalingResult:
+    """Balance ``network`` on each cluster size in ``fpgas`` and evaluate it on each link.
+
+    ``optimal`` adds, per (N, link), the best possible partition's throughput (exact minimum
+    II over all cut vectors, :func:`.partition.bisect_optimal`) next to FPDeep's -- slower.
+    """
+    t0 = time.perf_counter()
+    precision = precision or Precision()
+    fpgas = sorted({int(n) for n in fpgas})
+    if not fpgas or fpgas[0] < 1:
+        raise ValueError("cluster sizes must be >= 1")
+    chain = Chain(network, precision, batch, max_pieces, split, mode=mode)
+    arr = array or device.default_array(precision)
+    cyc = chain.cycles(arr)
+    curve = work_curve(chain, arr)
+    st = chain.storage()
+    fine = chain.fine_storage()
+    clock = device.clock_hz
+    onchip = device.onchip_bits
+    train_ops = 2.0 * chain.total_train_macs()
+    link_bits = np.maximum(chain.fwd_bits, chain.bwd_bits)
+    rows, base_gops = [], {}
+    if optimal:
+        from pymtl_fp.explore.partition import Cluster, bisect_optimal
+        mat = cyc.matrix() / clock
+        total_s = cyc.full_cum[-1] / clock
+    for n in fpgas:
+        cuts = np.zeros(n + 1, dtype=np.int64)
+        cuts[1:n] = np.maximum.accumulate(nearest_positions(curve, np.arange(1, n) / n))
+        cuts[n] = chain.M
+        a, b = cuts[:-1], cuts[1:]
+        stage_cycles = cyc.vec(a, b)
+        compute_ii = stage_cycles.max() / clock
+        busiest = float(link_bits[cuts[1:-1]].max()) if n > 1 else 0.0
+        macs = chain.macs.vec(a, b)
+        fine_bits = fine.vec(a, b)
+        weights_bits = st["weights"].vec(a, b)
+        fc_bits = st["fc_dram"].vec(a, b)
+        depth = 2 * (n - np.arange(n)) - 1
+        whole_bits = weights_bits + st["mapbuf"].vec(a, b) + \
+            depth * st["stash1"].vec(a, b)
+        for link in links:
+            link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
+            ii = max(compute_ii, link_ii)
+            gops = train_ops / ii / 1e9
+            if n == 1:
+                base_gops[link.name] = gops
+            util = macs / (arr.lanes * clock * ii)
+            g1 = base_gops.get(link.name)
+            extra = {}
+            if optimal:
+                cl = Cluster([device.with_array(arr)] * n, [link] * (n - 1), precision)
+                _, opt_ii = bisect_optimal(chain, cl, 1e-4, [mat] * n, 0.99 * total_s / n,
+                                           ii)
+                extra = {"opt_images_s": 1.0 / opt_ii, "opt_gops": train_ops / opt_ii / 1e9}
+            rows.append({
+                "network": network.name, "device": device.name, "array": str(arr),
+                "link": link.name, "link_gbps": link.gbps, "fpgas": n,
+                "images_s": 1.0 / ii, "gops": gops,
+                "speedup": gops / g1 if g1 else float("nan"),
+                "efficiency": gops / (n * g1) if g1 else float("nan"),
+                "bound": "link" if link_ii > compute_ii else "compute",
+                "compute_ii_us": compute_ii * 1e6,
+                "busiest_link_mbit_per_image": busiest / 1e6,
+                "link_need_gbps": busiest / compute_ii / 1e9,
+                "util_mean": float(util.mean()), "util_min": float(util.min()),
+                "balance": float(stage_cycles.max() / max(stage_cycles.mean(), 1e-30)),
+                "weights_mb_max": float(weights_bits.max() / 1e6),
+                "fine_mb_max": float(fine_bits.max() / 1e6),
+                "whole_mb_max": float(whole_bits.max() / 1e6),
+                "onchip_mb": onchip / 1e6,
+                "fine_fit_frac": float(np.mean(fine_bits <= onchip)),
+                "whole_fit_frac": float(np.mean(whole_bits <= onchip)),
+                "fc_dram_gbs": float(fc_bits.max() / ii / 8e9),
+                **extra,
+            })
+    knees, linear = {}, {}
+    for link in links:
+        mine = [r for r in rows if r["link"] == link.name]
+        link_bound = [r["fpgas"] for r in mine if r["bound"] == "link"]
+        knees[link.name] = min(link_bound) if link_bound else None
+        last = None
+        for r in mine:
+            if r["efficiency"] < LINEAR_EFFICIENCY:
+                break
+            last = r["fpgas"]
+        linear[link.name] = last
+    seconds = time.perf_counter() - t0
+    assumptions = [
+        (f"device {device.name} ({device.family}): {device.dsp} DSPs, "
+         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; MAC array {arr} "
+         f"({arr.lanes} lanes) at {device.clock_mhz:g} MHz"),
+        (f"precision: {precision.act_bits}-bit activations, {precision.weight_bits}-bit "
+         f"weights, {precision.grad_bits}-bit gradients, {precision.acc_bits}-bit "
+         f"weight-gradient accumulators; mini-batch {batch}"),
+        ("links: full duplex, per-direction payload bandwidth per chain link: " +
+         ", ".join(f"{lk.name} = {lk.gbps:.1f} Gb/s" for lk in links)),
+        (f"partition: FPDeep balancing (equal FP+BP+WG time), split={split}, "
+         f"up to {max_pieces} pieces per layer; compute model '{mode}'"),
+    ]
+    return ScalingResult(network.name, device, arr, precision, list(links), rows, knees,
+                         linear, seconds, assumptions)

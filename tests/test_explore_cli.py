@@ -1,0 +1,114 @@
+"""``pymtl-fp explore``: every study runs on its defaults, writes its files, and bad input is
+one line of error, never a traceback."""
+
+import csv
+
+import pytest
+
+from scripts import cli
+from scripts.cmd_explore import parse_fpgas
+from scripts.errors import UserError
+
+
+def _run(argv, capsys):
+    rc = cli.main(["explore"] + argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("study,stems", [
+    ("scaling", ["scaling_vgg16_xc7vx690t.csv", "scaling_vgg16_xc7vx690t.md",
+                 "scaling_vgg16_xc7vx690t.png"]),
+    ("partition", ["partition_resnet152_asymmetric16.csv", "partition_resnet152_asymmetric16.md",
+                   "partition_resnet152_asymmetric16.png"]),
+    ("design", ["design_vgg-cifar_xcvu9p_b128_pareto.csv", "design_vgg-cifar_xcvu9p_b128.md",
+                "design_vgg-cifar_xcvu9p_b128.png"]),
+    ("zoo", ["zoo.csv"]),
+])
+def test_each_study_runs_on_defaults(study, stems, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = _run([study], capsys)
+    assert rc == 0, err
+    for stem in stems:
+        f = tmp_path / "reports" / stem
+        assert f.is_file() and f.stat().st_size > 0, stem
+        if stem.endswith(".png"):
+            assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            assert f.stat().st_size < 200_000
+
+
+def test_scaling_table_content(tmp_path, capsys):
+    rc, out, _ = _run(["scaling", "--net", "alexnet", "--fpgas", "1..4,8", "--link", "6x10G",
+                       "--link", "inf", "--out", str(tmp_path), "--no-plot"], capsys)
+    assert rc == 0
+    assert "knee" in out and "swept in" in out
+    rows = list(csv.DictReader((tmp_path / "scaling_alexnet_xc7vx690t.csv").open()))
+    assert sorted({int(r["fpgas"]) for r in rows}) == [1, 2, 3, 4, 8]
+    assert {r["link"] for r in rows} == {"6x10G", "inf"}
+    assert not (tmp_path / "scaling_alexnet_xc7vx690t.png").exists()
+
+
+def test_partition_with_a_json_devices_file(tmp_path, capsys):
+    f = tmp_path / "c.json"
+    f.write_text('{"link": {"gbps": 40}, "fpga": [{"part": "xcvu9p", "count": 2}, '
+                 '{"part": "xc7vx690t", "clock_mhz": 150}]}')
+    rc, out, err = _run(["partition", "--net", "alexnet", "--devices", str(f), "--out",
+                         str(tmp_path), "--no-plot"], capsys)
+    assert rc == 0, err
+    assert "dp:" in out and "fpdeep:" in out and "even:" in out
+    text = (tmp_path / "partition_alexnet_c.md").read_text()
+    assert "xc7vx690t" in text and "@150 MHz" in text
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["scaling", "--net", "lenet-9000"], "unknown network"),
+    (["scaling", "--device", "xc9z999"], "unknown device"),
+    (["scaling", "--fpgas", "0..3"], "--fpgas"),
+    (["scaling", "--fpgas", "8..2"], "--fpgas"),
+    (["scaling", "--fpgas", "lots"], "--fpgas"),
+    (["scaling", "--link", "6xfast"], "bad link spec"),
+    (["scaling", "--array", "16by8"], "ROWSxCOLS"),
+    (["scaling", "--batch", "0"], "--batch"),
+    (["design", "--device", "nope"], "unknown device"),
+    (["design", "--dram-gbs", "-1"], "--dram-gbs"),
+    (["partition", "--devices", "/nonexistent/file.toml"], "cannot read"),
+])
+def test_bad_input_is_one_line(argv, needle, tmp_path, capsys):
+    rc, _, err = _run(argv + ["--out", str(tmp_path)], capsys)
+    assert rc == 1
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[[fpga]]\npart = 'xcvu9p'\ncount = 0\n", "count"),
+    ("[[fpga]]\npart = 'vu99'\n", "unknown device"),
+    ("fpga = 3\n", "[[fpga]]"),
+    ("[[fpga]]\npart = 'xcvu9p'\n[[fpga]]\npart = 'xcvu9p'\n[[links]]\nindex = 5\ngbps = 1\n",
+     "index"),
+    ("[[fpga]]\npart = 'xcvu9p'\nflavour = 'x'\n", "unknown field"),
+    ("[[fpga]\npart = 'xcvu9p'\n", "bad TOML"),
+    ("[link]\nlanes = 0\n[[fpga]]\npart = 'xcvu9p'\ncount = 2\n", "lanes"),
+])
+def test_malformed_devices_file(content, needle, tmp_path, capsys):
+    f = tmp_path / "bad.toml"
+    f.write_text(content)
+    rc, _, err = _run(["partition", "--devices", str(f), "--out", str(tmp_path)], capsys)
+    assert rc == 1 and needle in err and "Traceback" not in err
+
+
+def test_memory_limit_infeasible_is_reported(tmp_path, capsys):
+    f = tmp_path / "tiny.toml"
+    f.write_text("[[fpga]]\npart = 'xc7k325t'\ncount = 2\n")
+    rc, _, err = _run(["partition", "--net", "vgg16", "--devices", str(f), "--memory-limit",
+                         "--out", str(tmp_path), "--no-plot"], capsys)
+    assert rc == 1 and "on-chip memory" in err
+
+
+def test_parse_fpgas():
+    assert parse_fpgas("1..4") == [1, 2, 3, 4]
+    assert parse_fpgas("1..10:4") == [1, 5, 9, 10]
+    assert parse_fpgas("8, 2,2, 1..3") == [1, 2, 3, 8]
+    for bad in ("0..3", "5..4", "", "a", "1..2:0", "0", "1..99999"):
+        with pytest.raises(UserError):
+            parse_fpgas(bad)

@@ -1,0 +1,145 @@
+"""The FPDeep-style scaling sweep and the DarkFPGA-style design search."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pymtl_fp.explore.design import pareto_front, search
+from pymtl_fp.explore.devices import Precision, get_device
+from pymtl_fp.explore.links import parse_link
+from pymtl_fp.explore.scaling import sweep
+from pymtl_fp.explore.zoo import get_network
+from tb.hypothesis_profiles import examples
+
+LINKS = [parse_link(s) for s in ("6x10G", "250G", "inf")]
+
+
+@pytest.fixture(scope="module")
+def vgg16_sweep():
+    t0 = time.perf_counter()
+    res = sweep(get_network("vgg16"), get_device("xc7vx690t"), range(1, 129), LINKS)
+    return res, time.perf_counter() - t0
+
+
+def _col(res, link, key):
+    return res.series(link, key)[1]
+
+
+def test_sweep_is_fast(vgg16_sweep):
+    res, wall = vgg16_sweep
+    assert len(res.rows) == 128 * len(LINKS)
+    assert wall < 20, f"VGG-16 sweep over 1..128 FPGAs took {wall:.1f} s"
+
+
+def test_one_fpga_is_compute_bound_and_below_peak(vgg16_sweep):
+    res, _ = vgg16_sweep
+    dev = get_device("xc7vx690t")
+    peak = 2 * dev.default_array().lanes * dev.clock_hz / 1e9
+    for r in res.rows:
+        if r["fpgas"] == 1:
+            assert r["bound"] == "compute"
+            assert 0.5 * peak < r["gops"] <= peak
+        assert r["gops"] <= r["fpgas"] * peak * (1 + 1e-9)
+        assert 0 <= r["util_min"] <= r["util_mean"] <= 1 + 1e-9
+
+
+def test_more_bandwidth_never_hurts_and_moves_the_knee_right(vgg16_sweep):
+    res, _ = vgg16_sweep
+    slow, fast, inf = (_col(res, lk.name, "gops") for lk in LINKS)
+    assert np.all(slow <= fast + 1e-9) and np.all(fast <= inf + 1e-9)
+    assert res.knees["inf"] is None
+    k_slow, k_fast = res.knees["6x10G"], res.knees["250G"]
+    assert k_slow is not None
+    assert k_fast is None or k_fast > k_slow
+    # FPDeep's shape: close to linear before the knee, flat after it
+    eff = _col(res, "6x10G", "efficiency")
+    assert np.all(eff[:k_slow - 1] > 0.8)
+    gops = _col(res, "6x10G", "gops")
+    assert gops[-1] <= gops[k_slow - 1] * 1.15
+    # the knee is where the busiest link's need crosses the link's bandwidth
+    need = _col(res, "6x10G", "link_need_gbps")
+    assert need[k_slow - 1] > LINKS[0].gbps >= need[k_slow - 2]
+
+
+def test_fine_grained_pipeline_needs_less_storage(vgg16_sweep):
+    res, _ = vgg16_sweep
+    for r in res.rows:
+        if r["fpgas"] >= 2:
+            assert r["fine_mb_max"] < r["whole_mb_max"]
+    fine = _col(res, "inf", "fine_mb_max")
+    assert fine[-1] < fine[0] / 8         # spreading the network spreads its storage
+
+
+def test_optimal_partition_is_at_least_as_good_as_fpdeep():
+    res = sweep(get_network("alexnet"), get_device("xcvu9p"), [1, 2, 3, 5, 8, 13, 21],
+                LINKS[:1], max_pieces=16, optimal=True)
+    for r in res.rows:
+        assert r["opt_gops"] >= r["gops"] * (1 - 1e-3)
+    assert math.isclose(res.rows[0]["opt_gops"], res.rows[0]["gops"], rel_tol=1e-3)
+
+
+# -- design search ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cifar_design():
+    return search(get_network("vgg-cifar"), get_device("xcvu9p"), 64, Precision.bits(8))
+
+
+def test_design_points_respect_the_budget(cifar_design):
+    res = cifar_design
+    dev = res.device
+    p = res.points
+    assert res.count > 100
+    assert np.all(p["dsps"] <= dev.dsp * dev.dsp_fraction)
+    assert np.all(p["ram_mb"] * 1e6 <= dev.onchip_bits * 0.9)
+    assert np.all(p["gops"] <= p["peak_gops"] * (1 + 1e-9))
+    assert np.all(p["Tb"] <= 64) and np.all(64 % p["Tb"] == 0)
+    best = res.best(1)[0]
+    assert best["gops"] == pytest.approx(p["gops"].max())
+    assert best["gops"] > 0.5 * best["peak_gops"]
+
+
+def test_batch_tiling_reduces_weight_traffic(cifar_design):
+    p = cifar_design.points
+    sel = (p["rows"] == 64) & (p["Tk"] == 64) & (p["Tc"] == 64) & (p["Th"] == 1)
+    cols = p["cols"][sel]
+    target = cols.max()
+    sel &= p["cols"] == target
+    tb, mem = p["Tb"][sel], p["mem_bound_pct"][sel]
+    order = np.argsort(tb)
+    assert len(order) >= 3
+    assert np.all(np.diff(mem[order]) <= 1e-9)   # bigger batch tiles: never more memory-bound
+
+
+def test_pareto_front_matches_brute_force(cifar_design):
+    p = cifar_design.points
+    front = set(cifar_design.pareto.tolist())
+    rng = np.random.default_rng(1)
+    g, d, r = p["gops"], p["dsps"], p["ram_mb"]
+    for i in rng.choice(len(g), 300, replace=False).tolist() + sorted(front)[:50]:
+        dominated = np.any((g >= g[i]) & (d <= d[i]) & (r <= r[i]) &
+                           ((g > g[i]) | (d < d[i]) | (r < r[i])))
+        if i in front:
+            assert not dominated
+        elif not dominated:   # a non-front point must be dominated or duplicate a front point
+            assert any(g[j] == g[i] and d[j] == d[i] and r[j] == r[i] for j in front)
+
+
+@settings(max_examples=examples(30))
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 9), st.integers(1, 9)),
+                min_size=1, max_size=40))
+def test_pareto_front_on_random_points(pts):
+    p = {"dsps": np.array([a for a, _, _ in pts], float),
+         "gops": np.array([b for _, b, _ in pts], float),
+         "ram_mb": np.array([c for _, _, c in pts], float)}
+    front = set(pareto_front(p).tolist())
+    for i, (d, g, r) in enumerate(pts):
+        dominated = any(d2 <= d and g2 >= g and r2 <= r and (d2, g2, r2) != (d, g, r)
+                        for d2, g2, r2 in pts)
+        if dominated:
+            assert i not in front
+        else:
+            assert i in front or any(pts[j] == (d, g, r) for j in front)
