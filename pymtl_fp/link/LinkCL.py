@@ -1,0 +1,90 @@
+"""FPGA-to-FPGA link, cycle level: serialization, latency, credits and back-pressure, cycle by
+cycle, without gate-level detail.
+
+``LinkCL(MsgType, cfg)`` has the ports of every link level and implements, with queues and
+time stamps instead of registers, exactly the fault-free cycle behaviour specified in
+:mod:`pymtl_fp.link` (the same as :class:`~pymtl_fp.link.LinkRTL.LinkRTL`): every message
+handshakes, leaves the serializer and arrives at the sink in the same cycle at both levels.
+It has no CRC, sequence numbers or retransmission (without faults the RTL never retransmits).
+"""
+
+import copy
+from collections import deque
+
+from pymtl3 import Component, OutPort, update_ff
+from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+
+from pymtl_fp.link.LinkRTL import check_msg_type
+from pymtl_fp.link.status import LinkStatus, status_dict
+
+
+class LinkCL(Component):
+    def construct(s, MsgType, cfg):
+        check_msg_type(MsgType, cfg, "LinkCL")
+        s.cfg = cfg
+        s.recv = RecvIfcRTL(MsgType)
+        s.send = SendIfcRTL(MsgType)
+        s.status = OutPort(LinkStatus)  # fault-free model: all zero
+        s.status //= LinkStatus()
+        F, L, Lr, W = cfg.flits, cfg.latency, cfg.credit_latency, cfg.window
+        s._reset_state()
+
+        @update_ff
+        def up_cl():
+            if s.reset:
+                s._reset_state()
+                s.recv.rdy <<= 1
+                s.send.val <<= 0
+                return
+            c = s.cycle
+            # serializer: may start a frame in cycle c (state at the start of c)
+            if (c >= s.ser_free and s.unsent and s.unsent[0][0] < c and s.credits > 0):
+                _, msg = s.unsent.popleft()
+                s.ser_free = c + F
+                s.credits -= 1
+                s.frame_starts += 1
+                s.in_flight.append((c + F - 1 + L, msg))  # cycle its last flit arrives
+            # handshakes of cycle c
+            if s.recv.val & s.recv.rdy:
+                s.unsent.append((c, copy.deepcopy(s.recv.msg)))
+                s.occupancy += 1
+            if s.send.val & s.send.rdy:
+                s.rxq.popleft()
+                s.credit_returns.append(c + Lr)
+            # last flits arriving in cycle c: into the receive buffer, ACK onto the return path
+            while s.in_flight and s.in_flight[0][0] == c:
+                s.rxq.append(s.in_flight.popleft()[1])
+                s.ack_returns.append(c + Lr)
+            # return path arrivals in cycle c (effective from c+1)
+            while s.credit_returns and s.credit_returns[0] == c:
+                s.credit_returns.popleft()
+                s.credits += 1
+            while s.ack_returns and s.ack_returns[0] == c:
+                s.ack_returns.popleft()
+                s.occupancy -= 1
+            s.cycle = c + 1
+            s.recv.rdy <<= 1 if s.occupancy < W else 0
+            if s.rxq:
+                s.send.val <<= 1
+                s.send.msg <<= s.rxq[0]
+            else:
+                s.send.val <<= 0
+
+    def _reset_state(s):
+        s.cycle = 0
+        s.unsent = deque()  # (handshake cycle, message) accepted, not yet serialized
+        s.occupancy = 0  # retransmission-buffer entries in use (accepted, not yet ACKed)
+        s.credits = s.cfg.credits
+        s.ser_free = 0  # first cycle the serializer may start a frame
+        s.in_flight = deque()  # (cycle the last flit arrives, message)
+        s.rxq = deque()  # receive buffer
+        s.credit_returns = deque()  # cycles credits arrive back at the sender
+        s.ack_returns = deque()  # cycles ACKs arrive back at the sender
+        s.frame_starts = 0
+
+    def stats(s) -> dict:
+        return status_dict(s.status)
+
+    def line_trace(s):
+        return (f"{s.recv}>u{len(s.unsent):>2} cr{s.credits:>3} f{len(s.in_flight):>2}"
+                f" q{len(s.rxq):>2}>{s.send}")
