@@ -62,7 +62,7 @@ def module_name(base: str, params: dict) -> str:
     name = re.sub(r"_+", "_", name)
     if len(name) > 120:
         digest = hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:12]
-        name = f"{name[:100]}_h{digest}"
+        name = f"{name[:100].rstrip('_')}_h{digest}"
     return name
 
 

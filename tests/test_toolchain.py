@@ -53,6 +53,13 @@ def test_module_name_long_parameter_sets_stay_distinct_and_short():
     assert a != b and len(a) <= 120 and len(b) <= 120 and "__" not in a
 
 
+def test_hashed_names_never_contain_a_double_underscore():
+    # a cut at 100 characters can fall just after a '_'
+    for pad in range(1, 12):
+        name = module_name("X", {"k" * pad: 1, **{f"p{i}": "v" for i in range(30)}})
+        assert "__" not in name, name
+
+
 def test_reusing_a_module_name_for_other_parameters_raises():
     _register("ToolchainTestUnit_x", "A[('w', 1)]")
     _register("ToolchainTestUnit_x", "A[('w', 1)]")  # same elaboration: fine
