@@ -1,0 +1,358 @@
+"""Address generator (RTL): one loop nest per operation over a generic 7-level counter nest.
+
+Levels 0-3 are the outer loops (one output word or tile), levels 4-6 the inner (reduction)
+loops; ``first``/``last`` mark the first/last inner step of an output.  Per operation::
+
+    fwd         n, kt, oh, ow | ct, r, s      x[n,ct,oh*st+r-pad,ow*st+s-pad], w[kt,ct,r,s]; r and s
+                                              run over the taps inside the input only (no cycles
+                                              spent on zero padding)
+    bwd_data    n, ct, h,  w  | kt, mr, ms    r = (h+pad)%st + mr*st, oh = (h+pad)//st - mr
+                                              (only taps that hit an output: no idle steps
+                                              for stride > 1 or at the borders),
+                                              dy[n,kt,oh,ow], w[kt,ct,r,s]^T
+    bwd_weight  kt, ct, r, s  | n, oh, ow     dy[n,kt,oh,ow] (x) x[n,ct,...]   (dw; oh, ow only
+                                              where the input is inside the map); db on the
+                                              side: while ct == 0, the step whose (r, s) is the
+                                              first valid tap of its (oh, ow) adds dy to the db
+                                              accumulators (``db_acc``), so every dy counts once
+    pool_fwd    n, ct, oh, ow | di, dj        x[n,ct,oh*k+di,ow*k+dj]
+    pool_bwd    n, ct, oh, ow | di, dj        dy/argmax[n,ct,oh,ow] -> dx[n,ct,oh*k+di,ow*k+dj]
+    update      kt, ct, r, s, i               W/G word [kt,ct,r,s], row i
+
+No cycle is spent on taps in the zero padding, except that an output (or a ``bwd_weight``
+tile) with no valid tap at all still takes one step, with ``zero`` set (products forced to 0).
+Outputs are combinational functions of the counters (addresses 32 bits, the caller truncates
+them to the buffer's address width); ``advance`` moves to the next step.  Strides are powers of
+two (``lgst`` = log2 stride), so ``bwd_data`` needs no divider.
+"""
+
+from pymtl3 import Bits1, Bits16, Bits32, Component, InPort, OutPort, Wire, update, update_ff, zext
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import cmd_type
+
+NL = 7
+
+
+class AddrGenRTL(Component):
+    def construct(s, P=2):
+        s.params = dict(P=P)
+        B32 = Bits32
+        PP = B32(P)
+        ONE = B32(1)
+        ZERO = B32(0)
+        Z16 = Bits16(0)
+        ONE16 = Bits16(1)
+        PM1 = Bits16(P - 1)
+        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
+        OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
+
+        s.cmd = InPort(cmd_type())
+        s.start = InPort()
+        s.advance = InPort()
+        s.active = OutPort()  # a step is available
+        s.first = OutPort()
+        s.last = OutPort()
+        s.zero = OutPort()
+        s.db_acc = OutPort()  # bwd_weight: add this step's dy to the db accumulators
+        s.db_first = OutPort()  # bwd_weight: first step of kt's db sum (restart the accumulators)
+        s.db_end = OutPort()  # bwd_weight: this tile completes kt's db sum
+        s.x_addr = OutPort(32)
+        s.d_addr = OutPort(32)
+        s.w_addr = OutPort(32)
+        s.g_addr = OutPort(32)
+        s.b_addr = OutPort(32)
+        s.wr_addr = OutPort(32)
+        s.wr_addr2 = OutPort(32)
+        s.idx = OutPort(32)
+        s.idx2 = OutPort(32)  # bwd_weight: index of kt's first db element (kt*P)
+        s.tap = OutPort(8)
+        s.row = OutPort(16)
+
+        s.cnt = [Wire(16) for _ in range(NL)]
+        s.lim = [Wire(16) for _ in range(NL)]
+        s.at = [Wire(1) for _ in range(NL)]
+        s.carry = [Wire(1) for _ in range(NL)]  # all inner levels at their limit
+        s.running = Wire()
+        s.all_at = Wire()
+
+        # 32-bit views of the command fields and counters
+        s.u = [Wire(32) for _ in range(NL)]
+        s.C, s.K, s.CT, s.KT = (Wire(32) for _ in range(4))
+        s.H, s.W, s.HO, s.WO, s.R, s.S = (Wire(32) for _ in range(6))
+        s.PAD, s.PK, s.LG, s.ST = (Wire(32) for _ in range(4))
+        s.A0, s.A1, s.A2, s.D0, s.D1 = (Wire(32) for _ in range(5))
+        # fwd: the valid tap range of the current output (taps in the zero padding are skipped)
+        s.t_h, s.t_w, s.rlo, s.slo, s.rhi, s.shi, s.r_f, s.s_f = (Wire(32) for _ in range(8))
+        # bwd_data helpers
+        s.th, s.tw, s.r_d, s.s_d, s.oh_d, s.ow_d = (Wire(32) for _ in range(6))
+        s.qh, s.qw, s.mrlo, s.mslo, s.mr, s.ms = (Wire(32) for _ in range(6))
+        # bwd_weight (phase 0): the valid output range of the current tap
+        s.ohlo, s.owlo, s.ohs, s.ows = (Wire(32) for _ in range(4))
+        s.t_oh, s.t_ow, s.rfirst, s.sfirst = (Wire(32) for _ in range(4))
+        # fwd / bwd_weight input coordinates
+        s.hh, s.ww = Wire(32), Wire(32)
+        s.widx = Wire(32)
+
+        @update
+        def up_views():
+            for lv in range(NL):
+                s.u[lv] @= zext(s.cnt[lv], B32)
+            s.C @= zext(s.cmd.c, B32)
+            s.K @= zext(s.cmd.k, B32)
+            s.CT @= zext(s.cmd.ct, B32)
+            s.KT @= zext(s.cmd.kt, B32)
+            s.H @= zext(s.cmd.h, B32)
+            s.W @= zext(s.cmd.w, B32)
+            s.HO @= zext(s.cmd.ho, B32)
+            s.WO @= zext(s.cmd.wo, B32)
+            s.R @= zext(s.cmd.r, B32)
+            s.S @= zext(s.cmd.s, B32)
+            s.PAD @= zext(s.cmd.pad, B32)
+            s.PK @= zext(s.cmd.pk, B32)
+            s.LG @= zext(s.cmd.lgst, B32)
+            s.ST @= ONE << s.LG
+            s.A0 @= zext(s.cmd.a0, B32)
+            s.A1 @= zext(s.cmd.a1, B32)
+            s.A2 @= zext(s.cmd.a2, B32)
+            s.D0 @= zext(s.cmd.d0, B32)
+            s.D1 @= zext(s.cmd.d1, B32)
+
+        @update
+        def up_limits():
+            for lv in range(NL):
+                s.lim[lv] @= Z16
+            if s.cmd.op == OP_FWD:
+                s.lim[0] @= s.cmd.n - ONE16
+                s.lim[1] @= s.cmd.kt - ONE16
+                s.lim[2] @= s.cmd.ho - ONE16
+                s.lim[3] @= s.cmd.wo - ONE16
+                s.lim[4] @= s.cmd.ct - ONE16
+                s.lim[5] @= s.cmd.r - ONE16
+                s.lim[6] @= s.cmd.s - ONE16
+            elif s.cmd.op == OP_BWD_DATA:
+                s.lim[0] @= s.cmd.n - ONE16
+                s.lim[1] @= s.cmd.ct - ONE16
+                s.lim[2] @= s.cmd.h - ONE16
+                s.lim[3] @= s.cmd.w - ONE16
+                s.lim[4] @= s.cmd.kt - ONE16
+            elif s.cmd.op == OP_BWD_WEIGHT:
+                s.lim[0] @= s.cmd.kt - ONE16
+                s.lim[1] @= s.cmd.ct - ONE16
+                s.lim[2] @= s.cmd.r - ONE16
+                s.lim[3] @= s.cmd.s - ONE16
+                s.lim[4] @= s.cmd.n - ONE16
+                s.lim[5] @= s.cmd.ho - ONE16
+                s.lim[6] @= s.cmd.wo - ONE16
+            elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
+                s.lim[0] @= s.cmd.n - ONE16
+                s.lim[1] @= s.cmd.ct - ONE16
+                s.lim[2] @= s.cmd.ho - ONE16
+                s.lim[3] @= s.cmd.wo - ONE16
+                s.lim[4] @= zext(s.cmd.pk, Bits16) - ONE16
+                s.lim[5] @= zext(s.cmd.pk, Bits16) - ONE16
+            elif s.cmd.op == OP_UPDATE:
+                s.lim[0] @= s.cmd.kt - ONE16
+                s.lim[1] @= s.cmd.ct - ONE16
+                s.lim[2] @= s.cmd.r - ONE16
+                s.lim[3] @= s.cmd.s - ONE16
+                s.lim[4] @= PM1
+
+        @update
+        def up_bwd_data_taps():
+            # dx[h] gathers dy[oh] * w[r] over oh*st + r = h + pad: r = (h+pad)%st + mr*st,
+            # oh = (h+pad)//st - mr; mr starts where oh < Ho, stops where r >= R or oh < 0
+            s.th @= s.u[2] + s.PAD
+            s.tw @= s.u[3] + s.PAD
+            s.qh @= s.th >> s.LG
+            s.qw @= s.tw >> s.LG
+            if s.qh >= s.HO:
+                s.mrlo @= s.qh + ONE - s.HO
+            else:
+                s.mrlo @= ZERO
+            if s.qw >= s.WO:
+                s.mslo @= s.qw + ONE - s.WO
+            else:
+                s.mslo @= ZERO
+            s.mr @= s.mrlo + s.u[5]
+            s.ms @= s.mslo + s.u[6]
+            s.r_d @= (s.th & (s.ST - ONE)) + (s.mr << s.LG)
+            s.s_d @= (s.tw & (s.ST - ONE)) + (s.ms << s.LG)
+            s.oh_d @= s.qh - s.mr
+            s.ow_d @= s.qw - s.ms
+
+        @update
+        def up_bwd_weight_taps():
+            # dw[r]: the outputs oh whose input row oh*st + r - pad lies inside the input
+            if s.PAD > s.u[2]:
+                s.ohlo @= (s.PAD - s.u[2] + s.ST - ONE) >> s.LG
+            else:
+                s.ohlo @= ZERO
+            if s.PAD > s.u[3]:
+                s.owlo @= (s.PAD - s.u[3] + s.ST - ONE) >> s.LG
+            else:
+                s.owlo @= ZERO
+            s.ohs @= s.ohlo + s.u[5]
+            s.ows @= s.owlo + s.u[6]
+            # the first valid tap of output (oh, ow): r = max(0, pad - oh*st)
+            s.t_oh @= s.ohs * s.ST
+            s.t_ow @= s.ows * s.ST
+            if s.PAD > s.t_oh:
+                s.rfirst @= s.PAD - s.t_oh
+            else:
+                s.rfirst @= ZERO
+            if s.PAD > s.t_ow:
+                s.sfirst @= s.PAD - s.t_ow
+            else:
+                s.sfirst @= ZERO
+
+        @update
+        def up_fwd_taps():
+            s.t_h @= s.u[2] * s.ST
+            s.t_w @= s.u[3] * s.ST
+            if s.PAD > s.t_h:
+                s.rlo @= s.PAD - s.t_h
+            else:
+                s.rlo @= ZERO
+            if s.PAD > s.t_w:
+                s.slo @= s.PAD - s.t_w
+            else:
+                s.slo @= ZERO
+            if (s.H + s.PAD - s.t_h) < s.R:
+                s.rhi @= s.H + s.PAD - s.t_h
+            else:
+                s.rhi @= s.R
+            if (s.W + s.PAD - s.t_w) < s.S:
+                s.shi @= s.W + s.PAD - s.t_w
+            else:
+                s.shi @= s.S
+            s.r_f @= s.rlo + s.u[5]
+            s.s_f @= s.slo + s.u[6]
+
+        @update
+        def up_at():
+            for lv in range(NL):
+                s.at[lv] @= s.cnt[lv] == s.lim[lv]
+            if s.cmd.op == OP_FWD:
+                s.at[5] @= (s.r_f + ONE) >= s.rhi
+                s.at[6] @= (s.s_f + ONE) >= s.shi
+            elif s.cmd.op == OP_BWD_DATA:
+                s.at[5] @= ((s.r_d + s.ST) >= s.R) | (s.mr >= s.qh)
+                s.at[6] @= ((s.s_d + s.ST) >= s.S) | (s.ms >= s.qw)
+            elif s.cmd.op == OP_BWD_WEIGHT:
+                s.at[5] @= (((s.ohs + ONE) * s.ST + s.u[2]) >= (s.H + s.PAD)) | ((s.ohs + ONE) >= s.HO)
+                s.at[6] @= (((s.ows + ONE) * s.ST + s.u[3]) >= (s.W + s.PAD)) | ((s.ows + ONE) >= s.WO)
+            s.carry[6] @= Bits1(1)
+            s.carry[5] @= s.at[6]
+            s.carry[4] @= s.at[6] & s.at[5]
+            s.carry[3] @= s.at[6] & s.at[5] & s.at[4]
+            s.carry[2] @= s.at[6] & s.at[5] & s.at[4] & s.at[3]
+            s.carry[1] @= s.at[6] & s.at[5] & s.at[4] & s.at[3] & s.at[2]
+            s.carry[0] @= s.at[6] & s.at[5] & s.at[4] & s.at[3] & s.at[2] & s.at[1]
+            s.all_at @= s.carry[0] & s.at[0]
+
+        @update
+        def up_flags():
+            s.active @= s.running
+            s.db_first @= (s.cnt[1] == Z16) & (s.cnt[2] == Z16) & (s.cnt[3] == Z16)
+            s.db_end @= (s.cnt[1] == Z16) & s.at[2] & s.at[3]
+            s.first @= (s.cnt[4] == Z16) & (s.cnt[5] == Z16) & (s.cnt[6] == Z16)
+            s.last @= s.at[4] & s.at[5] & s.at[6]
+            s.row @= s.cnt[4]
+
+        @update_ff
+        def up_counters():
+            if s.reset:
+                s.running <<= 0
+                for lv in range(NL):
+                    s.cnt[lv] <<= Z16
+            elif s.start:
+                s.running <<= 1
+                for lv in range(NL):
+                    s.cnt[lv] <<= Z16
+            elif s.advance & s.running:
+                if s.all_at:
+                    for lv in range(NL):
+                        s.cnt[lv] <<= Z16
+                    s.running <<= 0
+                else:
+                    for lv in range(NL):
+                        if s.carry[lv]:
+                            if s.at[lv]:
+                                s.cnt[lv] <<= Z16
+                            else:
+                                s.cnt[lv] <<= s.cnt[lv] + ONE16
+
+        @update
+        def up_addresses():
+            s.hh @= ZERO
+            s.ww @= ZERO
+            s.widx @= ZERO
+            s.x_addr @= ZERO
+            s.d_addr @= ZERO
+            s.w_addr @= ZERO
+            s.g_addr @= ZERO
+            s.b_addr @= ZERO
+            s.wr_addr @= ZERO
+            s.wr_addr2 @= ZERO
+            s.idx @= ZERO
+            s.idx2 @= ZERO
+            s.tap @= 0
+            s.zero @= 0
+            s.db_acc @= 0
+            if s.cmd.op == OP_FWD:
+                # n=u0 kt=u1 oh=u2 ow=u3 ct=u4 r=rlo+u5 s=slo+u6 (only taps inside the input)
+                s.hh @= s.t_h + s.r_f - s.PAD
+                s.ww @= s.t_w + s.s_f - s.PAD
+                s.zero @= ~((s.hh < s.H) & (s.ww < s.W))
+                s.x_addr @= s.A0 + ((s.u[0] * s.CT + s.u[4]) * s.H + s.hh) * s.W + s.ww
+                s.w_addr @= s.A1 + ((s.u[1] * s.CT + s.u[4]) * s.R + s.r_f) * s.S + s.s_f
+                s.b_addr @= s.A2 + s.u[1]
+                s.wr_addr @= s.D0 + ((s.u[0] * s.KT + s.u[1]) * s.HO + s.u[2]) * s.WO + s.u[3]
+                s.idx @= ((s.u[0] * s.K + s.u[1] * PP) * s.HO + s.u[2]) * s.WO + s.u[3]
+            elif s.cmd.op == OP_BWD_DATA:
+                # n=u0 ct=u1 h=u2 w=u3 kt=u4 mr=u5 ms=u6
+                s.zero @= ~((s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO))
+                s.d_addr @= s.A0 + ((s.u[0] * s.KT + s.u[4]) * s.HO + s.oh_d) * s.WO + s.ow_d
+                s.w_addr @= s.A1 + ((s.u[4] * s.CT + s.u[1]) * s.R + s.r_d) * s.S + s.s_d
+                s.x_addr @= s.A2 + ((s.u[0] * s.CT + s.u[1]) * s.H + s.u[2]) * s.W + s.u[3]
+                s.wr_addr @= s.D0 + ((s.u[0] * s.CT + s.u[1]) * s.H + s.u[2]) * s.W + s.u[3]
+                s.idx @= ((s.u[0] * s.C + s.u[1] * PP) * s.H + s.u[2]) * s.W + s.u[3]
+            elif s.cmd.op == OP_BWD_WEIGHT:
+                # kt=u0 ct=u1 r=u2 s=u3 n=u4 oh=ohlo+u5 ow=owlo+u6 (outputs whose input is inside)
+                s.d_addr @= s.A1 + ((s.u[4] * s.KT + s.u[0]) * s.HO + s.ohs) * s.WO + s.ows
+                s.hh @= s.ohs * s.ST + s.u[2] - s.PAD
+                s.ww @= s.ows * s.ST + s.u[3] - s.PAD
+                s.zero @= ~((s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
+                s.db_acc @= ((s.cnt[1] == Z16) & (s.u[2] == s.rfirst) & (s.u[3] == s.sfirst)
+                             & (s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
+                s.x_addr @= s.A0 + ((s.u[4] * s.CT + s.u[1]) * s.H + s.hh) * s.W + s.ww
+                s.widx @= ((s.u[0] * s.CT + s.u[1]) * s.R + s.u[2]) * s.S + s.u[3]
+                s.wr_addr @= s.D0 + s.widx
+                s.wr_addr2 @= s.D1 + s.u[0]
+                s.idx2 @= s.u[0] * PP
+                s.idx @= ((s.u[0] * PP * s.C + s.u[1] * PP) * s.R + s.u[2]) * s.S + s.u[3]
+            elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
+                # n=u0 ct=u1 oh=u2 ow=u3 di=u4 dj=u5
+                s.hh @= s.u[2] * s.PK + s.u[4]
+                s.ww @= s.u[3] * s.PK + s.u[5]
+                s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
+                if s.cmd.op == OP_POOL_FWD:
+                    s.x_addr @= s.A0 + ((s.u[0] * s.CT + s.u[1]) * s.H + s.hh) * s.W + s.ww
+                    s.wr_addr @= s.D0 + ((s.u[0] * s.CT + s.u[1]) * s.HO + s.u[2]) * s.WO + s.u[3]
+                    s.wr_addr2 @= s.D1 + ((s.u[0] * s.CT + s.u[1]) * s.HO + s.u[2]) * s.WO + s.u[3]
+                else:
+                    s.d_addr @= s.A0 + ((s.u[0] * s.CT + s.u[1]) * s.HO + s.u[2]) * s.WO + s.u[3]
+                    s.x_addr @= s.A1 + ((s.u[0] * s.CT + s.u[1]) * s.HO + s.u[2]) * s.WO + s.u[3]
+                    s.wr_addr @= s.D0 + ((s.u[0] * s.CT + s.u[1]) * s.H + s.hh) * s.W + s.ww
+            elif s.cmd.op == OP_UPDATE:
+                # kt=u0 ct=u1 r=u2 s=u3 i=u4
+                s.widx @= ((s.u[0] * s.CT + s.u[1]) * s.R + s.u[2]) * s.S + s.u[3]
+                s.w_addr @= s.A0 + s.widx
+                s.g_addr @= s.A1 + s.widx
+                s.wr_addr @= s.D0 + s.widx
+                s.idx @= (((s.u[0] * PP + s.u[4]) * s.C + s.u[1] * PP) * s.R + s.u[2]) * s.S + s.u[3]
+
+    def line_trace(s):
+        c = ",".join(str(int(v)) for v in s.cnt)
+        return f"{'R' if s.running else '.'}[{c}]{'f' if s.first else ' '}{'l' if s.last else ' '}{'z' if s.zero else ' '}"

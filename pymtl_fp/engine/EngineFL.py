@@ -1,0 +1,154 @@
+"""Engine, functional level: the same ports as :class:`EngineRTL`, results from the golden model.
+
+Commands run one at a time.  A LOAD takes its elements from ``din`` (one per handshake), a STORE
+sends its elements on ``dout``; a compute command reads its operands from the (Python) buffers
+in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` and writes the
+results back, all in the cycle it is accepted.  No timing is modelled (``busy`` is high only
+while a LOAD/STORE is moving data).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymtl3 import Component, OutPort, update_ff
+from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+
+from pymtl_fp import golden
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import (
+    cmd_fields, cmd_type, data_type, from_word, pack_act, pack_bias, pack_weight, to_word,
+    unpack_act, unpack_bias, unpack_weight,
+)
+
+MODES = ("nearest", "stochastic")
+
+
+class EngineFL(Component):
+    def construct(s, cfg):
+        s.cfg = cfg
+        s.params = cfg.params()
+        P = cfg.P
+        s.cmd = RecvIfcRTL(cmd_type())
+        s.din = RecvIfcRTL(data_type(cfg))
+        s.dout = SendIfcRTL(data_type(cfg))
+        s.busy = OutPort()
+        s.DataT = data_type(cfg)
+        s.lanes = {msgs.BUF_X: P, msgs.BUF_D: P, msgs.BUF_O: P, msgs.BUF_W: P * P,
+                   msgs.BUF_G: P * P, msgs.BUF_B: P}
+        depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
+                 msgs.BUF_W: cfg.weight_depth, msgs.BUF_G: cfg.weight_depth, msgs.BUF_B: cfg.bias_depth}
+        s.bufs = {b: np.zeros((depth[b], s.lanes[b]), dtype=np.int64) for b in s.lanes}
+        s.cur = None  # the LOAD/STORE in progress: dict(fields, e=elements done)
+        s.ops_done = 0
+
+        @update_ff
+        def up_fl():
+            if s.reset:
+                s.cur = None
+                s.cmd.rdy <<= 0
+                s.din.rdy <<= 0
+                s.dout.val <<= 0
+                s.busy <<= 0
+                return
+            if s.cmd.val & s.cmd.rdy:
+                f = cmd_fields(s.cmd.msg)
+                if f["op"] in (msgs.OP_LOAD, msgs.OP_STORE):
+                    s.cur = dict(f, e=0)
+                    if f["count"] == 0:
+                        s.cur = None
+                else:
+                    s._compute(f)
+                    s.ops_done += 1
+            elif s.cur is not None and s.cur["op"] == msgs.OP_LOAD and s.din.val & s.din.rdy:
+                s._put(s.cur, from_word(int(s.din.msg), cfg.stream_bits))
+            elif s.cur is not None and s.cur["op"] == msgs.OP_STORE and s.dout.val & s.dout.rdy:
+                s.cur["e"] += 1
+                if s.cur["e"] == s.cur["count"]:
+                    s.cur = None
+            # next-cycle outputs
+            idle = s.cur is None
+            s.cmd.rdy <<= 1 if idle else 0
+            s.din.rdy <<= 1 if (not idle and s.cur["op"] == msgs.OP_LOAD) else 0
+            if not idle and s.cur["op"] == msgs.OP_STORE:
+                s.dout.val <<= 1
+                s.dout.msg <<= s.DataT(to_word(s._get(s.cur), cfg.stream_bits))
+            else:
+                s.dout.val <<= 0
+            s.busy <<= 0 if idle else 1
+
+    # ---- buffers -------------------------------------------------------------------------
+    def _loc(s, cur):
+        L = s.lanes[cur["target"]]
+        return cur["addr"] + cur["e"] // L, cur["e"] % L
+
+    def _put(s, cur, value):
+        a, lane = s._loc(cur)
+        s.bufs[cur["target"]][a, lane] = value
+        cur["e"] += 1
+        if cur["e"] == cur["count"]:
+            s.cur = None
+
+    def _get(s, cur):
+        a, lane = s._loc(cur)
+        return int(s.bufs[cur["target"]][a, lane])
+
+    def _rd(s, buf, addr, nwords):
+        return s.bufs[buf][addr:addr + nwords]
+
+    def _wr(s, buf, addr, words):
+        s.bufs[buf][addr:addr + len(words)] = words
+
+    # ---- compute -------------------------------------------------------------------------
+    def _compute(s, f):
+        cfg, P = s.cfg, s.cfg.P
+        op = msgs.OP_NAMES[f["op"]]
+        mode = MODES[f["stoch"]]
+        rnd = dict(mode=mode, seed=f["seed"], tensor_id=f["tid"])
+        n, c, k, ct, kt = f["n"], f["c"], f["k"], f["ct"], f["kt"]
+        h, w, ho, wo, r, sw = f["h"], f["w"], f["ho"], f["wo"], f["r"], f["s"]
+        stride, pad = 1 << f["lgst"], f["pad"]
+        X, D, OB, W, G, B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_O, msgs.BUF_W, msgs.BUF_G, msgs.BUF_B)
+        if op == "fwd":
+            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
+            wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
+            b = unpack_bias(s._rd(B, f["a2"], kt), k, P)
+            y = golden.conv_fwd(x, wt, b, stride=stride, pad=pad, shift=f["shift"], relu=bool(f["relu"]),
+                                out_bits=cfg.act_bits, **rnd)
+            s._wr(OB, f["d0"], pack_act(y, P))
+        elif op == "bwd_data":
+            dy = unpack_act(s._rd(D, f["a0"], n * kt * ho * wo), (n, k, ho, wo), P)
+            wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
+            x = unpack_act(s._rd(X, f["a2"], n * ct * h * w), (n, c, h, w), P)
+            dx = golden.conv_bwd_data(dy, wt, x, stride=stride, pad=pad, shift=f["shift"],
+                                      relu=bool(f["relu"]), out_bits=cfg.grad_bits, **rnd)
+            s._wr(OB, f["d0"], pack_act(dx, P))
+        elif op == "bwd_weight":
+            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
+            dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
+            dw, db = golden.conv_bwd_weight(x, dy, (k, c, r, sw), stride=stride, pad=pad,
+                                            shift=f["shift"], bias_shift=f["bshift"],
+                                            out_bits=cfg.grad_bits, bias_tensor_id=f["btid"], **rnd)
+            s._wr(G, f["d0"], pack_weight(dw, P))
+            s._wr(B, f["d1"], pack_bias(db, P))
+        elif op == "pool_fwd":
+            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
+            y, am = golden.pool_fwd(x, k=f["pk"])
+            s._wr(OB, f["d0"], pack_act(y, P))
+            s._wr(X, f["d1"], pack_act(am, P))
+        elif op == "pool_bwd":
+            dy = unpack_act(s._rd(D, f["a0"], n * ct * ho * wo), (n, c, ho, wo), P)
+            am = unpack_act(s._rd(X, f["a1"], n * ct * ho * wo), (n, c, ho, wo), P)
+            dx = golden.pool_bwd(dy, am, k=f["pk"])
+            s._wr(OB, f["d0"], pack_act(dx, P))
+        elif op == "update":
+            nw = kt * ct * r * sw
+            wt = unpack_weight(s._rd(W, f["a0"], nw), (k, c, r, sw), P)
+            dw = unpack_weight(s._rd(G, f["a1"], nw), (k, c, r, sw), P)
+            wn = golden.sgd_update(wt, dw, lr_shift=f["shift"], bits=cfg.weight_bits, **rnd)
+            s._wr(W, f["d0"], pack_weight(wn, P))
+        else:
+            raise ValueError(f"EngineFL: unknown op code {f['op']}")
+
+    def line_trace(s):
+        cur = "idle" if s.cur is None else f"{msgs.OP_NAMES[s.cur['op']]} {s.cur['e']}/{s.cur['count']}"
+        return f"{s.cmd}|{s.din}|{s.dout} {cur}"

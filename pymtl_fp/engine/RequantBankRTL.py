@@ -1,0 +1,79 @@
+"""Requantizer bank (RTL): ``P`` lanes of :class:`RequantRTL` plus per-lane element indices,
+and :class:`SaturateRTL`, a signed clamp to a narrower width.
+
+Lane ``i`` rounds ``acc[i]`` with the stochastic-rounding index ``idx_base + i * idx_stride``
+(the flat C-order index of the element in its result tensor), so the hardware draws exactly the
+random bits of :func:`pymtl_fp.numerics.requantize`.  The result keeps the accumulator width
+(no saturation here): the writeback clamps it to the word width of the result
+(:class:`SaturateRTL`), or first subtracts it from a weight (``update``).
+"""
+
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, mk_bits, update
+
+from pymtl_fp.primitives.RequantRTL import RequantRTL
+
+
+class SaturateRTL(Component):
+    """``out = clamp(in, -2**(out_bits-1), 2**(out_bits-1)-1)`` (signed, combinational)."""
+
+    def construct(s, in_bits=32, out_bits=8):
+        s.params = dict(in_bits=in_bits, out_bits=out_bits)
+        s.in_ = InPort(in_bits)
+        s.out = OutPort(out_bits)
+        if out_bits >= in_bits:
+            raise ValueError("SaturateRTL needs out_bits < in_bits")
+        TopT = mk_bits(in_bits - out_bits + 1)
+        Out = mk_bits(out_bits)
+        TOP_ZERO, TOP_ONES = TopT(0), TopT(-1)
+        OUT_MAX, OUT_MIN = Out((1 << (out_bits - 1)) - 1), Out(1 << (out_bits - 1))
+        OUT_SIGN, IN_SIGN = out_bits - 1, in_bits - 1
+        s.top = Wire(in_bits - out_bits + 1)
+
+        @update
+        def up_sat():
+            s.top @= s.in_[OUT_SIGN:in_bits]
+            if (s.top == TOP_ZERO) | (s.top == TOP_ONES):
+                s.out @= s.in_[0:out_bits]
+            elif s.in_[IN_SIGN]:
+                s.out @= OUT_MIN
+            else:
+                s.out @= OUT_MAX
+
+    def line_trace(s):
+        return f"sat({int(s.in_.int())})={int(s.out.int())}"
+
+
+class RequantBankRTL(Component):
+    def construct(s, P=2, acc_bits=32):
+        s.params = dict(P=P, acc_bits=acc_bits)
+        s.P = P
+        s.acc = [InPort(acc_bits) for _ in range(P)]
+        s.idx_base = InPort(32)
+        s.idx_stride = InPort(32)
+        s.shift = InPort(6)
+        s.stochastic = InPort()
+        s.relu = InPort()
+        s.seed = InPort(32)
+        s.tensor_id = InPort(8)
+        s.q = [OutPort(acc_bits) for _ in range(P)]
+
+        s.lane_idx = [Wire(32) for _ in range(P)]
+        s.lane = [RequantRTL(acc_bits, acc_bits) for _ in range(P)]
+
+        @update
+        def up_index():
+            for i in range(P):
+                s.lane_idx[i] @= s.idx_base + s.idx_stride * Bits32(i)
+
+        for i in range(P):
+            s.lane[i].acc //= s.acc[i]
+            s.lane[i].shift //= s.shift
+            s.lane[i].stochastic //= s.stochastic
+            s.lane[i].relu //= s.relu
+            s.lane[i].seed //= s.seed
+            s.lane[i].tensor_id //= s.tensor_id
+            s.lane[i].index //= s.lane_idx[i]
+            s.q[i] //= s.lane[i].out
+
+    def line_trace(s):
+        return " ".join(f"{int(s.acc[i].int())}>{int(s.q[i].int())}" for i in range(s.P))

@@ -1,0 +1,120 @@
+"""Elaboration parameters of the engine (one frozen dataclass, validated, with named presets).
+
+Only things that change the hardware live here: the MAC array size, word widths, on-chip buffer
+depths, the stream word width and whether stochastic rounding is built.  Layer shapes, strides,
+padding, shifts, rounding mode and buffer addresses are **runtime** command fields
+(:mod:`pymtl_fp.engine.msgs`), so one build serves every layer that fits its buffers.
+
+Restriction (documented, checked here): the array is square, ``rows == cols``.  ``bwd_data``
+uses the same weight tile transposed, which a square array does with a wiring change only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pymtl_fp.verilate import module_name
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One engine build.
+
+    * ``rows`` x ``cols``: MAC array (output-channel lanes x input-channel lanes); ``P = rows``.
+    * ``act_bits``, ``weight_bits``, ``grad_bits``: signed word widths of activations, weights
+      and gradients (results are saturated to them); ``acc_bits``: the exact accumulator.
+    * ``act_depth``: words (of ``P`` elements) in each activation buffer (X, D, O);
+      ``weight_depth``: words (of ``P*P`` elements) in each weight buffer (W, G);
+      ``bias_depth``: words (of ``P`` accumulator-wide elements) of the bias buffer.
+    * ``stream_bits``: width of a data-in/data-out stream word (one element per word,
+      sign-extended); must hold an accumulator value (biases are loaded in accumulator units).
+    * ``stochastic``: build the stochastic-rounding hash (else only ``nearest`` is accepted).
+    """
+
+    rows: int = 2
+    cols: int = 2
+    act_bits: int = 8
+    weight_bits: int = 8
+    grad_bits: int = 8
+    acc_bits: int = 32
+    act_depth: int = 256
+    weight_depth: int = 64
+    bias_depth: int = 16
+    stream_bits: int = 32
+    stochastic: bool = True
+    name: str = ""
+
+    def __post_init__(self):
+        for f in ("rows", "cols", "act_bits", "weight_bits", "grad_bits", "acc_bits", "act_depth",
+                  "weight_depth", "bias_depth", "stream_bits"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
+        if not isinstance(self.stochastic, bool):
+            raise TypeError(f"EngineConfig.stochastic must be a bool, got {self.stochastic!r}")
+        if not 1 <= self.rows <= 32 or not 1 <= self.cols <= 32:
+            raise ValueError(f"array must be 1..32 x 1..32, got {self.rows}x{self.cols}")
+        if self.rows != self.cols:
+            raise ValueError(
+                f"the engine needs a square MAC array (rows == cols; bwd_data reads the weight "
+                f"tile transposed), got {self.rows}x{self.cols}")
+        for f in ("act_bits", "weight_bits", "grad_bits"):
+            if not 2 <= getattr(self, f) <= 24:
+                raise ValueError(f"EngineConfig.{f} must be in 2..24, got {getattr(self, f)}")
+        if not 2 * self.data_bits + 2 <= self.acc_bits <= 64:
+            raise ValueError(
+                f"acc_bits must be in 2*data_bits+2 = {2 * self.data_bits + 2}..64, got {self.acc_bits}")
+        if not self.acc_bits <= self.stream_bits <= 64:
+            raise ValueError(f"stream_bits must be in acc_bits..64 = {self.acc_bits}..64, "
+                             f"got {self.stream_bits}")
+        for f in ("act_depth", "weight_depth", "bias_depth"):
+            if not 2 <= getattr(self, f) <= 65536:
+                raise ValueError(f"EngineConfig.{f} must be in 2..65536, got {getattr(self, f)}")
+
+    # ---- derived ---------------------------------------------------------------------------
+    @property
+    def P(self) -> int:
+        """Lanes per side of the (square) array."""
+        return self.rows
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def data_bits(self) -> int:
+        """Width of a buffer element (the widest of activations, weights, gradients)."""
+        return max(self.act_bits, self.weight_bits, self.grad_bits)
+
+    def params(self) -> dict:
+        """Every elaboration parameter (the ``name`` label excluded)."""
+        d = dataclasses.asdict(self)
+        d.pop("name")
+        return d
+
+    def module_name(self) -> str:
+        """The Verilog top-module name, encoding every elaboration parameter (short keys, so
+        that the name stays readable and under :func:`module_name`'s hashing length)."""
+        short = dict(r=self.rows, c=self.cols, a=self.act_bits, w=self.weight_bits, g=self.grad_bits,
+                     acc=self.acc_bits, ad=self.act_depth, wd=self.weight_depth, bd=self.bias_depth,
+                     sb=self.stream_bits, sto=self.stochastic)
+        return module_name("EngineRTL", short)
+
+    def replace(self, **changes) -> "EngineConfig":
+        return dataclasses.replace(self, **changes)
+
+
+PRESETS = {
+    "tiny": EngineConfig(rows=2, cols=2, act_depth=256, weight_depth=128, bias_depth=16, name="tiny"),
+    "small": EngineConfig(rows=4, cols=4, act_depth=512, weight_depth=64, bias_depth=16, name="small"),
+    "medium": EngineConfig(rows=8, cols=8, act_depth=1024, weight_depth=64, bias_depth=16, name="medium"),
+}
+
+
+def preset(name: str) -> EngineConfig:
+    """A named preset (``tiny`` 2x2, ``small`` 4x4, ``medium`` 8x8)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown engine preset {name!r}; choose one of {', '.join(PRESETS)}") from None

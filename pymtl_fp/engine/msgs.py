@@ -1,0 +1,163 @@
+"""Ports, message types and the on-chip data layout of the engine (shared by every level).
+
+Ports of every engine level (FL, RTL, Verilator)::
+
+    cmd   : RecvIfcRTL(CmdMsg)              commands, val/rdy
+    din   : RecvIfcRTL(Bits<stream_bits>)   data in (LOAD payloads), val/rdy
+    dout  : SendIfcRTL(Bits<stream_bits>)   data out (STORE payloads), val/rdy
+    busy  : OutPort(1)                      a command is being executed
+
+Commands execute one at a time, in order.  ``LOAD target, addr, count`` takes ``count`` elements
+from ``din`` (one element per word, sign-extended) and writes element ``e`` to word
+``addr + e // L``, lane ``e % L`` of buffer ``target`` (``L`` lanes per word).  ``STORE`` streams
+elements out in the same order.  Compute commands read their operands from buffers and write
+their results to buffers (buffer roles per operation: :data:`OP_BUFFERS`).
+
+Buffers (``P`` = array side)::
+
+    X  P lanes  x act_depth      activations x (and pool argmax)
+    D  P lanes  x act_depth      gradients dy
+    O  P lanes  x act_depth      results y / dx / pooled y
+    W  P*P lanes x weight_depth  weights
+    G  P*P lanes x weight_depth  weight gradients dw
+    B  P lanes  x bias_depth     bias b (accumulator units) / db
+
+Layouts (channels padded with zeros to a multiple of ``P``, ``CT = ceil(C/P)``, ``KT = ...``):
+an activation ``(N, C, H, W)`` element ``[n, c, h, w]`` is lane ``c % P`` of word
+``((n*CT + c//P)*H + h)*W + w``; a weight ``(K, C, R, S)`` element ``[k, c, r, s]`` is lane
+``(k % P)*P + c % P`` of word ``((k//P*CT + c//P)*R + r)*S + s``; a bias ``[k]`` is lane ``k % P``
+of word ``k // P``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymtl3 import mk_bits, mk_bitstruct
+
+# operation codes
+OP_LOAD, OP_STORE, OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT, OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = range(8)
+OPS = {"fwd": OP_FWD, "bwd_data": OP_BWD_DATA, "bwd_weight": OP_BWD_WEIGHT,
+       "pool_fwd": OP_POOL_FWD, "pool_bwd": OP_POOL_BWD, "update": OP_UPDATE}
+OP_NAMES = {v: k for k, v in OPS.items()} | {OP_LOAD: "load", OP_STORE: "store"}
+
+# buffer ids
+BUF_X, BUF_D, BUF_O, BUF_W, BUF_G, BUF_B = range(6)
+BUF_NAMES = {BUF_X: "X", BUF_D: "D", BUF_O: "O", BUF_W: "W", BUF_G: "G", BUF_B: "B"}
+
+#: per operation: which buffer each of the address fields a0, a1, a2, d0, d1 refers to
+OP_BUFFERS = {
+    "fwd": dict(a0=("X", "x"), a1=("W", "w"), a2=("B", "b"), d0=("O", "y")),
+    "bwd_data": dict(a0=("D", "dy"), a1=("W", "w"), a2=("X", "x (ReLU mask)"), d0=("O", "dx")),
+    "bwd_weight": dict(a0=("X", "x"), a1=("D", "dy"), d0=("G", "dw"), d1=("B", "db")),
+    "pool_fwd": dict(a0=("X", "x"), d0=("O", "y"), d1=("X", "argmax")),
+    "pool_bwd": dict(a0=("D", "dy"), a1=("X", "argmax"), d0=("O", "dx")),
+    "update": dict(a0=("W", "w"), a1=("G", "dw"), d0=("W", "w (new)")),
+}
+
+DIM_BITS = 16
+ADDR_BITS = 16
+COUNT_BITS = 24
+
+#: command fields, in order: (name, width)
+CMD_FIELDS = [
+    ("op", 4), ("target", 3), ("addr", ADDR_BITS), ("count", COUNT_BITS),
+    ("n", DIM_BITS), ("c", DIM_BITS), ("k", DIM_BITS), ("ct", DIM_BITS), ("kt", DIM_BITS),
+    ("h", DIM_BITS), ("w", DIM_BITS), ("ho", DIM_BITS), ("wo", DIM_BITS),
+    ("r", DIM_BITS), ("s", DIM_BITS), ("lgst", 3), ("pad", 8), ("pk", 8),
+    ("shift", 6), ("bshift", 6), ("relu", 1), ("stoch", 1), ("seed", 32), ("tid", 8), ("btid", 8),
+    ("a0", ADDR_BITS), ("a1", ADDR_BITS), ("a2", ADDR_BITS), ("d0", ADDR_BITS), ("d1", ADDR_BITS),
+]
+
+_CMD_TYPE = None
+
+
+def cmd_type():
+    """The command bitstruct (the same for every configuration)."""
+    global _CMD_TYPE
+    if _CMD_TYPE is None:
+        _CMD_TYPE = mk_bitstruct("EngineCmd", {name: mk_bits(bits) for name, bits in CMD_FIELDS})
+    return _CMD_TYPE
+
+
+def data_type(cfg):
+    return mk_bits(cfg.stream_bits)
+
+
+def make_cmd(**fields):
+    """A command message; unspecified fields are 0.  Values are checked against field widths."""
+    Cmd = cmd_type()
+    widths = dict(CMD_FIELDS)
+    args = []
+    for name, bits in CMD_FIELDS:
+        v = int(fields.pop(name, 0))
+        if not 0 <= v < (1 << bits):
+            raise ValueError(f"command field {name}={v} does not fit in {bits} bits")
+        args.append(mk_bits(bits)(v))
+    if fields:
+        raise ValueError(f"unknown command fields {sorted(fields)}; known: {sorted(widths)}")
+    return Cmd(*args)
+
+
+def cmd_fields(msg) -> dict:
+    """A command message as a dict of Python ints."""
+    return {name: int(getattr(msg, name)) for name, _ in CMD_FIELDS}
+
+
+# ---- data layout ---------------------------------------------------------------------------
+
+def tiles(n: int, p: int) -> int:
+    return -(-int(n) // p)
+
+
+def pack_act(x: np.ndarray, P: int) -> np.ndarray:
+    """(N, C, H, W) -> (N*CT*H*W, P) buffer words."""
+    n, c, h, w = x.shape
+    ct = tiles(c, P)
+    xp = np.zeros((n, ct * P, h, w), dtype=np.int64)
+    xp[:, :c] = x
+    return xp.reshape(n, ct, P, h, w).transpose(0, 1, 3, 4, 2).reshape(-1, P)
+
+
+def unpack_act(words: np.ndarray, shape, P: int) -> np.ndarray:
+    n, c, h, w = shape
+    ct = tiles(c, P)
+    a = np.asarray(words, dtype=np.int64)[: n * ct * h * w].reshape(n, ct, h, w, P)
+    return a.transpose(0, 1, 4, 2, 3).reshape(n, ct * P, h, w)[:, :c].copy()
+
+
+def pack_weight(w: np.ndarray, P: int) -> np.ndarray:
+    """(K, C, R, S) -> (KT*CT*R*S, P*P) buffer words."""
+    k, c, r, s = w.shape
+    kt, ct = tiles(k, P), tiles(c, P)
+    wp = np.zeros((kt * P, ct * P, r, s), dtype=np.int64)
+    wp[:k, :c] = w
+    return wp.reshape(kt, P, ct, P, r, s).transpose(0, 2, 4, 5, 1, 3).reshape(-1, P * P)
+
+
+def unpack_weight(words: np.ndarray, shape, P: int) -> np.ndarray:
+    k, c, r, s = shape
+    kt, ct = tiles(k, P), tiles(c, P)
+    a = np.asarray(words, dtype=np.int64)[: kt * ct * r * s].reshape(kt, ct, r, s, P, P)
+    return a.transpose(0, 4, 1, 5, 2, 3).reshape(kt * P, ct * P, r, s)[:k, :c].copy()
+
+
+def pack_bias(b: np.ndarray, P: int) -> np.ndarray:
+    k = b.shape[0]
+    bp = np.zeros(tiles(k, P) * P, dtype=np.int64)
+    bp[:k] = b
+    return bp.reshape(-1, P)
+
+
+def unpack_bias(words: np.ndarray, k: int, P: int) -> np.ndarray:
+    return np.asarray(words, dtype=np.int64).reshape(-1)[:k].copy()
+
+
+def to_word(value: int, bits: int) -> int:
+    """A signed element as an unsigned ``bits``-wide word (two's complement)."""
+    return int(value) & ((1 << bits) - 1)
+
+
+def from_word(word: int, bits: int) -> int:
+    """An unsigned ``bits``-wide word as a signed integer."""
+    word = int(word) & ((1 << bits) - 1)
+    return word - (1 << bits) if word >> (bits - 1) else word

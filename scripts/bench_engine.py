@@ -1,0 +1,91 @@
+"""``pymtl-fp bench engine``: cycles, useful MACs and MAC utilization of every engine operation
+on a fixed VGG-like layer, and simulation speed of PyMTL3 vs Verilator, measured in one run.
+
+The figures are printed, never asserted.  Utilization = useful MACs / (rows*cols*compute
+cycles), compute cycles counted from the command's acceptance until the engine is idle again
+(loads and stores excluded; ``cycles`` includes the stores of the results).  Speed = simulated
+cycles (whole program: loads, compute, stores) per wall-clock second.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
+OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+
+
+def add_arguments(parser):
+    parser.add_argument("--config", default="small", help="engine preset (default: small, 4x4)")
+    parser.add_argument("--channels", type=int, default=8, help="C = K of the layer (default 8)")
+    parser.add_argument("--size", type=int, default=8, help="H = W of the layer (default 8)")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated operations")
+    parser.add_argument("--no-pymtl", action="store_true", help="skip the (slow) PyMTL3 simulation")
+
+
+def layer_case(cfg, op, channels, size, rng):
+    from tb.engine_harness import random_case
+
+    return random_case(cfg, op, rng, n=1, c=channels, k=channels, h=size, w=size, r=3, s=3, stride=1,
+                       pad=1, mode="stochastic")
+
+
+def main(args) -> int:
+    from pymtl_fp.engine.config import preset
+    from scripts.errors import UserError
+    from tb import engine_harness as eh
+
+    try:
+        cfg = preset(args.config)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    ops = [o for o in args.ops.split(",") if o]
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
+    rng = np.random.default_rng(2024)
+    cases = {op: layer_case(cfg, op, args.channels, args.size, rng) for op in ops}
+    for op, case in cases.items():  # every case must fit before anything is simulated
+        try:
+            eh.validate_case(cfg, op, case)
+        except eh.CaseError as exc:
+            raise UserError(f"the benchmark layer does not fit config {args.config} for {op}: {exc}") from None
+    levels = ["verilator"] + ([] if args.no_pymtl else ["rtl"])
+    print(f"engine {args.config} ({cfg.rows}x{cfg.cols} MACs, {cfg.act_bits}/{cfg.weight_bits}/"
+          f"{cfg.grad_bits}-bit act/weight/grad, {cfg.acc_bits}-bit accumulators); layer N=1, "
+          f"C=K={args.channels}, {args.size}x{args.size}, 3x3, stride 1, pad 1, stochastic rounding")
+    t0 = time.perf_counter()
+    eh.get_model("verilator", cfg)
+    print(f"Verilator build (or cache hit): {time.perf_counter() - t0:.1f} s")
+    if not args.no_pymtl:
+        t0 = time.perf_counter()
+        eh.get_model("rtl", cfg)
+        print(f"PyMTL3 elaboration: {time.perf_counter() - t0:.1f} s")
+    head = (f"{'op':<11}{'compute':>9}{'cycles':>8}{'useful MACs':>13}{'util':>8}{'total':>8}"
+            f"{'PyMTL3 c/s':>12}{'Verilator c/s':>15}{'ratio':>8}")
+    print(head)
+    print("-" * len(head))
+    for op, case in cases.items():
+        speed = {}
+        res = None
+        for level in levels:
+            t0 = time.perf_counter()
+            r = eh.run_op(level, cfg, op, check=True, **case)
+            dt = time.perf_counter() - t0
+            speed[level] = r["total_cycles"] / dt if dt > 0 else float("inf")
+            if res is not None and (r["cycles"], r["compute_cycles"]) != (res["cycles"], res["compute_cycles"]):
+                print(f"  note: {level} cycle count differs from verilator's")
+            res = res or r
+        util = res["macs"] / (cfg.macs_per_cycle * res["compute_cycles"]) if res["macs"] else float("nan")
+        py = f"{speed['rtl']:>12.0f}" if "rtl" in speed else f"{'-':>12}"
+        ratio = f"{speed['verilator'] / speed['rtl']:>7.1f}x" if "rtl" in speed else f"{'-':>8}"
+        util_s = f"{util:>7.1%}" if res["macs"] else f"{'-':>7}"
+        print(f"{op:<11}{res['compute_cycles']:>9}{res['cycles']:>8}{res['macs']:>13}{util_s:>8}"
+              f"{res['total_cycles']:>8}{py}{speed['verilator']:>15.0f}{ratio}")
+    print("compute = cycles from the command's acceptance until the engine is idle; cycles = until the "
+          "last result word left the engine (includes the store); total = the whole program (loads, "
+          "compute, stores); util = useful MACs / (rows*cols*compute); every result was checked "
+          "against the golden model.")
+    return 0

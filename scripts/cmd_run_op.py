@@ -1,0 +1,111 @@
+"""``pymtl-fp run-op``: run one engine operation from a case file at a chosen level.
+
+    pymtl-fp run-op --level fl|cl|rtl|verilator --config tiny|small|medium --op OP \
+                    --case IN.npz --out OUT.npz [--stall P_CMD P_DIN P_DOUT] [--stall-seed N]
+    pymtl-fp run-op --make-case OUT.npz --op OP [--config ...] [--seed N] [--mode nearest|stochastic]
+
+The case is validated before any simulation (missing key, wrong dtype, value outside its
+format, shape beyond the buffers: one-line error, exit 1).  OUT.npz holds the result arrays,
+``bits`` and, for timed levels, ``cycles`` (compute command accepted -> last output word),
+``compute_cycles`` and ``macs`` (useful multiply-accumulates).  ``cl`` arrives with the
+timing-model issue: until then it says so and exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts.errors import UserError
+
+HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
+OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+
+
+def add_arguments(parser):
+    parser.add_argument("--level", choices=("fl", "cl", "rtl", "verilator"), default="fl")
+    parser.add_argument("--config", default="tiny", help="engine preset: tiny (2x2), small (4x4), medium (8x8)")
+    parser.add_argument("--op", choices=OPS, required=True)
+    parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: see README")
+    parser.add_argument("--out", type=Path, help="where to write the results (.npz)")
+    parser.add_argument("--stall", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("P_CMD", "P_DIN", "P_DOUT"),
+                        help="stall probabilities of the command source, data source and data sink")
+    parser.add_argument("--stall-seed", type=int, default=0)
+    parser.add_argument("--check", action="store_true", help="also compare with the golden model")
+    parser.add_argument("--make-case", type=Path, metavar="OUT.npz",
+                        help="write a random valid case for --op/--config to this file and exit")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of --make-case")
+    parser.add_argument("--mode", choices=("nearest", "stochastic"), default="nearest",
+                        help="rounding mode of --make-case")
+
+
+def _load_case(path: Path) -> dict:
+    if not path.is_file():
+        raise UserError(f"case file {path} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            case = {k: z[k] for k in z.files}
+    except Exception as exc:  # a corrupt or non-npz file
+        raise UserError(f"cannot read case file {path}: {exc}") from None
+    out = {}
+    for k, v in case.items():
+        if v.dtype.kind in "US":
+            out[k] = str(v)
+        elif v.ndim == 0:
+            out[k] = v.item() if v.dtype.kind in "iub" else v
+        else:
+            out[k] = v
+    return out
+
+
+def main(args) -> int:
+    from pymtl_fp.engine.config import preset
+    from tb import engine_harness as eh
+
+    try:
+        cfg = preset(args.config)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if args.make_case:
+        rng = np.random.default_rng(args.seed)
+        case = eh.random_case(cfg, args.op, rng, mode=args.mode)
+        np.savez(args.make_case, **{k: np.asarray(v) for k, v in case.items()})
+        print(f"wrote a random {args.op} case for config {args.config} to {args.make_case} "
+              f"(keys: {', '.join(sorted(case))})")
+        return 0
+    if args.case is None or args.out is None:
+        raise UserError("--case and --out are required (or use --make-case OUT.npz)")
+    if args.level == "cl":
+        print("pymtl-fp run-op: the cycle-level (cl) engine model is not implemented yet (it arrives "
+              "with the timing-model issue); use --level fl, rtl or verilator. Nothing was run.",
+              file=sys.stderr)
+        return 2
+    case = _load_case(args.case)
+    try:
+        eh.validate_case(cfg, args.op, case)
+    except eh.CaseError as exc:
+        raise UserError(f"bad {args.op} case {args.case}: {exc}") from None
+    for p in args.stall:
+        if not 0.0 <= p < 1.0:
+            raise UserError(f"stall probabilities must be in [0, 1), got {p}")
+    start = time.perf_counter()
+    try:
+        res = eh.run_op(args.level, cfg, args.op, stall=tuple(args.stall), stall_seed=args.stall_seed,
+                        check=args.check, **case)
+    except AssertionError as exc:
+        raise UserError(f"mismatch with the golden model: {exc}") from None
+    seconds = time.perf_counter() - start
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(args.out, **{k: np.asarray(v) for k, v in res.items()})
+    shapes = ", ".join(f"{k} {tuple(v.shape)}" for k, v in res.items() if isinstance(v, np.ndarray))
+    timing = ""
+    if "cycles" in res:
+        util = res["macs"] / (cfg.macs_per_cycle * res["compute_cycles"]) if res["compute_cycles"] else 0.0
+        timing = (f"; {res['cycles']} cycles ({res['compute_cycles']} computing), {res['macs']} useful MACs, "
+                  f"utilization {util:.1%}")
+    print(f"{args.op} at {args.level} on {args.config}: {shapes}; saturated to {res['bits']} bits{timing}; "
+          f"{seconds:.1f} s -> {args.out}" + (" (golden: equal)" if args.check else ""))
+    return 0

@@ -1,0 +1,152 @@
+"""Engine configuration, message/layout helpers, case validation and the run-op CLI."""
+
+import numpy as np
+import pytest
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
+from tb.engine_harness import CaseError, random_case, run_op, validate_case
+
+CFG = preset("tiny")
+
+
+def test_presets_and_derived_fields():
+    assert (preset("tiny").P, preset("small").P, preset("medium").P) == (2, 4, 8)
+    assert preset("small").macs_per_cycle == 16
+    names = {cfg.module_name() for cfg in PRESETS.values()}
+    assert len(names) == len(PRESETS) and all("__" not in n for n in names)
+    assert CFG.module_name() != CFG.replace(stochastic=False).module_name()
+    assert CFG.module_name() != CFG.replace(act_depth=128).module_name()
+    with pytest.raises(ValueError, match="unknown engine preset"):
+        preset("huge")
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(rows=2, cols=4), "square"),
+    (dict(acc_bits=16), "acc_bits"),
+    (dict(stream_bits=24), "stream_bits"),
+    (dict(act_bits=1), "act_bits"),
+    (dict(act_depth=1), "act_depth"),
+    (dict(rows=2.0), "int"),
+])
+def test_config_rejects(kw, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        EngineConfig(**kw)
+
+
+def test_layout_round_trips():
+    rng = np.random.default_rng(0)
+    for P in (1, 2, 3, 4):
+        x = rng.integers(-9, 9, size=(2, 5, 3, 4))
+        assert np.array_equal(msgs.unpack_act(msgs.pack_act(x, P), x.shape, P), x)
+        w = rng.integers(-9, 9, size=(3, 5, 3, 1))
+        assert np.array_equal(msgs.unpack_weight(msgs.pack_weight(w, P), w.shape, P), w)
+        b = rng.integers(-9, 9, size=5)
+        assert np.array_equal(msgs.unpack_bias(msgs.pack_bias(b, P), 5, P), b)
+    # element [n, c, h, w] is lane c % P of word ((n*CT + c//P)*H + h)*W + w
+    x = np.arange(2 * 3 * 2 * 2).reshape(2, 3, 2, 2)
+    words = msgs.pack_act(x, 2)
+    assert words[((1 * 2 + 1) * 2 + 1) * 2 + 0, 0] == x[1, 2, 1, 0]
+
+
+def test_command_fields_checked():
+    with pytest.raises(ValueError, match="does not fit"):
+        msgs.make_cmd(op=1, n=1 << 16)
+    with pytest.raises(ValueError, match="unknown command fields"):
+        msgs.make_cmd(bogus=1)
+    m = msgs.make_cmd(op=msgs.OP_FWD, n=3, seed=2**32 - 1)
+    assert msgs.cmd_fields(m)["seed"] == 2**32 - 1 and msgs.cmd_fields(m)["n"] == 3
+
+
+def _fwd_case(**over):
+    rng = np.random.default_rng(3)
+    case = random_case(CFG, "fwd", rng)
+    case.update(over)
+    return case
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(x=None), "missing key"),
+    (dict(bogus=1), "unknown key"),
+    (dict(x=np.zeros((1, 3, 6, 6), dtype=np.float64)), "integers"),
+    (dict(x=np.full((1, 3, 6, 6), 128)), "outside its 8-bit"),
+    (dict(w=np.full((3, 3, 3, 3), -129)), "outside its 8-bit"),
+    (dict(x=np.zeros((1, 3, 6), dtype=np.int64)), "4-D"),
+    (dict(x=np.zeros((1, 4, 6, 6), dtype=np.int64)), "channels"),
+    (dict(x=np.zeros((9, 3, 20, 20), dtype=np.int64)), "needs .* words of buffer X"),
+    (dict(stride=3), "power of two"),
+    (dict(pad=3), "pad"),
+    (dict(shift=33), "shift"),
+    (dict(mode="up"), "mode"),
+    (dict(b=np.full(3, 2**31 - 1)), "accumulator"),
+])
+def test_bad_cases_rejected_before_simulation(change, match):
+    case = _fwd_case()
+    for k, v in change.items():
+        if v is None:
+            case.pop(k)
+        else:
+            case[k] = v
+    with pytest.raises(CaseError, match=match):
+        validate_case(CFG, "fwd", case)
+    with pytest.raises(CaseError, match=match):
+        run_op("rtl", CFG, "fwd", **case)  # fails before any model is built or simulated
+
+
+def test_other_ops_validation():
+    rng = np.random.default_rng(4)
+    case = random_case(CFG, "pool_bwd", rng)
+    case["argmax"] = case["argmax"] + 4
+    with pytest.raises(CaseError, match="argmax values"):
+        validate_case(CFG, "pool_bwd", case)
+    case = random_case(CFG, "pool_fwd", rng, h=5)
+    with pytest.raises(CaseError, match="divisible"):
+        validate_case(CFG, "pool_fwd", case)
+    case = random_case(CFG, "update", rng)
+    case["dw"] = case["dw"][:1]
+    with pytest.raises(CaseError, match="differs"):
+        validate_case(CFG, "update", case)
+    case = random_case(CFG, "bwd_weight", rng)
+    case["w_shape"] = np.array([3, 3, 3])
+    with pytest.raises(CaseError, match="w_shape"):
+        validate_case(CFG, "bwd_weight", case)
+    case = random_case(CFG, "fwd", rng, mode="stochastic")
+    with pytest.raises(CaseError, match="without stochastic"):
+        validate_case(CFG.replace(stochastic=False), "fwd", case)
+
+
+@pytest.mark.fl
+def test_cli_run_op_round_trip(tmp_path, capsys):
+    from scripts.cli import main
+
+    case = tmp_path / "case.npz"
+    out = tmp_path / "out.npz"
+    assert main(["run-op", "--op", "bwd_weight", "--make-case", str(case)]) == 0
+    assert main(["run-op", "--level", "fl", "--op", "bwd_weight", "--case", str(case), "--out", str(out),
+                 "--check"]) == 0
+    z = np.load(out)
+    assert {"dw", "db", "bits"} <= set(z.files) and int(z["bits"]) == CFG.grad_bits
+    assert "cycles" not in z.files  # fl is untimed
+    capsys.readouterr()
+    assert main(["run-op", "--level", "cl", "--op", "bwd_weight", "--case", str(case), "--out", str(out)]) == 2
+    assert "not implemented yet" in capsys.readouterr().err
+    assert main(["run-op", "--op", "fwd", "--case", str(case), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "missing key" in err and len(err.strip().splitlines()) == 1
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert main(["run-op", "--op", "fwd", "--case", str(bad), "--out", str(out)]) == 1
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.verilator
+def test_cli_run_op_verilator_timed(tmp_path, cmdline_opts):
+    from scripts.cli import main
+
+    case = tmp_path / "case.npz"
+    out = tmp_path / "out.npz"
+    assert main(["run-op", "--op", "fwd", "--make-case", str(case), "--mode", "stochastic"]) == 0
+    assert main(["run-op", "--level", "verilator", "--op", "fwd", "--case", str(case), "--out", str(out),
+                 "--stall", "0.3", "0.3", "0.3", "--check"]) == 0
+    z = np.load(out)
+    assert int(z["cycles"]) > int(z["compute_cycles"]) > 0 and int(z["macs"]) > 0

@@ -1,0 +1,56 @@
+"""The RTL's compute cycles equal the closed form of :func:`pymtl_fp.engine.program.compute_cycles`
+(whatever the stalls on the streams: a compute command does not touch them), and the steady
+state keeps the array busy: utilization is the share of non-padding taps."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pymtl_fp.engine import program
+from pymtl_fp.engine.config import preset
+from tb.engine_harness import run_op, validate_case
+from tb.engine_strategies import engine_cases
+from tb.hypothesis_profiles import examples
+
+CFG = preset("tiny")
+
+
+@pytest.mark.verilator
+@settings(max_examples=examples(25))
+@given(data=st.data())
+def test_compute_cycles_closed_form(cmdline_opts, data):
+    op = data.draw(st.sampled_from(["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]))
+    case, stall, seed = data.draw(engine_cases(CFG, op))
+    res = run_op("verilator", CFG, op, stall=stall, stall_seed=seed, **case)
+    assert res["compute_cycles"] == program.compute_cycles(CFG, op, validate_case(CFG, op, case))
+
+
+@pytest.mark.verilator
+def test_fwd_utilization_without_padding(cmdline_opts):
+    """C and K multiples of the array, no padding: every cycle but the 3 of the pipeline is useful."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, size=(1, 4, 6, 6))
+    w = rng.integers(-128, 128, size=(4, 4, 3, 3))
+    res = run_op("verilator", CFG, "fwd", x=x, w=w, b=np.zeros(4, dtype=np.int64), stride=1, pad=0,
+                 shift=8, relu=0)
+    util = res["macs"] / (CFG.macs_per_cycle * res["compute_cycles"])
+    assert res["compute_cycles"] - 3 == res["macs"] // CFG.macs_per_cycle
+    assert util > 0.99
+
+
+@pytest.mark.verilator
+def test_bwd_weight_overlaps_drain_and_db(cmdline_opts):
+    """dw tiles drain while the next accumulates and db is summed on the side: only the last
+    drain and the pipeline are not overlapped."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(-128, 128, size=(2, 4, 6, 6))
+    dy = rng.integers(-128, 128, size=(2, 4, 4, 4))
+    res = run_op("verilator", CFG, "bwd_weight", x=x, dy=dy, w_shape=np.array([4, 4, 3, 3]), stride=1, pad=0,
+                 shift=8, bias_shift=2)
+    busy = res["macs"] // CFG.macs_per_cycle
+    assert res["compute_cycles"] == busy + 3 + CFG.P  # the last tile (ct = 1) drains its P dw rows
+    res1 = run_op("verilator", CFG, "bwd_weight", x=x[:, :2], dy=dy, w_shape=np.array([4, 2, 3, 3]), stride=1,
+                  pad=0, shift=8, bias_shift=2)
+    busy1 = res1["macs"] // CFG.macs_per_cycle
+    assert res1["compute_cycles"] == busy1 + 3 + CFG.P + 1  # one C tile: the last tile also ends a db sum

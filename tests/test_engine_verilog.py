@@ -1,0 +1,22 @@
+"""The engine's Verilog lints clean with ``verilator --lint-only -Wall`` (engine waivers listed
+with reasons in :data:`pymtl_fp.engine.verilog.ENGINE_WAIVERS`)."""
+
+import pytest
+
+from pymtl_fp.engine.config import preset
+from pymtl_fp.engine.verilog import ENGINE_WAIVERS, lint_engine
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("cfg", [preset("tiny"), preset("small"), preset("medium"),
+                                 preset("tiny").replace(rows=3, cols=3, stochastic=False, act_bits=6, grad_bits=12,
+                                                        acc_bits=40, stream_bits=40, act_depth=200)],
+                         ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto"])
+def test_engine_lints_clean(tmp_path, cfg, cmdline_opts):
+    res = lint_engine(cfg, tmp_path)
+    assert res.clean, res.report()
+
+
+def test_every_waiver_has_a_reason():
+    for key, reason in ENGINE_WAIVERS.items():
+        assert isinstance(reason, str) and len(reason) > 20, key
