@@ -1,0 +1,403 @@
+"""``pymtl-fp translate``: Verilog of one unit at a named configuration, linted, optionally built.
+
+Writes to ``--out DIR``:
+
+* ``<Module>.v`` -- the whole hierarchy in one self-contained Verilog file (PyMTL3's translation;
+  the top module's name encodes every elaboration parameter);
+* ``<Module>.json`` -- the elaboration parameters (unit, preset, module, parameters, derived
+  figures, analytical resource estimate, tool versions);
+* ``<Module>_waivers.vlt`` -- the Verilator waivers of specific messages, if any;
+* ``report.json`` -- lint result, build time, synthesis figures.
+
+Then runs ``verilator --lint-only -Wall`` and prints every warning (and each waiver with its
+reason); with ``--vcd`` builds the Verilator model and writes ``<Module>.verilator1.vcd`` from a
+short smoke run; where ``yosys`` is installed (Debian: ``apt-get install yosys``), runs
+``synth_xilinx`` and sets its LUT/FF/DSP/BRAM counts beside the analytical model
+(:mod:`pymtl_fp.resources`).  Exit status 1 when lint is not clean.
+
+Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
+of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
+check of the tool flow); ``node`` and ``cluster`` are not translatable yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import random
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from collections.abc import Callable
+
+from scripts.errors import UserError
+
+HELP = "Verilog of a unit at a preset configuration, linted by Verilator (optional build, VCD, yosys)"
+
+
+# ---- units -----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    name: str
+    presets: Callable  #: () -> {preset name: config}
+    build: Callable  #: (cfg) -> constructed component
+    module: Callable  #: (cfg) -> Verilog module name
+    params: Callable  #: (cfg) -> JSON-able elaboration parameters
+    derived: Callable = lambda cfg: {}  #: (cfg) -> JSON-able derived figures
+    resource_key: str | None = None  #: unit name in pymtl_fp.resources.estimate
+    waivers: dict | None = None  #: None: pymtl_fp.lint.PYMTL3_WAIVERS
+    needs: tuple = ()  #: modules that must import for the unit to exist
+    smoke: Callable | None = None  #: (sim, cfg, cycles) -> description; default: random inputs
+
+
+def _import_attr(candidates):
+    """The first importable ``module:attr`` of ``candidates``; ModuleNotFoundError if none."""
+    for spec in candidates:
+        mod, attr = spec.split(":")
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError:
+            continue
+        if hasattr(m, attr):
+            return getattr(m, attr)
+    first = candidates[0].split(":")[0]
+    raise ModuleNotFoundError(f"none of {', '.join(candidates)} exists yet", name=first)
+
+
+def _engine_unit():
+    def presets():
+        from pymtl_fp.engine.config import PRESETS
+        return dict(PRESETS)
+
+    def build(cfg):
+        EngineRTL = _import_attr(["pymtl_fp.engine.EngineRTL:EngineRTL", "pymtl_fp.engine:EngineRTL"])
+        return EngineRTL(cfg)
+
+    def derived(cfg):
+        return dict(P=cfg.P, macs_per_cycle=cfg.macs_per_cycle, data_bits=cfg.data_bits)
+
+    try:  # the engine's own waiver table (PyMTL3's plus engine-specific ones, each with a reason)
+        from pymtl_fp.engine.verilog import ENGINE_WAIVERS as waivers
+    except ImportError:
+        waivers = None
+    return Unit("engine", presets, build, lambda cfg: cfg.module_name(), lambda cfg: cfg.params(),
+                derived, "engine", waivers=waivers, needs=("pymtl_fp.engine.EngineRTL",), smoke=_engine_smoke)
+
+
+def _engine_smoke(sim, cfg, cycles) -> str:
+    """A real operation: a small random ``fwd`` layer (P in/out channels, 3x3 kernel, padding 1)
+    through the Verilated engine, checked against the golden model."""
+    import numpy as np
+
+    from pymtl_fp.engine import program
+    from tb.engine_harness import drive, golden_op, random_case, validate_case
+
+    rng = np.random.default_rng(1)
+    case = validate_case(cfg, "fwd", random_case(cfg, "fwd", rng, n=1, c=cfg.P, k=cfg.P, h=3, w=3, r=3, s=3, pad=1))
+    prog = program.build(cfg, "fwd", case)
+    elements, timing = drive(sim, cfg, prog, stall=(0.2, 0.2, 0.2), seed=1)
+    got, want = prog.unpack(elements)["y"], golden_op(cfg, "fwd", case)["y"]
+    ok = got.shape == want.shape and bool(np.array_equal(got, want))
+    if not ok:
+        raise UserError("smoke run: the Verilated engine's fwd result differs from the golden model")
+    return (f"smoke run: fwd of a {case['x'].shape} input with {case['w'].shape} weights, random stalls, "
+            f"{timing['total_cycles']} cycles, result equals the golden model")
+
+
+def _link_unit():
+    def presets():
+        from pymtl_fp.link.config import PRESETS
+        return dict(PRESETS)
+
+    def build(cfg):
+        from pymtl3 import mk_bits
+        LinkRTL = _import_attr(["pymtl_fp.link.LinkRTL:LinkRTL", "pymtl_fp.link:LinkRTL"])
+        return LinkRTL(mk_bits(cfg.msg_bits), cfg)
+
+    def module(cfg):
+        from pymtl_fp.verilate import module_name
+        return module_name("LinkRTL", cfg.elab_params())
+
+    def derived(cfg):
+        return dict(flits=cfg.flits, flit_bits=cfg.flit_bits, round_trip=cfg.round_trip,
+                    zero_load_latency=cfg.zero_load_latency, throughput_bits=cfg.throughput_bits)
+
+    return Unit("link", presets, build, module, lambda cfg: cfg.elab_params(), derived, "link",
+                needs=("pymtl_fp.link.LinkRTL",))
+
+
+def _requant_unit():
+    presets = {"small": dict(acc_bits=32, out_bits=8), "wide": dict(acc_bits=48, out_bits=16)}
+
+    def build(cfg):
+        from pymtl_fp.primitives.RequantRTL import RequantRTL
+        return RequantRTL(**cfg)
+
+    def module(cfg):
+        from pymtl_fp.verilate import module_name
+        return module_name("RequantRTL", cfg)
+
+    return Unit("requant", lambda: dict(presets), build, module, dict, lambda cfg: {}, "requant")
+
+
+UNITS = {"engine": _engine_unit, "link": _link_unit, "node": None, "cluster": None, "requant": _requant_unit}
+
+
+def get_unit(name: str) -> Unit:
+    if name not in UNITS:
+        raise UserError(f"unknown unit {name!r}; choose one of {', '.join(UNITS)}")
+    if UNITS[name] is None:
+        raise UserError(f"unit {name!r} is not available yet (no RTL for it has been written); "
+                        f"translatable now: {', '.join(n for n, u in UNITS.items() if u)}")
+    unit = UNITS[name]()
+    for mod in unit.needs:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name and mod.startswith(exc.name) or exc.name == mod:
+                raise UserError(f"unit {name!r} is not available yet ({mod} is not built yet)") from None
+            raise
+    return unit
+
+
+def resolve_config(unit: Unit, preset: str):
+    presets = unit.presets()
+    if preset not in presets:
+        raise UserError(f"unknown {unit.name} preset {preset!r}; valid: {', '.join(presets)}")
+    return presets[preset]
+
+
+# ---- smoke run, synthesis --------------------------------------------------------------------
+
+def input_ports(top):
+    """The top-level input ports (interface ports included), clock and reset excluded."""
+    from pymtl3 import InPort
+
+    ports = top.get_all_object_filter(lambda x: isinstance(x, InPort) and x.get_host_component() is top)
+    return sorted((p for p in ports if p._dsl.my_name not in ("clk", "reset")), key=repr)
+
+
+def smoke_run(sim, cycles: int, seed: int = 0) -> int:
+    """Drive every input port (``Bits`` typed) with seeded random values for ``cycles`` cycles.
+    Returns the number of ports driven.  A smoke run checks nothing but that the model runs and
+    its signals toggle; the unit's own tests check behaviour."""
+    from pymtl3 import Bits
+
+    rng = random.Random(seed)
+    ports = [(p, p.get_type().nbits) for p in input_ports(sim) if issubclass(p.get_type(), Bits)]
+    for _ in range(cycles):
+        for p, nbits in ports:
+            value = _value_of(p)  # the simulator's Bits object, set in place
+            value @= rng.getrandbits(nbits)
+        sim.sim_tick()
+    return len(ports)
+
+
+def _value_of(port):
+    """The object a simulated component holds for ``port`` (``top.recv.msg``, ``top.wen[3]``)."""
+    obj = getattr(port.get_parent_object(), port._dsl._my_name)
+    for idx in getattr(port._dsl, "_my_indices", None) or ():
+        obj = obj[idx]
+    return obj
+
+
+LUT_EQUIV = {"RAM32M": 4, "RAM32M16": 8, "RAM64M": 4, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2,
+             "RAM128X1D": 4, "RAM256X1D": 8, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
+             "SRL16E": 1, "SRLC32E": 1}
+
+
+def parse_yosys_stat(text: str) -> dict:
+    """Cell counts from Yosys ``stat`` output -> LUTs, FFs, DSPs, BRAMs (last design printed)."""
+    cells = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s+(\d+)\s+(?:[\d.]+\s+)?\$?([A-Za-z][A-Za-z0-9_]*)\s*$", line) or \
+            re.match(r"^\s+\$?([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s*$", line)
+        if not m:
+            continue
+        a, b = m.groups()
+        name, count = (b, int(a)) if a.isdigit() else (a, int(b))
+        if name.startswith("Number") or name in ("cells", "wires", "wire", "bits"):
+            continue
+        cells[name] = count  # a later (top-level) table overrides sub-module tables
+    luts = sum(n for c, n in cells.items() if re.fullmatch(r"LUT[1-6]", c))
+    lutram = sum(n * LUT_EQUIV[c] for c, n in cells.items() if c in LUT_EQUIV)
+    ffs = sum(n for c, n in cells.items() if re.fullmatch(r"FD[A-Z]*E?|FD[CPRS]E(_1)?", c))
+    dsps = sum(n for c, n in cells.items() if c.startswith("DSP48"))
+    b18 = sum(n for c, n in cells.items() if c.startswith("RAMB18"))
+    b36 = sum(n for c, n in cells.items() if c.startswith("RAMB36"))
+    return dict(luts=luts + lutram, lutram_luts=lutram, ffs=ffs, dsps=dsps, bram18=b18 + 2 * b36,
+                bram36=b18 / 2 + b36, carry=sum(n for c, n in cells.items() if c.startswith("CARRY")),
+                cells=cells)
+
+
+def synthesize(verilog: Path, top: str, timeout: float) -> dict:
+    """Yosys ``synth_xilinx`` (7-series) on the translated Verilog; figures or ``error``."""
+    yosys = shutil.which("yosys")
+    if yosys is None:
+        return dict(error="yosys not found: install it (Debian/Ubuntu: apt-get install yosys) for a "
+                          "synthesis estimate; the analytical model is shown alone")
+    stat = verilog.with_name(f"{verilog.stem}_yosys_stat.txt")
+    script = (f"read_verilog -sv {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
+              f"tee -q -o {stat.name} stat")
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([yosys, "-q", "-p", script], cwd=verilog.parent, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return dict(error=f"yosys did not finish in {timeout:.0f} s (raise --synth-timeout)")
+    seconds = time.perf_counter() - start
+    log = verilog.with_name(f"{verilog.stem}_yosys.log")
+    log.write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        text = proc.stdout + proc.stderr
+        tail = " ".join(text.strip().splitlines()[-3:])
+        array_port = re.search(r"(input|output)\s+logic\s*\[[^]]*\]\s*\w+\s*\[", verilog.read_text())
+        if "syntax error, unexpected '['" in text and array_port:
+            return dict(error=f"{Path(yosys).name} cannot read this design: PyMTL3 translates lists of ports "
+                              f"to unpacked array ports, which this Yosys version does not parse "
+                              f"(log: {log.name}); the analytical model is shown alone")
+        return dict(error=f"yosys failed (exit {proc.returncode}): {tail[:400]} (log: {log.name})")
+    ver = subprocess.run([yosys, "-V"], capture_output=True, text=True, check=False).stdout.strip()
+    return dict(parse_yosys_stat(stat.read_text() if stat.is_file() else ""), seconds=round(seconds, 1),
+                yosys=ver, log=stat.name)
+
+
+# ---- the command -----------------------------------------------------------------------------
+
+def add_arguments(parser):
+    parser.add_argument("--config", required=True, metavar="PRESET",
+                        help="named preset of the unit's configuration (e.g. tiny, small, medium for engine)")
+    parser.add_argument("--unit", default="engine", choices=list(UNITS), help="unit to translate (default engine)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
+    parser.add_argument("--vcd", action="store_true",
+                        help="build the Verilator model and write a VCD of a short smoke run")
+    parser.add_argument("--cycles", type=int, default=40, help="smoke-run cycles (default 40)")
+    parser.add_argument("--no-synth", action="store_true", help="skip the yosys synthesis estimate")
+    parser.add_argument("--synth-timeout", type=float, default=900.0, help="seconds allowed for yosys (default 900)")
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("pymtl3", "verilator"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def main(args) -> int:
+    from pymtl_fp import lint as lintmod
+    from pymtl_fp import resources
+    from pymtl_fp.toolchain import ToolchainError, setup_verilator
+
+    unit = get_unit(args.unit)
+    cfg = resolve_config(unit, args.config)
+    try:
+        info = setup_verilator()
+    except ToolchainError as exc:
+        raise UserError(f"{exc}") from None
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    name = unit.module(cfg)
+    report = dict(unit=unit.name, preset=args.config, module=name, verilator=info.describe())
+
+    t0 = time.perf_counter()
+    try:
+        verilog = lintmod.translate_verilog(unit.build(cfg), name, out)
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"cannot build {unit.name} {args.config}: {exc}") from None
+    except lintmod.LintError as exc:
+        raise UserError(str(exc)) from None
+    report["translate_seconds"] = round(time.perf_counter() - t0, 2)
+    lines = verilog.read_text().count("\n")
+    print(f"translated {unit.name} {args.config} -> {verilog} ({lines} lines, {report['translate_seconds']} s)")
+
+    model = None
+    if unit.resource_key:
+        try:
+            model = resources.estimate(unit.resource_key, cfg)
+        except Exception as exc:  # noqa: BLE001 -- an estimate must never stop the translation
+            print(f"analytical resource model failed: {exc}")
+    params_json = out / f"{name}.json"
+    params_json.write_text(json.dumps(dict(
+        unit=unit.name, preset=args.config, module=name, params=unit.params(cfg), derived=unit.derived(cfg),
+        resources_model=model.as_dict() if model else None, tools=_versions()), indent=1, default=str) + "\n")
+    print(f"parameters -> {params_json}")
+
+    res = lintmod.lint(verilog, name, unit.waivers)
+    report["lint"] = dict(clean=res.clean, warnings=[str(w) for w in res.warnings],
+                          waivers={lintmod.waiver_label(k): v for k, v in res.waivers.items()},
+                          seconds=round(res.seconds, 2), command=" ".join(res.command))
+    print(res.report())
+
+    if args.vcd or args.build:
+        report["build"] = _build(unit, cfg, name, out, args)
+
+    if not args.no_synth:
+        syn = synthesize(verilog, name, args.synth_timeout)
+        report["synth"] = syn
+        _print_resources(model, syn)
+    elif model:
+        _print_resources(model, None)
+
+    (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    return 0 if res.clean else 1
+
+
+def _build(unit, cfg, name, out, args) -> dict:
+    import gc
+
+    from pymtl_fp.verilate import translate_import
+
+    stem = out / name
+    t0 = time.perf_counter()
+    try:
+        sim = translate_import(unit.build(cfg), name, params=None, vcd=args.vcd, vcd_file=str(stem) + ".vcd")
+    except Exception as exc:  # noqa: BLE001 -- a failed C++ build is reported, not a traceback
+        raise UserError(f"Verilator build of {name} failed: {str(exc).strip()[:800]}") from None
+    seconds = time.perf_counter() - t0
+    sim.sim_reset()
+    t1 = time.perf_counter()
+    if unit.smoke is not None:
+        what = unit.smoke(sim, cfg, args.cycles)
+        driven = None
+    else:
+        driven = smoke_run(sim, args.cycles)
+        what = f"smoke run of {args.cycles} cycles with random inputs on {driven} ports"
+    run_s = time.perf_counter() - t1
+    vcd = getattr(sim, "vcd_path", None)
+    del sim
+    gc.collect()  # the Verilated model closes its trace file when it is destroyed
+    info = dict(seconds=round(seconds, 1), smoke=what, ports_driven=driven, smoke_seconds=round(run_s, 2),
+                vcd=str(vcd) if vcd else None)
+    print(f"Verilator model built in {seconds:.1f} s (an unchanged design is reused from the build cache)")
+    print(what + (f"\nVCD -> {vcd}" if vcd else ""))
+    return info
+
+
+def _print_resources(model, syn) -> None:
+    rows = [("LUTs", "luts"), ("  of which LUT RAM", "lutram_luts"), ("FFs", "ffs"), ("DSPs", "dsps"),
+            ("RAMB18", "bram18"), ("BRAM36 tiles", "bram36")]
+    have_syn = syn is not None and "error" not in syn
+    print("resources" + ("  (analytical model vs yosys synth_xilinx, 7-series)" if have_syn else " (analytical model)"))
+    print(f"  {'':<20}{'model':>10}" + (f"{'yosys':>10}" if have_syn else ""))
+    md = model.as_dict() if model else {}
+    for label, key in rows:
+        a = md.get(key, "-")
+        line = f"  {label:<20}{a:>10g}" if isinstance(a, (int, float)) else f"  {label:<20}{a:>10}"
+        if have_syn:
+            b = syn.get(key, "-")
+            line += f"{b:>10g}" if isinstance(b, (int, float)) else f"{b:>10}"
+        print(line)
+    if syn is not None and "error" in syn:
+        print(f"  synthesis: {syn['error']}")
+    elif have_syn:
+        print(f"  synthesis took {syn['seconds']} s ({syn['yosys']}); log: {syn['log']}")

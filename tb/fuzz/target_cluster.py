@@ -1,0 +1,110 @@
+"""Fuzz target ``cluster``: training steps of the bundled LeNet on a simulated cluster of nodes.
+
+A case draws the cluster first and small first (number of nodes, link latency and credits, whether
+layers are split across nodes), then the training run (steps, batch, initial-weight seed, which
+images, learning-rate shift) and the stalls.  Mappings the cluster refuses before simulating
+(``ClusterError``: e.g. more nodes than layers without splitting) are rejected, not failures.
+The property: the weights the nodes hold after the steps equal :func:`cluster.run.golden_steps`
+exactly (the golden model's ``train_step`` applied
+``steps`` times).  ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``,
+``verilator``); links are cycle level, or RTL when every node is RTL (``cluster.run`` decides).
+A hang is caught by the cluster's watchdog and counts as a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from tb.fuzz.targets import FuzzTarget
+
+NET_NAME = "lenet-digits"
+PREC = "8"
+
+
+def _available():
+    try:
+        import cluster.run  # noqa: F401
+    except ModuleNotFoundError as exc:
+        return f"{exc.name} is not built yet"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _fixture():
+    from cluster.config import engine_for_net
+    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.net import load_net
+
+    net = load_net(NET_NAME)
+    fmt = net.precision(PREC)
+    split = load_digits_split(seed=0)
+    return net, engine_for_net(net, PREC), quantize_images(split.x_train[:64], fmt.act), split.y_train[:64]
+
+
+@st.composite
+def case_strategy(draw, level):
+    max_nodes = 2 if level in ("rtl", "verilator") else 4
+    return dict(
+        nodes=draw(st.integers(1, max_nodes)),
+        latency=draw(st.integers(1, 12)),
+        extra_credits=draw(st.integers(0, 4)),
+        split=draw(st.booleans()),
+        steps=draw(st.integers(1, 2)),
+        batch=draw(st.integers(1, 3)),
+        param_seed=draw(st.integers(0, 1000)),
+        first_image=draw(st.integers(0, 40)),
+        lr_log2=draw(st.integers(2, 6)),
+        train_seed=draw(st.integers(0, 2**16)),
+        stall=draw(st.sampled_from([0.0, 0.2, 0.5])),
+        stall_seed=draw(st.integers(0, 1000)),
+    )
+
+
+def strategy(level):
+    return case_strategy(level)
+
+
+def check(case, level, ctx):
+    from cluster.config import ClusterConfig, ClusterError, default_link
+    from cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+
+    net, engine, images, labels = _fixture()
+    n, steps, batch = case["nodes"], case["steps"], case["batch"]
+    sl = slice(case["first_image"], case["first_image"] + steps * batch)
+    images, labels = images[sl], labels[sl]
+    link = default_link(engine.stream_bits, case["latency"])
+    link = link.replace(credits=link.credits + case["extra_credits"])
+    ccfg = ClusterConfig.homogeneous(n, engine, link)
+    tcfg = TrainConfig(PREC, lr_log2=case["lr_log2"], seed=case["train_seed"])
+    params = quantize_params(net, init_params_float64(net, case["param_seed"]), PREC)
+    stall = (case["stall"], case["stall_seed"]) if case["stall"] else None
+    try:
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
+                               levels=[level] * n, split=case["split"], stall=stall)
+    except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
+        assume(False)
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    if not params_equal(run.params, want):
+        bad = [f"{layer}.{k}" for layer in want for k in ("w", "b")
+               if not (run.params[layer][k] == want[layer][k]).all()]
+        raise AssertionError(f"{level} cluster of {n} node(s): weights differ from the golden model in {bad}")
+
+
+def coverage(case):
+    return (f"{case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} L{case['latency']} "
+            f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else ""))
+
+
+TARGET = FuzzTarget(
+    name="cluster",
+    description="training steps of LeNet on 1-4 simulated nodes vs the golden model's weights",
+    levels=("fl", "cl", "rtl", "verilator"),
+    strategy=strategy,
+    check=check,
+    coverage=coverage,
+    available=_available,
+)

@@ -1,0 +1,113 @@
+"""The registry of fuzz targets: what ``pymtl-fp fuzz --target NAME`` can run.
+
+A target is a :class:`FuzzTarget`:
+
+* ``strategy(level)`` -- a Hypothesis strategy of **cases** (dicts of ints/bools/strings/lists
+  and NumPy arrays).  Draw the hardware parameters first and from small to large, then the
+  transactions, so that a failure shrinks to a small configuration and a short input (PyH2 style);
+* ``check(case, level, ctx)`` -- the property: runs the case at ``level`` and raises
+  ``AssertionError`` (with the mismatch) when the design and the reference disagree.  Any other
+  exception counts as a failure too (a crash, a hang caught by the watchdog).  ``ctx`` is a
+  :class:`FuzzContext`: a per-process cache for built simulators and the injected mutation;
+* ``coverage(case)`` -- a short string that names the case's shape/operation/configuration; the
+  campaign reports how many distinct keys it saw;
+* ``reproducer(case, level, out_dir, replay_cmd)`` (optional) -- writes the files that replay a
+  failing case and returns a :class:`Reproducer` (files + commands).  The default writes the
+  case as JSON (:mod:`tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
+* ``mutations`` -- known bugs (:class:`tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
+* ``available()`` -- ``None`` when the target can run, else why not (a unit not built yet).
+
+To add a target, write ``tb/fuzz/target_<name>.py`` defining ``TARGET = FuzzTarget(...)`` and add
+its name to :data:`TARGET_MODULES`.  Nothing else in the campaign or the CLI changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from collections.abc import Callable
+
+from tb.fuzz import cases as case_files
+
+#: target name -> module defining ``TARGET`` (imported lazily, when the target is asked for)
+TARGET_MODULES = {
+    "engine": "tb.fuzz.target_engine",
+    "link": "tb.fuzz.target_link",
+    "cluster": "tb.fuzz.target_cluster",
+    "requant": "tb.fuzz.target_requant",
+}
+
+
+class TargetUnavailable(RuntimeError):
+    """The target (or the level asked for) cannot run yet; the message says why."""
+
+
+@dataclasses.dataclass
+class Reproducer:
+    files: list  #: paths written
+    commands: list  #: shell commands that replay the failure (first: the one to use)
+    notes: str = ""
+
+
+@dataclasses.dataclass
+class FuzzContext:
+    """Per-process state handed to ``check``: a cache of built simulators and the mutation."""
+
+    mutation: object = None  #: the injected :class:`~tb.fuzz.mutate.Mutation`, or None
+    cache: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        """``""`` or the mutation's tag: add it to Verilog module names of mutated builds."""
+        return self.mutation.tag if self.mutation else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class FuzzTarget:
+    name: str
+    description: str
+    levels: tuple
+    strategy: Callable
+    check: Callable
+    coverage: Callable
+    reproducer: Callable | None = None
+    mutations: dict = dataclasses.field(default_factory=dict)
+    available: Callable = lambda: None
+    describe: Callable = lambda case: case_files.dumps(case).replace("\n", "")[:400]
+
+    def write_reproducer(self, case: dict, level: str, out_dir, replay_cmd: str) -> Reproducer:
+        """Files + commands that replay ``case``; ``replay_cmd`` is the generic
+        ``pymtl-fp fuzz ... --replay`` prefix (the case path is appended)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        path = case_files.write_case(case, out / "case.json")
+        rep = Reproducer([path], [f"{replay_cmd} --replay {path}"])
+        if self.reproducer is not None:
+            extra = self.reproducer(case, level, out)
+            rep.files += extra.files
+            rep.commands += extra.commands
+            rep.notes = extra.notes
+        return rep
+
+
+def names() -> list:
+    return list(TARGET_MODULES)
+
+
+def get(name: str) -> FuzzTarget:
+    """The target called ``name``; :class:`TargetUnavailable` if it does not exist (yet)."""
+    if name not in TARGET_MODULES:
+        raise TargetUnavailable(f"unknown fuzz target {name!r}; choose one of {', '.join(TARGET_MODULES)}")
+    modname = TARGET_MODULES[name]
+    try:
+        mod = importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        what = (f"its unit and {modname.replace('.', '/')}.py are not written yet" if exc.name == modname
+                else f"it needs {exc.name}, which is not built yet")
+        raise TargetUnavailable(f"fuzz target {name!r} is not available yet ({what})") from None
+    target = mod.TARGET
+    why = target.available()
+    if why:
+        raise TargetUnavailable(f"fuzz target {name!r} is not available yet: {why}")
+    return target
