@@ -75,6 +75,13 @@ def _register(name: str, signature: str) -> None:
         )
 
 
+def _elaborate_once(top) -> None:
+    """Elaborate ``top`` unless it already is (elaborating again would build new children,
+    leaving references to the old ones stale) -- the same test PyMTL3's ``apply`` uses."""
+    if not hasattr(top._dsl, "elaborate_top"):
+        top.elaborate()
+
+
 def _child(top, dotted: str):
     obj = top
     for part in dotted.split("."):
@@ -105,38 +112,62 @@ def translate_import(component, name: str, *, dut=None, params: dict | None = No
     of a child of ``component``, e.g. ``"dut"`` for the design under test inside a test bench,
     or the child itself when the top is already elaborated), only ``dut`` is translated and
     imported; the test bench around it stays in Python, and the returned object is the test bench.
+    Several units at once: :func:`translate_import_units`.
 
     ``params`` (the elaboration parameters; default: the unit's ``params`` attribute, if any) are
     recorded so that reusing ``name`` for another elaboration in this process raises.  With
     ``vcd`` the Verilated model writes a VCD; its path is the returned object's ``vcd_path``
     (``vcd_file`` stem or ``<build_dir>/<name>``, plus ``.verilator1.vcd``)."""
+    _elaborate_once(component)
+    unit = dut if dut is not None else component
+    stem = None
+    if vcd:
+        stem = str(Path(vcd_file).resolve().with_suffix("")) if vcd_file else str(build_dir() / name)
+    imported = translate_import_units(component, {unit: (name, params)}, vcd_stems={unit: stem} if vcd else None,
+                                      linetrace=linetrace)
+    #: where the Verilated model writes its VCD (PyMTL3 appends ``.verilator1.vcd``)
+    imported.vcd_path = Path(stem + ".verilator1.vcd") if vcd else None
+    return imported
+
+
+def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, linetrace: bool = False):
+    """Import several units of one top through Verilator at once (e.g. every engine of a
+    cluster whose nodes run at the ``verilator`` level); the rest stays in Python.
+
+    ``units`` maps a unit (a component of the elaborated ``top``, or its dotted name, or ``top``
+    itself) to ``(module_name, params)``; ``params=None`` takes the unit's ``params`` attribute.
+    ``vcd_stems`` optionally maps units to VCD file stems.  A traced unit is built under
+    ``<module_name>_vcd``: tracing changes the shared library, and a process that already loaded
+    the untraced one under the same name would silently get it again.  Returns the simulatable
+    top with the default pass group applied."""
     from pymtl3 import DefaultPassGroup
     from pymtl3.passes.backends.verilog import (
         VerilogTranslationImportPass, VerilogTranslationPass, VerilogVerilatorImportPass,
     )
 
-    if "__" in name or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
-        raise ValueError(f"bad Verilog module name {name!r} (alphanumeric and single '_' only)")
     setup_verilator()
     vcd_fix.install()
-    component.elaborate()
-    if isinstance(dut, str):  # children exist only once the top is elaborated
-        dut = _child(component, dut)
-    unit = component if dut is None else dut
-    if params is None:
-        params = getattr(unit, "params", {})
-    _register(name, f"{type(unit).__name__}{sorted(params.items())!r}")
-    unit.set_metadata(VerilogTranslationPass.explicit_module_name, name)
-    unit.set_metadata(VerilogTranslationImportPass.enable, True)
-    out = build_dir()
-    stem = None
-    if vcd:
-        stem = str(Path(vcd_file).resolve().with_suffix("")) if vcd_file else str(out / name)
-        unit.set_metadata(VerilogVerilatorImportPass.vl_trace, True)
-        unit.set_metadata(VerilogVerilatorImportPass.vl_trace_filename, stem)
-    with _chdir(out):
-        imported = VerilogTranslationImportPass()(component)
+    _elaborate_once(top)
+    stems = {}
+    for unit, stem in (vcd_stems or {}).items():
+        stems[id(_child(top, unit) if isinstance(unit, str) else unit)] = stem
+    for unit, (name, params) in units.items():
+        if isinstance(unit, str):  # children exist only once the top is elaborated
+            unit = _child(top, unit)
+        if "__" in name or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise ValueError(f"bad Verilog module name {name!r} (alphanumeric and single '_' only)")
+        if params is None:
+            params = getattr(unit, "params", {})
+        stem = stems.get(id(unit))
+        if stem:
+            name = f"{name}_vcd"
+        _register(name, f"{type(unit).__name__}{sorted(params.items())!r}")
+        unit.set_metadata(VerilogTranslationPass.explicit_module_name, name)
+        unit.set_metadata(VerilogTranslationImportPass.enable, True)
+        if stem:
+            unit.set_metadata(VerilogVerilatorImportPass.vl_trace, True)
+            unit.set_metadata(VerilogVerilatorImportPass.vl_trace_filename, stem)
+    with _chdir(build_dir()):
+        imported = VerilogTranslationImportPass()(top)
         imported.apply(DefaultPassGroup(linetrace=linetrace))
-    #: where the Verilated model writes its VCD (PyMTL3 appends ``.verilator1.vcd``)
-    imported.vcd_path = Path(stem + ".verilator1.vcd") if vcd else None
     return imported

@@ -52,8 +52,12 @@ def build_sim(top, level: str, *, dut: str | None = None, name: str | None = Non
 
 
 def run_until(top, done, *, max_cycles=100_000, progress=None, idle_limit=5_000, trace=False,
-              keep_traces=8, describe_stuck=None) -> int:
-    """Tick ``top`` until ``done()``; return the number of cycles ticked."""
+              keep_traces=0, describe_stuck=None) -> int:
+    """Tick ``top`` until ``done()``; return the number of cycles ticked.
+
+    ``trace`` prints every cycle's line trace; ``keep_traces=N`` keeps the last N for the hang
+    message (building a line trace every cycle costs time, so by default only the line trace
+    at the moment of the hang is shown)."""
     history = deque(maxlen=keep_traces)
     last = progress() if progress else None
     idle = 0
@@ -61,7 +65,7 @@ def run_until(top, done, *, max_cycles=100_000, progress=None, idle_limit=5_000,
         if done():
             return cycle
         top.sim_tick()
-        if trace or keep_traces:
+        if trace or keep_traces > 0:
             line = f"{cycle:6d}: {top.line_trace()}"
             history.append(line)
             if trace:
@@ -72,15 +76,17 @@ def run_until(top, done, *, max_cycles=100_000, progress=None, idle_limit=5_000,
                 idle += 1
                 if idle >= idle_limit:
                     raise SimulationHang(_hang_message(
-                        f"no progress for {idle_limit} cycles at cycle {cycle}", history, describe_stuck))
+                        f"no progress for {idle_limit} cycles at cycle {cycle}", top, history,
+                        describe_stuck))
             else:
                 idle, last = 0, now
     if done():
         return max_cycles
-    raise SimulationHang(_hang_message(f"not done after {max_cycles} cycles", history, describe_stuck))
+    raise SimulationHang(_hang_message(f"not done after {max_cycles} cycles", top, history,
+                                       describe_stuck))
 
 
-def _hang_message(what, history, describe_stuck):
+def _hang_message(what, top, history, describe_stuck):
     stuck = f"; stuck: {describe_stuck()}" if describe_stuck else ""
-    lines = "\n".join(history)
-    return f"simulation hang: {what}{stuck}\nlast line traces:\n{lines}"
+    lines = "\n".join(history) if history else f"now: {top.line_trace()}"
+    return f"simulation hang: {what}{stuck}\nline traces:\n{lines}"

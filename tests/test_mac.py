@@ -108,6 +108,22 @@ def test_vcd_is_written_and_reads_back(level, tmp_path, cmdline_opts):
     assert _contains_run(seen, expected[:-1]), (seen, expected)
 
 
+@pytest.mark.verilator
+def test_traced_build_after_an_untraced_one_of_the_same_unit_still_writes_a_vcd(tmp_path, cmdline_opts):
+    # The untraced library is loaded first; a traced build of the same unit must not reuse it.
+    params = dict(a_bits=7, b_bits=7, acc_bits=18)
+    name = module_name("TestMacTwiceRTL", params)
+    plain = build_sim(MacRTL(**params), "verilator", name=name)
+    drive(plain, params, [(1, 0, 3, 4)])
+    traced = build_sim(MacRTL(**params), "verilator", name=name, vcd=str(tmp_path / "twice"))
+    drive(traced, params, [(1, 0, 3, 4)] * 3)
+    del traced
+    import gc
+
+    gc.collect()
+    assert list(tmp_path.glob("twice*.vcd"))
+
+
 def _contains_run(haystack, needle):
     n = len(needle)
     return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
