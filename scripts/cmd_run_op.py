@@ -7,13 +7,11 @@
 The case is validated before any simulation (missing key, wrong dtype, value outside its
 format, shape beyond the buffers: one-line error, exit 1).  OUT.npz holds the result arrays,
 ``bits`` and, for timed levels, ``cycles`` (compute command accepted -> last output word),
-``compute_cycles`` and ``macs`` (useful multiply-accumulates).  ``cl`` arrives with the
-timing-model issue: until then it says so and exits 2.
+``compute_cycles`` and ``macs`` (useful multiply-accumulates); timed levels: cl, rtl, verilator.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -78,11 +76,6 @@ def main(args) -> int:
         return 0
     if args.case is None or args.out is None:
         raise UserError("--case and --out are required (or use --make-case OUT.npz)")
-    if args.level == "cl":
-        print("pymtl-fp run-op: the cycle-level (cl) engine model is not implemented yet (it arrives "
-              "with the timing-model issue); use --level fl, rtl or verilator. Nothing was run.",
-              file=sys.stderr)
-        return 2
     case = _load_case(args.case)
     try:
         eh.validate_case(cfg, args.op, case)

@@ -6,13 +6,14 @@ formats, shapes beyond the buffers or the command fields -> one :class:`CaseErro
 engine program (:mod:`pymtl_fp.engine.program`), drives the engine's three streams with random
 stalls (the per-cycle stall decision is :func:`tb.stream.stall_pattern`, a pure function of
 (seed, cycle), as in :class:`tb.stream.StallSource`/``StallSink``) and returns the result arrays.
-Timed levels (``rtl``, ``verilator``) also report ``cycles`` (compute command accepted -> last
-output word), ``compute_cycles`` (compute command accepted -> engine idle again), ``macs``
+Timed levels (``cl``, ``rtl``, ``verilator``) also report ``cycles`` (compute command accepted ->
+last output word), ``compute_cycles`` (compute command accepted -> engine idle again), ``macs``
 (useful multiply-accumulates) and ``total_cycles`` (the whole program: loads, compute, stores).
 
 Levels: ``fl`` (:class:`EngineFL`), ``rtl`` (:class:`EngineRTL` simulated by PyMTL3),
-``verilator`` (the same RTL translated and imported).  ``cl`` arrives with the timing-model
-issue.  Elaborated models are cached per (level, config): many cases run through one build.
+``verilator`` (the same RTL translated and imported), ``cl`` (:class:`EngineCL`: golden values
+at the RTL's cycles, from :mod:`pymtl_fp.timing`).  Elaborated models are cached per (level,
+config): many cases run through one build.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tb.sim import SimulationHang
 from tb.stream import stall_pattern
 
 LEVELS = ("fl", "cl", "rtl", "verilator")
-TIMED = ("rtl", "verilator")
+TIMED = ("cl", "rtl", "verilator")
 OPS = tuple(msgs.OPS)
 
 #: required keys per operation (arrays, then scalars); optional for all: mode, seed, tensor_id
@@ -255,9 +256,6 @@ def get_model(level: str, cfg):
     """An elaborated, simulatable engine of ``level`` for ``cfg`` (cached per process)."""
     if level not in LEVELS:
         raise CaseError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}")
-    if level == "cl":
-        raise NotImplementedError("the cycle-level (cl) engine model arrives with the timing-model "
-                                  "issue; use fl, rtl or verilator")
     key = (level, cfg.params().__repr__())
     if key in _MODELS:
         return _MODELS[key]
@@ -265,6 +263,11 @@ def get_model(level: str, cfg):
     if level == "fl":
         from pymtl_fp.engine.EngineFL import EngineFL
         m = EngineFL(cfg)
+        m.elaborate()
+        m.apply(DefaultPassGroup())
+    elif level == "cl":
+        from pymtl_fp.engine.EngineCL import EngineCL
+        m = EngineCL(cfg)
         m.elaborate()
         m.apply(DefaultPassGroup())
     elif level == "rtl":

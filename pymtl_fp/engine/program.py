@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp import timing
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import (
     BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OPS, make_cmd, pack_act, pack_bias, pack_weight,
@@ -149,61 +150,35 @@ def build(cfg, op: str, case: dict) -> Program:
     return prog
 
 
+def _conv_shape(op: str, case: dict) -> timing.ConvShape:
+    w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
+    n, c, h, w, k, r, s, _, _ = conv_dims(case["x"].shape, w_shape, case["stride"], case["pad"])
+    return timing.ConvShape(n=n, c=c, k=k, h=h, w=w, r=r, s=s, stride=case["stride"], pad=case["pad"])
+
+
 def useful_macs(op: str, case: dict) -> int:
-    """Multiply-accumulates the operation needs (no padding taps, no padded channels)."""
+    """Multiply-accumulates the operation needs (no padding taps, no padded channels);
+    the closed form is :func:`pymtl_fp.timing.useful_macs`."""
     if op not in ("fwd", "bwd_data", "bwd_weight"):
         return 0
-    w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
-    n, c, h, w, k, r, s, ho, wo = conv_dims(case["x"].shape, w_shape, case["stride"], case["pad"])
-    st, pad = case["stride"], case["pad"]
-    # valid (output position, tap) pairs along each axis
-    vh = sum(1 for o in range(ho) for i in range(r) if 0 <= o * st + i - pad < h)
-    vw = sum(1 for o in range(wo) for j in range(s) if 0 <= o * st + j - pad < w)
-    return n * k * c * vh * vw
+    return timing.useful_macs(op, _conv_shape(op, case).fields(1))
 
 
 def compute_cycles(cfg, op: str, case: dict) -> int:
     """Cycles :class:`EngineRTL` spends on a compute command, from its acceptance until the engine
-    is idle again (closed form; ``tests/test_engine_timing.py`` checks it against the RTL).
+    is idle again, for a case given by its arrays (or anything with their ``shape``).
 
-    One loop-nest step per cycle, plus 3 cycles (command register, stage B, return to idle);
-    ``bwd_weight`` adds its last tile's drain (``P`` dw rows, plus a db row when the tile
-    completes a db sum) and holds a tile's last step while the previous tile's drain is still
-    in progress (tiles of fewer than ``P`` or ``P + 1`` steps).
-    """
+    The closed forms live in :mod:`pymtl_fp.timing` (the one source of truth, also used by the
+    CL model and the design-space tools); ``tests/test_engine_timing.py`` and
+    ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
-        n, c, h, w, k, r, s, ho, wo = conv_dims(case["x"].shape, w_shape, case["stride"], case["pad"])
-        ct, kt, st, pad = tiles(c, P), tiles(k, P), case["stride"], case["pad"]
-        if op == "fwd":  # taps inside the input only
-            def valid(size, out, kern):
-                return sum(min(kern, size + pad - o * st) - max(0, pad - o * st) for o in range(out))
-            return n * kt * ct * valid(h, ho, r) * valid(w, wo, s) + 3
-        if op == "bwd_data":  # taps that hit an output only; at least one step per output
-            def taps(size, out, kern):
-                total = 0
-                for i in range(size):
-                    q, r0 = (i + pad) // st, (i + pad) % st
-                    lo = max(0, q - out + 1)  # oh = q - m < out
-                    hi = min(q, (kern - 1 - r0) // st) if r0 <= kern - 1 else -1  # oh >= 0, r < kern
-                    total += max(1, hi - lo + 1)
-                return total
-            return n * ct * kt * taps(h, ho, r) * taps(w, wo, s) + 3
-
-        def outs(size, out, tap):  # outputs o whose input row o*st + tap - pad is inside the map
-            return sum(1 for o in range(out) if 0 <= o * st + tap - pad < size)
-
-        tiles_ = [(n * max(1, outs(h, ho, i)) * max(1, outs(w, wo, j)), cc == 0 and i == r - 1 and j == s - 1)
-                  for _ in range(kt) for cc in range(ct) for i in range(r) for j in range(s)]
-        drain = [P + 1 if db_end else P for _, db_end in tiles_]  # P dw rows (+ the db row)
-        steps = tiles_[0][0] + sum(max(L, drain[i - 1]) for i, (L, _) in enumerate(tiles_) if i)
-        return steps + 3 + drain[-1]
+        return timing.conv_cycles(P, op, _conv_shape(op, case))
     if op in ("pool_fwd", "pool_bwd"):
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        return n * tiles(c, P) * ho * wo * pk * pk + 3
+        return timing.pool_cycles(P, n, c, ho, wo, pk)
     k, c, r, s = case["w"].shape
-    return tiles(k, P) * tiles(c, P) * r * s * P + 3
+    return timing.update_cycles(P, k, c, r, s)

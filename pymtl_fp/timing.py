@@ -1,0 +1,323 @@
+"""Closed-form cycle counts of the engine's operations (one source of truth).
+
+Every function here is a closed form of :class:`~pymtl_fp.engine.EngineRTL.EngineRTL`'s timing,
+from the elaboration parameters (the array side ``P``) and the runtime command fields; the
+cycle-level model (:class:`~pymtl_fp.engine.EngineCL.EngineCL`) releases its results at these
+cycles, the design-space tools can use them for layers far larger than RTL simulation can run,
+and ``tests/test_timing.py`` checks them against the RTL's own cycle counts, operation by
+operation, over random shapes.
+
+Occupancy of one command = cycles from the cycle it is accepted on ``cmd`` until the first cycle
+the engine is idle again (``busy`` low, the next command can be accepted), when its stream is
+never stalled:
+
+* ``LOAD count``: ``count + 1`` (the command cycle, then one element per cycle);
+* ``STORE count`` into a buffer of ``L`` lanes per word: ``1 + count + ceil(count / L)`` (the
+  command cycle; per word one buffer-read cycle, then one element per cycle);
+* compute: ``steps + 3`` (+ drain for ``bwd_weight``), where ``steps`` is the number of steps of
+  the operation's loop nest (one per cycle) and the 3 cycles are the command register, the
+  MAC/requantize stage B and the return to idle.  Steps per operation (``CT = ceil(C/P)``,
+  ``KT = ceil(K/P)``; ``V(size, out, kern)`` = number of (output, tap) pairs of one axis whose
+  input lies inside the map, ``= sum_tap outs(tap)``)::
+
+      fwd         N*KT*CT * V(H,Ho,R) * V(W,Wo,S)         (no cycle on padding taps)
+      bwd_data    N*CT*KT * T(H,Ho,R) * T(W,Wo,S)         T = V + inputs that no tap reaches
+                                                          (each still takes one step)
+      bwd_weight  tiles (kt, ct, r, s), tile length L(r,s) = N * max(1,outs_h(r)) * max(1,outs_w(s));
+                  the P x P tile drains one row per cycle (P cycles, P+1 when the tile ends a
+                  db sum: ct == 0 and (r, s) the last tap) while the next tile accumulates, and
+                  a tile's last step waits for the previous drain:
+                  steps = L_0 + sum_{i>0} max(L_i, drain_{i-1}); total = steps + 3 + drain_last
+      pool_*      N*CT*Ho*Wo * k*k
+      update      KT*CT*R*S * P                           (one weight row per cycle)
+
+With stalls on ``din`` (``dout``) a LOAD (STORE) lasts one more cycle per cycle its element is
+not offered (not accepted); compute commands never touch the streams, so their occupancy does
+not depend on stalls.
+
+Useful MACs (:func:`useful_macs`) count only real channels and taps inside the input:
+``N*K*C*V(H,Ho,R)*V(W,Wo,S)`` for every conv operation; utilization is useful MACs over
+``P*P*compute cycles``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: compute overhead: command register + stage B + return to idle
+PIPE = 3
+
+OPS = ("load", "store", "fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+CONV_OPS = ("fwd", "bwd_data", "bwd_weight")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+# ---- one axis of a convolution ---------------------------------------------------------------
+
+def outs(size: int, out: int, tap: int, stride: int, pad: int) -> int:
+    """Outputs ``o`` in ``0..out-1`` whose input ``o*stride + tap - pad`` lies in ``0..size-1``."""
+    lo = max(0, cdiv(pad - tap, stride))
+    hi = min(out - 1, (size - 1 + pad - tap) // stride)
+    return max(0, hi - lo + 1)
+
+
+def valid_pairs(size: int, out: int, kern: int, stride: int, pad: int) -> int:
+    """``V``: (output, tap) pairs of one axis whose input lies inside the map."""
+    return sum(outs(size, out, t, stride, pad) for t in range(kern))
+
+
+def covered_inputs(size: int, out: int, kern: int, stride: int, pad: int) -> int:
+    """Inputs of one axis reached by at least one (output, tap) pair."""
+    if kern >= stride:  # windows touch or overlap: one run from input 0
+        return max(0, min(size, (out - 1) * stride - pad + kern))
+    return valid_pairs(size, out, kern, stride, pad)  # disjoint windows
+
+
+def bwd_data_taps(size: int, out: int, kern: int, stride: int, pad: int) -> int:
+    """``T``: steps of one axis of ``bwd_data``: every reaching tap, and one step for an input
+    that no tap reaches."""
+    return valid_pairs(size, out, kern, stride, pad) + size - covered_inputs(size, out, kern, stride, pad)
+
+
+# ---- the fields of a command -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConvShape:
+    """Runtime fields of a conv operation (the command fields the timing depends on)."""
+
+    n: int
+    c: int
+    k: int
+    h: int
+    w: int
+    r: int
+    s: int
+    stride: int = 1
+    pad: int = 0
+
+    @property
+    def ho(self) -> int:
+        return (self.h + 2 * self.pad - self.r) // self.stride + 1
+
+    @property
+    def wo(self) -> int:
+        return (self.w + 2 * self.pad - self.s) // self.stride + 1
+
+    def fields(self, P: int) -> dict:
+        return dict(n=self.n, c=self.c, k=self.k, ct=cdiv(self.c, P), kt=cdiv(self.k, P), h=self.h,
+                     w=self.w, ho=self.ho, wo=self.wo, r=self.r, s=self.s,
+                     lgst=self.stride.bit_length() - 1, pad=self.pad)
+
+
+def _geo(f: dict):
+    st = 1 << int(f.get("lgst", 0))
+    return (int(f["n"]), int(f["c"]), int(f["k"]), int(f["ct"]), int(f["kt"]), int(f["h"]), int(f["w"]),
+            int(f["ho"]), int(f["wo"]), int(f["r"]), int(f["s"]), st, int(f["pad"]))
+
+
+def conv_steps(P: int, op: str, f: dict) -> int:
+    """Loop-nest steps of a conv operation (``fwd``, ``bwd_data``) from its command fields."""
+    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    if op == "fwd":
+        return n * kt * ct * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
+    if op == "bwd_data":
+        return n * ct * kt * bwd_data_taps(h, ho, r, st, pad) * bwd_data_taps(w, wo, s, st, pad)
+    raise ValueError(f"conv_steps: {op!r} is not fwd or bwd_data")
+
+
+def bwd_weight_cycles(P: int, f: dict) -> int:
+    """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles)."""
+    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    L = [[n * max(1, outs(h, ho, i, st, pad)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
+         for i in range(r)]
+    groups = kt * ct  # tile groups (kt, ct), each of R*S tiles
+    inner = sum(max(L[i][j], P) for i in range(r) for j in range(s) if (i, j) != (0, 0))
+    # the first tile of a group follows the previous group's last tile, which ends a db sum
+    # (drains P + 1 rows) when that group has ct == 0
+    after_db = (groups - 1) if ct == 1 else kt  # groups g >= 1 whose predecessor has ct == 0
+    after_db = min(after_db, groups - 1)
+    plain = groups - 1 - after_db
+    steps = L[0][0] + after_db * max(L[0][0], P + 1) + plain * max(L[0][0], P) + groups * inner
+    drain_last = P + 1 if ct == 1 else P
+    return steps + PIPE + drain_last
+
+
+def compute_cycles(P: int, op: str, f: dict) -> int:
+    """Occupancy of a compute command ``op`` with command fields ``f`` on a ``P x P`` engine."""
+    if op in ("fwd", "bwd_data"):
+        return conv_steps(P, op, f) + PIPE
+    if op == "bwd_weight":
+        return bwd_weight_cycles(P, f)
+    if op in ("pool_fwd", "pool_bwd"):
+        pk = int(f["pk"])
+        return int(f["n"]) * int(f["ct"]) * int(f["ho"]) * int(f["wo"]) * pk * pk + PIPE
+    if op == "update":
+        return int(f["kt"]) * int(f["ct"]) * int(f["r"]) * int(f["s"]) * P + PIPE
+    raise ValueError(f"unknown compute operation {op!r}")
+
+
+def load_cycles(count: int) -> int:
+    """Occupancy of ``LOAD count`` without stalls on ``din``."""
+    return int(count) + 1 if count else 1
+
+
+def store_cycles(count: int, lanes: int) -> int:
+    """Occupancy of ``STORE count`` from a buffer of ``lanes`` lanes, without stalls on ``dout``."""
+    return 1 + int(count) + cdiv(count, lanes) if count else 1
+
+
+def buffer_lanes(P: int, target: int) -> int:
+    from pymtl_fp.engine import msgs
+
+    return P * P if target in (msgs.BUF_W, msgs.BUF_G) else P
+
+
+def command_cycles(P: int, f: dict) -> int:
+    """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`)."""
+    from pymtl_fp.engine import msgs
+
+    op = int(f["op"])
+    if op == msgs.OP_LOAD:
+        return load_cycles(f["count"])
+    if op == msgs.OP_STORE:
+        return store_cycles(f["count"], buffer_lanes(P, int(f["target"])))
+    return compute_cycles(P, msgs.OP_NAMES[op], f)
+
+
+def useful_macs(op: str, f: dict) -> int:
+    """Multiply-accumulates the operation needs (real channels, taps inside the input only)."""
+    if op not in CONV_OPS:
+        return 0
+    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    return n * k * c * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
+
+
+def utilization(P: int, op: str, f: dict) -> float:
+    """Useful MACs / (P*P * compute cycles) of one compute command (0 for non-MAC operations)."""
+    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f))
+
+
+def conv_cycles(P: int, op: str, shape: ConvShape) -> int:
+    """Compute cycles of a conv operation on a layer of any size (no buffer or field limits)."""
+    return compute_cycles(P, op, shape.fields(P))
+
+
+def conv_utilization(P: int, op: str, shape: ConvShape) -> float:
+    f = shape.fields(P)
+    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f))
+
+
+def pool_cycles(P: int, n: int, c: int, ho: int, wo: int, k: int) -> int:
+    """Compute cycles of ``pool_fwd``/``pool_bwd`` (``k x k`` windows, ``ho x wo`` pooled map)."""
+    return compute_cycles(P, "pool_fwd", dict(n=n, ct=cdiv(c, P), ho=ho, wo=wo, pk=k))
+
+
+def update_cycles(P: int, k: int, c: int, r: int, s: int) -> int:
+    """Compute cycles of ``update`` (SGD) of a ``(K, C, R, S)`` weight tensor."""
+    return compute_cycles(P, "update", dict(kt=cdiv(k, P), ct=cdiv(c, P), r=r, s=s))
+
+
+def conv_program_cycles(P: int, op: str, shape: ConvShape) -> dict:
+    """Whole-program cycles of a conv operation at any size, as :mod:`pymtl_fp.engine.program`
+    builds it (load the operands, compute, store the results; one element per stream cycle,
+    channels padded to whole words): ``total_cycles``, ``compute_cycles``, ``cycles`` (compute +
+    stores), ``load_cycles``, ``store_cycles``."""
+    f = shape.fields(P)
+    n, ct, kt, h, w, ho, wo, r, s = (f[x] for x in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
+    act_x, act_y = n * ct * h * w * P, n * kt * ho * wo * P
+    wts = kt * ct * r * s * P * P
+    if op == "fwd":
+        loads, stores = [act_x, wts, kt * P], [(act_y, P)]
+    elif op == "bwd_data":
+        loads, stores = [act_y, wts, act_x], [(act_x, P)]
+    elif op == "bwd_weight":
+        loads, stores = [act_x, act_y], [(wts, P * P), (kt * P, P)]
+    else:
+        raise ValueError(f"conv_program_cycles: {op!r} is not a conv operation")
+    ld = sum(load_cycles(x) for x in loads)
+    sto = sum(store_cycles(x, lanes) for x, lanes in stores)
+    comp = compute_cycles(P, op, f)
+    return dict(total_cycles=ld + comp + sto, compute_cycles=comp, cycles=comp + sto, load_cycles=ld,
+                store_cycles=sto)
+
+
+def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = None, ho: int | None = None,
+                         batch: int = 1) -> dict:
+    """Engine compute cycles per image of (a share of) one :class:`pymtl_fp.explore.layers.Layer`
+    on a ``P x P`` engine: ``{"fp":, "bp":, "wg":}`` (``fwd``, ``bwd_data``, ``bwd_weight`` for
+    conv/fc layers; ``pool_fwd``/``pool_bwd`` for max-pool layers), the drop-in replacement of
+    :func:`pymtl_fp.explore.compute_model.layer_cycles` for a square array.
+
+    ``batch`` images run in one command (``N = batch``; the result is divided by ``batch``):
+    ``bwd_weight`` sums over the batch, so a small batch exposes its drain.  ``k``: the share's
+    output channels; ``ho``: its output rows (cycles scaled by ``ho/Ho``, exact up to the
+    border taps).  Grouped convolutions run as one command per group.  A fully connected layer is
+    a 1x1 conv over its flattened input.  The engine has no residual-add operation
+    (``ValueError``)."""
+    if layer.kind in ("conv", "fc"):
+        g = 1 if layer.kind == "fc" else layer.groups
+        kk = layer.K if k is None else int(k)
+        if kk <= 0 or (ho is not None and int(ho) <= 0):
+            return {"fp": 0, "bp": 0, "wg": 0}
+        if layer.kind == "fc":
+            shape = dict(c=layer.in_elems, h=1, w=1, r=1, s=1, stride=1, pad=0)
+        else:
+            shape = dict(c=layer.C // g, h=layer.in_shape[1], w=layer.in_shape[2], r=layer.R, s=layer.S,
+                         stride=layer.stride, pad=layer.pad)
+        per_group = layer.K // g
+        parts = [per_group] * (kk // per_group) + ([kk % per_group] if kk % per_group else [])
+        frac = 1.0 if ho is None or layer.kind == "fc" else int(ho) / layer.Ho
+        out = {}
+        for key, op in (("fp", "fwd"), ("bp", "bwd_data"), ("wg", "bwd_weight")):
+            cyc = sum(conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape)) for kp in parts)
+            out[key] = round(cyc * frac / batch)
+        if not needs_dx:
+            out["bp"] = 0
+        return out
+    if layer.kind == "pool":
+        frac = (1.0 if k is None else int(k) / layer.K) * (1.0 if ho is None else int(ho) / layer.Ho)
+        cyc = pool_cycles(P, batch, layer.C, layer.Ho, layer.Wo, layer.R)
+        return {"fp": round(cyc * frac / batch), "bp": round(cyc * frac / batch), "wg": 0}
+    raise ValueError(f"layer {layer.name!r}: the engine has no {layer.kind!r} operation")
+
+
+# ---- whole programs ------------------------------------------------------------------------------
+
+def program_cycles(P: int, prog) -> dict:
+    """Cycles of an engine program (:class:`pymtl_fp.engine.program.Program`) when the command
+    stream offers a command every cycle and no stream is stalled:
+
+    * ``total_cycles``: the whole program (the sum of every command's occupancy);
+    * ``compute_cycles``: the compute command's occupancy;
+    * ``cycles``: compute command accepted -> last result element sent (compute + stores).
+    """
+    from pymtl_fp.engine.msgs import cmd_fields
+
+    occ = [command_cycles(P, cmd_fields(m)) for m in prog.cmds]
+    ci = prog.compute_index
+    return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
+
+
+def op_fields(cfg, op: str, case: dict) -> dict:
+    """Command fields of the compute command of a validated harness case."""
+    from pymtl_fp.engine import program
+    from pymtl_fp.engine.msgs import cmd_fields
+
+    prog = program.build(cfg, op, case)
+    return cmd_fields(prog.cmds[prog.compute_index])
+
+
+def op_timing(cfg, op: str, case: dict) -> dict:
+    """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated harness case
+    run without stalls (what :func:`tb.engine_harness.run_op` measures on the RTL)."""
+    from pymtl_fp.engine import program
+
+    prog = program.build(cfg, op, case)
+    t = program_cycles(cfg.P, prog)
+    from pymtl_fp.engine.msgs import cmd_fields
+
+    t["macs"] = useful_macs(op, cmd_fields(prog.cmds[prog.compute_index]))
+    return t

@@ -1,0 +1,171 @@
+"""The closed-form timing model (:mod:`pymtl_fp.timing`) equals the RTL's own cycle counts.
+
+* every operation, random shapes (Hypothesis, the engine's case strategy), run on the RTL
+  through Verilator without stalls: whole-program cycles (loads + compute + stores), compute
+  cycles, cycles until the last result and useful MACs all equal the closed forms, exactly;
+* a few cases through the PyMTL3 (Python) RTL simulation as well;
+* the closed forms agree with the engine's own formula (:func:`program.compute_cycles`) on many
+  more shapes and array sizes than simulation can afford;
+* the per-axis helpers agree with brute-force enumeration.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pymtl_fp import timing
+from pymtl_fp.engine import program
+from pymtl_fp.engine.config import EngineConfig, preset
+from tb.engine_harness import CaseError, random_case, run_op, validate_case
+from tb.engine_strategies import engine_cases
+from tb.hypothesis_profiles import examples
+
+CFG = preset("tiny")
+OPS = ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]
+KEYS = ("total_cycles", "compute_cycles", "cycles", "macs")
+
+
+def _same(level, cfg, op, case):
+    got = run_op(level, cfg, op, **case)
+    want = timing.op_timing(cfg, op, validate_case(cfg, op, case))
+    assert {k: got[k] for k in KEYS} == want, (level, op)
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", OPS)
+@settings(max_examples=examples(12))
+@given(data=st.data())
+def test_timing_model_equals_rtl_cycles(cmdline_opts, op, data):
+    case, _, _ = data.draw(engine_cases(CFG, op))
+    _same("verilator", CFG, op, case)
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", OPS)
+def test_timing_model_equals_rtl_on_a_4x4_engine(cmdline_opts, op):
+    cfg = preset("small")
+    rng = np.random.default_rng(7)
+    for c, k, h, stride, pad in ((6, 5, 5, 2, 1), (4, 8, 4, 1, 0)):
+        case = random_case(cfg, op, rng, n=2, c=c, k=k, h=h if not op.startswith("pool") else 4,
+                           w=h if not op.startswith("pool") else 4, stride=stride, pad=pad)
+        _same("verilator", cfg, op, case)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("op", OPS)
+def test_timing_model_equals_pymtl_rtl(op):
+    rng = np.random.default_rng(3)
+    case = random_case(CFG, op, rng, n=1, c=3, k=2, h=3 if not op.startswith("pool") else 2,
+                       w=4 if not op.startswith("pool") else 2, r=3, s=3, stride=2 if op == "bwd_data" else 1,
+                       pad=1)
+    _same("rtl", CFG, op, case)
+
+
+@st.composite
+def _any_case(draw):
+    P = draw(st.sampled_from([1, 2, 3, 4, 8, 16]))
+    cfg = EngineConfig(rows=P, cols=P, act_depth=65536, weight_depth=65536, bias_depth=4096, acc_bits=64,
+                       stream_bits=64)
+    op = draw(st.sampled_from(OPS))
+    r = draw(st.sampled_from([1, 2, 3, 5, 7]))
+    s = draw(st.sampled_from([1, r, 3]))
+    stride = draw(st.sampled_from([1, 2, 4]))
+    pad = draw(st.integers(0, min(r, s) - 1))
+    h = draw(st.integers(max(1, r - 2 * pad), 14))
+    w = draw(st.integers(max(1, s - 2 * pad), 14))
+    if op.startswith("pool"):
+        h = w = draw(st.sampled_from([2, 4, 6, 8]))
+    kw = dict(n=draw(st.integers(1, 3)), c=draw(st.integers(1, 20)), k=draw(st.integers(1, 20)), h=h, w=w,
+              r=r, s=s, stride=stride, pad=pad)
+    rng = np.random.default_rng(draw(st.integers(0, 1000)))
+    try:
+        case = validate_case(cfg, op, random_case(cfg, op, rng, **kw))
+    except CaseError:
+        from hypothesis import assume
+        assume(False)
+    return cfg, op, case
+
+
+@settings(max_examples=examples(300))
+@given(_any_case())
+def test_closed_forms_agree_with_the_engine_formula(drawn):
+    cfg, op, case = drawn
+    f = timing.op_fields(cfg, op, case)
+    assert timing.compute_cycles(cfg.P, op, f) == program.compute_cycles(cfg, op, case)
+    assert timing.useful_macs(op, f) == program.useful_macs(op, case)
+
+
+@settings(max_examples=examples(100))
+@given(_any_case())
+def test_layer_level_forms_equal_the_program_forms(drawn):
+    cfg, op, case = drawn
+    got = None
+    if op in timing.CONV_OPS:
+        shape = timing.ConvShape(n=case["x"].shape[0], c=case["x"].shape[1],
+                                 k=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[0],
+                                 h=case["x"].shape[2], w=case["x"].shape[3],
+                                 r=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[2],
+                                 s=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[3],
+                                 stride=case["stride"], pad=case["pad"])
+        got = timing.conv_program_cycles(cfg.P, op, shape)
+        want = timing.op_timing(cfg, op, case)
+        assert {k: got[k] for k in ("total_cycles", "compute_cycles", "cycles")} == \
+            {k: want[k] for k in ("total_cycles", "compute_cycles", "cycles")}
+        assert timing.conv_cycles(cfg.P, op, shape) == want["compute_cycles"]
+    elif op == "update":
+        assert timing.update_cycles(cfg.P, *case["w"].shape) == timing.op_timing(cfg, op, case)["compute_cycles"]
+    else:
+        src = case["x"] if op == "pool_fwd" else case["dy"]
+        n, c, a, b = src.shape
+        ho, wo = (a // case["k"], b // case["k"]) if op == "pool_fwd" else (a, b)
+        assert timing.pool_cycles(cfg.P, n, c, ho, wo, case["k"]) == timing.op_timing(cfg, op, case)["compute_cycles"]
+
+
+@settings(max_examples=examples(200))
+@given(size=st.integers(1, 30), kern=st.integers(1, 7), stride=st.sampled_from([1, 2, 3, 4, 8]),
+       pad=st.integers(0, 6))
+def test_axis_helpers_equal_enumeration(size, kern, stride, pad):
+    if pad >= kern or size + 2 * pad < kern:
+        return
+    out = (size + 2 * pad - kern) // stride + 1
+    pairs = [(o, t) for o in range(out) for t in range(kern) if 0 <= o * stride + t - pad < size]
+    assert timing.valid_pairs(size, out, kern, stride, pad) == len(pairs)
+    for t in range(kern):
+        assert timing.outs(size, out, t, stride, pad) == sum(1 for _, tt in pairs if tt == t)
+    covered = {o * stride + t - pad for o, t in pairs}
+    assert timing.covered_inputs(size, out, kern, stride, pad) == len(covered)
+    assert timing.bwd_data_taps(size, out, kern, stride, pad) == len(pairs) + size - len(covered)
+
+
+def test_load_store_and_layer_level_forms():
+    assert timing.load_cycles(5) == 6 and timing.load_cycles(0) == 1
+    assert timing.store_cycles(8, 4) == 1 + 8 + 2 and timing.store_cycles(9, 4) == 1 + 9 + 3
+    # a VGG-like layer far beyond any buffer: channels multiple of the array, stride 1
+    shape = timing.ConvShape(n=8, c=256, k=256, h=28, w=28, r=3, s=3, stride=1, pad=1)
+    for op in timing.CONV_OPS:
+        assert timing.conv_utilization(16, op, shape) > 0.99
+    # fully connected with a batch smaller than the array: bwd_weight waits for the drains
+    fc = timing.ConvShape(n=4, c=512, k=512, h=1, w=1, r=1, s=1)
+    assert timing.conv_utilization(16, "bwd_weight", fc) == pytest.approx(4 / 16, rel=0.01)
+
+
+def test_explore_adapter_tracks_the_explore_strict_model():
+    """The engine's closed forms per explore layer are at most the explore stand-in's ``strict``
+    model and within 15 % of it (the engine skips padding taps, which matters on VGG-16's 14x14
+    maps, and fills in 3 cycles, not rows + cols), and
+    expose what the stand-in cannot: a fully connected layer's dw at a batch below the array."""
+    from pymtl_fp.explore import get_network
+    from pymtl_fp.explore.compute_model import ArrayShape, layer_cycles
+
+    net = get_network("vgg16")
+    for ly in net.layers:
+        if ly.kind not in ("conv", "fc", "pool"):
+            continue
+        got = timing.explore_layer_cycles(ly, 16, batch=32)
+        want = layer_cycles(ly, ArrayShape(16, 16), mode="strict")
+        for key in ("fp", "bp", "wg"):
+            assert 0.85 * want[key] <= got[key] <= want[key], (ly.name, key, got, want)
+    fc7 = net.layer("fc7")
+    small = timing.explore_layer_cycles(fc7, 16, batch=4)
+    assert small["wg"] == pytest.approx(4 * small["fp"], rel=0.01)
