@@ -5,9 +5,16 @@ precision of the net (16-bit and 8-bit for ``lenet-digits``, stochastic rounding
 and updates), from the same initial weights on the same batches; it prints the test accuracies,
 and optionally writes learning curves (``--plot``) and a JSON report (``--report``).
 
+``--engine cluster`` trains on a simulated cluster of FPGAs (:mod:`cluster`): the net is
+partitioned over ``--nodes`` nodes (FPDeep balancing), one program is compiled per node, and
+``--steps`` mini-batches of the digits training set run through the pipelined cluster at
+``--level`` (fl, cl, rtl, verilator or mixed).  It prints where the cycles go and whether the
+final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
+``--steps`` times); exit status 1 if they do not.
+
 Options shared by every engine (net, precision, epochs, batch, seed, learning rate, outputs) are
 defined here; an engine adds its own options in its own argument group and registers its runner
-in ``ENGINES`` (the hardware cluster engine will arrive as ``--engine cluster``).
+in ``ENGINES``.
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
 #: engines that exist; others are refused with a clear message
-ENGINES = ("golden",)
-PLANNED_ENGINES = {"cluster": "the cluster simulation work"}
+ENGINES = ("golden", "cluster")
+PLANNED_ENGINES = {}
+CLUSTER_LEVELS = ("fl", "cl", "rtl", "verilator", "mixed")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="golden", metavar="ENGINE",
-                        help="what computes the training step: golden (NumPy golden model; default)")
+                        help="what computes the training step: golden (NumPy golden model; default) "
+                             "or cluster (a simulated cluster of FPGAs)")
     parser.add_argument("--net", default=DEFAULT_NET, metavar="NAME|FILE",
                         help=f"preset name or .toml/.json net description (default {DEFAULT_NET})")
     parser.add_argument("--precision", default="all", metavar="P",
@@ -44,6 +53,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
     parser.add_argument("--plot", metavar="FILE.png", help="write learning curves to this PNG file")
     parser.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
+    grp = parser.add_argument_group("cluster engine (--engine cluster)")
+    grp.add_argument("--nodes", type=int, default=4, metavar="N", help="number of FPGA nodes (default 4)")
+    grp.add_argument("--level", default="fl", metavar="LEVEL",
+                     help=f"simulation level: {', '.join(CLUSTER_LEVELS)} (mixed: node 0 rtl, the "
+                          "others fl, or as --node-levels says; default fl)")
+    grp.add_argument("--node-levels", metavar="L0,L1,...", help="engine level of every node (e.g. rtl,fl,fl,fl)")
+    grp.add_argument("--steps", type=int, default=2, metavar="S", help="training steps to simulate (default 2)")
+    grp.add_argument("--array", type=int, default=4, metavar="P", help="MAC array side of every node (default 4)")
+    grp.add_argument("--act-depth", type=int, default=2048, metavar="WORDS",
+                     help="activation buffer depth of every node (default 2048)")
+    grp.add_argument("--link-latency", type=int, default=8, metavar="CYCLES", help="link latency (default 8)")
+    grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
+                     help="clock for images/s (default 200)")
+    grp.add_argument("--cuts", metavar="T0,T1,...",
+                     help="force the partition: N+1 cut positions in tiles of P output channels")
+    grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
+    grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
 
 
 def _check_output(path: str | None, suffix: str, option: str) -> Path | None:
@@ -138,6 +164,88 @@ def _run_golden(args, net, settings: dict, precisions: list) -> list:
     return histories
 
 
+def _run_cluster(args, net) -> int:
+    import numpy as np
+
+    from cluster.config import (
+        ClusterConfig,
+        ClusterError,
+        default_link,
+        engine_for_net,
+        engine_level_available,
+        node_levels,
+    )
+    from cluster.run import format_report, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+    from tb.sim import SimulationHang
+
+    report_path = _check_output(args.report, ".json", "--report")
+    weights_path = _check_output(args.save_weights, ".npz", "--save-weights")
+    if args.plot:
+        raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
+    if args.level not in CLUSTER_LEVELS:
+        raise UserError(f"--level {args.level}: choose one of {', '.join(CLUSTER_LEVELS)}")
+    precision = "8" if args.precision == "all" else args.precision
+    if precision not in net.formats:
+        raise UserError(f"--precision {precision}: the cluster runs a fixed-point precision of the net "
+                        f"({', '.join(sorted(net.formats))})")
+    settings = _settings(args, net)
+    if args.batch is None:
+        settings["batch"] = 8
+    batch, steps = settings["batch"], _positive(args.steps, "--steps")
+    _positive(args.nodes, "--nodes")
+    if net.input_shape != (1, 8, 8) or net.classes != 10:
+        raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
+                        "the digits data needs (1, 8, 8) -> 10")
+    try:
+        engine = engine_for_net(net, precision, P=args.array, act_depth=args.act_depth)
+        ccfg = ClusterConfig.homogeneous(args.nodes, engine,
+                                         default_link(engine.stream_bits, args.link_latency),
+                                         clock_mhz=args.clock_mhz)
+        levels = node_levels(args.level, args.nodes, args.node_levels)
+        cuts = [int(v) for v in args.cuts.split(",")] if args.cuts else None
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from None
+    if "cl" in levels and not engine_level_available("cl"):
+        raise UserError("--level cl: the engine's cycle-level model (EngineCL) is not available yet; "
+                        "use fl, rtl, verilator or mixed")
+    split = load_digits_split(seed=0)
+    fmt = net.precision(precision)
+    order = np.random.default_rng(settings["seed"]).permutation(len(split.y_train))[: steps * batch]
+    if len(order) < steps * batch:
+        raise UserError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
+    images = quantize_images(split.x_train[order], fmt.act)
+    labels = split.y_train[order]
+    params = quantize_params(net, init_params_float64(net, settings["seed"]), precision)
+    tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
+                       seed=settings["seed"])
+    print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
+          f"{args.nodes} nodes at level {args.level}", flush=True)
+    try:
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
+                               levels=levels, cuts=cuts, split=not args.no_split)
+    except ClusterError as exc:
+        raise UserError(str(exc)) from None
+    except SimulationHang as exc:
+        raise UserError(str(exc).splitlines()[0]) from None
+    want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    equal = params_equal(run.params, want)
+    print(format_report(run.report))
+    print(f"final weights equal the golden model's: {'yes' if equal else 'NO'} "
+          f"(golden losses {', '.join(f'{x:.4f}' for x in golden_losses)})")
+    if report_path:
+        rep = dict(run.report, engine="cluster", precision=precision, settings=settings,
+                   weights_equal_golden=equal, golden_losses=golden_losses)
+        report_path.write_text(json.dumps(rep, indent=2, default=float) + "\n")
+        print(f"  wrote {report_path}")
+    if weights_path:
+        flat = {f"{name}.{k}": np.asarray(v) for name, p in run.params.items() for k, v in p.items()}
+        np.savez(weights_path, **flat)
+        print(f"  wrote {weights_path}")
+    return 0 if equal else 1
+
+
 def main(args: argparse.Namespace) -> int:
     from pymtl_fp.net import NetError, load_net
 
@@ -145,6 +253,12 @@ def main(args: argparse.Namespace) -> int:
         planned = PLANNED_ENGINES.get(args.engine)
         when = f" (arrives with {planned})" if planned else ""
         raise UserError(f"--engine {args.engine} is not available{when}; available: {', '.join(ENGINES)}")
+    if args.engine == "cluster":
+        try:
+            net = load_net(args.net)
+        except NetError as exc:
+            raise UserError(f"--net {args.net}: {exc}") from None
+        return _run_cluster(args, net)
     plot_path = _check_output(args.plot, ".png", "--plot")
     report_path = _check_output(args.report, ".json", "--report")
     try:

@@ -183,7 +183,7 @@ def test_cli_short_run_writes_report_and_plot(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["--engine", "cluster"], "not available"),
+    (["--engine", "cluster", "--level", "gates"], "choose one of"),
     (["--engine", "fpga"], "available: golden"),
     (["--precision", "4"], "offers float64, 16, 8"),
     (["--net", "no-such-net"], "no preset"),

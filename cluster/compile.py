@@ -1,0 +1,540 @@
+"""Compile a :class:`~cluster.partition.Partition` into one program per node.
+
+A node program is a list of micro-operations its router/DMA (:class:`cluster.router.RouterCL`)
+executes in order; nodes synchronize only through the val/rdy flow control of their links
+(dataflow: no global controller).  Micro-operations::
+
+    ("cmd", msg, info)          push one engine command (info: op, model cycles, useful MACs)
+    ("move", src, dst, n)       move n elements; src in {dout, fwd_in, bwd_in, scratch},
+                                dst in {din, fwd_out, bwd_out, scratch, ("host", key)}
+    ("host_data", values)       append values from the host side channel to the scratch FIFO
+    ("call", fn)                scratch <- fn(scratch) (the DMA's scalar unit: bias SGD)
+    ("mark", label)             record the cycle (step and phase boundaries)
+
+Pipelining (layer level, GPipe-like within a mini-batch): each node runs, per step, the forward
+pass of images ``0..B-1`` one at a time (receive the input, run its layers, send the output on),
+then the backward pass of images ``0..B-1``, then the weight gradients over the whole batch and
+the updates.  Node ``i`` works on image ``b`` while node ``i+1`` works on image ``b-1``.
+
+Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
+
+* Weight gradients: every node keeps each conv/fc layer input ``x`` and output gradient ``dy`` of
+  **every image of the batch** on chip (X and D buffers) and runs ``bwd_weight`` once over the
+  batch (command field ``n = B``), so the sum over the batch is requantized once, as in the golden
+  model.
+* Stochastic rounding indices: the golden model indexes elements within the *whole* tensor
+  (all images, all channels); a per-image or per-channel-piece command rounds a contiguous slice
+  at offset ``off``.  Since ``h = seed*M1 + tensor_id*M2 + index (mod 2**32)`` with ``M1`` odd,
+  the slice is rounded exactly like the golden model by the seed ``seed + off * M1^-1 (mod
+  2**32)`` (:func:`slice_seed`).  ``bwd_weight`` has one seed for ``dw`` and ``db``; a piece at
+  ``k0 > 0`` therefore runs a second, small ``bwd_weight`` (``1x1`` kernel, one input channel)
+  for ``db`` with its own seed.
+* The loss gradient is computed by the host with the golden ``softmax_xent_grad`` per image
+  (see :mod:`cluster.host`).
+* Biases: the engine has no bias update; the router/DMA reads ``b`` and ``db`` (STORE), applies
+  the golden ``sgd_update`` (its scalar unit) and writes ``b`` back (LOAD).
+
+Buffer plan per node (words; checked against each node's :class:`EngineConfig` before any
+simulation by :func:`compile_cluster`, which raises :class:`~cluster.config.ClusterError`):
+X holds the inputs of its conv/fc pieces for all ``B`` images, the pool argmaxes for all ``B``
+images and one-image slots for pool inputs and split-layer outputs; D the output gradients of its
+pieces for all ``B`` images plus one-image slots; O one image's result; W its weight pieces (the
+second holder of a split layer: the whole layer); G the weight gradients; B biases and bias
+gradients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster.config import ClusterError
+from cluster.partition import _Shape, layer_info
+from pymtl_fp import golden
+from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine.msgs import (
+    make_cmd,
+    pack_bias,
+    pack_weight,
+    tiles,
+    unpack_bias,
+)
+from pymtl_fp.golden.train import step_seed, tensor_id
+
+_M1 = 0x9E3779B1
+_M1_INV = pow(_M1, -1, 2**32)
+
+
+def slice_seed(seed: int, offset: int) -> int:
+    """The seed that makes a command rounding elements ``0..`` of a slice round them like elements
+    ``offset..`` of the whole tensor under ``seed`` (see the module docstring)."""
+    return (int(seed) + int(offset) * _M1_INV) % 2**32
+
+
+BUFS = ("X", "D", "O", "W", "G", "B")
+BUF_ID = {"X": msgs.BUF_X, "D": msgs.BUF_D, "O": msgs.BUF_O, "W": msgs.BUF_W, "G": msgs.BUF_G, "B": msgs.BUF_B}
+
+
+class Alloc:
+    """Bump allocator over the six buffers of one node; remembers every region."""
+
+    def __init__(self, ecfg):
+        self.ecfg = ecfg
+        self.top = {b: 0 for b in BUFS}
+        self.regions = {}
+
+    def get(self, buf: str, name: str, words: int) -> int:
+        key = (buf, name)
+        if key not in self.regions:
+            self.regions[key] = (self.top[buf], int(words))
+            self.top[buf] += int(words)
+        return self.regions[key][0]
+
+    def depth(self, buf: str) -> int:
+        e = self.ecfg
+        return {"X": e.act_depth, "D": e.act_depth, "O": e.act_depth, "W": e.weight_depth,
+                "G": e.weight_depth, "B": e.bias_depth}[buf]
+
+    def usage(self) -> dict:
+        return {b: {"used": self.top[b], "depth": self.depth(b)} for b in BUFS}
+
+    def overflow(self) -> list:
+        return [b for b in BUFS if self.top[b] > self.depth(b)]
+
+
+@dataclass
+class NodeProgram:
+    node: int
+    ops: list = field(default_factory=list)
+    alloc: Alloc | None = None
+    #: modelled serial cycles per step: compute and LOAD/STORE occupancy (the engine's timing model)
+    compute_cycles: int = 0
+    io_cycles: int = 0
+    macs: int = 0
+    link_elems: dict = field(default_factory=dict)  # per step: port -> elements
+
+
+@dataclass
+class ClusterProgram:
+    nodes: list
+    host_in_elems: int       #: elements of one image as node 0 receives it
+    logit_elems: int         #: elements of one image's logits / dlogits
+    out_shape: tuple         #: (K, Ho, Wo) of the network output
+    steps: int
+    batch: int
+
+
+class _Node:
+    """Code generation context of one node."""
+
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt):
+        self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
+        self.P = ecfg.P
+        self.shifts, self.fmt = shifts, fmt
+        self.items = part.nodes[j]
+        self.B = part.batch
+        self.A = Alloc(ecfg)
+        self.prog = NodeProgram(j, alloc=self.A)
+        self.ops = self.prog.ops
+        self.counting = True
+        self.link = {}
+
+    # ---- primitive sequences ---------------------------------------------------------------
+    def _io(self, n):
+        if self.counting:
+            self.prog.io_cycles += n
+
+    def load(self, buf, addr, n, src):
+        self.ops.append(("cmd", make_cmd(op=msgs.OP_LOAD, target=BUF_ID[buf], addr=addr, count=n),
+                         {"op": "load"}))
+        self.ops.append(("move", src, "din", n))
+        self._io(_load_cycles(n))
+        if src in ("fwd_in", "bwd_in") and self.counting:
+            self.link[src] = self.link.get(src, 0) + n
+
+    def store(self, buf, addr, n, dst):
+        if buf == "O":  # O holds one result at a time, from word 0: its size is the largest read back
+            self.A.top["O"] = max(self.A.top["O"], addr + -(-n // self.P))
+        self.ops.append(("cmd", make_cmd(op=msgs.OP_STORE, target=BUF_ID[buf], addr=addr, count=n),
+                         {"op": "store"}))
+        self.ops.append(("move", "dout", dst, n))
+        self._io(_store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
+        if dst in ("fwd_out", "bwd_out") and self.counting:
+            self.link[dst] = self.link.get(dst, 0) + n
+
+    def copy(self, sbuf, saddr, dbuf, daddr, n):
+        self.store(sbuf, saddr, n, "scratch")
+        self.load(dbuf, daddr, n, "scratch")
+
+    def compute(self, op, cycles, macs=0, **fields):
+        msg = make_cmd(op=msgs.OPS[op], **fields)
+        cycles = _command_cycles(self.P, msg, cycles)
+        self.ops.append(("cmd", msg, {"op": op, "cycles": cycles, "macs": macs}))
+        if self.counting:
+            self.prog.compute_cycles += cycles
+            self.prog.macs += macs
+
+    # ---- geometry and regions --------------------------------------------------------------
+    def info(self, li):
+        return layer_info(self.net, li)
+
+    def kind(self, it):
+        """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
+        if it.pool:
+            return "pool"
+        K = self.info(it.layer)["k"]
+        if it.k0 > 0:
+            return "second"
+        return "whole" if it.k1 == K else "first"
+
+    def in_words(self, li):
+        f = self.info(li)
+        return tiles(f["c"], self.P) * f["h"] * f["w"]
+
+    def out_words(self, li, k0=0, k1=None):
+        f = self.info(li)
+        k1 = f["k"] if k1 is None else k1
+        return tiles(k1 - k0, self.P) * f["ho"] * f["wo"]
+
+    def x_addr(self, it, b):
+        """Where image b's input of item ``it`` lives in X."""
+        iw = self.in_words(it.layer)
+        if it.pool:
+            return self.A.get("X", f"xt{it.layer}", iw)
+        return self.A.get("X", f"x{it.layer}", self.B * iw) + b * iw
+
+    def am_addr(self, it, b):
+        ow = self.out_words(it.layer)
+        return self.A.get("X", f"am{it.layer}", self.B * ow) + b * ow
+
+    def dy_keep(self, it, b):
+        ow = self.out_words(it.layer, it.k0, it.k1)
+        return self.A.get("D", f"dy{it.layer}", self.B * ow) + b * ow
+
+    def dy_in(self, it, b):
+        """Where the incoming output gradient of item ``it`` (image b) is written."""
+        k = self.kind(it)
+        if k in ("whole", "first"):
+            return self.dy_keep(it, b)
+        return self.A.get("D", f"dyt{it.layer}", self.out_words(it.layer))
+
+    def w_region(self, it):
+        f = self.info(it.layer)
+        ct = tiles(f["c"], self.P)
+        per_kt = ct * f["r"] * f["s"]
+        if self.kind(it) == "second":  # the whole layer (the first holder's piece first)
+            base = self.A.get("W", f"w{it.layer}", tiles(f["k"], self.P) * per_kt)
+            return base, base + (it.k0 // self.P) * per_kt, tiles(it.k1 - it.k0, self.P) * per_kt
+        base = self.A.get("W", f"w{it.layer}", tiles(it.k1 - it.k0, self.P) * per_kt)
+        return base, base, tiles(it.k1 - it.k0, self.P) * per_kt
+
+    # ---- code generation -------------------------------------------------------------------
+    def conv_fields(self, it, n, k0=0, k1=None):
+        f = self.info(it.layer)
+        k1 = f["k"] if k1 is None else k1
+        kk = k1 - k0
+        return dict(n=n, c=f["c"], k=kk, ct=tiles(f["c"], self.P), kt=tiles(kk, self.P), h=f["h"], w=f["w"],
+                    ho=f["ho"], wo=f["wo"], r=f["r"], s=f["s"], lgst=f["stride"].bit_length() - 1, pad=f["pad"])
+
+    def case(self, it, n, k0=0, k1=None):
+        f = self.info(it.layer)
+        k1 = f["k"] if k1 is None else k1
+        return dict(x=_Shape(n, f["c"], f["h"], f["w"]), w=_Shape(k1 - k0, f["c"], f["r"], f["s"]),
+                    w_shape=(k1 - k0, f["c"], f["r"], f["s"]), stride=f["stride"], pad=f["pad"])
+
+    def mode(self, which):
+        return int(getattr(self.cfg, which) == "stochastic")
+
+    def forward(self, b, seed):
+        items, P = self.items, self.P
+        for idx, it in enumerate(items):
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            if idx == 0:
+                self.load("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_in")
+            nxt = items[idx + 1] if idx + 1 < len(items) else None
+            if kind == "pool":
+                ow = self.out_words(li)
+                case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
+                self.compute("pool_fwd", program.compute_cycles(self.ecfg, "pool_fwd", case),
+                             n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
+                             pk=f["pk"], a0=self.x_addr(it, b), d0=0, d1=self.am_addr(it, b))
+                out = ("O", 0, ow)
+            else:
+                p = f["p"]
+                name = self.net.layers[li].name
+                _, wpiece, _ = self.w_region(it)
+                bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
+                off = b * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
+                case = self.case(it, 1, it.k0, it.k1)
+                pw = self.out_words(li, it.k0, it.k1)
+                if kind == "second":
+                    stage = self.x_addr(nxt, b) if nxt is not None else \
+                        self.A.get("X", f"ys{li}", self.out_words(li))
+                    first_words = (it.k0 // P) * f["ho"] * f["wo"]
+                    self.load("X", stage, first_words * P, "fwd_in")
+                self.compute("fwd", program.compute_cycles(self.ecfg, "fwd", case),
+                             program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
+                             shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
+                             stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
+                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece, d0=0)
+                if kind == "second":
+                    self.copy("O", 0, "X", stage + first_words, pw * P)
+                    out = ("X", stage, self.out_words(li))
+                elif kind == "first":
+                    self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
+                    self.store("O", 0, pw * P, "fwd_out")
+                    continue
+                else:
+                    out = ("O", 0, pw)
+            buf, addr, words = out
+            if nxt is not None:
+                dst = self.x_addr(nxt, b)
+                if not (buf == "X" and addr == dst):
+                    self.copy(buf, addr, "X", dst, words * P)
+            else:
+                self.store(buf, addr, words * P, "fwd_out")
+
+    def backward(self, b, seed):
+        items, P = self.items, self.P
+        for idx in reversed(range(len(items))):
+            it = items[idx]
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            prev = items[idx - 1] if idx > 0 else None
+            if idx == len(items) - 1:
+                words = self.out_words(li, it.k0, it.k1) if kind == "first" else self.out_words(li)
+                self.load("D", self.dy_in(it, b), words * P, "bwd_in")
+            out = None
+            if kind == "pool":
+                case = dict(dy=_Shape(1, f["c"], f["ho"], f["wo"]), k=f["pk"])
+                self.compute("pool_bwd", program.compute_cycles(self.ecfg, "pool_bwd", case),
+                             n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
+                             pk=f["pk"], a0=self.dy_in(it, b), a1=self.am_addr(it, b), d0=0)
+                out = ("O", 0, self.in_words(li))
+            else:
+                p = f["p"]
+                name = self.net.layers[li].name
+                if kind == "second":
+                    first_words = (it.k0 // P) * f["ho"] * f["wo"]
+                    dyt = self.dy_in(it, b)
+                    self.store("D", dyt, first_words * P, "bwd_out")
+                    self.copy("D", dyt + first_words, "D", self.dy_keep(it, b),
+                              self.out_words(li, it.k0, it.k1) * P)
+                if kind == "first":
+                    if p > 0:  # the second holder computed dx: it follows dy[k0:k1] on bwd_in
+                        if prev is not None:
+                            self.load("D", self.dy_in(prev, b), self.in_words(li) * P, "bwd_in")
+                        else:
+                            self.ops.append(("move", "bwd_in", "bwd_out", self.in_words(li) * P))
+                            self.link["bwd_in"] = self.link.get("bwd_in", 0) + self.in_words(li) * P
+                            self.link["bwd_out"] = self.link.get("bwd_out", 0) + self.in_words(li) * P
+                    continue
+                if p > 0:
+                    wfull, _, _ = self.w_region(it)
+                    case = self.case(it, 1)
+                    case["dy"] = None
+                    prev_relu = self.net.param_layers()[p - 1].relu
+                    self.compute("bwd_data", program.compute_cycles(self.ecfg, "bwd_data", case),
+                                 program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
+                                 shift=self.shifts[name].bwd_data, relu=int(prev_relu),
+                                 stoch=self.mode("grad_mode"),
+                                 seed=slice_seed(seed, b * f["c"] * f["h"] * f["w"]),
+                                 tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
+                                 a2=self.x_addr(it, b), d0=0)
+                    out = ("O", 0, self.in_words(li))
+            if out is None:
+                continue
+            buf, addr, words = out
+            if prev is not None:
+                self.copy(buf, addr, "D", self.dy_in(prev, b), words * P)
+            else:
+                self.store(buf, addr, words * P, "bwd_out")
+
+    def weight_phase(self, seed):
+        P, B = self.P, self.B
+        for it in self.items:
+            if it.pool:
+                continue
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            p, sh = f["p"], self.shifts[self.net.layers[li].name]
+            kk = it.k1 - it.k0
+            CRS = f["c"] * f["r"] * f["s"]
+            _, wpiece, wwords = self.w_region(it)
+            g = self.A.get("G", f"g{li}", wwords)
+            bb = self.A.get("B", f"b{li}", tiles(kk, P))
+            db = self.A.get("B", f"db{li}", tiles(kk, P))
+            case = self.case(it, B, it.k0, it.k1)
+            d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
+            self.compute("bwd_weight", program.compute_cycles(self.ecfg, "bwd_weight", case),
+                         program.useful_macs("bwd_weight", case), **self.conv_fields(it, B, it.k0, it.k1),
+                         shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "DW"),
+                         btid=tensor_id(p, "DB"), a0=self.x_addr(it, 0), a1=self.dy_keep(it, 0), d0=g, d1=d1)
+            if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
+                ho, wo = f["ho"], f["wo"]
+                xa = self.x_addr(it, 0) if B * ho * wo <= B * self.in_words(li) else \
+                    self.A.get("X", f"dbx{li}", B * ho * wo)
+                gs = self.A.get("G", f"gs{li}", tiles(kk, P))
+                case1 = dict(x=_Shape(B, 1, ho, wo), w_shape=(kk, 1, 1, 1), stride=1, pad=0)
+                self.compute("bwd_weight", program.compute_cycles(self.ecfg, "bwd_weight", case1), 0,
+                             n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
+                             lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                             seed=slice_seed(seed, it.k0), tid=0, btid=tensor_id(p, "DB"),
+                             a0=xa, a1=self.dy_keep(it, 0), d0=gs, d1=db)
+            ucase = dict(w=_Shape(kk, f["c"], f["r"], f["s"]))
+            self.compute("update", program.compute_cycles(self.ecfg, "update", ucase), 0,
+                         k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
+                         shift=sh.update_w, stoch=self.mode("update_mode"),
+                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
+                         a0=wpiece, a1=g, d0=wpiece)
+            # bias SGD in the DMA's scalar unit
+            nb = tiles(kk, P) * P
+            self.store("B", bb, nb, "scratch")
+            self.store("B", db, nb, "scratch")
+            self.ops.append(("call", _BiasUpdate(kk, P, sh.update_b, self.fmt.bias_bits, self.cfg.update_mode,
+                                                 slice_seed(seed, it.k0), tensor_id(p, "UPDATE_B"))))
+            self.load("B", bb, nb, "scratch")
+            if kind == "first":
+                self.store("W", wpiece, wwords * P * P, "fwd_out")
+            elif kind == "second":
+                wfull, _, _ = self.w_region(it)
+                self.load("W", wfull, (it.k0 // P) * (wwords // tiles(kk, P)) * P * P, "fwd_in")
+
+    def initial(self, params):
+        P = self.P
+        for it in self.items:
+            if it.pool:
+                continue
+            li = it.layer
+            name = self.net.layers[li].name
+            w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
+            wfull, wpiece, _ = self.w_region(it)
+            if self.kind(it) == "second":
+                vals = pack_weight(w[: it.k1], P)
+                self.ops.append(("host_data", [int(v) for v in vals.reshape(-1)]))
+                self.load("W", wfull, vals.size, "scratch")
+            else:
+                vals = pack_weight(w[it.k0: it.k1], P)
+                self.ops.append(("host_data", [int(v) for v in vals.reshape(-1)]))
+                self.load("W", wpiece, vals.size, "scratch")
+            bv = pack_bias(b[it.k0: it.k1], P)
+            self.ops.append(("host_data", [int(v) for v in bv.reshape(-1)]))
+            self.load("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)), bv.size, "scratch")
+
+    def final(self):
+        P = self.P
+        for it in self.items:
+            if it.pool:
+                continue
+            li = it.layer
+            _, wpiece, wwords = self.w_region(it)
+            self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
+            self.store("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
+                       tiles(it.k1 - it.k0, P) * P, ("host", ("b", li, it.k0, it.k1)))
+
+
+def _load_cycles(n):
+    try:
+        from pymtl_fp import timing
+    except ImportError:  # the engine's timing module: one element per cycle without it
+        return n
+    return timing.load_cycles(n)
+
+
+def _store_cycles(n, lanes):
+    try:
+        from pymtl_fp import timing
+    except ImportError:
+        return n
+    return timing.store_cycles(n, lanes)
+
+
+def _command_cycles(P, msg, fallback):
+    """A compute command's occupancy from the engine's timing model (:mod:`pymtl_fp.timing`)."""
+    try:
+        from pymtl_fp import timing
+    except ImportError:
+        return fallback
+    return timing.command_cycles(P, msgs.cmd_fields(msg))
+
+
+class _BiasUpdate:
+    """The DMA's scalar unit: scratch ``[b..., db...]`` -> ``[b_new...]`` (golden ``sgd_update``)."""
+
+    def __init__(self, k, P, shift, bits, mode, seed, tid):
+        self.k, self.P, self.shift, self.bits, self.mode, self.seed, self.tid = k, P, shift, bits, mode, seed, tid
+
+    def __call__(self, values):
+        n = tiles(self.k, self.P) * self.P
+        b = unpack_bias(np.asarray(values[:n]), self.k, self.P)
+        db = unpack_bias(np.asarray(values[n:2 * n]), self.k, self.P)
+        nb = golden.sgd_update(b, db, lr_shift=self.shift, bits=self.bits, mode=self.mode, seed=self.seed,
+                               tensor_id=self.tid)
+        return [int(v) for v in pack_bias(nb, self.P).reshape(-1)]
+
+
+def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int) -> ClusterProgram:
+    """One program per node for ``steps`` training steps from ``params`` (raw integers)."""
+    if tcfg.momentum is not None:
+        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
+                           "(give no --momentum)")
+    fmt = net.precision(tcfg.precision)
+    shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
+    for name, sh in shifts.items():
+        if sh.update_w < 0:
+            raise ClusterError(f"{name}: the weight-update shift {sh.update_w} is negative; the "
+                               f"engine's update takes right shifts only")
+    nodes = []
+    for j in range(part.n):
+        nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt)
+        nd.initial(params)
+        nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
+        nd.link = {}
+        for s in range(steps):
+            nd.counting = s == 0
+            seed = step_seed(tcfg.seed, tcfg.step + s)
+            nd.ops.append(("mark", ("step", s)))
+            for b in range(part.batch):
+                nd.forward(b, seed)
+            nd.ops.append(("mark", ("bwd", s)))
+            for b in range(part.batch):
+                nd.backward(b, seed)
+            nd.ops.append(("mark", ("wg", s)))
+            nd.weight_phase(seed)
+        nd.ops.append(("mark", ("end", steps)))
+        nd.counting = False
+        nd.final()
+        nd.prog.link_elems = dict(nd.link)
+        nodes.append(nd.prog)
+    bad = []
+    for prog in nodes:
+        for buf in prog.alloc.overflow():
+            u = prog.alloc.usage()[buf]
+            bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}")
+    if bad:
+        raise ClusterError("the mapping does not fit the nodes' buffers (batch "
+                           f"{part.batch}): " + "; ".join(bad) +
+                           ". Use a smaller batch, more nodes or deeper buffers.")
+    c, h, w = net.input_shape
+    K, ho, wo = net.shapes()[-1]
+    P = ccfg.P
+    return ClusterProgram(nodes, tiles(c, P) * h * w * P, tiles(K, P) * ho * wo * P, (K, ho, wo), steps,
+                          part.batch)
+
+
+def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
+    """Reassemble ``{layer: {"w", "b"}}`` from what the nodes stored to the host."""
+    from pymtl_fp.engine.msgs import unpack_weight
+
+    out = {name: {"w": np.zeros_like(np.asarray(p["w"])), "b": np.zeros_like(np.asarray(p["b"]))}
+           for name, p in like.items()}
+    for key, vals in host_out.items():
+        kind, li, k0, k1 = key
+        layer = net.layers[li]
+        _, C, R, S = net.conv_geometry(layer)["w_shape"]
+        if kind == "w":
+            words = np.asarray(vals, dtype=np.int64).reshape(-1, P * P)
+            out[layer.name]["w"][k0:k1] = unpack_weight(words, (k1 - k0, C, R, S), P)
+        else:
+            out[layer.name]["b"][k0:k1] = unpack_bias(np.asarray(vals), k1 - k0, P)
+    return out

@@ -1,0 +1,174 @@
+"""Cluster descriptions: nodes (each with its own :class:`EngineConfig`), links, topology, levels.
+
+A :class:`ClusterConfig` is elaboration data only (what hardware exists); the network, the
+partition and the per-node programs are derived from it by :mod:`cluster.partition` and
+:mod:`cluster.compile`.
+
+* ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
+  buffer depths and in everything else that does not change the data layout; they must share the
+  array side ``P`` (activations travel between nodes in the sender's buffer layout, which is the
+  receiver's layout only when both have the same ``P``) and the word widths (checked).
+* ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the
+  host links (``msg_bits`` must equal the engines' ``stream_bits``: one tensor element per
+  message).
+* ``link_overrides``: ``{link name: LinkConfig}`` for links that differ from ``link``; names are
+  ``host->node0``, ``nodeI->nodeJ`` (neighbours, either direction), ``nodeN-1->host`` and
+  ``host->nodeN-1`` (:func:`link_names`).
+* ``topology``: ``"chain"`` (host -> node 0 -> ... -> node N-1 -> host, and back).  ``"ring"``
+  is accepted by the description but refused by :func:`check_topology` until it is built.
+* ``clock_mhz``: the clock used to turn cycles into images/s in reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pymtl_fp.engine.config import EngineConfig
+from pymtl_fp.link.config import LinkConfig
+
+TOPOLOGIES = ("chain", "ring")
+#: what each cluster level runs: (engine level, link level)
+LEVELS = {
+    "fl": ("fl", "cl"),          # golden-model engines, cycle-level links ("FL with timed links")
+    "cl": ("cl", "cl"),          # EngineCL (not built yet) + LinkCL
+    "rtl": ("rtl", "rtl"),       # EngineRTL + LinkRTL, simulated by PyMTL3
+    "verilator": ("verilator", "rtl"),  # EngineRTL through Verilator, LinkRTL in PyMTL3
+}
+ENGINE_LEVELS = ("fl", "cl", "rtl", "verilator")
+LINK_LEVELS = ("fl", "cl", "rtl")
+
+
+class ClusterError(ValueError):
+    """A cluster description, partition or mapping that cannot run (raised before simulation)."""
+
+
+def default_link(stream_bits: int = 32, latency: int = 8) -> LinkConfig:
+    """One element (``stream_bits``) per cycle, ``latency`` cycles, enough credits for full rate, CRC on."""
+    probe = LinkConfig(msg_bits=stream_bits, phit_bits=stream_bits, latency=latency,
+                       credit_latency=latency, credits=1, crc=True)
+    return LinkConfig(msg_bits=stream_bits, phit_bits=stream_bits, latency=latency,
+                      credit_latency=latency, credits=max(2, probe.min_credits), crc=True,
+                      name=f"cluster_l{latency}")
+
+
+def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = 2048, weight_depth: int = 512,
+                   bias_depth: int = 64, stochastic: bool = True) -> EngineConfig:
+    """An engine whose word widths are the net's formats at ``precision``."""
+    fmt = net.precision(precision)
+    if fmt.wgrad.bits != fmt.grad.bits:
+        raise ClusterError(
+            f"{net.name}/{precision}: the engine writes weight gradients in the gradient width "
+            f"({fmt.grad.bits} bits) but the format asks for wgrad {fmt.wgrad.bits} bits")
+    data = max(fmt.act.bits, fmt.weight.bits, fmt.grad.bits)
+    acc = max(32, 2 * data + 2, fmt.bias_bits)
+    stream = 32 if acc <= 32 else 64
+    return EngineConfig(rows=P, cols=P, act_bits=fmt.act.bits, weight_bits=fmt.weight.bits,
+                        grad_bits=fmt.grad.bits, acc_bits=acc, act_depth=act_depth,
+                        weight_depth=weight_depth, bias_depth=bias_depth, stream_bits=stream,
+                        stochastic=stochastic, name=f"cluster{P}")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    engines: tuple
+    link: LinkConfig
+    topology: str = "chain"
+    clock_mhz: float = 200.0
+    link_overrides: dict = dataclasses.field(default_factory=dict, hash=False)
+
+    def __post_init__(self):
+        engines = tuple(self.engines)
+        object.__setattr__(self, "engines", engines)
+        if not engines:
+            raise ClusterError("a cluster needs at least one node")
+        for i, e in enumerate(engines):
+            if not isinstance(e, EngineConfig):
+                raise ClusterError(f"node {i}: engine must be an EngineConfig, got {e!r}")
+        first = engines[0]
+        for i, e in enumerate(engines[1:], 1):
+            for f in ("rows", "act_bits", "weight_bits", "grad_bits", "stream_bits"):
+                if getattr(e, f) != getattr(first, f):
+                    raise ClusterError(
+                        f"node {i}: {f}={getattr(e, f)} differs from node 0's {getattr(first, f)}; "
+                        f"nodes may differ in buffer depths and accumulator width only (data moves "
+                        f"between nodes in the sender's buffer layout)")
+        if not isinstance(self.link, LinkConfig):
+            raise ClusterError(f"link must be a LinkConfig, got {self.link!r}")
+        if self.link.msg_bits != first.stream_bits:
+            raise ClusterError(f"link msg_bits={self.link.msg_bits} must equal the engines' "
+                               f"stream_bits={first.stream_bits} (one element per message)")
+        names = set(link_names(len(engines)))
+        for name, lc in self.link_overrides.items():
+            if name not in names:
+                raise ClusterError(f"link_overrides: no link named {name!r}; links: {', '.join(link_names(len(engines)))}")
+            if not isinstance(lc, LinkConfig) or lc.msg_bits != first.stream_bits:
+                raise ClusterError(f"link_overrides[{name!r}] must be a LinkConfig with msg_bits="
+                                   f"{first.stream_bits}, got {lc!r}")
+        if self.topology not in TOPOLOGIES:
+            raise ClusterError(f"unknown topology {self.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
+        if not self.clock_mhz > 0:
+            raise ClusterError(f"clock_mhz must be > 0, got {self.clock_mhz}")
+
+    @property
+    def n(self) -> int:
+        return len(self.engines)
+
+    def link_cfg(self, name: str) -> LinkConfig:
+        """The config of the link called ``name`` (see :func:`link_names`)."""
+        return self.link_overrides.get(name, self.link)
+
+    @property
+    def P(self) -> int:
+        return self.engines[0].P
+
+    @classmethod
+    def homogeneous(cls, n: int, engine: EngineConfig, link: LinkConfig | None = None, **kw):
+        if not isinstance(n, int) or n < 1:
+            raise ClusterError(f"number of nodes must be >= 1, got {n!r}")
+        return cls((engine,) * n, link or default_link(engine.stream_bits), **kw)
+
+    def replace(self, **changes) -> ClusterConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def link_names(n: int) -> list:
+    """Forward links (host->node0, node0->node1, ..., nodeN-1->host), then backward links
+    (node1->node0, ..., nodeN-1->nodeN-2, host->nodeN-1)."""
+    fwd = ["host->node0"] + [f"node{j}->node{j + 1}" for j in range(n - 1)] + [f"node{n - 1}->host"]
+    bwd = [f"node{j + 1}->node{j}" for j in range(n - 1)] + [f"host->node{n - 1}"]
+    return fwd + bwd
+
+
+def check_topology(cfg: ClusterConfig) -> None:
+    if cfg.topology != "chain":
+        raise ClusterError(f"topology {cfg.topology!r} is described but not built yet; use chain")
+
+
+def node_levels(level: str, n: int, node_levels: str | list | None = None) -> list:
+    """Per-node engine levels for a cluster level (``mixed``: node 0 ``rtl``, the others ``fl``,
+    unless ``node_levels`` gives them, e.g. ``"rtl,fl,fl,fl"``)."""
+    if node_levels is not None:
+        levels = node_levels.split(",") if isinstance(node_levels, str) else list(node_levels)
+        levels = [lv.strip() for lv in levels]
+        if len(levels) != n:
+            raise ClusterError(f"{len(levels)} node levels given for {n} nodes")
+    elif level == "mixed":
+        levels = ["rtl"] + ["fl"] * (n - 1) if n > 1 else ["rtl"]
+    elif level in LEVELS:
+        levels = [LEVELS[level][0]] * n
+    else:
+        raise ClusterError(f"unknown level {level!r}; choose one of {', '.join(list(LEVELS) + ['mixed'])}")
+    for lv in levels:
+        if lv not in ENGINE_LEVELS:
+            raise ClusterError(f"unknown engine level {lv!r}; choose from {', '.join(ENGINE_LEVELS)}")
+    return levels
+
+
+def engine_level_available(level: str) -> bool:
+    if level == "cl":
+        try:
+            import pymtl_fp.engine.EngineCL  # noqa: F401
+        except ImportError:
+            return False
+    return True

@@ -1,0 +1,305 @@
+"""Partition a sequential CNN over the nodes of a chain: FPDeep's workload balancing.
+
+Objective (FPDeep): every node gets an equal share of the total FP + BP + WG work.  The work is
+measured in **engine cycles** with the engine's closed-form timing model
+(:func:`pymtl_fp.engine.program.compute_cycles`), per image: ``fwd`` (one image) + ``bwd_data``
+(one image) + ``bwd_weight`` (the whole mini-batch, divided by its size) of every conv/fc layer,
+``pool_fwd`` + ``pool_bwd`` of every pool.
+
+Granularity: a conv/fc layer is cut into *tiles* of ``P`` output channels (the engine's array
+side; a piece must start on a tile so that it is a contiguous block of the activation and weight
+layouts).  A position ``m`` is the number of tiles before a cut; node ``i`` computes tiles
+``[cuts[i], cuts[i+1])``.  The cut positions are chosen by FPDeep's balancing rule, reusing
+:func:`pymtl_fp.explore.partition.nearest_positions`: node ``i``'s end cut is the position whose
+cumulative work is nearest to ``(i+1)/N`` of the total (equal shares: the nodes share ``P``).
+
+Refinement: the nearest-share rule is greedy; on a coarse tile grid it can leave one node with
+far more than ``1/N`` (lenet-digits on 4 nodes: max/mean 1.75).  :func:`partition` therefore also
+searches every cut vector for the smallest maximum node work (the same objective, solved exactly,
+as Zhang et al.'s DP does for asymmetric FPGAs; small nets only) and returns it when it is better
+(``method`` then says so, with the rule's balance).
+
+Hardware constraints the explore model does not have (so :func:`pymtl_fp.explore.partition.fpdeep`
+is not called on an explore ``Chain`` directly: its cost model is the explore compute model, not the
+engine's timing model, and it may choose row splits, which this cluster does not build):
+
+* a layer is split by output channels over **at most two** neighbouring nodes (the second
+  holder assembles the full output and computes the layer's whole data gradient with a full copy
+  of the weights, refreshed once per step from the first holder);
+* the data gradient of a split layer is charged to the second holder;
+* a pool goes with the node that holds the last piece of the conv before it;
+* every node gets at least one tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster.config import ClusterError
+from pymtl_fp.engine import program
+from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.explore.partition import nearest_positions
+from pymtl_fp.net import Pool
+
+
+@dataclass(frozen=True)
+class Item:
+    """One unit of work on a node: layer ``layer`` (index in ``net.layers``), output channels
+    ``[k0, k1)`` (pools: the whole layer, ``k0 = k1 = 0``)."""
+
+    layer: int
+    k0: int = 0
+    k1: int = 0
+    pool: bool = False
+
+
+@dataclass
+class Partition:
+    net: object
+    P: int
+    batch: int
+    cuts: list                     #: tile positions, ``N + 1`` of them
+    nodes: list                    #: per node, its items in layer order
+    work: list = field(default_factory=list)  #: per node, modelled cycles per image
+    method: str = "fpdeep"
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def balance(self) -> float:
+        """max / mean node work (1.0 = perfect)."""
+        w = np.asarray(self.work, dtype=float)
+        return float(w.max() / w.mean()) if w.mean() > 0 else 1.0
+
+    def split_layers(self) -> list:
+        """Names of the layers shared by two nodes."""
+        out = []
+        for items in self.nodes:
+            for it in items:
+                if not it.pool and it.k0 > 0:
+                    out.append(self.net.layers[it.layer].name)
+        return out
+
+    def describe(self) -> list:
+        lines = []
+        for j, items in enumerate(self.nodes):
+            parts = []
+            for it in items:
+                layer = self.net.layers[it.layer]
+                if it.pool:
+                    parts.append(layer.name)
+                else:
+                    K = self.net.conv_geometry(layer)["w_shape"][0]
+                    parts.append(layer.name if (it.k0, it.k1) == (0, K) else f"{layer.name}[{it.k0}:{it.k1}]")
+            lines.append(f"node {j}: {' '.join(parts)}  ({self.work[j]:.0f} cycles/image)")
+        return lines
+
+
+# ---- work model -------------------------------------------------------------------------------
+
+class _Shape:
+    def __init__(self, *shape):
+        self.shape = tuple(int(v) for v in shape)
+
+
+def layer_info(net, li: int) -> dict:
+    layer = net.layers[li]
+    c, h, w = net.shapes()[li]
+    ko, ho, wo = net.shapes()[li + 1]
+    info = dict(c=c, h=h, w=w, k=ko, ho=ho, wo=wo, pool=isinstance(layer, Pool))
+    if not info["pool"]:
+        geo = net.conv_geometry(layer)
+        _, _, R, S = geo["w_shape"]
+        info.update(r=R, s=S, stride=geo["stride"], pad=geo["pad"],
+                    p=[x.name for x in net.param_layers()].index(layer.name))
+    else:
+        info.update(pk=layer.k)
+    return info
+
+
+def op_cycles(ecfg, net, li: int, op: str, n: int = 1, k0: int = 0, k1: int | None = None) -> int:
+    """Engine cycles (timing model) of one command on layer ``li``, channels ``[k0, k1)``."""
+    f = layer_info(net, li)
+    if f["pool"]:
+        if op == "pool_fwd":
+            return program.compute_cycles(ecfg, op, dict(x=_Shape(n, f["c"], f["h"], f["w"]), k=f["pk"]))
+        return program.compute_cycles(ecfg, op, dict(dy=_Shape(n, f["c"], f["ho"], f["wo"]), k=f["pk"]))
+    k1 = f["k"] if k1 is None else k1
+    kk = k1 - k0
+    x = _Shape(n, f["c"], f["h"], f["w"])
+    case = dict(x=x, stride=f["stride"], pad=f["pad"])
+    if op == "bwd_weight":
+        case["w_shape"] = (kk, f["c"], f["r"], f["s"])
+    else:
+        case["w"] = _Shape(kk, f["c"], f["r"], f["s"])
+    return program.compute_cycles(ecfg, op, case)
+
+
+def item_work(ecfg, net, it: Item, batch: int) -> float:
+    """Modelled engine cycles per image of one item (FP + BP + WG, see the module docstring)."""
+    f = layer_info(net, it.layer)
+    if it.pool:
+        return op_cycles(ecfg, net, it.layer, "pool_fwd") + op_cycles(ecfg, net, it.layer, "pool_bwd")
+    work = op_cycles(ecfg, net, it.layer, "fwd", 1, it.k0, it.k1)
+    work += op_cycles(ecfg, net, it.layer, "bwd_weight", batch, it.k0, it.k1) / batch
+    if it.k1 == f["k"] and f["p"] > 0:
+        work += op_cycles(ecfg, net, it.layer, "bwd_data", 1)
+    return work
+
+
+# ---- partitioning -----------------------------------------------------------------------------
+
+def _param_layers(net) -> list:
+    return [i for i, layer in enumerate(net.layers) if not isinstance(layer, Pool)]
+
+
+def items_from_cuts(net, P: int, cuts) -> list:
+    """Per node, its items for tile-position cuts."""
+    plist = _param_layers(net)
+    starts, pos = [], 0
+    for li in plist:
+        starts.append(pos)
+        pos += tiles(layer_info(net, li)["k"], P)
+    total = pos
+    cuts = [int(c) for c in cuts]
+    if cuts[0] != 0 or cuts[-1] != total or any(b < a for a, b in zip(cuts, cuts[1:])):
+        raise ClusterError(f"cuts {cuts} must rise from 0 to {total} (tiles of {P} channels)")
+    nodes = []
+    for j in range(len(cuts) - 1):
+        a, b = cuts[j], cuts[j + 1]
+        items = []
+        for q, li in enumerate(plist):
+            K = layer_info(net, li)["k"]
+            t0, t1 = starts[q], starts[q] + tiles(K, P)
+            lo, hi = max(a, t0), min(b, t1)
+            if lo >= hi:
+                continue
+            k0, k1 = (lo - t0) * P, min(K, (hi - t0) * P)
+            items.append(Item(li, k0, k1))
+            if k1 == K:  # the pools after this layer go with its last piece
+                nxt = li + 1
+                while nxt < len(net.layers) and isinstance(net.layers[nxt], Pool):
+                    items.append(Item(nxt, pool=True))
+                    nxt += 1
+        nodes.append(items)
+    return nodes
+
+
+def _check_nodes(net, nodes) -> None:
+    holders = {}
+    for j, items in enumerate(nodes):
+        if not items:
+            raise ClusterError(f"node {j} gets no work (too many nodes for {net.name} at this "
+                               f"array size: give fewer nodes)")
+        for it in items:
+            if not it.pool:
+                holders.setdefault(it.layer, []).append(j)
+    for li, js in holders.items():
+        if len(js) > 2:
+            raise ClusterError(f"layer {net.layers[li].name} is split over nodes {js}; "
+                               f"a layer may be shared by at most two neighbouring nodes")
+
+
+def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: bool = True) -> Partition:
+    """FPDeep-balanced partition (see the module docstring); ``cuts`` forces tile positions,
+    ``split=False`` cuts at layer boundaries only.  With ``refine`` (default), when FPDeep's
+    nearest-share rule leaves a node with more work than the best cut vector (exhaustive min-max
+    search, small nets only), the min-max partition is returned instead (``method`` says so)."""
+    P = ccfg.P
+    N = ccfg.n
+    ecfg = ccfg.engines[0]
+    plist = _param_layers(net)
+    # per-tile work: the cumulative curve FPDeep balances
+    tile_work = []
+    layer_end = [0]
+    for li in plist:
+        K = layer_info(net, li)["k"]
+        T = tiles(K, P)
+        for t in range(T):
+            k0, k1 = t * P, min(K, (t + 1) * P)
+            w = op_cycles(ecfg, net, li, "fwd", 1, k0, k1)
+            w += op_cycles(ecfg, net, li, "bwd_weight", batch, k0, k1) / batch
+            if t == T - 1:
+                it = Item(li, 0, K)
+                w += item_work(ecfg, net, it, batch) - (
+                    op_cycles(ecfg, net, li, "fwd", 1) + op_cycles(ecfg, net, li, "bwd_weight", batch) / batch)
+                nxt = li + 1
+                while nxt < len(net.layers) and isinstance(net.layers[nxt], Pool):
+                    w += item_work(ecfg, net, Item(nxt, pool=True), batch)
+                    nxt += 1
+            tile_work.append(w)
+        layer_end.append(layer_end[-1] + T)
+    total_tiles = len(tile_work)
+    method = "given"
+    if cuts is None:
+        method = "fpdeep" if split else "fpdeep-layers"
+        if N > total_tiles:
+            raise ClusterError(f"{N} nodes but {net.name} has only {total_tiles} tiles of {P} "
+                               f"channels: give at most {total_tiles} nodes")
+        curve = np.concatenate([[0.0], np.cumsum(tile_work)])
+        curve = curve / curve[-1]
+        allowed = np.arange(total_tiles + 1) if split else np.asarray(layer_end)
+        if not split and N > len(plist):
+            raise ClusterError(f"{N} nodes but {net.name} has {len(plist)} conv/fc layers: "
+                               f"cutting at layer boundaries needs at most that many nodes")
+        targets = np.arange(1, N) / N
+        picks = nearest_positions(curve[allowed], targets) if N > 1 else np.zeros(0, dtype=int)
+        cuts = [0] + [int(allowed[i]) for i in picks] + [total_tiles]
+        # every node at least one position step, at most two holders per layer
+        for i in range(1, N):
+            lo = cuts[i - 1] + 1
+            hi_room = total_tiles - (N - i)
+            cands = [int(a) for a in allowed if lo <= a <= hi_room]
+            if not cands:
+                raise ClusterError(f"cannot give every one of {N} nodes work at this granularity")
+            cuts[i] = min(cands, key=lambda a: (abs(a - cuts[i]), a)) if cuts[i] not in cands else cuts[i]
+            # a middle-only node (both cuts inside one layer) would make a 3-way split: snap up
+            for q in range(len(plist)):
+                a, b = layer_end[q], layer_end[q + 1]
+                if a < cuts[i - 1] < b and a < cuts[i] < b:
+                    cuts[i] = b if b <= hi_room else cuts[i]
+    nodes = items_from_cuts(net, P, cuts)
+    _check_nodes(net, nodes)
+    work = [sum(item_work(ccfg.engines[j], net, it, batch) for it in items) for j, items in enumerate(nodes)]
+    result = Partition(net, P, batch, list(cuts), nodes, work, method)
+    if method == "fpdeep" and refine:
+        best = _min_max(net, ccfg, batch, total_tiles)
+        if best is not None and max(best.work) < max(result.work):
+            best.method = f"min-max (FPDeep's rule gave max/mean {result.balance:.3f})"
+            return best
+    return result
+
+
+def _min_max(net, ccfg, batch, total_tiles, limit=200_000):
+    """The cut vector with the smallest maximum node work (exact search over tile positions; the
+    asymmetric-FPGA objective of Zhang et al., here with the engine's timing model), or None when
+    there are too many cut vectors to enumerate."""
+    import itertools
+    import math
+
+    N = ccfg.n
+    if N == 1 or math.comb(total_tiles - 1, N - 1) > limit:
+        return None
+    best, best_key = None, None
+    cache = {}
+    for inner in itertools.combinations(range(1, total_tiles), N - 1):
+        cuts = [0, *inner, total_tiles]
+        nodes = items_from_cuts(net, ccfg.P, cuts)
+        try:
+            _check_nodes(net, nodes)
+        except ClusterError:
+            continue
+        work = []
+        for j, items in enumerate(nodes):
+            key = (j, tuple(items))
+            if key not in cache:
+                cache[key] = sum(item_work(ccfg.engines[j], net, it, batch) for it in items)
+            work.append(cache[key])
+        k = (max(work), sum(w * w for w in work))
+        if best_key is None or k < best_key:
+            best_key, best = k, Partition(net, ccfg.P, batch, cuts, nodes, work, "min-max")
+    return best

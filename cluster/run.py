@@ -1,0 +1,245 @@
+"""Run training steps on a simulated cluster and report where the cycles go.
+
+:func:`train_on_cluster` partitions, compiles, builds the cluster top at the requested levels,
+simulates ``steps`` mini-batches with a watchdog (a hang raises
+:class:`tb.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
+back to the host and returns them with a report.  :func:`golden_steps` is the reference:
+:func:`pymtl_fp.golden.train.train_step` applied ``steps`` times.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from cluster.compile import compile_cluster, unpack_params
+from cluster.config import ClusterError, check_topology, engine_level_available
+from cluster.partition import partition as make_partition
+from cluster.router import STATES
+from cluster.top import ClusterTop
+from pymtl_fp.golden.train import TrainConfig, train_step
+
+
+def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int):
+    """``train_step`` applied ``steps`` times on consecutive batches; returns (params, losses)."""
+    losses = []
+    for s in range(steps):
+        sl = slice(s * batch, (s + 1) * batch)
+        params, loss = train_step(net, params, images[sl], labels[sl], replace(tcfg, step=tcfg.step + s))
+        losses.append(loss)
+    return params, losses
+
+
+def params_equal(a: dict, b: dict) -> bool:
+    return all(np.array_equal(a[n][k], b[n][k]) for n in a for k in ("w", "b"))
+
+
+@dataclass
+class ClusterRun:
+    params: dict
+    losses: list
+    cycles: int
+    report: dict = field(default_factory=dict)
+    logits: list = field(default_factory=list)
+
+
+def _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall):
+    from pymtl3 import DefaultPassGroup
+
+    top = ClusterTop(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
+    top.elaborate()
+    if "verilator" in levels:
+        from pymtl_fp.verilate import translate_import_units
+
+        units = {top.nodes[j].engine: (ccfg.engines[j].module_name(), ccfg.engines[j].params())
+                 for j, lv in enumerate(levels) if lv == "verilator"}
+        top = translate_import_units(top, units)
+    else:
+        top.apply(DefaultPassGroup(linetrace=False))
+    top.sim_reset()
+    return top
+
+
+def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
+                     levels: list, link_level: str | None = None, cuts=None, split: bool = True,
+                     stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
+                     progress_cb=None) -> ClusterRun:
+    from tb.sim import run_until
+
+    check_topology(ccfg)
+    if len(levels) != ccfg.n:
+        raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
+    for lv in levels:
+        if lv == "cl" and not engine_level_available("cl"):
+            raise ClusterError("engine level cl is not available yet (EngineCL arrives with the "
+                               "engine's cycle-level model); use fl, rtl, verilator or mixed")
+    if link_level is None:
+        link_level = "rtl" if all(lv in ("rtl", "verilator") for lv in levels) else "cl"
+    images, labels = np.asarray(images), np.asarray(labels)
+    if len(images) < steps * batch:
+        raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
+    images, labels = images[: steps * batch], labels[: steps * batch]
+    part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
+    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps)   # refuses misfits before simulating
+    fmt = net.precision(tcfg.precision)
+    t0 = time.time()
+    top = _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall)
+    t_build = time.time() - t0
+    routers = [nd.router for nd in top.nodes]
+
+    def done():
+        return all(r.is_done() for r in routers)
+
+    def progress():
+        return tuple(r._progress() for r in routers) + (top.host.done_images(),)
+
+    def stuck():
+        return "; ".join(r.describe() for r in routers if not r.is_done()) or "nothing (all nodes done)"
+
+    t0 = time.time()
+    cycles = run_until(top, done, max_cycles=max_cycles, progress=progress, idle_limit=idle_limit,
+                       describe_stuck=stuck)
+    t_sim = time.time() - t0
+    host_out = {}
+    for r in routers:
+        host_out.update(r.host)
+    new_params = unpack_params(net, part, ccfg.P, host_out, params)
+    if top.host.unexpected:
+        raise ClusterError(f"node 0 sent {top.host.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles, steps, batch,
+                         t_build, t_sim)
+    return ClusterRun(new_params, list(top.host.losses), cycles, report, list(top.host.logits))
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles, steps, batch,
+                t_build, t_sim) -> dict:
+    clock = ccfg.clock_mhz * 1e6
+    link_rate = ccfg.link.throughput_msgs  # messages (elements) per cycle at full load
+    # step boundaries: when every node has passed the step's mark
+    marks = [dict(r.marks) for r in routers]
+    # a step ends when its last node has finished its update; steps overlap (node 0 starts the
+    # next forward pass while later nodes still run backward), so a step's cycles are the time
+    # between consecutive step ends (the first: from the first node's start)
+    step_start = [min(m[("step", s)] for m in marks) for s in range(steps)]
+    step_end = [max(m[("step", s + 1)] if s + 1 < steps else m[("end", steps)] for m in marks)
+                for s in range(steps)]
+    step_cycles = [e - b for b, e in zip([step_start[0]] + step_end[:-1], step_end)]
+    # modelled serial work per node and step (compute from the timing model + stream I/O)
+    node_serial = [p.compute_cycles + p.io_cycles for p in cprog.nodes]
+    node_compute = [p.compute_cycles for p in cprog.nodes]
+    link_elems = []  # per link (forward j -> j+1, backward j+1 -> j), elements per step
+    for j in range(ccfg.n - 1):
+        f = cprog.nodes[j].link_elems.get("fwd_out", 0)
+        b = cprog.nodes[j + 1].link_elems.get("bwd_out", 0)
+        link_elems.append({"link": f"node{j}<->node{j + 1}", "fwd": f, "bwd": b})
+    host_fwd = cprog.host_in_elems * batch
+    host_logits = cprog.logit_elems * batch
+    per_link = {"host->node0": host_fwd, f"node{ccfg.n - 1}->host": host_logits,
+                f"host->node{ccfg.n - 1}": host_logits}
+    for j, le in enumerate(link_elems):
+        per_link[f"node{j}->node{j + 1}"] = le["fwd"]
+        per_link[f"node{j + 1}->node{j}"] = le["bwd"]
+    bound_compute = max(node_compute)
+    bound_serial = max(node_serial)
+    bound_link = max(v / ccfg.link_cfg(k).throughput_msgs for k, v in per_link.items())
+    bound = max(bound_serial, bound_link)
+    steady = step_cycles[-1] if steps > 1 else step_cycles[0]
+    nodes = []
+    for j, (r, p) in enumerate(zip(routers, cprog.nodes)):
+        peak = ccfg.engines[j].macs_per_cycle
+        nodes.append({
+            "node": j, "level": levels[j], "engine": ccfg.engines[j].name or ccfg.engines[j].module_name(),
+            "items": part.describe()[j].split(": ", 1)[1],
+            "work_model_cycles_per_image": round(part.work[j], 1),
+            "macs": r.macs, "mac_utilization": r.macs / (peak * cycles) if cycles else 0.0,
+            "cycles": dict(r.stats), "busy_fraction": {k: r.stats[k] / max(1, sum(r.stats.values()))
+                                                       for k in STATES},
+            "model_compute_cycles_per_step": p.compute_cycles, "model_io_cycles_per_step": p.io_cycles,
+            "buffers": p.alloc.usage(), "router_scratch_max": r.scratch_max,
+            "router_out_buffer_max": dict(r.outq_max),
+            "first_active_cycle": min(c for (lab, c) in r.marks),
+            "finished_cycle": r.done_cycle,
+        })
+    links = []
+    all_links = [("host->node0", top.fwd_links[0], host_fwd)]
+    for j in range(ccfg.n - 1):
+        all_links.append((f"node{j}->node{j + 1}", top.fwd_links[j + 1], link_elems[j]["fwd"]))
+        all_links.append((f"node{j + 1}->node{j}", top.bwd_links[j], link_elems[j]["bwd"]))
+    all_links.append((f"node{ccfg.n - 1}->host", top.fwd_links[ccfg.n], host_logits))
+    all_links.append((f"host->node{ccfg.n - 1}", top.bwd_links[ccfg.n - 1], host_logits))
+    for name, _, per_step in all_links:
+        rate = ccfg.link_cfg(name).throughput_msgs
+        links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
+                      "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
+    host = top.host
+    fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
+    return {
+        "net": net.name, "nodes": ccfg.n, "levels": levels, "link_level": link_level,
+        "link": {"msg_bits": ccfg.link.msg_bits, "phit_bits": ccfg.link.phit_bits,
+                 "latency": ccfg.link.latency, "credits": ccfg.link.credits,
+                 "elements_per_cycle": link_rate},
+        "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
+        "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
+                      "nodes": part.describe(), "balance_max_over_mean": part.balance},
+        "pipelining": "layer-level (per image, whole feature maps); weight gradients over the batch",
+        "cycles_total": cycles, "cycles_per_step": step_cycles,
+        "images_per_s": batch * clock / steady if steady else 0.0,
+        "bound": {"node_compute_cycles_per_step": bound_compute,
+                  "node_serial_cycles_per_step": bound_serial,
+                  "busiest_link_cycles_per_step": bound_link,
+                  "cycles_per_step": bound,
+                  "efficiency_vs_bound": bound / steady if steady else 0.0,
+                  # FPDeep's bound: the slowest node's compute or the busiest link, per step
+                  "compute_or_link_cycles_per_step": max(bound_compute, bound_link),
+                  "efficiency_vs_compute_bound": max(bound_compute, bound_link) / steady if steady else 0.0,
+                  "measured_cycles_per_image": steady / batch if batch else None,
+                  "bound_cycles_per_image": bound / batch if batch else None},
+        "pipeline": {"fill_cycles_first_logits": fill,
+                     "drain_cycles": (step_end[-1] - max(host.logit_cycles)) if host.logit_cycles else None},
+        "node": nodes, "links": links,
+        "losses": list(host.losses),
+        "wall_seconds": {"build": round(t_build, 2), "simulate": round(t_sim, 2)},
+        "sim_cycles_per_second": cycles / t_sim if t_sim > 0 else None,
+    }
+
+
+def format_report(rep: dict) -> str:
+    lines = [(f"cluster: {rep['nodes']} nodes, levels {','.join(rep['levels'])}, links {rep['link_level']} "
+              f"({rep['link']['msg_bits']}-bit messages, {rep['link']['elements_per_cycle']:.2f} elements/cycle, "
+              f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"),
+             (f"partition ({rep['partition']['method']}, balance max/mean = "
+              f"{rep['partition']['balance_max_over_mean']:.3f}, split layers: "
+              f"{', '.join(rep['partition']['split_layers']) or 'none'}):")]
+    lines += [f"  {x}" for x in rep["partition"]["nodes"]]
+    b = rep["bound"]
+    steady = rep["cycles_per_step"][-1]
+    lines.append(f"cycles per step: {rep['cycles_per_step']} (total {rep['cycles_total']}); "
+                 f"{rep['images_per_s']:.0f} images/s at {rep['clock_mhz']:.0f} MHz")
+    lines.append(f"analytical bound per step: slowest node compute {b['node_compute_cycles_per_step']}, "
+                 f"slowest node compute+stream I/O {b['node_serial_cycles_per_step']}, busiest link "
+                 f"{b['busiest_link_cycles_per_step']:.0f} -> bound {b['cycles_per_step']:.0f}; measured {steady}: "
+                 f"{100 * b['efficiency_vs_bound']:.1f}% of the bound "
+                 f"({100 * b['efficiency_vs_compute_bound']:.1f}% of the compute-or-link bound "
+                 f"{b['compute_or_link_cycles_per_step']:.0f}); per image {b['measured_cycles_per_image']:.0f} "
+                 f"cycles measured, {b['bound_cycles_per_image']:.0f} bound")
+    p = rep["pipeline"]
+    lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
+                 f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")
+    lines.append("node  level      MAC util  compute     io  stall_in stall_out  engine   done  X/D/W words used")
+    for n in rep["node"]:
+        f = n["busy_fraction"]
+        bu = n["buffers"]
+        lines.append(f"{n['node']:>4}  {n['level']:<9} {100 * n['mac_utilization']:8.1f}% "
+                     f"{100 * f['compute']:6.1f}% {100 * f['io']:5.1f}% {100 * f['stall_in']:8.1f}% "
+                     f"{100 * f['stall_out']:8.1f}% {100 * f['engine']:6.1f}% {100 * f['done']:5.1f}%  "
+                     f"{bu['X']['used']}/{bu['D']['used']}/{bu['W']['used']}")
+    lines.append("link                 elements/step  bandwidth utilization")
+    for lk in rep["links"]:
+        lines.append(f"  {lk['link']:<18} {lk['elements_per_step']:>12}  {100 * lk['bandwidth_utilization']:6.1f}%")
+    if rep.get("losses"):
+        lines.append("losses per step: " + ", ".join(f"{x:.4f}" for x in rep["losses"]))
+    return "\n".join(lines)

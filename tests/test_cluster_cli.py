@@ -1,0 +1,47 @@
+"""``pymtl-fp train --engine cluster``: the report, the JSON and the saved weights; clear errors."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from scripts import cmd_train
+from scripts.errors import UserError
+
+
+def run_cli(*argv):
+    parser = argparse.ArgumentParser()
+    cmd_train.add_arguments(parser)
+    return cmd_train.main(parser.parse_args(["--engine", "cluster", *argv]))
+
+
+def test_cluster_training_report_json_and_weights(tmp_path, capsys):
+    report, weights = tmp_path / "r.json", tmp_path / "w.npz"
+    assert run_cli("--nodes", "2", "--batch", "2", "--steps", "2", "--report", str(report),
+                   "--save-weights", str(weights)) == 0
+    out = capsys.readouterr().out
+    assert "final weights equal the golden model's: yes" in out
+    for text in ("cycles per step", "images/s at 200 MHz", "analytical bound per step", "MAC util",
+                 "bandwidth utilization", "first logits after"):
+        assert text in out
+    data = json.loads(report.read_text())
+    assert data["weights_equal_golden"] is True and data["nodes"] == 2 and data["batch"] == 2
+    assert len(data["node"]) == 2 and data["bound"]["cycles_per_step"] > 0
+    w = np.load(weights)
+    assert set(w.files) == {"conv1.w", "conv1.b", "conv2.w", "conv2.b", "fc.w", "fc.b"}
+    assert w["conv2.w"].shape == (16, 8, 3, 3)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--level", "gates"], "choose one of"),
+    (["--nodes", "20", "--batch", "2"], "at most"),
+    (["--act-depth", "128", "--batch", "8"], "does not fit"),
+    (["--precision", "float64"], "fixed-point precision"),
+    (["--nodes", "2", "--node-levels", "rtl"], "1 node levels given for 2 nodes"),
+    (["--cuts", "0,5,3,9", "--nodes", "3"], "rise from 0"),
+    (["--save-weights", "w.txt"], ".npz"),
+])
+def test_cluster_bad_options_are_user_errors(argv, match):
+    with pytest.raises(UserError, match=match):
+        run_cli(*argv)

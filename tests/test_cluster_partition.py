@@ -1,0 +1,113 @@
+"""The cluster's partitioner and compiler, without simulation: FPDeep balance, splits, buffer checks,
+stochastic-rounding slice seeds, the host's per-image loss gradient."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cluster.compile import compile_cluster, slice_seed
+from cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
+from cluster.host import row_grad
+from cluster.partition import partition
+from pymtl_fp.golden.loss import softmax_xent_grad
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+from pymtl_fp.numerics import stochastic_offset
+from tb.hypothesis_profiles import examples
+
+NET = load_net("lenet-digits")
+ENGINE = engine_for_net(NET, "8")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_fpdeep_partition_covers_every_channel_once(n):
+    part = partition(NET, ClusterConfig.homogeneous(n, ENGINE), batch=4)
+    assert len(part.nodes) == n and all(part.nodes)
+    for layer in NET.param_layers():
+        K = NET.conv_geometry(layer)["w_shape"][0]
+        li = NET.layers.index(layer)
+        pieces = sorted((it.k0, it.k1) for items in part.nodes for it in items if it.layer == li and not it.pool)
+        assert pieces[0][0] == 0 and pieces[-1][1] == K
+        assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+        assert len(pieces) <= 2
+    assert part.balance >= 1.0
+    if n == 2:  # FPDeep splits conv2 to balance two nodes within 10%
+        assert part.split_layers() == ["conv2"] and part.balance < 1.1
+
+
+def test_layer_boundary_partition_is_less_balanced():
+    ccfg = ClusterConfig.homogeneous(2, ENGINE)
+    assert partition(NET, ccfg, 4, split=False).balance > partition(NET, ccfg, 4).balance
+
+
+def test_forced_cuts_and_bad_cuts():
+    ccfg = ClusterConfig.homogeneous(3, ENGINE)
+    part = partition(NET, ccfg, 2, cuts=[0, 1, 7, 9])
+    assert part.split_layers() == ["conv1", "fc"]
+    with pytest.raises(ClusterError, match="at most two"):
+        partition(NET, ClusterConfig.homogeneous(4, ENGINE), 2, cuts=[0, 3, 4, 5, 9])
+    with pytest.raises(ClusterError, match="rise from 0"):
+        partition(NET, ccfg, 2, cuts=[0, 5, 3, 9])
+    with pytest.raises(ClusterError, match="no work"):
+        partition(NET, ccfg, 2, cuts=[0, 4, 4, 9])
+    with pytest.raises(ClusterError, match="at most 9"):
+        partition(NET, ClusterConfig.homogeneous(10, ENGINE), 2)
+
+
+def test_mapping_that_does_not_fit_is_refused_before_simulation():
+    small = engine_for_net(NET, "8", act_depth=256)
+    ccfg = ClusterConfig.homogeneous(2, small)
+    part = partition(NET, ccfg, batch=8)
+    params = quantize_params(NET, init_params_float64(NET, 0), "8")
+    with pytest.raises(ClusterError, match=r"node 0 buffer X needs \d+ words, has 256"):
+        compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1)
+
+
+def test_cluster_descriptions_are_checked():
+    with pytest.raises(ClusterError, match="rows"):
+        ClusterConfig((ENGINE, ENGINE.replace(rows=2, cols=2)), ClusterConfig.homogeneous(1, ENGINE).link)
+    with pytest.raises(ClusterError, match="msg_bits"):
+        ClusterConfig((ENGINE,), ClusterConfig.homogeneous(1, ENGINE).link.replace(msg_bits=16))
+    deeper = ClusterConfig((ENGINE, ENGINE.replace(act_depth=4096)), ClusterConfig.homogeneous(1, ENGINE).link)
+    assert deeper.n == 2
+    assert node_levels("mixed", 3) == ["rtl", "fl", "fl"]
+    assert node_levels("fl", 2, "verilator,fl") == ["verilator", "fl"]
+    with pytest.raises(ClusterError):
+        node_levels("gate", 2)
+    with pytest.raises(ClusterError, match="momentum"):
+        ccfg = ClusterConfig.homogeneous(1, ENGINE)
+        compile_cluster(NET, ccfg, partition(NET, ccfg, 2), quantize_params(NET, init_params_float64(NET, 0), "8"),
+                        TrainConfig("8", momentum=2), steps=1)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tid=st.integers(0, 255), offset=st.integers(0, 2**20),
+       shift=st.integers(1, 20))
+def test_slice_seed_rounds_a_slice_like_the_whole_tensor(seed, tid, offset, shift):
+    idx = np.arange(16)
+    whole = stochastic_offset(seed, tid, idx + offset, shift)
+    piece = stochastic_offset(slice_seed(seed, offset), tid, idx, shift)
+    assert np.array_equal(whole, piece)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(seed=st.integers(0, 2**31), batch=st.integers(1, 9))
+def test_host_row_gradient_equals_the_whole_batch_gradient(seed, batch):
+    fmt = NET.precision("8")
+    rng = np.random.default_rng(seed)
+    logits = rng.integers(-128, 128, size=(batch, 10))
+    logits[0, 0] = 127  # a saturated logit exercises the one-sided mask
+    labels = rng.integers(0, 10, size=batch)
+    _, want = softmax_xent_grad(logits, labels, logit_frac=fmt.act.frac, grad_format=fmt.grad,
+                                loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
+    for i in range(batch):
+        assert np.array_equal(row_grad(NET, fmt, logits[i], labels[i], batch, False), want[i])
+
+
+def test_min_max_refinement_never_loses_to_the_fpdeep_rule():
+    for n in (2, 3, 4):
+        ccfg = ClusterConfig.homogeneous(n, ENGINE)
+        rule, best = partition(NET, ccfg, 8, refine=False), partition(NET, ccfg, 8)
+        assert max(best.work) <= max(rule.work)
+        assert best.method == "fpdeep" or best.method.startswith("min-max")

@@ -1,0 +1,65 @@
+"""The cluster with RTL engines: 2 nodes through Verilator (default suite; a CL cluster takes the
+same cycles), mixed levels, and the PyMTL3-simulated RTL (slow: ~5 min per test on a shared
+2-core machine, behind the ``slow`` marker)."""
+
+import pytest
+
+from cluster.config import ClusterConfig, engine_for_net, engine_level_available
+from cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+
+NET = load_net("lenet-digits")
+PREC = "8"
+FMT = NET.precision(PREC)
+#: smaller buffers than the CLI's default: a smaller Verilator build, still enough for batch 2
+ENGINE = engine_for_net(NET, PREC, act_depth=512, weight_depth=256, bias_depth=32)
+TCFG = TrainConfig(PREC, lr_log2=3, seed=3)
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = load_digits_split(seed=0)
+    return quantize_images(split.x_train[:8], FMT.act), split.y_train[:8]
+
+
+def _check(data, levels, *, steps=1, batch=2, cuts=None):
+    images, labels = data
+    params = quantize_params(NET, init_params_float64(NET, 1), PREC)
+    ccfg = ClusterConfig.homogeneous(len(levels), ENGINE)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=levels,
+                           cuts=cuts)
+    want, _ = golden_steps(NET, params, images, labels, TCFG, steps, batch)
+    assert params_equal(run.params, want)
+    return run
+
+
+@pytest.mark.verilator
+def test_two_verilated_nodes_equal_golden(data):
+    run = _check(data, ["verilator", "verilator"])
+    rep = run.report
+    assert rep["link_level"] == "rtl" and rep["partition"]["split_layers"] == ["conv2"]
+    # the RTL's compute time is what the partitioner's timing model predicts
+    assert 0.5 < rep["bound"]["efficiency_vs_bound"] <= 1.0
+    if engine_level_available("cl"):  # CL engines + CL links: the same cluster, cycle for cycle
+        cl = _check(data, ["cl", "cl"])
+        assert cl.cycles == run.cycles and cl.report["cycles_per_step"] == rep["cycles_per_step"]
+
+
+@pytest.mark.verilator
+def test_mixed_verilator_and_fl_nodes_equal_golden(data):
+    run = _check(data, ["fl", "verilator", "fl"], batch=1)
+    assert run.report["levels"] == ["fl", "verilator", "fl"]
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+def test_mixed_rtl_node_with_fl_nodes_equal_golden(data):
+    _check(data, ["rtl", "fl"], batch=1)
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+def test_two_rtl_nodes_equal_golden(data):
+    _check(data, ["rtl", "rtl"], batch=1)

@@ -1,0 +1,195 @@
+"""Training on the simulated cluster leaves exactly the golden model's weights: 1-4 nodes, split
+layers, random stalls and link latencies, mixed levels; a deadlock is a clear failure naming the
+stuck node; the report holds the throughput figures."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cluster.config import (
+    ClusterConfig,
+    ClusterError,
+    default_link,
+    engine_for_net,
+    node_levels,
+)
+from cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+from tb.hypothesis_profiles import examples
+from tb.sim import SimulationHang
+
+NET = load_net("lenet-digits")
+PREC = "8"
+FMT = NET.precision(PREC)
+ENGINE = engine_for_net(NET, PREC)
+TCFG = TrainConfig(PREC, lr_log2=3, seed=7)
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = load_digits_split(seed=0)
+    return quantize_images(split.x_train[:32], FMT.act), split.y_train[:32]
+
+
+def _params(seed=0):
+    return quantize_params(NET, init_params_float64(NET, seed), PREC)
+
+
+def _check(data, n, *, steps=2, batch=2, levels=None, cuts=None, link=None, stall=None, tcfg=TCFG, split=True):
+    images, labels = data
+    params = _params()
+    ccfg = ClusterConfig.homogeneous(n, ENGINE, link)
+    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
+                           levels=levels or ["fl"] * n, cuts=cuts, stall=stall, split=split)
+    want, losses = golden_steps(NET, params, images, labels, tcfg, steps, batch)
+    assert params_equal(run.params, want)
+    assert not params_equal(want, params)  # it did learn
+    assert np.allclose(run.losses, losses)
+    return run
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_fl_cluster_equals_golden(data, n):
+    run = _check(data, n)
+    rep = run.report
+    assert rep["nodes"] == n and len(rep["cycles_per_step"]) == 2
+    if n == 2:
+        assert rep["partition"]["split_layers"] == ["conv2"]
+
+
+def test_partition_that_splits_conv1_and_fc(data):
+    run = _check(data, 3, cuts=[0, 1, 7, 9], steps=1, batch=3)
+    assert run.report["partition"]["split_layers"] == ["conv1", "fc"]
+
+
+def test_stochastic_forward_and_nearest_gradients(data):
+    _check(data, 2, steps=1, tcfg=replace(TCFG, fwd_mode="stochastic", grad_mode="nearest"))
+
+
+def test_report_holds_throughput_against_the_bound(data):
+    run = _check(data, 2, steps=2, batch=4)
+    rep = run.report
+    b = rep["bound"]
+    steady = rep["cycles_per_step"][-1]
+    assert b["cycles_per_step"] == max(b["node_serial_cycles_per_step"], b["busiest_link_cycles_per_step"])
+    assert 0.5 < b["efficiency_vs_bound"] <= 1.05  # FL streams a STORE word a cycle faster than the model
+    assert b["node_compute_cycles_per_step"] <= b["node_serial_cycles_per_step"] <= 1.05 * steady
+    for node in rep["node"]:
+        assert 0 < node["mac_utilization"] < 1
+        assert sum(node["cycles"].values()) == rep["cycles_total"] + 1 or \
+            abs(sum(node["cycles"].values()) - rep["cycles_total"]) <= 2
+    assert {lk["link"] for lk in rep["links"]} >= {"node0->node1", "node1->node0", "host->node0"}
+    assert rep["images_per_s"] > 0 and rep["pipeline"]["fill_cycles_first_logits"] > 0
+
+
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(2, 3), latency=st.integers(1, 40), credits=st.integers(1, 6),
+       stall=st.floats(0.0, 0.5), seed=st.integers(0, 1000))
+def test_random_stalls_and_link_latencies_never_change_the_weights(data, n, latency, credits, stall, seed):
+    link = default_link(ENGINE.stream_bits, latency).replace(credits=credits)
+    _check(data, n, steps=1, batch=2, link=link, stall=(stall, seed))
+
+
+def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
+    import cluster.compile as C
+
+    real = C._Node.forward
+
+    def broken(self, b, seed):  # node 1 never sends image 1's output downstream
+        real(self, b, seed)
+        if self.j == 0 and b == 1:
+            while self.ops[-1][0] != "move" or self.ops[-1][2] != "fwd_out":
+                self.ops.pop()
+            self.ops.pop()
+            self.ops.pop()  # the STORE command feeding that move
+    monkeypatch.setattr(C._Node, "forward", broken)
+    images, labels = data
+    ccfg = ClusterConfig.homogeneous(2, ENGINE)
+    with pytest.raises(SimulationHang, match=r"stuck: .*node1: op \d+/\d+ move fwd_in->din"):
+        train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, steps=1, batch=2, levels=["fl", "fl"],
+                         idle_limit=2000)
+
+
+def test_cl_cluster_equals_golden_and_is_refused_without_engine_cl(data, monkeypatch):
+    import cluster.run
+    from cluster.config import engine_level_available
+
+    images, labels = data
+    with monkeypatch.context() as m:
+        m.setattr(cluster.run, "engine_level_available", lambda level: False)
+        with pytest.raises(ClusterError, match="cl is not available"):
+            train_on_cluster(NET, _params(), images, labels, TCFG, ClusterConfig.homogeneous(2, ENGINE),
+                             steps=1, batch=2, levels=node_levels("cl", 2))
+    if not engine_level_available("cl"):
+        pytest.skip("EngineCL does not exist yet: only the refusal is checked")
+    run = _check(data, 2, steps=1, batch=2, levels=["cl", "fl"])
+    assert run.report["levels"] == ["cl", "fl"] and run.report["link_level"] == "cl"
+
+
+def test_nodes_with_different_buffers_equal_golden(data):
+    images, labels = data
+    params = _params()
+    engines = (ENGINE.replace(act_depth=1024), ENGINE.replace(act_depth=4096, weight_depth=1024))
+    ccfg = ClusterConfig(engines, default_link(ENGINE.stream_bits, 3))
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["fl", "fl"])
+    want, _ = golden_steps(NET, params, images, labels, TCFG, 1, 2)
+    assert params_equal(run.params, want)
+    assert [n["buffers"]["X"]["depth"] for n in run.report["node"]] == [1024, 4096]
+
+
+@pytest.mark.slow
+@pytest.mark.cl
+def test_cl_steady_state_throughput_is_within_10_percent_of_the_bound():
+    """4 CL nodes, batch 32: the second step takes at most 1/0.9 of the slowest node's modelled
+    compute + stream I/O (measured: 95%); the compute-or-link bound is reported alongside."""
+    from cluster.config import engine_level_available
+
+    if not engine_level_available("cl"):
+        pytest.skip("EngineCL does not exist yet")
+    split = load_digits_split(seed=0)
+    images, labels = quantize_images(split.x_train[:64], FMT.act), split.y_train[:64]
+    ccfg = ClusterConfig.homogeneous(4, engine_for_net(NET, PREC, act_depth=8192))
+    run = train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, steps=2, batch=32, levels=["cl"] * 4)
+    want, _ = golden_steps(NET, _params(), images, labels, TCFG, 2, 32)
+    assert params_equal(run.params, want)
+    b = run.report["bound"]
+    assert b["efficiency_vs_bound"] >= 0.9
+    assert 0 < b["efficiency_vs_compute_bound"] < b["efficiency_vs_bound"]
+
+
+def test_a_slow_link_becomes_the_bound(data):
+    images, labels = data
+    params = _params()
+    link = default_link(ENGINE.stream_bits, 4)
+    slow = link.replace(phit_bits=1, name="slow")  # 32 flits per element
+    ccfg = ClusterConfig.homogeneous(2, ENGINE, link).replace(link_overrides={"node0->node1": slow})
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=["fl", "fl"])
+    want, _ = golden_steps(NET, params, images, labels, TCFG, 2, 2)
+    assert params_equal(run.params, want)
+    b = run.report["bound"]
+    assert b["busiest_link_cycles_per_step"] > b["node_serial_cycles_per_step"]
+    assert b["cycles_per_step"] == b["busiest_link_cycles_per_step"] == b["compute_or_link_cycles_per_step"]
+    assert 0.5 < b["efficiency_vs_bound"] <= 1.0
+    util = {lk["link"]: lk["bandwidth_utilization"] for lk in run.report["links"]}
+    assert util["node0->node1"] > 0.5 > util["node1->node0"]
+    with pytest.raises(ClusterError, match="no link named"):
+        ClusterConfig.homogeneous(2, ENGINE, link).replace(link_overrides={"node0->node2": slow})
+
+
+def test_16_bit_precision_equals_golden():
+    """64-bit streams and links, a negative bias-update shift (a left shift in the DMA)."""
+    fmt16 = NET.precision("16")
+    split = load_digits_split(seed=0)
+    images, labels = quantize_images(split.x_train[:4], fmt16.act), split.y_train[:4]
+    params = quantize_params(NET, init_params_float64(NET, 2), "16")
+    tcfg = TrainConfig("16", lr_log2=3, seed=1)
+    ccfg = ClusterConfig.homogeneous(2, engine_for_net(NET, "16"))
+    assert ccfg.engines[0].stream_bits == 64 and NET.shifts("16", 3)["fc"].update_b < 0
+    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=1, batch=2, levels=["fl", "fl"])
+    want, _ = golden_steps(NET, params, images, labels, tcfg, 1, 2)
+    assert params_equal(run.params, want)
