@@ -1,6 +1,6 @@
 """``pymtl-fp bench TARGET``: benchmarks that print measured figures (never pass/fail on time).
 
-Each target lives in ``scripts/bench_<target>.py`` with ``HELP``, ``add_arguments(parser)`` and
+Each target lives in ``scripts/bench_<target>.py`` (``-`` in the name becomes ``_``) with ``HELP``, ``add_arguments(parser)`` and
 ``main(args) -> int``; a target whose module is missing says so and exits 2.
 """
 
@@ -9,12 +9,13 @@ from __future__ import annotations
 import importlib
 import sys
 
-HELP = "benchmarks that print measured figures: engine, link"
-TARGETS = {"engine": "engine FL/RTL", "link": "FPGA-to-FPGA link"}
+HELP = "benchmarks that print measured figures: engine, engine-cl, link"
+TARGETS = {"engine": "engine FL/RTL", "engine-cl": "engine CL and timing model",
+           "link": "FPGA-to-FPGA link"}
 
 
 def _load(target):
-    modname = f"scripts.bench_{target}"
+    modname = f"scripts.bench_{target.replace('-', '_')}"
     try:
         return importlib.import_module(modname)
     except ModuleNotFoundError as exc:

@@ -125,8 +125,7 @@ def test_cl_cluster_equals_golden_and_is_refused_without_engine_cl(data, monkeyp
         with pytest.raises(ClusterError, match="cl is not available"):
             train_on_cluster(NET, _params(), images, labels, TCFG, ClusterConfig.homogeneous(2, ENGINE),
                              steps=1, batch=2, levels=node_levels("cl", 2))
-    if not engine_level_available("cl"):
-        pytest.skip("EngineCL does not exist yet: only the refusal is checked")
+    assert engine_level_available("cl")
     run = _check(data, 2, steps=1, batch=2, levels=["cl", "fl"])
     assert run.report["levels"] == ["cl", "fl"] and run.report["link_level"] == "cl"
 
@@ -147,10 +146,6 @@ def test_nodes_with_different_buffers_equal_golden(data):
 def test_cl_steady_state_throughput_is_within_10_percent_of_the_bound():
     """4 CL nodes, batch 32: the second step takes at most 1/0.9 of the slowest node's modelled
     compute + stream I/O (measured: 95%); the compute-or-link bound is reported alongside."""
-    from cluster.config import engine_level_available
-
-    if not engine_level_available("cl"):
-        pytest.skip("EngineCL does not exist yet")
     split = load_digits_split(seed=0)
     images, labels = quantize_images(split.x_train[:64], FMT.act), split.y_train[:64]
     ccfg = ClusterConfig.homogeneous(4, engine_for_net(NET, PREC, act_depth=8192))
