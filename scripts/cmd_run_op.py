@@ -12,6 +12,7 @@ format, shape beyond the buffers: one-line error, exit 1).  OUT.npz holds the re
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -38,6 +39,9 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=1, help="random seed of --make-case")
     parser.add_argument("--mode", choices=("nearest", "stochastic"), default="nearest",
                         help="rounding mode of --make-case")
+    parser.add_argument("--inject-bug", metavar="NAME",
+                        help="run a copy of the RTL with a known bug (the fuzz campaign's mutation check; "
+                             "level rtl): replays a reproducer that `pymtl-fp fuzz --inject-bug` printed")
 
 
 def _load_case(path: Path) -> dict:
@@ -57,6 +61,23 @@ def _load_case(path: Path) -> dict:
         else:
             out[k] = v
     return out
+
+
+def _inject_bug(name: str, level: str) -> list:
+    """Point the engine at a mutant copy of one RTL module (this process only; files untouched);
+    returns the undo list of :func:`tb.fuzz.mutate.undo`."""
+    from pymtl_fp.verilate import build_dir
+    from tb.fuzz import mutate
+    from tb.fuzz.target_engine import MUTATIONS
+
+    if name not in MUTATIONS:
+        raise UserError(f"unknown bug {name!r}; injectable: {', '.join(MUTATIONS)}")
+    if level not in MUTATIONS[name].levels:
+        raise UserError(f"bug {name!r} can be injected at level {', '.join(MUTATIONS[name].levels)} only")
+    undo = mutate.apply(MUTATIONS[name], build_dir("mutants"))
+    print(f"note: running a MUTANT copy of the RTL with the bug {name!r}: "
+          f"{MUTATIONS[name].description}", file=sys.stderr)
+    return undo
 
 
 def main(args) -> int:
@@ -84,12 +105,21 @@ def main(args) -> int:
     for p in args.stall:
         if not 0.0 <= p < 1.0:
             raise UserError(f"stall probabilities must be in [0, 1), got {p}")
+    undo = _inject_bug(args.inject_bug, args.level) if args.inject_bug else None
     start = time.perf_counter()
     try:
+        if undo is not None:
+            eh.drop_model(args.level, cfg)  # never reuse a cached model of the real RTL
         res = eh.run_op(args.level, cfg, args.op, stall=tuple(args.stall), stall_seed=args.stall_seed,
                         check=args.check, **case)
     except AssertionError as exc:
         raise UserError(f"mismatch with the golden model: {exc}") from None
+    finally:
+        if undo is not None:
+            from tb.fuzz import mutate
+
+            mutate.undo(undo)
+            eh.drop_model(args.level, cfg)  # nor leave the mutant cached for later runs
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.out, **{k: np.asarray(v) for k, v in res.items()})

@@ -252,6 +252,11 @@ def golden_op(cfg, op: str, case: dict) -> dict:
 _MODELS: dict = {}
 
 
+def drop_model(level: str, cfg) -> None:
+    """Forget the cached model of (level, cfg), e.g. around a run of a mutant copy of the RTL."""
+    _MODELS.pop((level, cfg.params().__repr__()), None)
+
+
 def get_model(level: str, cfg):
     """An elaborated, simulatable engine of ``level`` for ``cfg`` (cached per process)."""
     if level not in LEVELS:

@@ -175,5 +175,22 @@ def test_engine_address_generator_bug_is_found_at_rtl(tmp_path):
     assert c["op"] == "fwd" and c["config"] == "tiny" and "run-op" in f["commands"][1]
     assert c["case"]["x"].size <= 2 and f["shrunk"], c
     npz = next(p for p in f["files"] if p.endswith(".npz"))
+    printed = f["commands"][1].split()
+    assert printed[-2:] == ["--inject-bug", "addr-off-by-one"] and npz in printed
+    assert cli_main(printed[1:]) == 1  # the printed run-op command replays the failure
     assert cli_main(["run-op", "--level", "rtl", "--config", "tiny", "--op", "fwd", "--case", npz,
                      "--out", str(tmp_path / "r.npz"), "--check"]) == 0  # the real RTL is right
+
+
+def test_run_op_replays_an_injected_bug_and_leaves_the_real_rtl_alone(tmp_path):
+    """`run-op --inject-bug` runs the mutant (the case fails); the same process then runs the real
+    RTL again (the case passes): the mutant is neither taken from nor left in the model cache."""
+    case = tmp_path / "case.npz"
+    one = np.ones((1, 1, 1, 1), dtype=np.int64)
+    np.savez(case, x=one, w=one, b=np.zeros(1, dtype=np.int64), stride=1, pad=0, shift=0, relu=0)
+    base = ["run-op", "--level", "rtl", "--config", "tiny", "--op", "fwd", "--case", str(case),
+            "--out", str(tmp_path / "r.npz"), "--check"]
+    mutant = base + ["--inject-bug", "addr-off-by-one"]
+    assert [cli_main(a) for a in (base, mutant, base, mutant)] == [0, 1, 0, 1]
+    assert cli_main(base[:2] + ["fl"] + base[3:] + ["--inject-bug", "addr-off-by-one"]) == 1  # rtl only
+    assert cli_main(mutant[:-1] + ["no-such-bug"]) == 1

@@ -240,7 +240,7 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
         case = st["failing"]
         out = Path(cfg.out_dir) / f"{cfg.target}-{cfg.level}{'-' + cfg.inject_bug if cfg.inject_bug else ''}-w{wid}"
         try:
-            rep = target.write_reproducer(case, cfg.level, out, cfg.replay_prefix())
+            rep = target.write_reproducer(case, cfg.level, out, cfg.replay_prefix(), cfg.inject_bug)
             files, commands, notes = [str(p) for p in rep.files], rep.commands, rep.notes
         except Exception as exc:  # noqa: BLE001 -- still report the failure itself
             files, commands, notes = [], [], f"could not write a reproducer: {_short_error(exc)}"

@@ -182,8 +182,9 @@ def describe(case):
             f"{scalars} {arrays}")
 
 
-def reproducer(case, level, out_dir):
-    """``case.npz`` for ``pymtl-fp run-op`` (case keys as arrays) and its command line."""
+def reproducer(case, level, out_dir, inject_bug=None):
+    """``case.npz`` for ``pymtl-fp run-op`` (case keys as arrays) and its command line (with the
+    campaign's ``--inject-bug``, so that run-op runs the same mutant copy of the RTL)."""
     c = case["case"]
     path = out_dir / "case.npz"
     np.savez(path, **{k: (v if isinstance(v, np.ndarray) else np.asarray(v)) for k, v in c.items()})
@@ -191,10 +192,11 @@ def reproducer(case, level, out_dir):
     lvl = level if level != "cl" else "fl"
     stall = " ".join(str(p) for p in case["stall"])
     cmd = (f"pymtl-fp run-op --level {lvl} --config {case['config']} --op {case['op']} "
-           f"--case {path} --out {out} --stall {stall} --stall-seed {case['stall_seed']} --check")
+           f"--case {path} --out {out} --stall {stall} --stall-seed {case['stall_seed']} --check"
+           + (f" --inject-bug {inject_bug}" if inject_bug else ""))
     return Reproducer([path], [cmd],
-                      notes="run-op runs the case (same stall pattern) on the real RTL and compares with the "
-                            "golden model; with --inject-bug only the replay command above runs the mutant")
+                      notes="run-op runs the case (same stall pattern) and compares with the golden model"
+                            + ("; drop --inject-bug to run it on the real RTL" if inject_bug else ""))
 
 
 MUTATIONS = {

@@ -11,7 +11,7 @@ A target is a :class:`FuzzTarget`:
   :class:`FuzzContext`: a per-process cache for built simulators and the injected mutation;
 * ``coverage(case)`` -- a short string that names the case's shape/operation/configuration; the
   campaign reports how many distinct keys it saw;
-* ``reproducer(case, level, out_dir, replay_cmd)`` (optional) -- writes the files that replay a
+* ``reproducer(case, level, out_dir, inject_bug)`` (optional) -- writes the files that replay a
   failing case and returns a :class:`Reproducer` (files + commands).  The default writes the
   case as JSON (:mod:`tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
 * ``mutations`` -- known bugs (:class:`tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
@@ -76,15 +76,17 @@ class FuzzTarget:
     available: Callable = lambda: None
     describe: Callable = lambda case: case_files.dumps(case).replace("\n", "")[:400]
 
-    def write_reproducer(self, case: dict, level: str, out_dir, replay_cmd: str) -> Reproducer:
+    def write_reproducer(self, case: dict, level: str, out_dir, replay_cmd: str,
+                         inject_bug: str | None = None) -> Reproducer:
         """Files + commands that replay ``case``; ``replay_cmd`` is the generic
-        ``pymtl-fp fuzz ... --replay`` prefix (the case path is appended)."""
+        ``pymtl-fp fuzz ... --replay`` prefix (the case path is appended); ``inject_bug`` the
+        mutation the campaign ran, if any."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = case_files.write_case(case, out / "case.json")
         rep = Reproducer([path], [f"{replay_cmd} --replay {path}"])
         if self.reproducer is not None:
-            extra = self.reproducer(case, level, out)
+            extra = self.reproducer(case, level, out, inject_bug)
             rep.files += extra.files
             rep.commands += extra.commands
             rep.notes = extra.notes
