@@ -26,33 +26,19 @@ cycles under random stall patterns.
 
 from __future__ import annotations
 
-import numpy as np
-from pymtl3 import Component, OutPort, update_ff
-from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+from pymtl3 import update_ff
 
 from pymtl_fp import timing
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.EngineFL import EngineFL
-from pymtl_fp.engine.msgs import cmd_fields, cmd_type, data_type, from_word, to_word
+from pymtl_fp.engine.msgs import cmd_fields, from_word, to_word
 
 IDLE, LOAD, STORE, COMP = range(4)
 
 
 class EngineCL(EngineFL):
     def construct(s, cfg):
-        s.cfg = cfg
-        s.params = cfg.params()
-        P = cfg.P
-        s.cmd = RecvIfcRTL(cmd_type())
-        s.din = RecvIfcRTL(data_type(cfg))
-        s.dout = SendIfcRTL(data_type(cfg))
-        s.busy = OutPort()
-        s.DataT = data_type(cfg)
-        s.lanes = {msgs.BUF_X: P, msgs.BUF_D: P, msgs.BUF_O: P, msgs.BUF_W: P * P,
-                   msgs.BUF_G: P * P, msgs.BUF_B: P}
-        depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
-                 msgs.BUF_W: cfg.weight_depth, msgs.BUF_G: cfg.weight_depth, msgs.BUF_B: cfg.bias_depth}
-        s.bufs = {b: np.zeros((depth[b], s.lanes[b]), dtype=np.int64) for b in s.lanes}
+        s._ports_and_buffers(cfg)
         s.ops_done = 0
         s.cycle = 0
         #: (op name, accepted cycle, occupancy in cycles) of every compute command

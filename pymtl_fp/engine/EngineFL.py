@@ -24,7 +24,8 @@ MODES = ("nearest", "stochastic")
 
 
 class EngineFL(Component):
-    def construct(s, cfg):
+    def _ports_and_buffers(s, cfg):
+        """The engine's ports (shared by every level) and its buffers as NumPy arrays."""
         s.cfg = cfg
         s.params = cfg.params()
         P = cfg.P
@@ -38,6 +39,9 @@ class EngineFL(Component):
         depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
                  msgs.BUF_W: cfg.weight_depth, msgs.BUF_G: cfg.weight_depth, msgs.BUF_B: cfg.bias_depth}
         s.bufs = {b: np.zeros((depth[b], s.lanes[b]), dtype=np.int64) for b in s.lanes}
+
+    def construct(s, cfg):
+        s._ports_and_buffers(cfg)
         s.cur = None  # the LOAD/STORE in progress: dict(fields, e=elements done)
         s.ops_done = 0
 
