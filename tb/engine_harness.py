@@ -288,11 +288,13 @@ def get_model(level: str, cfg):
     return m
 
 
-def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_000, idle_limit=20_000):
+def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_000, idle_limit=20_000,
+          trace: list | None = None):
     """Run ``prog`` through ``model``; return ``(out_elements, timing dict)``.
 
     ``stall`` = stall probabilities of (cmd source, din source, dout sink); their patterns are
-    seeded by ``seed`` (three independent streams)."""
+    seeded by ``seed`` (three independent streams).  ``trace``, if given, receives the
+    ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle."""
     DataT = msgs.data_type(cfg)
     sb = cfg.stream_bits
     pc = stall_pattern(seed * 3 + 0, stall[0])
@@ -320,6 +322,8 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
             model.din.msg @= din[di]
         model.dout.rdy @= not next(po)
         model.sim_eval_combinational()
+        if trace is not None:
+            trace.append((int(model.cmd.rdy), int(model.din.rdy), int(model.dout.val), int(model.busy)))
         moved = False
         if t_acc is not None and t_idle is None and not model.busy:
             t_idle = t

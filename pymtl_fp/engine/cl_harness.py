@@ -64,47 +64,15 @@ def run_op_cl(cfg, op: str, *, stall=(0.0, 0.0, 0.0), stall_seed=0, check=False,
 
 def handshake_trace(level: str, cfg, op: str, *, stall=(0.0, 0.0, 0.0), stall_seed=0, max_cycles=200_000,
                     **case) -> tuple[list, list]:
-    """Drive ``op`` through the engine of ``level`` exactly as :func:`tb.engine_harness.drive`
-    does (same stall patterns); return ``(per-cycle (cmd.rdy, din.rdy, dout.val, busy) tuples,
+    """Drive ``op`` through the engine of ``level`` with :func:`tb.engine_harness.drive` (same
+    stall patterns); return ``(per-cycle (cmd.rdy, din.rdy, dout.val, busy) tuples,
     received elements)``."""
-    from pymtl_fp.engine import msgs, program
-    from pymtl_fp.engine.msgs import from_word, to_word
+    from pymtl_fp.engine import program
     from tb import engine_harness as eh
-    from tb.stream import stall_pattern
 
     case = eh.validate_case(cfg, op, case)
     prog = program.build(cfg, op, case)
-    model = get_any_model(level, cfg)
-    DataT, sb = msgs.data_type(cfg), cfg.stream_bits
-    pc = stall_pattern(stall_seed * 3 + 0, stall[0])
-    pd = stall_pattern(stall_seed * 3 + 1, stall[1])
-    po = stall_pattern(stall_seed * 3 + 2, stall[2])
-    cmds, din = prog.cmds, [DataT(to_word(v, sb)) for v in prog.din]
-    n_out = prog.out_count()
-    model.sim_reset()
-    ci = di = 0
-    out, trace = [], []
-    t = 0
-    while ci < len(cmds) or len(out) < n_out:
-        if t >= max_cycles:
-            raise RuntimeError(f"{level} engine not done after {max_cycles} cycles")
-        vc = ci < len(cmds) and not next(pc)
-        vd = di < len(din) and not next(pd)
-        model.cmd.val @= vc
-        if vc:
-            model.cmd.msg @= cmds[ci]
-        model.din.val @= vd
-        if vd:
-            model.din.msg @= din[di]
-        model.dout.rdy @= not next(po)
-        model.sim_eval_combinational()
-        trace.append((int(model.cmd.rdy), int(model.din.rdy), int(model.dout.val), int(model.busy)))
-        if vc and model.cmd.rdy:
-            ci += 1
-        if vd and model.din.rdy:
-            di += 1
-        if model.dout.val and model.dout.rdy:
-            out.append(from_word(int(model.dout.msg), sb))
-        model.sim_tick()
-        t += 1
+    trace: list = []
+    out, _ = eh.drive(get_any_model(level, cfg), cfg, prog, stall=stall, seed=stall_seed,
+                      max_cycles=max_cycles, trace=trace)
     return trace, out
