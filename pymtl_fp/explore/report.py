@@ -92,6 +92,16 @@ SCALING_FORMATS = {"images_s": ".1f", "gops": ".0f", "opt_gops": ".0f", "speedup
 TABLE_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128)
 
 
+def _save(fig, path) -> Path:
+    """Lay out, write (creating the folder) and close a figure; return its path."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    _plt().close(fig)
+    return path
+
+
 def scaling_markdown(res, sizes=TABLE_SIZES) -> str:
     sizes = set(sizes)
     rows = [r for r in res.rows if r["fpgas"] in sizes or r["fpgas"] == max(
@@ -171,12 +181,7 @@ def scaling_plot(res, path: Path) -> Path:
     ax.set_title("storage (conv weights on chip, fc in DRAM)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 # -- partition ----------------------------------------------------------------------------------
@@ -240,12 +245,7 @@ def partition_plot(chain, cluster, evals: dict, path: Path, title: str) -> Path:
     ax.set_title("per-link transfer time")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 # -- design -------------------------------------------------------------------------------------
@@ -275,9 +275,4 @@ def design_plot(res, path: Path) -> Path:
                  f"({res.count} feasible points)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
