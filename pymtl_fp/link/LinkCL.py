@@ -11,21 +11,15 @@ It has no CRC, sequence numbers or retransmission (without faults the RTL never 
 import copy
 from collections import deque
 
-from pymtl3 import Component, OutPort, update_ff
-from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+from pymtl3 import Component, update_ff
 
-from pymtl_fp.link.LinkRTL import check_msg_type
-from pymtl_fp.link.status import LinkStatus, status_dict
+from pymtl_fp.link.LinkFL import declare_fault_free_ports
+from pymtl_fp.link.status import status_dict
 
 
 class LinkCL(Component):
     def construct(s, MsgType, cfg):
-        check_msg_type(MsgType, cfg, "LinkCL")
-        s.cfg = cfg
-        s.recv = RecvIfcRTL(MsgType)
-        s.send = SendIfcRTL(MsgType)
-        s.status = OutPort(LinkStatus)  # fault-free model: all zero
-        s.status //= LinkStatus()
+        declare_fault_free_ports(s, MsgType, cfg, "LinkCL")
         F, L, Lr, W = cfg.flits, cfg.latency, cfg.credit_latency, cfg.window
         s._reset_state()
 

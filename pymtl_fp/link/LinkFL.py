@@ -19,14 +19,19 @@ from pymtl_fp.link.LinkRTL import check_msg_type
 from pymtl_fp.link.status import LinkStatus, status_dict
 
 
+def declare_fault_free_ports(s, MsgType, cfg, who: str) -> None:
+    """The link's ports (the same at every level) for a model without faults: status all zero."""
+    check_msg_type(MsgType, cfg, who)
+    s.cfg = cfg
+    s.recv = RecvIfcRTL(MsgType)
+    s.send = SendIfcRTL(MsgType)
+    s.status = OutPort(LinkStatus)
+    s.status //= LinkStatus()
+
+
 class LinkFL(Component):
     def construct(s, MsgType, cfg):
-        check_msg_type(MsgType, cfg, "LinkFL")
-        s.cfg = cfg
-        s.recv = RecvIfcRTL(MsgType)
-        s.send = SendIfcRTL(MsgType)
-        s.status = OutPort(LinkStatus)  # fault-free model: all zero
-        s.status //= LinkStatus()
+        declare_fault_free_ports(s, MsgType, cfg, "LinkFL")
         s.queue = deque()  # (cycle it may leave, message)
         s.cycle = 0
 
