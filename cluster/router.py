@@ -116,6 +116,7 @@ class RouterCL(Component):
         s.last_compute = False
         s.host = {}
         s.marks = []
+        s.mark_stats = []  # (label, copy of ``stats`` when the mark was passed): per-phase breakdowns
         s.stats = {k: 0 for k in STATES}
         s.sent = {p: 0 for p in LINK_OUT}
         s.received = {p: 0 for p in LINK_IN}
@@ -198,6 +199,7 @@ class RouterCL(Component):
             kind = op[0]
             if kind == "mark":
                 s.marks.append((op[1], s.cycle))
+                s.mark_stats.append((op[1], dict(s.stats)))
                 s.pc += 1
                 continue
             if kind == "host_data":
