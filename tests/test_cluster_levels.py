@@ -1,0 +1,76 @@
+"""Every engine level on 1, 2, 3 and 4 nodes: the final weights equal the golden model's.
+
+The 2-node Verilator cluster with RTL links is in ``test_cluster_rtl.py``; here the Verilated
+(and PyMTL3-simulated RTL) engines run with cycle-level links, which take the same cycles as
+``LinkRTL`` (``tests/test_link_levels.py``) and keep 3 and 4 nodes fast enough for the default
+suite.  With 3 and 4 nodes the partition splits layers (asserted), so split-layer exchanges run at
+every level too.  CL and Verilator clusters must also take the same number of cycles: the CL
+engine is cycle-exact with the RTL.
+"""
+
+import pytest
+
+from cluster.config import ClusterConfig, engine_for_net
+from cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+
+NET = load_net("lenet-digits")
+PREC = "8"
+FMT = NET.precision(PREC)
+#: the Verilator tests' engine (test_cluster_rtl.py): one build serves every test
+ENGINE = engine_for_net(NET, PREC, act_depth=512, weight_depth=256, bias_depth=32)
+TCFG = TrainConfig(PREC, lr_log2=3, seed=5)
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = load_digits_split(seed=0)
+    return quantize_images(split.x_train[8:16], FMT.act), split.y_train[8:16]
+
+
+def _run(data, levels, *, batch=2, link_level=None):
+    images, labels = data
+    params = quantize_params(NET, init_params_float64(NET, 2), PREC)
+    ccfg = ClusterConfig.homogeneous(len(levels), ENGINE)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=batch, levels=levels,
+                           link_level=link_level)
+    want, losses = golden_steps(NET, params, images, labels, TCFG, 1, batch)
+    assert params_equal(run.params, want), f"{levels}: final weights differ from the golden model's"
+    assert run.losses == pytest.approx(losses)
+    if len(levels) >= 3:
+        assert run.report["partition"]["split_layers"], "expected a partition that splits a layer"
+    return run
+
+
+_CL_CYCLES = {}
+
+
+@pytest.mark.cl
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_cl_cluster_equals_golden(data, n):
+    _CL_CYCLES[n] = _run(data, ["cl"] * n, link_level="cl").cycles
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("n", [1, 3, 4])
+def test_verilated_cluster_equals_golden_and_takes_the_cl_cycles(data, n):
+    run = _run(data, ["verilator"] * n, link_level="cl")
+    cl = _CL_CYCLES.get(n) or _run(data, ["cl"] * n, link_level="cl").cycles
+    assert run.cycles == cl
+
+
+@pytest.mark.verilator
+def test_four_nodes_at_four_different_levels_equal_golden(data):
+    run = _run(data, ["verilator", "cl", "fl", "cl"], link_level="cl")
+    assert run.report["levels"] == ["verilator", "cl", "fl", "cl"]
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.parametrize("n", [1, 3, 4])
+def test_pymtl_rtl_cluster_equals_golden(data, n):
+    """EngineRTL simulated by PyMTL3 on every node (about 0.5-2 minutes each, batch 1; the
+    2-node RTL cluster with RTL links is in ``test_cluster_rtl.py``)."""
+    _run(data, ["rtl"] * n, batch=1, link_level="cl")
