@@ -234,7 +234,18 @@ def translate_verilog(component, name: str, out_dir) -> Path:
     top = component.get_metadata(VerilogTranslationPass.translated_top_module)
     if written != out / f"{name}.v" or top != name or not written.is_file():
         raise LintError(f"translation wrote {written} with top {top!r}, expected {name}.v / {name!r}")
+    _relative_source_paths(written)
     return written
+
+
+def _relative_source_paths(verilog: Path) -> None:
+    """PyMTL3 writes ``// At /absolute/path/File.py:line`` comments; a file users take to a vendor
+    flow should not carry this machine's directories, so paths under the source tree become
+    relative to it (``pymtl_fp/link/ChannelRTL.py:49``)."""
+    root = str(Path(__file__).resolve().parent.parent) + os.sep
+    text = verilog.read_text()
+    if root in text:
+        verilog.write_text(text.replace(root, ""))
 
 
 def lint_component(component, name: str, out_dir, waivers: dict | None = None) -> LintResult:

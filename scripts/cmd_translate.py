@@ -118,15 +118,16 @@ def _link_unit():
         LinkRTL = _import_attr(["pymtl_fp.link.LinkRTL:LinkRTL", "pymtl_fp.link:LinkRTL"])
         return LinkRTL(mk_bits(cfg.msg_bits), cfg)
 
-    def module(cfg):
-        from pymtl_fp.verilate import module_name
-        return module_name("LinkRTL", cfg.elab_params())
+    def name_and_params(cfg):  # the name and parameters LinkRTL itself uses (one source)
+        from pymtl_fp.link.LinkRTL import link_module_name
+        return link_module_name(cfg)
 
     def derived(cfg):
         return dict(flits=cfg.flits, flit_bits=cfg.flit_bits, round_trip=cfg.round_trip,
                     zero_load_latency=cfg.zero_load_latency, throughput_bits=cfg.throughput_bits)
 
-    return Unit("link", presets, build, module, lambda cfg: cfg.elab_params(), derived, "link",
+    return Unit("link", presets, build, lambda cfg: name_and_params(cfg)[0],
+                lambda cfg: name_and_params(cfg)[1], derived, "link",
                 needs=("pymtl_fp.link.LinkRTL",))
 
 

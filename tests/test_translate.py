@@ -106,6 +106,15 @@ def test_link_translates_and_lints_clean(tmp_path):
     assert run("--unit", "link", "--config", "tiny", "--out", str(tmp_path), "--no-synth") == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["lint"]["clean"] and report["module"].startswith("LinkRTL_")
+    # the same name the cluster's Verilator import gives LinkRTL (one naming rule)
+    from pymtl_fp.link import preset
+    from pymtl_fp.link.LinkRTL import link_module_name
+
+    assert report["module"] == link_module_name(preset("tiny"))[0]
+    verilog = (tmp_path / f"{report['module']}.v").read_text()
+    # source references are relative to the source tree, with no directory of this machine
+    assert "// At pymtl_fp/link/" in verilog
+    assert str(Path(__file__).resolve().parent.parent) not in verilog
 
 
 @pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed (apt-get install yosys)")
