@@ -1,26 +1,34 @@
 """The router/DMA of a node, modelled at CL (Python behaviour behind val/rdy ports) at every level.
 
 It joins the node's four link ports to its engine's streams and runs the node program of
-:mod:`cluster.compile`, one micro-operation after the other:
+:mod:`cluster.compile`.  Like a DMA with separate read and write channels, it has three parts
+that run concurrently:
 
-* ``cmd`` micro-ops are pushed on the engine's ``cmd`` port;
-* ``move`` micro-ops forward elements between a source (engine ``dout``, a link input, the
-  scratch FIFO) and a destination (engine ``din``, a link output, the scratch FIFO, the host side
-  channel), one element per cycle at full rate; towards ``din`` through a 2-entry skid FIFO,
-  towards a link through that link's **output buffer** (``out_depth`` elements, default 4096),
-  which drains on its own: a send completes when its last element is buffered, so the engine
-  goes on computing while a slow link drains (the report gives each buffer's peak occupancy);
-* ``host_data`` (initial weights from the host side channel) and ``call`` (the scalar unit: bias
-  SGD) act on the scratch FIFO in one cycle.
+* the **issue stream** walks the program in order: ``cmd`` micro-ops are pushed on the engine's
+  ``cmd`` port; a LOAD's data ``move`` (the micro-op right after it) is handed to the *feeder*
+  and a STORE's to the *drainer* when the engine accepts the command, so the next command is
+  offered at once (an engine that overlaps LOAD/STORE with compute takes it; a serial engine
+  takes it when idle); ``host_data`` (initial weights from the host side channel) and ``call``
+  (the scalar unit: bias SGD) act on the scratch FIFO, after every earlier LOAD/STORE is done;
+  a ``move`` that is not a LOAD's or STORE's (link to link, e.g. ``bwd_in -> bwd_out``) runs in
+  the issue stream, after every earlier LOAD/STORE is done;
+* the **feeder** feeds ``din`` from each LOAD's source (a link input, the scratch FIFO), in
+  LOAD order, through a 2-entry skid FIFO, one element per cycle at full rate;
+* the **drainer** takes each STORE's elements from ``dout``, in STORE order, to its destination
+  (a link's **output buffer** of ``out_depth`` elements, default 4096, which drains on its own,
+  so the engine goes on while a slow link drains — the report gives each buffer's peak
+  occupancy; the scratch FIFO; the host side channel).
 
 ``timed=True`` (used when the engine is the untimed FL model): after a compute command the
-router waits the engine timing model's cycle count before issuing anything else, so an FL
+issue stream waits the engine timing model's cycle count before issuing anything else, so an FL
 cluster has the RTL's compute timing to first order ("FL with timed compute").
 
-Statistics per cycle: ``compute`` (a compute command is executing: the engine is busy, or the
-timed wait), ``io`` (elements moved), ``stall_in`` (waiting for a link input), ``stall_out``
-(a link output is not ready), ``engine`` (waiting for the engine to accept a command or stream),
-``done``.
+Statistics, one state per cycle: ``compute`` (a compute command is executing: the engine is
+busy after one, or the timed wait), else ``io`` (an element moved on ``din``/``dout`` or between
+links), else ``stall_in`` (waiting for a link input), ``stall_out`` (a link output buffer is
+full, or the program is over and its last sends are draining), ``engine`` (waiting for the
+engine to accept a command or stream), ``done``.  ``mark_stats`` keeps a copy of the counters at
+every program mark.
 """
 
 from __future__ import annotations
@@ -109,9 +117,9 @@ class RouterCL(Component):
         s.skid = deque()
         s.outq = {p: deque() for p in LINK_OUT}  # the DMA's output buffers towards the links
         s.outq_max = {p: 0 for p in LINK_OUT}
-        s.moved_in = 0   # elements accepted from the source of the current move
-        s.moved_out = 0  # elements delivered to its destination
-        s.cmd_pending = False
+        s.feed = deque()   # LOAD data moves, in order: [src, n, taken from src, given to din]
+        s.drain = deque()  # STORE data moves, in order: [dst, n, taken from dout]
+        s.moved = 0        # elements of the issue stream's own link-to-link move
         s.wait = 0
         s.last_compute = False
         s.host = {}
@@ -126,75 +134,105 @@ class RouterCL(Component):
         s.op_counts = {}
 
     def is_done(s) -> bool:
-        return s.pc >= len(s.ops) and not s.outq["fwd_out"] and not s.outq["bwd_out"]
+        return (s.pc >= len(s.ops) and not s.feed and not s.drain and not s.outq["fwd_out"]
+                and not s.outq["bwd_out"])
 
     def _progress(s):
-        return (s.pc, s.moved_in, s.moved_out, s.sent["fwd_out"], s.sent["bwd_out"])
+        return (s.pc, s.moved, tuple(m[2] for m in s.feed), tuple(m[3] for m in s.feed),
+                tuple(m[2] for m in s.drain), s.sent["fwd_out"], s.sent["bwd_out"])
 
     def describe(s) -> str:
         if s.is_done():
             return f"{s.node_name}: done"
-        if s.pc >= len(s.ops):
-            return (f"{s.node_name}: program done, sending {len(s.outq['fwd_out'])} fwd_out / "
-                    f"{len(s.outq['bwd_out'])} bwd_out elements")
-        op = s.ops[s.pc]
-        if op[0] == "move":
-            return (f"{s.node_name}: op {s.pc}/{len(s.ops)} move {op[1]}->{op[2]} "
-                    f"{s.moved_out}/{op[3]} (in {s.moved_in})")
-        if op[0] == "cmd":
-            return f"{s.node_name}: op {s.pc}/{len(s.ops)} engine command {op[2]['op']}"
-        return f"{s.node_name}: op {s.pc}/{len(s.ops)} {op[0]}"
+        parts = []
+        if s.pc < len(s.ops):
+            op = s.ops[s.pc]
+            if op[0] == "move":
+                parts.append(f"op {s.pc}/{len(s.ops)} move {op[1]}->{op[2]} {s.moved}/{op[3]}")
+            elif op[0] == "cmd":
+                parts.append(f"op {s.pc}/{len(s.ops)} engine command {op[2]['op']}")
+            else:
+                parts.append(f"op {s.pc}/{len(s.ops)} {op[0]}")
+        else:
+            parts.append("program done")
+        for src, n, taken, given in s.feed:
+            parts.append(f"move {src}->din {given}/{n} (in {taken})")
+        for dst, n, taken in s.drain:
+            parts.append(f"move dout->{dst if isinstance(dst, str) else 'host'} {taken}/{n}")
+        for port in LINK_OUT:
+            if s.outq[port]:
+                parts.append(f"sending {len(s.outq[port])} {port} elements")
+        return f"{s.node_name}: " + ", ".join(parts)
+
+    def _deliver(s, dst, v):
+        """One element from ``dout`` to its destination."""
+        if dst in LINK_OUT:
+            s.outq[dst].append(v)
+            s.outq_max[dst] = max(s.outq_max[dst], len(s.outq[dst]))
+        elif dst == "scratch":
+            s.scratch.append(v)
+        else:  # ("host", key)
+            s.host.setdefault(dst[1], []).append(v)
 
     # ---- one clock edge ----------------------------------------------------------------------
     def _step(s, fired, ins, busy):
         s.cycle += 1
         o = s._quiet()
-        state = None
+        io = fired["din"] or fired["dout"]
+        compute_fired = False
         # 1. account for the handshakes of the cycle that just ended
-        for port in LINK_OUT:  # the output queues drain on their own
+        for port in LINK_OUT:  # the output buffers drain on their own
             if fired[port]:
                 s.outq[port].popleft()
                 s.sent[port] += 1
-        if s.pc < len(s.ops):
+        if fired["cmd"]:
             op = s.ops[s.pc]
-            if op[0] == "cmd" and fired["cmd"]:
-                info = op[2]
-                s.op_counts[info["op"]] = s.op_counts.get(info["op"], 0) + 1
-                s.macs += info.get("macs", 0)
-                s.last_compute = "cycles" in info
-                if s.timed and "cycles" in info:
-                    s.wait = max(0, info["cycles"] - 1)
+            info = op[2]
+            s.op_counts[info["op"]] = s.op_counts.get(info["op"], 0) + 1
+            s.macs += info.get("macs", 0)
+            s.last_compute = compute_fired = "cycles" in info
+            if s.timed and compute_fired:
+                s.wait = max(0, info["cycles"] - 1)
+            s.pc += 1
+            if info["op"] in ("load", "store"):  # hand its data move to the feeder / drainer
+                _, src, dst, n = s.ops[s.pc]
                 s.pc += 1
-                state = "compute" if s.last_compute else "engine"
-            elif op[0] == "move":
-                _, src, dst, n = op
-                if dst == "din" and fired["din"]:
-                    s.skid.popleft()
-                    s.moved_out += 1
-                    state = "io"
-                if src in ("dout", "fwd_in", "bwd_in") and fired[src]:
-                    v = from_word(int(ins[src]), s.bits)
-                    s.moved_in += 1
-                    if src in LINK_IN:
-                        s.received[src] += 1
-                    state = "io"
+                if n > 0:
                     if dst == "din":
-                        s.skid.append(v)
-                    elif dst in LINK_OUT:
-                        s.outq[dst].append(v)
-                        s.outq_max[dst] = max(s.outq_max[dst], len(s.outq[dst]))
-                        s.moved_out += 1
-                    elif dst == "scratch":
-                        s.scratch.append(v)
-                        s.moved_out += 1
-                    else:  # ("host", key)
-                        s.host.setdefault(dst[1], []).append(v)
-                        s.moved_out += 1
-                if s.moved_out >= n:
-                    s.pc += 1
-                    s.moved_in = s.moved_out = 0
-        # 2. run the micro-ops that take no handshake, then drive the ports for the current one
-        while s.pc < len(s.ops):
+                        s.feed.append([src, n, 0, 0])
+                    else:
+                        s.drain.append([dst, n, 0])
+        if fired["din"]:
+            s.skid.popleft()
+            head = s.feed[0]
+            head[3] += 1
+            if head[3] == head[1]:
+                s.feed.popleft()
+        for src in LINK_IN:
+            if fired[src]:
+                v = from_word(int(ins[src]), s.bits)
+                s.received[src] += 1
+                io = True
+                if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
+                    s.skid.append(v)
+                    s.feed[0][2] += 1
+                else:  # the issue stream's link-to-link move
+                    s.outq[s.ops[s.pc][2]].append(v)
+                    port = s.ops[s.pc][2]
+                    s.outq_max[port] = max(s.outq_max[port], len(s.outq[port]))
+                    s.moved += 1
+                    if s.moved == s.ops[s.pc][3]:
+                        s.pc += 1
+                        s.moved = 0
+        if fired["dout"]:
+            head = s.drain[0]
+            s._deliver(head[0], from_word(int(ins["dout"]), s.bits))
+            head[2] += 1
+            if head[2] == head[1]:
+                s.drain.popleft()
+        # 2. the issue stream: micro-ops that take no handshake, then the current one
+        quiet = not s.feed and not s.drain  # every earlier LOAD/STORE is done
+        while s.pc < len(s.ops) and s.wait == 0:
             op = s.ops[s.pc]
             kind = op[0]
             if kind == "mark":
@@ -202,68 +240,67 @@ class RouterCL(Component):
                 s.mark_stats.append((op[1], dict(s.stats)))
                 s.pc += 1
                 continue
-            if kind == "host_data":
-                s.scratch.extend(op[1])
+            if kind in ("host_data", "call") and quiet:
+                if kind == "host_data":
+                    s.scratch.extend(op[1])
+                else:
+                    s.scratch = deque(op[1](list(s.scratch)))
                 s.scratch_max = max(s.scratch_max, len(s.scratch))
                 s.pc += 1
                 continue
-            if kind == "call":
-                vals = list(s.scratch)
-                s.scratch = deque(op[1](vals))
-                s.pc += 1
-                continue
             break
+        # 3. drive the ports
         for port in LINK_OUT:
             if s.outq[port]:
                 o["val"][port] = 1
                 o["msg"][port] = to_word(s.outq[port][0], s.bits)
-        if s.pc >= len(s.ops):
-            if s.is_done():
-                if s.done_cycle is None:
-                    s.done_cycle = s.cycle
-                s.stats["done"] += 1
-            else:
-                s.stats["stall_out"] += 1  # the program is over, its last sends are draining
-            return o
-        op = s.ops[s.pc]
+        state = None
         if s.wait > 0:
             s.wait -= 1
-            s.stats["compute"] += 1
-            return o
-        if op[0] == "cmd":
-            o["cmd_val"] = 1
-            o["cmd_msg"] = op[1]
-            if state is None:
-                state = "compute" if (s.last_compute and busy) else "engine"
-        else:  # move
-            _, src, dst, n = op
-            want = n - s.moved_in
-            if src == "scratch":
-                # scratch -> din: feed the skid buffer directly
-                while len(s.skid) < 2 and want > 0:
-                    s.skid.append(s.scratch.popleft())
-                    s.moved_in += 1
-                    want -= 1
-            elif want > 0:
-                if dst == "din":
-                    room = len(s.skid) < 2
-                elif dst in LINK_OUT:
-                    room = len(s.outq[dst]) < s.out_depth
-                else:
-                    room = True
+            state = "compute"
+        elif s.pc < len(s.ops):
+            op = s.ops[s.pc]
+            if op[0] == "cmd":
+                o["cmd_val"] = 1
+                o["cmd_msg"] = op[1]
+            elif op[0] == "move" and quiet:  # link to link
+                _, src, dst, n = op
+                room = len(s.outq[dst]) < s.out_depth
                 o["rdy"][src] = 1 if room else 0
-            if dst == "din" and s.skid:
-                o["val"]["din"] = 1
-                o["msg"]["din"] = to_word(s.skid[0], s.bits)
-            if state is None:
-                if src in LINK_IN and not s.skid:
-                    state = "stall_in"
-                elif dst in LINK_OUT and len(s.outq[dst]) >= s.out_depth:
-                    state = "stall_out"
-                elif s.last_compute and busy:
-                    state = "compute"
-                else:
-                    state = "engine"
+                state = "stall_in" if room else "stall_out"
+        if s.feed:
+            src, n, taken, _ = s.feed[0]
+            if src == "scratch":
+                while len(s.skid) < 2 and taken < n and s.scratch:
+                    s.skid.append(s.scratch.popleft())
+                    taken += 1
+                s.feed[0][2] = taken
+            elif taken < n and len(s.skid) < 2:
+                o["rdy"][src] = 1
+        if s.skid:
+            o["val"]["din"] = 1
+            o["msg"]["din"] = to_word(s.skid[0], s.bits)
+        if s.drain:
+            dst = s.drain[0][0]
+            o["rdy"]["dout"] = 0 if (dst in LINK_OUT and len(s.outq[dst]) >= s.out_depth) else 1
+        # 4. what this cycle was
+        if state is None:
+            if compute_fired or (s.last_compute and busy):
+                state = "compute"
+            elif io:
+                state = "io"
+            elif s.feed and s.feed[0][0] in LINK_IN and not s.skid:
+                state = "stall_in"
+            elif s.drain and not o["rdy"]["dout"]:
+                state = "stall_out"
+            elif s.pc < len(s.ops) or s.feed or s.drain:
+                state = "engine"
+            elif s.is_done():
+                state = "done"
+                if s.done_cycle is None:
+                    s.done_cycle = s.cycle
+            else:
+                state = "stall_out"  # the program is over, its last sends are draining
         s.scratch_max = max(s.scratch_max, len(s.scratch))
         s.stats[state] += 1
         return o
