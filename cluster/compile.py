@@ -34,6 +34,22 @@ Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
 * Biases: the engine has no bias update; the router/DMA reads ``b`` and ``db`` (STORE), applies
   the golden ``sgd_update`` (its scalar unit) and writes ``b`` back (LOAD).
 
+Nodes with different array sides (``P_a`` sender, ``P_b`` receiver): every tensor travels in its
+producer's buffer layout (channels padded to a multiple of ``P_a``, ``P_a`` lanes per activation
+word, ``P_a*P_a`` per weight word) and the **receiving** DMA re-lays it out, always on the receiving
+side: it LOADs the ``P_a``-layout elements as they arrive into O (raw, from word 0: O only ever
+holds a transient result), STOREs them back into its scratch FIFO, ``call`` s :class:`_Relayout`
+(unpack in ``P_a``'s layout, pack in ``P_b``'s: :func:`~pymtl_fp.engine.msgs.unpack_act` /
+``pack_act``, ``unpack_weight`` / ``pack_weight``) and LOADs the result where the tensor belongs.
+So the DMA buffers one whole tensor for it (scratch, and O words), and it costs a STORE and a
+LOAD of the tensor more than a same-``P`` transfer (the per-node ``io`` cycles and
+``router_scratch_max`` of the report show it).  It applies to forward activations, backward
+gradients (also those a lone first holder of a split layer passes through from the second holder:
+they stay in the second holder's layout until the node that loads them), the split layers'
+weight exchange, images (the host packs them in node 0's layout) and logits / loss gradients (in
+node ``N-1``'s layout).  A split layer's cut ``k0`` is a multiple of both holders' ``P``
+(:func:`cluster.partition.grid_unit`), so both pieces are whole tiles in both layouts.
+
 Buffer plan per node (words; checked against each node's :class:`EngineConfig` before any
 simulation by :func:`compile_cluster`, which raises :class:`~cluster.config.ClusterError`):
 X holds the inputs of its conv/fc pieces for all ``B`` images, the pool argmaxes for all ``B``
@@ -55,10 +71,13 @@ from pymtl_fp import golden
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import (
     make_cmd,
+    pack_act,
     pack_bias,
     pack_weight,
     tiles,
+    unpack_act,
     unpack_bias,
+    unpack_weight,
 )
 from pymtl_fp.golden.train import step_seed, tensor_id
 
@@ -128,9 +147,10 @@ class ClusterProgram:
 class _Node:
     """Code generation context of one node."""
 
-    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt):
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None):
         self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
         self.P = ecfg.P
+        self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
         self.shifts, self.fmt = shifts, fmt
         self.items = part.nodes[j]
         self.B = part.batch
@@ -166,6 +186,40 @@ class _Node:
     def copy(self, sbuf, saddr, dbuf, daddr, n):
         self.store(sbuf, saddr, n, "scratch")
         self.load(dbuf, daddr, n, "scratch")
+
+    # ---- tensors from other nodes (layouts of other array sides) ----------------------------
+    def _passes_through(self, j) -> bool:
+        """Node ``j`` only forwards the data gradient of its one item (a split layer's first piece)
+        from the second holder to node ``j-1`` (a link-to-link move, no relayout)."""
+        items = self.part.nodes[j]
+        if len(items) != 1 or items[0].pool:
+            return False
+        f = self.info(items[0].layer)
+        return items[0].k0 == 0 and items[0].k1 < f["k"] and f["p"] > 0
+
+    def src_P(self, port) -> int:
+        """The array side of the layout a tensor arriving on ``port`` is in (the producer's)."""
+        j, n = self.j, self.part.n
+        if port == "fwd_in":
+            return self.Ps[max(j - 1, 0)]  # the host sends images in node 0's layout
+        if j == n - 1:
+            return self.Ps[j]              # the host sends loss gradients in node N-1's layout
+        return self.Ps[j + 2] if self._passes_through(j + 1) else self.Ps[j + 1]
+
+    def load_from(self, buf, addr, src, shape, kind="act"):
+        """LOAD a tensor of ``shape`` (activations ``(1, C, H, W)``, weights ``(K, C, R, S)``)
+        arriving on link ``src`` into ``buf`` at ``addr`` in this node's layout; re-laid out by the
+        DMA when the producer's ``P`` differs (see the module docstring)."""
+        pa, pb = self.src_P(src), self.P
+        n_b = _elems(kind, shape, pb)
+        if pa == pb:
+            self.load(buf, addr, n_b, src)
+            return
+        n_a = _elems(kind, shape, pa)
+        self.load("O", 0, n_a, src)
+        self.store("O", 0, n_a, "scratch")
+        self.ops.append(("call", _Relayout(kind, shape, pa, pb)))
+        self.load(buf, addr, n_b, "scratch")
 
     def compute(self, op, cycles, macs=0, **fields):
         msg = make_cmd(op=msgs.OPS[op], **fields)
@@ -251,7 +305,7 @@ class _Node:
         for idx, it in enumerate(items):
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
             if idx == 0:
-                self.load("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_in")
+                self.load_from("X", self.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
             nxt = items[idx + 1] if idx + 1 < len(items) else None
             if kind == "pool":
                 ow = self.out_words(li)
@@ -272,7 +326,7 @@ class _Node:
                     stage = self.x_addr(nxt, b) if nxt is not None else \
                         self.A.get("X", f"ys{li}", self.out_words(li))
                     first_words = (it.k0 // P) * f["ho"] * f["wo"]
-                    self.load("X", stage, first_words * P, "fwd_in")
+                    self.load_from("X", stage, "fwd_in", (1, it.k0, f["ho"], f["wo"]))
                 self.compute("fwd", program.compute_cycles(self.ecfg, "fwd", case),
                              program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
                              shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
@@ -302,8 +356,8 @@ class _Node:
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
             prev = items[idx - 1] if idx > 0 else None
             if idx == len(items) - 1:
-                words = self.out_words(li, it.k0, it.k1) if kind == "first" else self.out_words(li)
-                self.load("D", self.dy_in(it, b), words * P, "bwd_in")
+                kk = it.k1 - it.k0 if kind == "first" else f["k"]
+                self.load_from("D", self.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
             out = None
             if kind == "pool":
                 case = dict(dy=_Shape(1, f["c"], f["ho"], f["wo"]), k=f["pk"])
@@ -322,12 +376,15 @@ class _Node:
                               self.out_words(li, it.k0, it.k1) * P)
                 if kind == "first":
                     if p > 0:  # the second holder computed dx: it follows dy[k0:k1] on bwd_in
+                        dx = (1, f["c"], f["h"], f["w"])
                         if prev is not None:
-                            self.load("D", self.dy_in(prev, b), self.in_words(li) * P, "bwd_in")
-                        else:
-                            self.ops.append(("move", "bwd_in", "bwd_out", self.in_words(li) * P))
-                            self.link["bwd_in"] = self.link.get("bwd_in", 0) + self.in_words(li) * P
-                            self.link["bwd_out"] = self.link.get("bwd_out", 0) + self.in_words(li) * P
+                            self.load_from("D", self.dy_in(prev, b), "bwd_in", dx)
+                        else:  # in the second holder's layout, re-laid out by node j-1 if needed
+                            n = _elems("act", dx, self.src_P("bwd_in"))
+                            self.ops.append(("move", "bwd_in", "bwd_out", n))
+                            if self.counting:
+                                self.link["bwd_in"] = self.link.get("bwd_in", 0) + n
+                                self.link["bwd_out"] = self.link.get("bwd_out", 0) + n
                     continue
                 if p > 0:
                     wfull, _, _ = self.w_region(it)
@@ -398,7 +455,7 @@ class _Node:
                 self.store("W", wpiece, wwords * P * P, "fwd_out")
             elif kind == "second":
                 wfull, _, _ = self.w_region(it)
-                self.load("W", wfull, (it.k0 // P) * (wwords // tiles(kk, P)) * P * P, "fwd_in")
+                self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
 
     def initial(self, params):
         P = self.P
@@ -431,6 +488,39 @@ class _Node:
             self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
             self.store("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                        tiles(it.k1 - it.k0, P) * P, ("host", ("b", li, it.k0, it.k1)))
+
+
+def _elems(kind, shape, P) -> int:
+    """Elements of a tensor in the layout of array side ``P`` (padding included)."""
+    if kind == "act":
+        n, c, h, w = shape
+        return n * tiles(c, P) * h * w * P
+    k, c, r, s = shape
+    return tiles(k, P) * tiles(c, P) * r * s * P * P
+
+
+class _Relayout:
+    """The DMA's relayout: scratch holds one tensor in ``P_a``'s layout -> the same tensor in
+    ``P_b``'s layout (``kind``: ``act`` or ``weight``; see the module docstring)."""
+
+    def __init__(self, kind, shape, pa, pb):
+        self.kind, self.shape, self.pa, self.pb = kind, tuple(int(v) for v in shape), pa, pb
+
+    def __call__(self, values):
+        v = np.asarray(values, dtype=np.int64)
+        if len(v) != _elems(self.kind, self.shape, self.pa):
+            raise RuntimeError(f"relayout {self.kind}{self.shape} P{self.pa}->P{self.pb}: scratch holds "
+                               f"{len(v)} elements, expected {_elems(self.kind, self.shape, self.pa)}")
+        if self.kind == "act":
+            t = unpack_act(v.reshape(-1, self.pa), self.shape, self.pa)
+            out = pack_act(t, self.pb)
+        else:
+            t = unpack_weight(v.reshape(-1, self.pa * self.pa), self.shape, self.pa)
+            out = pack_weight(t, self.pb)
+        return [int(x) for x in out.reshape(-1)]
+
+    def __repr__(self):
+        return f"relayout({self.kind}{self.shape} P{self.pa}->P{self.pb})"
 
 
 def _load_cycles(n):
@@ -486,7 +576,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int) -> ClusterP
                                f"engine's update takes right shifts only")
     nodes = []
     for j in range(part.n):
-        nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt)
+        nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines])
         nd.initial(params)
         nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
         nd.link = {}
@@ -517,19 +607,21 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int) -> ClusterP
                            ". Use a smaller batch, more nodes or deeper buffers.")
     c, h, w = net.input_shape
     K, ho, wo = net.shapes()[-1]
-    P = ccfg.P
-    return ClusterProgram(nodes, tiles(c, P) * h * w * P, tiles(K, P) * ho * wo * P, (K, ho, wo), steps,
-                          part.batch)
+    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
+    return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
+                          (K, ho, wo), steps, part.batch)
 
 
 def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
-    """Reassemble ``{layer: {"w", "b"}}`` from what the nodes stored to the host."""
-    from pymtl_fp.engine.msgs import unpack_weight
-
+    """Reassemble ``{layer: {"w", "b"}}`` from what the nodes stored to the host; ``P`` is the
+    array side of every node (an int, or one per node: each piece is in its node's layout)."""
+    Ps = [int(P)] * part.n if isinstance(P, (int, np.integer)) else [int(p) for p in P]
+    owner = {(it.layer, it.k0, it.k1): Ps[j] for j, items in enumerate(part.nodes) for it in items}
     out = {name: {"w": np.zeros_like(np.asarray(p["w"])), "b": np.zeros_like(np.asarray(p["b"]))}
            for name, p in like.items()}
     for key, vals in host_out.items():
         kind, li, k0, k1 = key
+        P = owner[(li, k0, k1)]
         layer = net.layers[li]
         _, C, R, S = net.conv_geometry(layer)["w_shape"]
         if kind == "w":

@@ -5,9 +5,9 @@ partition and the per-node programs are derived from it by :mod:`cluster.partiti
 :mod:`cluster.compile`.
 
 * ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
-  buffer depths and in everything else that does not change the data layout; they must share the
-  array side ``P`` (activations travel between nodes in the sender's buffer layout, which is the
-  receiver's layout only when both have the same ``P``) and the word widths (checked).
+  array side ``P`` (``rows``) and buffer depths; a tensor that crosses from a node with ``P_a`` to
+  one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`cluster.compile`).  They must share
+  the word widths and ``stream_bits`` (one element per link message; checked).
 * ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the
   host links (``msg_bits`` must equal the engines' ``stream_bits``: one tensor element per
   message).
@@ -87,12 +87,13 @@ class ClusterConfig:
                 raise ClusterError(f"node {i}: engine must be an EngineConfig, got {e!r}")
         first = engines[0]
         for i, e in enumerate(engines[1:], 1):
-            for f in ("rows", "act_bits", "weight_bits", "grad_bits", "stream_bits"):
+            for f in ("act_bits", "weight_bits", "grad_bits", "stream_bits"):
                 if getattr(e, f) != getattr(first, f):
                     raise ClusterError(
                         f"node {i}: {f}={getattr(e, f)} differs from node 0's {getattr(first, f)}; "
-                        f"nodes may differ in buffer depths and accumulator width only (data moves "
-                        f"between nodes in the sender's buffer layout)")
+                        f"nodes may differ in array side, buffer depths and accumulator width only "
+                        f"(tensor elements travel between nodes one per {first.stream_bits}-bit message "
+                        f"in the same number formats)")
         if not isinstance(self.link, LinkConfig):
             raise ClusterError(f"link must be a LinkConfig, got {self.link!r}")
         if self.link.msg_bits != first.stream_bits:
@@ -120,7 +121,17 @@ class ClusterConfig:
 
     @property
     def P(self) -> int:
+        """Node 0's array side (the only one when the nodes share ``P``; see :attr:`Ps`)."""
         return self.engines[0].P
+
+    @property
+    def Ps(self) -> tuple:
+        """Every node's array side ``P``, in chain order."""
+        return tuple(e.P for e in self.engines)
+
+    @property
+    def mixed_p(self) -> bool:
+        return len(set(self.Ps)) > 1
 
     @classmethod
     def homogeneous(cls, n: int, engine: EngineConfig, link: LinkConfig | None = None, **kw):

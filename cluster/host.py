@@ -2,7 +2,8 @@
 
 * ``img_out`` -> link -> node 0 ``fwd_in``: the images of every step, in order, in node 0's
   activation layout (one element per message).
-* node N-1 ``fwd_out`` -> link -> ``logit_in``: one image's logits at a time.
+* node N-1 ``fwd_out`` -> link -> ``logit_in``: one image's logits at a time, in node N-1's
+  layout (``p_out``: its array side, which may differ from node 0's), as are the loss gradients.
 * ``grad_out`` -> link -> node N-1 ``bwd_in``: the loss gradient of each image as soon as its
   logits are in.  It is the golden :func:`~pymtl_fp.golden.loss.softmax_xent_grad` of the
   *batch*: each row's gradient depends only on that row and the batch size ``N``, so the host
@@ -45,10 +46,11 @@ def row_grad(net, fmt, logits_row, label, batch, relu_last) -> np.ndarray:
 
 
 class HostCL(Component):
-    def construct(s, ecfg, net, fmt, images, labels, batch):
+    def construct(s, ecfg, net, fmt, images, labels, batch, p_out=None):
         s.DataT = data_type(ecfg)
         s.bits = ecfg.stream_bits
-        s.P = ecfg.P
+        s.P = ecfg.P                                        # node 0's layout: images
+        s.P_out = ecfg.P if p_out is None else int(p_out)   # node N-1's layout: logits, gradients
         s.img_out = SendIfcRTL(s.DataT)
         s.logit_in = RecvIfcRTL(s.DataT)
         s.grad_out = SendIfcRTL(s.DataT)
@@ -58,7 +60,7 @@ class HostCL(Component):
         s.labels = np.asarray(labels)
         s.out_shape = net.shapes()[-1]
         K, ho, wo = s.out_shape
-        s.logit_elems = tiles(K, s.P) * ho * wo * s.P
+        s.logit_elems = tiles(K, s.P_out) * ho * wo * s.P_out
         s.relu_last = net.param_layers()[-1].relu
         s._reset_state()
 
@@ -116,14 +118,14 @@ class HostCL(Component):
 
     def _image_done(s):
         K, ho, wo = s.out_shape
-        words = np.asarray(s.cur_logits, dtype=np.int64).reshape(-1, s.P)
-        y = unpack_act(words, (1, K, ho, wo), s.P)[0]
+        words = np.asarray(s.cur_logits, dtype=np.int64).reshape(-1, s.P_out)
+        y = unpack_act(words, (1, K, ho, wo), s.P_out)[0]
         s.cur_logits = []
         i = len(s.logits)
         s.logits.append(y)
         s.logit_cycles.append(s.cycle)
         g = row_grad(s.net, s.fmt, y.reshape(-1), s.labels[i], s.batch, s.relu_last)
-        s.grad_queue.extend(int(v) for v in pack_act(g.reshape(1, K, ho, wo), s.P).reshape(-1))
+        s.grad_queue.extend(int(v) for v in pack_act(g.reshape(1, K, ho, wo), s.P_out).reshape(-1))
         if len(s.logits) % s.batch == 0:
             lo = len(s.logits) - s.batch
             batch_logits = np.stack([v.reshape(-1) for v in s.logits[lo:]])

@@ -6,18 +6,26 @@ measured in **engine cycles** with the engine's closed-form timing model
 (one image) + ``bwd_weight`` (the whole mini-batch, divided by its size) of every conv/fc layer,
 ``pool_fwd`` + ``pool_bwd`` of every pool.
 
-Granularity: a conv/fc layer is cut into *tiles* of ``P`` output channels (the engine's array
-side; a piece must start on a tile so that it is a contiguous block of the activation and weight
-layouts).  A position ``m`` is the number of tiles before a cut; node ``i`` computes tiles
-``[cuts[i], cuts[i+1])``.  The cut positions are chosen by FPDeep's balancing rule, reusing
-:func:`pymtl_fp.explore.partition.nearest_positions`: node ``i``'s end cut is the position whose
-cumulative work is nearest to ``(i+1)/N`` of the total (equal shares: the nodes share ``P``).
+Granularity: a conv/fc layer is cut into *tiles* of ``Q`` output channels, ``Q`` the least common
+multiple of the nodes' array sides ``P`` (``Q = P`` when the nodes share it; :func:`grid_unit`).
+A piece must start on a multiple of the ``P`` of *both* of its holders, so that it is a contiguous
+block of the activation, weight and bias layouts of each (channel ``c`` sits in tile ``c // P``):
+the first holder's piece ends, and the second holder's begins, on a whole tile of each, and the
+second holder's copy of the first piece's weights starts at its own tile ``k0 // P``.  One grid for
+the whole chain keeps the cut positions comparable across cut vectors; it is coarser than needed
+when the neighbours of a cut have a smaller ``lcm``.  A position ``m`` is the number of tiles
+before a cut; node ``i`` computes tiles ``[cuts[i], cuts[i+1])``.  The cut positions are chosen by
+FPDeep's balancing rule, reusing :func:`pymtl_fp.explore.partition.nearest_positions`: node
+``i``'s end cut is the position whose cumulative work (timing model of node 0's engine) is nearest
+to the share of nodes ``0..i`` in the chain's MAC throughput (``P*P`` per node: equal shares when
+the nodes share ``P``; a ``P = 4`` node gets about four times the share of a ``P = 2`` node).
 
 Refinement: the nearest-share rule is greedy; on a coarse tile grid it can leave one node with
 far more than ``1/N`` (lenet-digits on 4 nodes: max/mean 1.75).  :func:`partition` therefore also
 searches every cut vector for the smallest maximum node work (the same objective, solved exactly,
 as Zhang et al.'s DP does for asymmetric FPGAs; small nets only) and returns it when it is better
-(``method`` then says so, with the rule's balance).
+(``method`` then says so, with the rule's balance).  Node work is always measured with the node's
+own engine (``ccfg.engines[j]``), so nodes of different speeds are balanced in cycles.
 
 Hardware constraints the explore model does not have (so :func:`pymtl_fp.explore.partition.fpdeep`
 is not called on an explore ``Chain`` directly: its cost model is the explore compute model, not the
@@ -33,6 +41,7 @@ engine's timing model, and it may choose row splits, which this cluster does not
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,10 +64,15 @@ class Item:
     pool: bool = False
 
 
+def grid_unit(ccfg) -> int:
+    """Channels per partition tile: the least common multiple of the nodes' array sides."""
+    return math.lcm(*(e.P for e in ccfg.engines))
+
+
 @dataclass
 class Partition:
     net: object
-    P: int
+    P: int                         #: channels per tile (:func:`grid_unit`)
     batch: int
     cuts: list                     #: tile positions, ``N + 1`` of them
     nodes: list                    #: per node, its items in layer order
@@ -205,11 +219,12 @@ def _check_nodes(net, nodes) -> None:
 
 
 def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: bool = True) -> Partition:
-    """FPDeep-balanced partition (see the module docstring); ``cuts`` forces tile positions,
+    """FPDeep-balanced partition (see the module docstring); ``cuts`` forces tile positions (tiles of
+    :func:`grid_unit` channels: the nodes' ``P`` when they share it),
     ``split=False`` cuts at layer boundaries only.  With ``refine`` (default), when FPDeep's
     nearest-share rule leaves a node with more work than the best cut vector (exhaustive min-max
     search, small nets only), the min-max partition is returned instead (``method`` says so)."""
-    P = ccfg.P
+    P = grid_unit(ccfg)
     N = ccfg.n
     ecfg = ccfg.engines[0]
     plist = _param_layers(net)
@@ -246,7 +261,8 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
         if not split and N > len(plist):
             raise ClusterError(f"{N} nodes but {net.name} has {len(plist)} conv/fc layers: "
                                f"cutting at layer boundaries needs at most that many nodes")
-        targets = np.arange(1, N) / N
+        cap = np.asarray([e.macs_per_cycle for e in ccfg.engines], dtype=float)
+        targets = np.cumsum(cap)[:-1] / cap.sum()   # equal shares when the nodes share P
         picks = nearest_positions(curve[allowed], targets) if N > 1 else np.zeros(0, dtype=int)
         cuts = [0] + [int(allowed[i]) for i in picks] + [total_tiles]
         # every node at least one position step, at most two holders per layer
@@ -288,7 +304,7 @@ def _min_max(net, ccfg, batch, total_tiles, limit=200_000):
     cache = {}
     for inner in itertools.combinations(range(1, total_tiles), N - 1):
         cuts = [0, *inner, total_tiles]
-        nodes = items_from_cuts(net, ccfg.P, cuts)
+        nodes = items_from_cuts(net, grid_unit(ccfg), cuts)
         try:
             _check_nodes(net, nodes)
         except ClusterError:
@@ -301,5 +317,5 @@ def _min_max(net, ccfg, batch, total_tiles, limit=200_000):
             work.append(cache[key])
         k = (max(work), sum(w * w for w in work))
         if best_key is None or k < best_key:
-            best_key, best = k, Partition(net, ccfg.P, batch, cuts, nodes, work, "min-max")
+            best_key, best = k, Partition(net, grid_unit(ccfg), batch, cuts, nodes, work, "min-max")
     return best

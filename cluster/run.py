@@ -105,7 +105,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     host_out = {}
     for r in routers:
         host_out.update(r.host)
-    new_params = unpack_params(net, part, ccfg.P, host_out, params)
+    new_params = unpack_params(net, part, [e.P for e in ccfg.engines], host_out, params)
     if top.host.unexpected:
         raise ClusterError(f"node 0 sent {top.host.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles, steps, batch,
@@ -153,6 +153,7 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         peak = ccfg.engines[j].macs_per_cycle
         nodes.append({
             "node": j, "level": levels[j], "engine": ccfg.engines[j].name or ccfg.engines[j].module_name(),
+            "P": ccfg.engines[j].P,
             "items": part.describe()[j].split(": ", 1)[1],
             "work_model_cycles_per_image": round(part.work[j], 1),
             "macs": r.macs, "mac_utilization": r.macs / (peak * cycles) if cycles else 0.0,
@@ -229,11 +230,11 @@ def format_report(rep: dict) -> str:
     p = rep["pipeline"]
     lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
                  f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")
-    lines.append("node  level      MAC util  compute     io  stall_in stall_out  engine   done  X/D/W words used")
+    lines.append("node  level      P  MAC util  compute     io  stall_in stall_out  engine   done  X/D/W words used")
     for n in rep["node"]:
         f = n["busy_fraction"]
         bu = n["buffers"]
-        lines.append(f"{n['node']:>4}  {n['level']:<9} {100 * n['mac_utilization']:8.1f}% "
+        lines.append(f"{n['node']:>4}  {n['level']:<9} {n.get('P', '?'):>2} {100 * n['mac_utilization']:8.1f}% "
                      f"{100 * f['compute']:6.1f}% {100 * f['io']:5.1f}% {100 * f['stall_in']:8.1f}% "
                      f"{100 * f['stall_out']:8.1f}% {100 * f['engine']:6.1f}% {100 * f['done']:5.1f}%  "
                      f"{bu['X']['used']}/{bu['D']['used']}/{bu['W']['used']}")

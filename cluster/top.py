@@ -8,7 +8,9 @@
 Each node is an engine at its own level (``fl``, ``cl``, ``rtl`` or ``verilator``) plus a
 :class:`~cluster.router.RouterCL`.  Every link (``2N + 1`` of them: the host's three and two per
 pair of neighbours) is a ``Link<level>(Bits<stream_bits>, link_cfg)``.  Node 0's ``bwd_out``
-goes straight to the host (nothing travels on it: the first layer has no data gradient).
+goes straight to the host (nothing travels on it: the first layer has no data gradient).  The host
+sends images in node 0's layout and takes logits / sends loss gradients in node N-1's (their ``P``
+may differ).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class ClusterTop(Component):
         Link = link_class(link_level)
         s.nodes = [NodeTop(ccfg.engines[j], cprog.nodes[j].ops, levels[j], j,
                            stall=(stall[0], stall[1] + 7919 * j) if stall else None) for j in range(N)]
-        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch)
+        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, p_out=ccfg.engines[-1].P)
         names = link_names(N)
         s.fwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in names[:N + 1]]  # host->0, 0->1, ..., N-1->host
         s.bwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in names[N + 1:]]  # 1->0, ..., host->N-1

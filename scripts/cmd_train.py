@@ -8,7 +8,8 @@ and optionally writes learning curves (``--plot``) and a JSON report (``--report
 ``--engine cluster`` trains on a simulated cluster of FPGAs (:mod:`cluster`): the net is
 partitioned over ``--nodes`` nodes (FPDeep balancing), one program is compiled per node, and
 ``--steps`` mini-batches of the digits training set run through the pipelined cluster at
-``--level`` (fl, cl, rtl, verilator or mixed).  It prints where the cycles go and whether the
+``--level`` (fl, cl, rtl, verilator or mixed); ``--arrays 4,4,2,2`` gives every node its own MAC
+array side (default: ``--array`` for all).  It prints where the cycles go and whether the
 final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
 ``--steps`` times); exit status 1 if they do not.
 
@@ -61,13 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--node-levels", metavar="L0,L1,...", help="engine level of every node (e.g. rtl,fl,fl,fl)")
     grp.add_argument("--steps", type=int, default=2, metavar="S", help="training steps to simulate (default 2)")
     grp.add_argument("--array", type=int, default=4, metavar="P", help="MAC array side of every node (default 4)")
+    grp.add_argument("--arrays", metavar="P0,P1,...",
+                     help="MAC array side of each node, one per node (e.g. 4,4,2,2; overrides --array)")
     grp.add_argument("--act-depth", type=int, default=2048, metavar="WORDS",
                      help="activation buffer depth of every node (default 2048)")
     grp.add_argument("--link-latency", type=int, default=8, metavar="CYCLES", help="link latency (default 8)")
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
                      help="clock for images/s (default 200)")
     grp.add_argument("--cuts", metavar="T0,T1,...",
-                     help="force the partition: N+1 cut positions in tiles of P output channels")
+                     help="force the partition: N+1 cut positions in tiles of P output channels (mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
 
@@ -164,6 +167,24 @@ def _run_golden(args, net, settings: dict, precisions: list) -> list:
     return histories
 
 
+def _arrays(text: str, nodes: int) -> list:
+    """``--arrays P0,P1,...``: one supported array side per node."""
+    from pymtl_fp.engine.config import EngineConfig
+
+    try:
+        arrays = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UserError(f"--arrays {text}: give one integer array side per node, e.g. 4,4,2,2") from None
+    if len(arrays) != nodes:
+        raise UserError(f"--arrays {text}: {len(arrays)} array sides for --nodes {nodes}; give one per node")
+    for p in arrays:
+        try:
+            EngineConfig(rows=p, cols=p)
+        except ValueError as exc:
+            raise UserError(f"--arrays {text}: array side {p} is not supported ({exc})") from None
+    return arrays
+
+
 def _run_cluster(args, net) -> int:
     import numpy as np
 
@@ -199,10 +220,10 @@ def _run_cluster(args, net) -> int:
         raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
                         "the digits data needs (1, 8, 8) -> 10")
     try:
-        engine = engine_for_net(net, precision, P=args.array, act_depth=args.act_depth)
-        ccfg = ClusterConfig.homogeneous(args.nodes, engine,
-                                         default_link(engine.stream_bits, args.link_latency),
-                                         clock_mhz=args.clock_mhz)
+        arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
+        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth) for p in arrays]
+        ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency),
+                             clock_mhz=args.clock_mhz)
         levels = node_levels(args.level, args.nodes, args.node_levels)
         cuts = [int(v) for v in args.cuts.split(",")] if args.cuts else None
     except (ValueError, TypeError) as exc:
@@ -221,7 +242,8 @@ def _run_cluster(args, net) -> int:
     tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
                        seed=settings["seed"])
     print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
-          f"{args.nodes} nodes at level {args.level}", flush=True)
+          f"{args.nodes} nodes at level {args.level} (arrays {','.join(str(e.P) for e in ccfg.engines)})",
+          flush=True)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                                levels=levels, cuts=cuts, split=not args.no_split)
