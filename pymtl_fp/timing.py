@@ -9,7 +9,9 @@ operation, over random shapes.
 
 Occupancy of one command = cycles from the cycle it is accepted on ``cmd`` until the first cycle
 the engine is idle again (``busy`` low, the next command can be accepted), when its stream is
-never stalled:
+never stalled and it runs alone (``ovl = 0``, or nothing else running: the same unit, the same
+cycles; overlapped commands (``ovl = 1``) keep their occupancies, but a program's total is then
+no longer their sum):
 
 * ``LOAD count``: ``count + 1`` (the command cycle, then one element per cycle);
 * ``STORE count`` into a buffer of ``L`` lanes per word: ``1 + count + ceil(count / L)`` (the

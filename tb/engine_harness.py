@@ -289,12 +289,13 @@ def get_model(level: str, cfg):
 
 
 def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_000, idle_limit=20_000,
-          trace: list | None = None):
+          trace: list | None = None, accepts: list | None = None):
     """Run ``prog`` through ``model``; return ``(out_elements, timing dict)``.
 
     ``stall`` = stall probabilities of (cmd source, din source, dout sink); their patterns are
     seeded by ``seed`` (three independent streams).  ``trace``, if given, receives the
-    ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle."""
+    ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle; ``accepts``, if
+    given, the cycle in which each command was accepted."""
     DataT = msgs.data_type(cfg)
     sb = cfg.stream_bits
     pc = stall_pattern(seed * 3 + 0, stall[0])
@@ -328,6 +329,8 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
         if t_acc is not None and t_idle is None and not model.busy:
             t_idle = t
         if vc and model.cmd.rdy:
+            if accepts is not None:
+                accepts.append(t)
             if ci == prog.compute_index:
                 t_acc = t
             ci += 1

@@ -158,3 +158,32 @@ def test_run_op_and_the_cli_at_level_cl(tmp_path, capsys):
     z = np.load(out)
     assert int(z["compute_cycles"]) == want["compute_cycles"] and int(z["cycles"]) == want["cycles"]
     assert "(golden: equal)" in capsys.readouterr().out
+
+
+@pytest.mark.cl
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", OPS)
+@settings(max_examples=examples(3))
+@given(data=st.data())
+def test_cl_equals_rtl_on_overlapped_programs(cmdline_opts, op, data):
+    """Every command of the operation's program with ``ovl = 1`` (the compute command waits for
+    the LOADs it reads, the STOREs for the compute command): identical traces, golden values.
+    Programs that really overlap: ``tests/test_engine_overlap.py``."""
+    from pymtl_fp.engine import program
+    from pymtl_fp.engine.cl_harness import get_any_model
+    from pymtl_fp.engine.msgs import cmd_fields, make_cmd
+    from tb.engine_harness import drive
+
+    case, stall, seed = data.draw(engine_cases(CFG, op))
+    case = validate_case(CFG, op, case)
+    prog = program.build(CFG, op, case)
+    prog.cmds = [make_cmd(**dict(cmd_fields(c), ovl=1)) for c in prog.cmds]
+    runs = {}
+    for level in ("cl", "verilator"):
+        trace = []
+        out, t = drive(get_any_model(level, CFG), CFG, prog, stall=stall, seed=seed, trace=trace)
+        runs[level] = (out, t, trace)
+    assert runs["cl"] == runs["verilator"]
+    res = prog.unpack(runs["cl"][0])
+    for key, val in golden_op(CFG, op, case).items():
+        assert np.array_equal(res[key], val), (op, key)

@@ -5,35 +5,58 @@ Values: a compute command is evaluated by :class:`~pymtl_fp.engine.EngineFL.Engi
 golden-model code (this class inherits ``_compute`` and the buffer layout from it; EngineFL's
 ``construct`` is not used), so FL and CL cannot differ in a single bit.
 
-Timing (the same state machine as :class:`~pymtl_fp.engine.EngineRTL.EngineRTL`'s controller,
-with the compute datapath replaced by a countdown from the closed form of :mod:`pymtl_fp.timing`)::
+Timing (the three units of :class:`~pymtl_fp.engine.EngineRTL.EngineRTL`, with the compute
+datapath replaced by a countdown from the closed form of :mod:`pymtl_fp.timing`)::
 
-    IDLE    cmd.rdy = 1; a command is accepted in the cycle cmd.val is high
-    LOAD    din.rdy = 1; one element per cycle in which din.val is high; IDLE after the last
-    STORE   per word: one cycle reading the buffer (dout.val = 0), then dout.val = 1 and one
-            element per cycle in which dout.rdy is high; IDLE after the last element
-    COMP    busy for timing.compute_cycles(...) - 1 cycles after the acceptance, then IDLE
-            (results are written into the buffers at acceptance: no port can observe them
-            before the engine is idle again)
+    accept  cmd.rdy = 1 when the command may start (below); accepted in a cycle cmd.val is high
+    LD      din.rdy = 1; one element per cycle in which din.val is high; idle after the last
+    ST      per word: one cycle reading the buffer (dout.val = 0), then dout.val = 1 and one
+            element per cycle in which dout.rdy is high; idle after the last element
+    EX      busy for timing.compute_cycles(...) - 1 cycles after the acceptance, then idle
 
-Every output (``cmd.rdy``, ``din.rdy``, ``dout.val``, ``dout.msg``, ``busy``) is registered, as
-the RTL's are functions of its registers only.  Back-pressure is therefore modelled exactly: a
-stalled ``din`` or ``dout`` holds the LOAD/STORE exactly as it holds the RTL, and compute
-commands never touch the streams (the RTL's compute time does not depend on stalls).  A test
-(``tests/test_engine_cl.py``) checks that CL and RTL handshake on every port in the same
-cycles under random stall patterns.
+A command with ``ovl = 0`` is accepted only when all units are idle (the serial engine); one with
+``ovl = 1`` when its own unit is idle and its :func:`~pymtl_fp.engine.msgs.access_ranges`
+conflict with no busy unit's (:func:`~pymtl_fp.engine.msgs.ranges_conflict`, captured at
+acceptance).  Results of a compute command are written into the buffers at its acceptance: the
+hazard rule guarantees that no LOAD or STORE running or accepted while it is busy touches a word
+it reads or writes, so no port can observe the difference.
+
+``cmd.rdy`` is combinational (registered state and ``cmd.msg``, as in the RTL); every other
+output (``din.rdy``, ``dout.val``, ``dout.msg``, ``busy``) is registered, as the RTL's are
+functions of its registers only.  Back-pressure is therefore modelled exactly: a stalled ``din``
+or ``dout`` holds the LOAD/STORE exactly as it holds the RTL, and compute commands never touch
+the streams.  A test (``tests/test_engine_cl.py``, ``tests/test_engine_overlap.py``) checks that
+CL and RTL handshake on every port in the same cycles under random stall patterns.
 """
 
 from __future__ import annotations
 
-from pymtl3 import update_ff
+from pymtl3 import update, update_ff
 
 from pymtl_fp import timing
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.EngineFL import EngineFL
-from pymtl_fp.engine.msgs import cmd_fields, from_word, to_word
+from pymtl_fp.engine.msgs import UNIT_EX, UNIT_LD, UNIT_ST, cmd_fields, from_word, to_word
 
-IDLE, LOAD, STORE, COMP = range(4)
+
+class _Stream:
+    """LD or ST: the command being streamed (element position, remaining count)."""
+
+    def __init__(s, f, nlanes, ranges):
+        s.target, s.addr, s.lane, s.left, s.nlanes = f["target"], f["addr"], 0, f["count"], nlanes
+        s.phase = 0  # ST: 1 = the current word has been read
+        s.ranges = ranges
+
+    def advance(s):
+        """One element moved; returns True after the last."""
+        s.left -= 1
+        if s.lane == s.nlanes - 1:
+            s.lane = 0
+            s.addr += 1
+            s.phase = 0
+        else:
+            s.lane += 1
+        return s.left == 0
 
 
 class EngineCL(EngineFL):
@@ -47,84 +70,94 @@ class EngineCL(EngineFL):
         sb = cfg.stream_bits
         DataT = s.DataT
 
+        @update
+        def up_cl_rdy():
+            s.cmd.rdy @= s._can_accept(s.cmd.msg)
+
         @update_ff
         def up_cl():
             if s.reset:
                 s._reset_state()
-                s.cmd.rdy <<= 1
                 s.din.rdy <<= 0
                 s.dout.val <<= 0
                 s.busy <<= 0
                 return
-            st = s.state
-            if st == IDLE:
-                if s.cmd.val:
-                    s._accept(cmd_fields(s.cmd.msg))
-            elif st == LOAD:
-                if s.din.val:
-                    s._write_elem(from_word(int(s.din.msg), sb))
-                    s._advance()
-            elif st == STORE:
-                if not s.phase:
-                    s.phase = 1
+            go = bool(s.cmd.val & s.cmd.rdy)  # cmd.rdy: this cycle's, from up_cl_rdy
+            f = cmd_fields(s.cmd.msg) if go else None
+            if s.ld is not None and s.din.val:
+                s._write_elem(s.ld, from_word(int(s.din.msg), sb))
+                if s.ld.advance():
+                    s.ld = None
+            if s.st is not None:
+                if not s.st.phase:
+                    s.st.phase = 1
                 elif s.dout.rdy:
-                    s._advance()
-            else:  # COMP
-                s.left -= 1
-                if s.left == 0:
-                    s.state = IDLE
+                    if s.st.advance():
+                        s.st = None
+            if s.ex is not None:
+                s.ex_left -= 1
+                if s.ex_left == 0:
+                    s.ex = None
+            if go:
+                s._accept(f)
             s.cycle += 1
             # registered outputs of the next cycle
-            st = s.state
-            s.cmd.rdy <<= st == IDLE
-            s.din.rdy <<= st == LOAD
-            s.busy <<= st != IDLE
-            if st == STORE and s.phase:
+            s.din.rdy <<= s.ld is not None
+            s.busy <<= s._busy()
+            if s.st is not None and s.st.phase:
                 s.dout.val <<= 1
-                s.dout.msg <<= DataT(to_word(s._read_elem(), sb))
+                s.dout.msg <<= DataT(to_word(s._read_elem(s.st), sb))
             else:
                 s.dout.val <<= 0
 
     # ---- state ---------------------------------------------------------------------------
     def _reset_state(s):
-        s.state = IDLE
-        s.phase = 0  # STORE: 1 = the current word has been read
-        s.target = s.addr = s.lane = s.left = s.nlanes = 0
+        s.ld = s.st = None  # _Stream of the running LOAD / STORE
+        s.ex = None  # access ranges of the running compute command
+        s.ex_left = 0
+
+    def _busy(s):
+        return s.ld is not None or s.st is not None or s.ex is not None
+
+    def _can_accept(s, msg):
+        if not s._busy():
+            return True
+        if not msg.ovl:
+            return False
+        f = cmd_fields(msg)
+        unit = msgs.unit_of(f["op"])
+        running = {UNIT_LD: s.ld and s.ld.ranges, UNIT_ST: s.st and s.st.ranges, UNIT_EX: s.ex}
+        if running[unit]:
+            return False
+        mine = msgs.access_ranges(f, s.cfg)
+        return not any(r and msgs.ranges_conflict(mine, r) for r in running.values())
 
     def _accept(s, f):
         op = f["op"]
         if op in (msgs.OP_LOAD, msgs.OP_STORE):
             if f["count"] == 0:
                 return
-            s.state = LOAD if op == msgs.OP_LOAD else STORE
-            s.target, s.addr, s.lane, s.left = f["target"], f["addr"], 0, f["count"]
-            s.nlanes = s.lanes[f["target"]]
-            s.phase = 0
+            unit = _Stream(f, s.lanes[f["target"]], msgs.access_ranges(f, s.cfg))
+            if op == msgs.OP_LOAD:
+                s.ld = unit
+            else:
+                s.st = unit
             return
         s._compute(f)  # EngineFL's golden-model evaluation, into the buffers
         s.ops_done += 1
         occ = timing.compute_cycles(s.cfg.P, msgs.OP_NAMES[op], f)
         s.compute_log.append((msgs.OP_NAMES[op], s.cycle, occ))
-        s.state, s.left = COMP, occ - 1
+        if occ > 1:
+            s.ex, s.ex_left = msgs.access_ranges(f, s.cfg) or [(-1, 0, 0, False)], occ - 1
 
-    def _write_elem(s, value):
-        s.bufs[s.target][s.addr, s.lane] = value
+    def _write_elem(s, u, value):
+        s.bufs[u.target][u.addr, u.lane] = value
 
-    def _read_elem(s):
-        return int(s.bufs[s.target][s.addr, s.lane])
-
-    def _advance(s):
-        """One element moved (LOAD or STORE): next lane/word; IDLE after the last."""
-        s.left -= 1
-        if s.lane == s.nlanes - 1:
-            s.lane = 0
-            s.addr += 1
-            s.phase = 0
-        else:
-            s.lane += 1
-        if s.left == 0:
-            s.state = IDLE
+    def _read_elem(s, u):
+        return int(s.bufs[u.target][u.addr, u.lane])
 
     def line_trace(s):
-        st = "ILSC"[s.state]
-        return f"{s.cmd}|{s.din}|{s.dout} {st} left={s.left}"
+        ld = f"L{s.ld.left:<4}" if s.ld else "L.   "
+        st = f"S{s.st.left:<4}" if s.st else "S.   "
+        ex = f"X{s.ex_left:<5}" if s.ex else "X.    "
+        return f"{s.cmd}|{s.din}|{s.dout} {ld} {st} {ex}"

@@ -4,7 +4,10 @@ Commands run one at a time.  A LOAD takes its elements from ``din`` (one per han
 sends its elements on ``dout``; a compute command reads its operands from the (Python) buffers
 in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` and writes the
 results back, all in the cycle it is accepted.  No timing is modelled (``busy`` is high only
-while a LOAD/STORE is moving data).
+while a LOAD/STORE is moving data).  The ``ovl`` field is accepted and ignored: FL executes
+commands one at a time, in order, which is the semantics the timed levels' overlap preserves
+(their hazard check lets a command run early only when that cannot change any result; see
+:mod:`pymtl_fp.engine.msgs`), so FL is the reference for overlapped programs too.
 """
 
 from __future__ import annotations

@@ -23,11 +23,21 @@ bias gradient ``db`` needs no pass of its own: during the ``ct == 0`` tiles a ro
 adders sums each ``dy`` once (at the first valid tap of its output position) and the sum is
 drained as one more row after the tile that completes it.
 
-Commands run one at a time (LOAD, STORE, compute); see :mod:`pymtl_fp.engine.msgs`.
+Three units run concurrently, one command each: the loader LD (LOAD: ``din`` -> a buffer's
+write port), the storer ST (STORE: a buffer's read port -> ``dout``) and the compute unit EX
+(everything above).  Commands are accepted in order; ``cmd.rdy`` (combinational in ``cmd.msg``)
+is high when all units are idle, or when the command has ``ovl = 1``, its own unit is idle and
+none of its address ranges conflicts with those of a busy unit (same port of the same buffer, or
+a write intersecting a read; rule and proof of in-order semantics: :mod:`pymtl_fp.engine.msgs`).
+The ranges of each command are computed from its fields at acceptance (``c_*``, in elements of
+the buffer: words times lanes, so a LOAD/STORE needs no division) and kept in registers while
+its unit is busy (``ld_*``, ``st_*``, ``ex_*``).  Buffers are not split: a read port belongs to
+ST while ST streams that buffer, else to EX; a write port to LD while LD fills that buffer, else
+to EX (the rule guarantees that they never both need it).
 """
 
 from pymtl3 import (
-    Bits1, Bits2, Bits16, Bits32, Component, OutPort, Wire, mk_bits, trunc, update, update_ff, zext,
+    Bits1, Bits3, Bits16, Bits32, Component, OutPort, Wire, mk_bits, trunc, update, update_ff, zext,
 )
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
@@ -39,7 +49,7 @@ from pymtl_fp.engine.RequantBankRTL import RequantBankRTL, SaturateRTL
 from pymtl_fp.engine.msgs import cmd_type, data_type
 from pymtl_fp.primitives.SramRTL import addr_bits
 
-S_IDLE, S_LOAD, S_STORE, S_COMP = 0, 1, 2, 3
+NSLOT = 5  # address-range slots of a command (fields a0, a1, a2, d0, d1)
 
 
 class EngineRTL(Component):
@@ -54,7 +64,6 @@ class EngineRTL(Component):
         DT, AccT, StrT = mk_bits(D), mk_bits(AB), mk_bits(SB)
         XA, WA, BA = addr_bits(cfg.act_depth), addr_bits(cfg.weight_depth), addr_bits(cfg.bias_depth)
         XAT, WAT, BAT = mk_bits(XA), mk_bits(WA), mk_bits(BA)
-        IDLE, LOAD, STORE, COMP = Bits2(S_IDLE), Bits2(S_LOAD), Bits2(S_STORE), Bits2(S_COMP)
         OP_LOAD, OP_STORE = msgs.OP_LOAD, msgs.OP_STORE
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
@@ -65,6 +74,7 @@ class EngineRTL(Component):
         LP, LPP = Bits16(P), Bits16(PP)
         COOL, COOL_DB = Bits16(P - 1), Bits16(P)
         LP1 = Bits16(P + 1)
+        LP32, LPP32 = Bits32(P), Bits32(PP)
         B32 = Bits32
         ACT_SIGN = D - 1
         SIGN_D = DT(1 << (D - 1))
@@ -99,16 +109,35 @@ class EngineRTL(Component):
         s.sat_w = [SaturateRTL(AB, cfg.weight_bits) for _ in range(P)]
 
         # ---- controller state --------------------------------------------------------------
-        s.state = Wire(2)
-        s.cmd_r = Wire(cmd_type())
-        s.ls_addr = Wire(16)  # load/store: current word
-        s.ls_lane = Wire(16)  # load/store: current lane
-        s.ls_left = Wire(msgs.COUNT_BITS)  # load/store: elements still to move
+        s.ld_busy, s.st_busy, s.ex_busy = Wire(), Wire(), Wire()
+        s.cmd_r = Wire(cmd_type())  # EX: the compute command
+        s.ld_tgt, s.st_tgt = Wire(3), Wire(3)  # LD / ST: buffer
+        s.ld_addr, s.st_addr = Wire(16), Wire(16)  # LD / ST: current word
+        s.ld_lane, s.st_lane = Wire(16), Wire(16)  # LD / ST: current lane
+        s.ld_left, s.st_left = Wire(msgs.COUNT_BITS), Wire(msgs.COUNT_BITS)  # elements still to move
         s.st_ph = Wire()  # store: 1 = the current word has been read
-        s.ls_lanes = Wire(16)  # lanes of the selected buffer
+        s.ld_lanes, s.st_lanes = Wire(16), Wire(16)  # lanes of the LD / ST buffer
         s.ls_data = Wire(SB)  # store: the selected element
         s.cmd_go, s.din_go, s.dout_go = Wire(), Wire(), Wire()
-        s.is_compute = Wire()
+        s.is_compute, s.is_load, s.is_store = Wire(), Wire(), Wire()
+        s.any_busy, s.own_busy, s.conf = Wire(), Wire(), Wire()
+        # address ranges [lo, hi) in elements: of the offered command (c_*), of the busy units
+        s.sz_x, s.sz_dy, s.sz_w, s.sz_pool, s.sz_kt = Wire(32), Wire(32), Wire(32), Wire(32), Wire(32)
+        s.t_mul = Wire(32)
+        s.c_base = [Wire(32) for _ in range(NSLOT)]
+        s.c_size = [Wire(32) for _ in range(NSLOT)]
+        s.c_mul = [Wire(32) for _ in range(NSLOT)]
+        s.c_buf = [Wire(3) for _ in range(NSLOT)]
+        s.c_lo = [Wire(32) for _ in range(NSLOT)]
+        s.c_hi = [Wire(32) for _ in range(NSLOT)]
+        s.c_wr = [Wire() for _ in range(NSLOT)]
+        s.c_v = [Wire() for _ in range(NSLOT)]
+        s.ex_buf = [Wire(3) for _ in range(NSLOT)]
+        s.ex_lo = [Wire(32) for _ in range(NSLOT)]
+        s.ex_hi = [Wire(32) for _ in range(NSLOT)]
+        s.ex_wr = [Wire() for _ in range(NSLOT)]
+        s.ex_v = [Wire() for _ in range(NSLOT)]
+        s.ld_lo, s.ld_hi, s.st_lo, s.st_hi = Wire(32), Wire(32), Wire(32), Wire(32)
 
         # stage B
         s.vB, s.firstB, s.lastB, s.zeroB = Wire(), Wire(), Wire(), Wire()
@@ -144,99 +173,263 @@ class EngineRTL(Component):
 
         s.ag.cmd //= s.cmd_r
 
+        # ---- address ranges and acceptance ---------------------------------------------------
+        @update
+        def up_sizes():
+            s.sz_x @= zext(s.cmd.msg.n, B32) * zext(s.cmd.msg.ct, B32) * zext(s.cmd.msg.h, B32) * zext(s.cmd.msg.w, B32)
+            s.sz_dy @= zext(s.cmd.msg.n, B32) * zext(s.cmd.msg.kt, B32) * zext(s.cmd.msg.ho, B32) * zext(s.cmd.msg.wo, B32)
+            s.sz_w @= zext(s.cmd.msg.kt, B32) * zext(s.cmd.msg.ct, B32) * zext(s.cmd.msg.r, B32) * zext(s.cmd.msg.s, B32)
+            s.sz_pool @= zext(s.cmd.msg.n, B32) * zext(s.cmd.msg.ct, B32) * zext(s.cmd.msg.ho, B32) * zext(s.cmd.msg.wo, B32)
+            s.sz_kt @= zext(s.cmd.msg.kt, B32)
+
+        @update
+        def up_cmd_ranges():
+            # slot i is address field i (a0 a1 a2 read, d0 d1 written), as msgs.access_ranges
+            s.c_base[0] @= zext(s.cmd.msg.a0, B32)
+            s.c_base[1] @= zext(s.cmd.msg.a1, B32)
+            s.c_base[2] @= zext(s.cmd.msg.a2, B32)
+            s.c_base[3] @= zext(s.cmd.msg.d0, B32)
+            s.c_base[4] @= zext(s.cmd.msg.d1, B32)
+            s.c_wr[0] @= 0
+            s.c_wr[1] @= 0
+            s.c_wr[2] @= 0
+            s.c_wr[3] @= 1
+            s.c_wr[4] @= 1
+            for i in range(NSLOT):
+                s.c_buf[i] @= Bits3(BUF_X)
+                s.c_size[i] @= B32(0)
+                s.c_v[i] @= 0
+            if s.cmd.msg.op == OP_FWD:
+                s.c_buf[1] @= Bits3(BUF_W)
+                s.c_buf[2] @= Bits3(BUF_B)
+                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_size[0] @= s.sz_x
+                s.c_size[1] @= s.sz_w
+                s.c_size[2] @= s.sz_kt
+                s.c_size[3] @= s.sz_dy
+                s.c_v[0] @= 1
+                s.c_v[1] @= 1
+                s.c_v[2] @= 1
+                s.c_v[3] @= 1
+            elif s.cmd.msg.op == OP_BWD_DATA:
+                s.c_buf[0] @= Bits3(BUF_D)
+                s.c_buf[1] @= Bits3(BUF_W)
+                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_size[0] @= s.sz_dy
+                s.c_size[1] @= s.sz_w
+                s.c_size[2] @= s.sz_x
+                s.c_size[3] @= s.sz_x
+                s.c_v[0] @= 1
+                s.c_v[1] @= 1
+                s.c_v[2] @= 1
+                s.c_v[3] @= 1
+            elif s.cmd.msg.op == OP_BWD_WEIGHT:
+                s.c_buf[1] @= Bits3(BUF_D)
+                s.c_buf[3] @= Bits3(BUF_G)
+                s.c_buf[4] @= Bits3(BUF_B)
+                s.c_size[0] @= s.sz_x
+                s.c_size[1] @= s.sz_dy
+                s.c_size[3] @= s.sz_w
+                s.c_size[4] @= s.sz_kt
+                s.c_v[0] @= 1
+                s.c_v[1] @= 1
+                s.c_v[3] @= 1
+                s.c_v[4] @= 1
+            elif s.cmd.msg.op == OP_POOL_FWD:
+                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_size[0] @= s.sz_x
+                s.c_size[3] @= s.sz_pool
+                s.c_size[4] @= s.sz_pool
+                s.c_v[0] @= 1
+                s.c_v[3] @= 1
+                s.c_v[4] @= 1
+            elif s.cmd.msg.op == OP_POOL_BWD:
+                s.c_buf[0] @= Bits3(BUF_D)
+                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_size[0] @= s.sz_pool
+                s.c_size[1] @= s.sz_pool
+                s.c_size[3] @= s.sz_x
+                s.c_v[0] @= 1
+                s.c_v[1] @= 1
+                s.c_v[3] @= 1
+            elif s.cmd.msg.op == OP_UPDATE:
+                s.c_buf[0] @= Bits3(BUF_W)
+                s.c_buf[1] @= Bits3(BUF_G)
+                s.c_buf[3] @= Bits3(BUF_W)
+                s.c_size[0] @= s.sz_w
+                s.c_size[1] @= s.sz_w
+                s.c_size[3] @= s.sz_w
+                s.c_v[0] @= 1
+                s.c_v[1] @= 1
+                s.c_v[3] @= 1
+            for i in range(NSLOT):
+                if (s.c_buf[i] == BUF_W) | (s.c_buf[i] == BUF_G):
+                    s.c_mul[i] @= LPP32
+                else:
+                    s.c_mul[i] @= LP32
+                s.c_lo[i] @= s.c_base[i] * s.c_mul[i]
+                s.c_hi[i] @= (s.c_base[i] + s.c_size[i]) * s.c_mul[i]
+            if (s.cmd.msg.target == BUF_W) | (s.cmd.msg.target == BUF_G):
+                s.t_mul @= LPP32
+            else:
+                s.t_mul @= LP32
+            if s.is_load | s.is_store:  # one range: elements [addr * lanes, addr * lanes + count)
+                s.c_buf[0] @= s.cmd.msg.target
+                s.c_wr[0] @= s.is_load
+                s.c_v[0] @= 1
+                s.c_lo[0] @= zext(s.cmd.msg.addr, B32) * s.t_mul
+                s.c_hi[0] @= zext(s.cmd.msg.addr, B32) * s.t_mul + zext(s.cmd.msg.count, B32)
+
+        @update
+        def up_conflict():
+            # a conflict with a busy unit: same buffer, and the same port or intersecting ranges
+            s.conf @= 0
+            for i in range(NSLOT):
+                if s.c_v[i] & (s.c_lo[i] < s.c_hi[i]):
+                    if s.ld_busy & (s.c_buf[i] == s.ld_tgt) & (s.c_lo[i] < s.ld_hi) & (s.ld_lo < s.c_hi[i]):
+                        s.conf @= 1
+                    if s.st_busy & (s.c_buf[i] == s.st_tgt) & (s.c_lo[i] < s.st_hi) & (s.st_lo < s.c_hi[i]):
+                        s.conf @= 1
+                    for j in range(NSLOT):
+                        if (s.ex_busy & s.ex_v[j] & (s.c_buf[i] == s.ex_buf[j]) & (s.ex_lo[j] < s.ex_hi[j])
+                                & (s.c_lo[i] < s.ex_hi[j]) & (s.ex_lo[j] < s.c_hi[i])):
+                            s.conf @= 1
+                if s.c_v[i]:
+                    if s.ld_busy & (s.c_buf[i] == s.ld_tgt) & s.c_wr[i]:
+                        s.conf @= 1
+                    if s.st_busy & (s.c_buf[i] == s.st_tgt) & ~s.c_wr[i]:
+                        s.conf @= 1
+                    for j in range(NSLOT):
+                        if s.ex_busy & s.ex_v[j] & (s.c_buf[i] == s.ex_buf[j]) & (s.c_wr[i] == s.ex_wr[j]):
+                            s.conf @= 1
+
+        @update_ff
+        def up_range_regs():
+            if s.cmd_go & s.is_compute:
+                for i in range(NSLOT):
+                    s.ex_buf[i] <<= s.c_buf[i]
+                    s.ex_lo[i] <<= s.c_lo[i]
+                    s.ex_hi[i] <<= s.c_hi[i]
+                    s.ex_wr[i] <<= s.c_wr[i]
+                    s.ex_v[i] <<= s.c_v[i]
+            if s.cmd_go & s.is_load:
+                s.ld_lo <<= s.c_lo[0]
+                s.ld_hi <<= s.c_hi[0]
+            if s.cmd_go & s.is_store:
+                s.st_lo <<= s.c_lo[0]
+                s.st_hi <<= s.c_hi[0]
+
         # ---- command / load / store ----------------------------------------------------------
         @update
         def up_handshakes():
-            s.cmd.rdy @= s.state == IDLE
-            s.din.rdy @= s.state == LOAD
-            s.dout.val @= (s.state == STORE) & s.st_ph
-            s.cmd_go @= s.cmd.val & (s.state == IDLE)
-            s.din_go @= s.din.val & (s.state == LOAD)
-            s.dout_go @= s.dout.rdy & (s.state == STORE) & s.st_ph
+            s.is_load @= s.cmd.msg.op == OP_LOAD
+            s.is_store @= s.cmd.msg.op == OP_STORE
             s.is_compute @= (s.cmd.msg.op != OP_LOAD) & (s.cmd.msg.op != OP_STORE)
-            s.busy @= s.state != IDLE
-            if (s.cmd_r.target == BUF_W) | (s.cmd_r.target == BUF_G):
-                s.ls_lanes @= LPP
+            s.any_busy @= s.ld_busy | s.st_busy | s.ex_busy
+            s.own_busy @= (s.is_load & s.ld_busy) | (s.is_store & s.st_busy) | (s.is_compute & s.ex_busy)
+            s.cmd.rdy @= ~s.any_busy | (s.cmd.msg.ovl & ~s.own_busy & ~s.conf)
+            s.cmd_go @= s.cmd.val & s.cmd.rdy
+            s.din.rdy @= s.ld_busy
+            s.dout.val @= s.st_busy & s.st_ph
+            s.din_go @= s.din.val & s.ld_busy
+            s.dout_go @= s.dout.rdy & s.st_busy & s.st_ph
+            s.busy @= s.any_busy
+            if (s.ld_tgt == BUF_W) | (s.ld_tgt == BUF_G):
+                s.ld_lanes @= LPP
             else:
-                s.ls_lanes @= LP
+                s.ld_lanes @= LP
+            if (s.st_tgt == BUF_W) | (s.st_tgt == BUF_G):
+                s.st_lanes @= LPP
+            else:
+                s.st_lanes @= LP
 
         @update
         def up_store_data():
             s.ls_data @= ZS
             for i in range(P):
-                if s.ls_lane == i:
-                    if s.cmd_r.target == BUF_X:
+                if s.st_lane == i:
+                    if s.st_tgt == BUF_X:
                         s.ls_data @= zext(s.bx.rdata[i] ^ SIGN_D, StrT) - SD_S
-                    elif s.cmd_r.target == BUF_D:
+                    elif s.st_tgt == BUF_D:
                         s.ls_data @= zext(s.bd.rdata[i] ^ SIGN_D, StrT) - SD_S
-                    elif s.cmd_r.target == BUF_O:
+                    elif s.st_tgt == BUF_O:
                         s.ls_data @= zext(s.bo.rdata[i] ^ SIGN_D, StrT) - SD_S
-                    elif s.cmd_r.target == BUF_B:
+                    elif s.st_tgt == BUF_B:
                         s.ls_data @= zext(s.bb.rdata[i] ^ SACC, StrT) - SACC_S
             for i in range(PP):
-                if s.ls_lane == i:
-                    if s.cmd_r.target == BUF_W:
+                if s.st_lane == i:
+                    if s.st_tgt == BUF_W:
                         s.ls_data @= zext(s.bw.rdata[i] ^ SIGN_D, StrT) - SD_S
-                    elif s.cmd_r.target == BUF_G:
+                    elif s.st_tgt == BUF_G:
                         s.ls_data @= zext(s.bg.rdata[i] ^ SIGN_D, StrT) - SD_S
             s.dout.msg @= s.ls_data
 
         @update_ff
         def up_control():
             if s.reset:
-                s.state <<= IDLE
+                s.ld_busy <<= 0
+                s.st_busy <<= 0
+                s.ex_busy <<= 0
                 s.st_ph <<= 0
-                s.ls_left <<= 0
-                s.ls_lane <<= Z16
-                s.ls_addr <<= Z16
-            elif s.state == IDLE:
-                if s.cmd_go:
-                    s.cmd_r <<= s.cmd.msg
-                    s.ls_addr <<= s.cmd.msg.addr
-                    s.ls_lane <<= Z16
-                    s.ls_left <<= s.cmd.msg.count
+                s.ld_left <<= 0
+                s.st_left <<= 0
+                s.ld_lane <<= Z16
+                s.st_lane <<= Z16
+                s.ld_addr <<= Z16
+                s.st_addr <<= Z16
+            else:
+                # LD
+                if s.ld_busy:
+                    if s.din_go:
+                        s.ld_left <<= s.ld_left - 1
+                        if s.ld_lane == s.ld_lanes - ONE16:
+                            s.ld_lane <<= Z16
+                            s.ld_addr <<= s.ld_addr + ONE16
+                        else:
+                            s.ld_lane <<= s.ld_lane + ONE16
+                        if s.ld_left == 1:
+                            s.ld_busy <<= 0
+                elif s.cmd_go & s.is_load:
+                    s.ld_tgt <<= s.cmd.msg.target
+                    s.ld_addr <<= s.cmd.msg.addr
+                    s.ld_lane <<= Z16
+                    s.ld_left <<= s.cmd.msg.count
+                    s.ld_busy <<= s.cmd.msg.count != 0
+                # ST
+                if s.st_busy:
+                    if ~s.st_ph:
+                        s.st_ph <<= 1
+                    elif s.dout_go:
+                        s.st_left <<= s.st_left - 1
+                        if s.st_lane == s.st_lanes - ONE16:
+                            s.st_lane <<= Z16
+                            s.st_addr <<= s.st_addr + ONE16
+                            s.st_ph <<= 0
+                        else:
+                            s.st_lane <<= s.st_lane + ONE16
+                        if s.st_left == 1:
+                            s.st_busy <<= 0
+                elif s.cmd_go & s.is_store:
+                    s.st_tgt <<= s.cmd.msg.target
+                    s.st_addr <<= s.cmd.msg.addr
+                    s.st_lane <<= Z16
+                    s.st_left <<= s.cmd.msg.count
                     s.st_ph <<= 0
-                    if s.is_compute:
-                        s.state <<= COMP
-                    elif s.cmd.msg.count == 0:
-                        s.state <<= IDLE
-                    elif s.cmd.msg.op == OP_LOAD:
-                        s.state <<= LOAD
-                    else:
-                        s.state <<= STORE
-            elif s.state == LOAD:
-                if s.din_go:
-                    s.ls_left <<= s.ls_left - 1
-                    if s.ls_lane == s.ls_lanes - ONE16:
-                        s.ls_lane <<= Z16
-                        s.ls_addr <<= s.ls_addr + ONE16
-                    else:
-                        s.ls_lane <<= s.ls_lane + ONE16
-                    if s.ls_left == 1:
-                        s.state <<= IDLE
-            elif s.state == STORE:
-                if ~s.st_ph:
-                    s.st_ph <<= 1
-                elif s.dout_go:
-                    s.ls_left <<= s.ls_left - 1
-                    if s.ls_lane == s.ls_lanes - ONE16:
-                        s.ls_lane <<= Z16
-                        s.ls_addr <<= s.ls_addr + ONE16
-                        s.st_ph <<= 0
-                    else:
-                        s.ls_lane <<= s.ls_lane + ONE16
-                    if s.ls_left == 1:
-                        s.state <<= IDLE
-            else:  # COMP
-                if s.comp_done:
-                    s.state <<= IDLE
+                    s.st_busy <<= s.cmd.msg.count != 0
+                # EX
+                if s.ex_busy:
+                    if s.comp_done:
+                        s.ex_busy <<= 0
+                elif s.cmd_go & s.is_compute:
+                    s.cmd_r <<= s.cmd.msg
+                    s.ex_busy <<= 1
 
         # ---- compute: stage A ---------------------------------------------------------------
         @update
         def up_stage_a():
             s.ag.start @= s.cmd_go & s.is_compute
             s.stall @= (s.cmd_r.op == OP_BWD_WEIGHT) & s.ag.last & (s.cool != Z16)
-            s.adv @= (s.state == COMP) & s.ag.active & ~s.stall
+            s.adv @= s.ex_busy & s.ag.active & ~s.stall
             s.ag.advance @= s.adv
             s.comp_done @= ~s.ag.active & ~s.vB & (s.dr_left == Z16)
 
@@ -410,7 +603,8 @@ class EngineRTL(Component):
 
         @update
         def up_reads():
-            s.st_rd @= (s.state == STORE) & ~s.st_ph
+            # a read port is ST's while ST streams that buffer, else EX's
+            s.st_rd @= s.st_busy & ~s.st_ph
             s.bx.ren @= s.adv
             s.bd.ren @= s.adv
             s.bw.ren @= s.adv
@@ -419,47 +613,54 @@ class EngineRTL(Component):
             s.bo.ren @= 0
             s.bx.raddr @= trunc(s.ag.x_addr, XAT)
             s.bd.raddr @= trunc(s.ag.d_addr, XAT)
-            s.bo.raddr @= trunc(s.ls_addr, XAT)
+            s.bo.raddr @= trunc(s.st_addr, XAT)
             s.bw.raddr @= trunc(s.ag.w_addr, WAT)
             s.bg.raddr @= trunc(s.ag.g_addr, WAT)
             s.bb.raddr @= trunc(s.ag.b_addr, BAT)
-            if s.state != COMP:
-                s.bx.raddr @= trunc(s.ls_addr, XAT)
-                s.bd.raddr @= trunc(s.ls_addr, XAT)
-                s.bw.raddr @= trunc(s.ls_addr, WAT)
-                s.bg.raddr @= trunc(s.ls_addr, WAT)
-                s.bb.raddr @= trunc(s.ls_addr, BAT)
-                s.bx.ren @= s.st_rd & (s.cmd_r.target == BUF_X)
-                s.bd.ren @= s.st_rd & (s.cmd_r.target == BUF_D)
-                s.bo.ren @= s.st_rd & (s.cmd_r.target == BUF_O)
-                s.bw.ren @= s.st_rd & (s.cmd_r.target == BUF_W)
-                s.bg.ren @= s.st_rd & (s.cmd_r.target == BUF_G)
-                s.bb.ren @= s.st_rd & (s.cmd_r.target == BUF_B)
+            if s.st_busy:
+                if s.st_tgt == BUF_X:
+                    s.bx.raddr @= trunc(s.st_addr, XAT)
+                    s.bx.ren @= s.st_rd
+                elif s.st_tgt == BUF_D:
+                    s.bd.raddr @= trunc(s.st_addr, XAT)
+                    s.bd.ren @= s.st_rd
+                elif s.st_tgt == BUF_O:
+                    s.bo.ren @= s.st_rd
+                elif s.st_tgt == BUF_W:
+                    s.bw.raddr @= trunc(s.st_addr, WAT)
+                    s.bw.ren @= s.st_rd
+                elif s.st_tgt == BUF_G:
+                    s.bg.raddr @= trunc(s.st_addr, WAT)
+                    s.bg.ren @= s.st_rd
+                elif s.st_tgt == BUF_B:
+                    s.bb.raddr @= trunc(s.st_addr, BAT)
+                    s.bb.ren @= s.st_rd
 
         @update
         def up_writes():
-            # defaults: the loader
-            s.bx.waddr @= trunc(s.ls_addr, XAT)
-            s.bd.waddr @= trunc(s.ls_addr, XAT)
-            s.bo.waddr @= trunc(s.ls_addr, XAT)
-            s.bw.waddr @= trunc(s.ls_addr, WAT)
-            s.bg.waddr @= trunc(s.ls_addr, WAT)
-            s.bb.waddr @= trunc(s.ls_addr, BAT)
+            # defaults: the loader; EX drives the write ports of the buffers it writes (never the
+            # one LD fills: an ovl command that would need it is not accepted)
+            s.bx.waddr @= trunc(s.ld_addr, XAT)
+            s.bd.waddr @= trunc(s.ld_addr, XAT)
+            s.bo.waddr @= trunc(s.ld_addr, XAT)
+            s.bw.waddr @= trunc(s.ld_addr, WAT)
+            s.bg.waddr @= trunc(s.ld_addr, WAT)
+            s.bb.waddr @= trunc(s.ld_addr, BAT)
             for i in range(P):
                 s.bx.wdata[i] @= trunc(s.din.msg, DT)
                 s.bd.wdata[i] @= trunc(s.din.msg, DT)
                 s.bo.wdata[i] @= trunc(s.din.msg, DT)
                 s.bb.wdata[i] @= trunc(s.din.msg, AccT)
-                s.bx.wen[i] @= s.din_go & (s.cmd_r.target == BUF_X) & (s.ls_lane == i)
-                s.bd.wen[i] @= s.din_go & (s.cmd_r.target == BUF_D) & (s.ls_lane == i)
-                s.bo.wen[i] @= s.din_go & (s.cmd_r.target == BUF_O) & (s.ls_lane == i)
-                s.bb.wen[i] @= s.din_go & (s.cmd_r.target == BUF_B) & (s.ls_lane == i)
+                s.bx.wen[i] @= s.din_go & (s.ld_tgt == BUF_X) & (s.ld_lane == i)
+                s.bd.wen[i] @= s.din_go & (s.ld_tgt == BUF_D) & (s.ld_lane == i)
+                s.bo.wen[i] @= s.din_go & (s.ld_tgt == BUF_O) & (s.ld_lane == i)
+                s.bb.wen[i] @= s.din_go & (s.ld_tgt == BUF_B) & (s.ld_lane == i)
             for lv in range(PP):
                 s.bw.wdata[lv] @= trunc(s.din.msg, DT)
                 s.bg.wdata[lv] @= trunc(s.din.msg, DT)
-                s.bw.wen[lv] @= s.din_go & (s.cmd_r.target == BUF_W) & (s.ls_lane == lv)
-                s.bg.wen[lv] @= s.din_go & (s.cmd_r.target == BUF_G) & (s.ls_lane == lv)
-            if s.state == COMP:
+                s.bw.wen[lv] @= s.din_go & (s.ld_tgt == BUF_W) & (s.ld_lane == lv)
+                s.bg.wen[lv] @= s.din_go & (s.ld_tgt == BUF_G) & (s.ld_lane == lv)
+            if s.ex_busy:
                 # drain of bwd_weight: dw rows to G, db to B
                 if s.dr_left != Z16:
                     if s.dr_row == LP:
@@ -511,7 +712,8 @@ class EngineRTL(Component):
                                 s.bw.wdata[r * P + j] @= zext(s.sat_w[j].out ^ SW, DT) - SW_D
 
     def line_trace(s):
-        st = "ILSC"[int(s.state)]
-        op = msgs.OP_NAMES.get(int(s.cmd_r.op), "?")
-        return (f"{s.cmd}|{s.din}|{s.dout} {st} {op:<10} {s.ag.line_trace()} "
+        ld = f"L{int(s.ld_left):<4}" if s.ld_busy else "L.   "
+        st = f"S{int(s.st_left):<4}" if s.st_busy else "S.   "
+        op = msgs.OP_NAMES.get(int(s.cmd_r.op), "?") if s.ex_busy else "."
+        return (f"{s.cmd}|{s.din}|{s.dout} {ld} {st} X {op:<10} {s.ag.line_trace()} "
                 f"{'B' if s.vB else '.'} mac[{s.mac.line_trace()}] dr{int(s.dr_left)}")

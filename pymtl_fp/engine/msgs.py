@@ -7,11 +7,24 @@ Ports of every engine level (FL, RTL, Verilator)::
     dout  : SendIfcRTL(Bits<stream_bits>)   data out (STORE payloads), val/rdy
     busy  : OutPort(1)                      a command is being executed
 
-Commands execute one at a time, in order.  ``LOAD target, addr, count`` takes ``count`` elements
+Commands take effect in order.  ``LOAD target, addr, count`` takes ``count`` elements
 from ``din`` (one element per word, sign-extended) and writes element ``e`` to word
 ``addr + e // L``, lane ``e % L`` of buffer ``target`` (``L`` lanes per word).  ``STORE`` streams
 elements out in the same order.  Compute commands read their operands from buffers and write
 their results to buffers (buffer roles per operation: :data:`OP_BUFFERS`).
+
+Overlap (field ``ovl``).  Three units execute commands: LD (LOADs), ST (STOREs) and EX (compute
+commands), each one command at a time; commands are accepted in order (a command that cannot be
+accepted holds the ones behind it).  A command with ``ovl = 0`` is accepted only when all three
+units are idle (the serial engine, cycle for cycle).  A command ``C`` with ``ovl = 1`` is accepted
+while other units are busy when its own unit is idle and, for every busy unit ``U``, no range of
+:func:`access_ranges` of ``C`` conflicts with one of ``U`` (:func:`ranges_conflict`): on the same
+buffer, either both read or both write (every buffer has one read and one write port, so they
+would need the same port), or one reads and the other writes intersecting word ranges (RAW, WAR;
+WAW is already a port conflict).  The busy units' ranges are captured at acceptance.  Therefore
+every word a running command reads or writes is untouched by the commands accepted after it
+until it finishes, and every port has one user: the results are those of executing the
+commands one at a time, in order.
 
 Buffers (``P`` = array side)::
 
@@ -66,6 +79,7 @@ CMD_FIELDS = [
     ("r", DIM_BITS), ("s", DIM_BITS), ("lgst", 3), ("pad", 8), ("pk", 8),
     ("shift", 6), ("bshift", 6), ("relu", 1), ("stoch", 1), ("seed", 32), ("tid", 8), ("btid", 8),
     ("a0", ADDR_BITS), ("a1", ADDR_BITS), ("a2", ADDR_BITS), ("d0", ADDR_BITS), ("d1", ADDR_BITS),
+    ("ovl", 1),
 ]
 
 _CMD_TYPE = None
@@ -101,6 +115,62 @@ def make_cmd(**fields):
 def cmd_fields(msg) -> dict:
     """A command message as a dict of Python ints."""
     return {name: int(getattr(msg, name)) for name, _ in CMD_FIELDS}
+
+
+# ---- address ranges and overlap hazards ----------------------------------------------------
+
+UNIT_LD, UNIT_ST, UNIT_EX = range(3)
+
+
+def unit_of(op: int) -> int:
+    """The unit executing op code ``op``."""
+    return UNIT_LD if op == OP_LOAD else UNIT_ST if op == OP_STORE else UNIT_EX
+
+
+def buffer_lanes(buf: int, P: int) -> int:
+    return P * P if buf in (BUF_W, BUF_G) else P
+
+
+def access_ranges(f: dict, cfg) -> list:
+    """The buffer words a command touches: ``[(buffer id, first word, end word, is_write)]``
+    (``end`` exclusive; the extents :class:`~pymtl_fp.engine.EngineFL.EngineFL` reads and
+    writes).  ``f`` is a dict of command fields (:func:`cmd_fields`).  LOAD writes and STORE
+    reads words ``[addr, addr + ceil(count / lanes))`` of ``target``.  The RTL computes the same
+    ranges with 32-bit arithmetic (exact for every command whose ranges fit the buffers)."""
+    P = cfg.P if hasattr(cfg, "P") else int(cfg)
+    op = f["op"]
+    if op in (OP_LOAD, OP_STORE):
+        t = f["target"]
+        return [(t, f["addr"], f["addr"] + tiles(f["count"], buffer_lanes(t, P)), op == OP_LOAD)]
+    n, ct, kt, h, w, ho, wo, r, s = (f[k] for k in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
+    xin, dout_, wts, pool_out = n * ct * h * w, n * kt * ho * wo, kt * ct * r * s, n * ct * ho * wo
+    a0, a1, a2, d0, d1 = (f[k] for k in ("a0", "a1", "a2", "d0", "d1"))
+    if op == OP_FWD:
+        rng = [(BUF_X, a0, xin, 0), (BUF_W, a1, wts, 0), (BUF_B, a2, kt, 0), (BUF_O, d0, dout_, 1)]
+    elif op == OP_BWD_DATA:
+        rng = [(BUF_D, a0, dout_, 0), (BUF_W, a1, wts, 0), (BUF_X, a2, xin, 0), (BUF_O, d0, xin, 1)]
+    elif op == OP_BWD_WEIGHT:
+        rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_G, d0, wts, 1), (BUF_B, d1, kt, 1)]
+    elif op == OP_POOL_FWD:
+        rng = [(BUF_X, a0, xin, 0), (BUF_O, d0, pool_out, 1), (BUF_X, d1, pool_out, 1)]
+    elif op == OP_POOL_BWD:
+        rng = [(BUF_D, a0, pool_out, 0), (BUF_X, a1, pool_out, 0), (BUF_O, d0, xin, 1)]
+    elif op == OP_UPDATE:
+        rng = [(BUF_W, a0, wts, 0), (BUF_G, a1, wts, 0), (BUF_W, d0, wts, 1)]
+    else:
+        return []
+    return [(b, a, a + size, bool(wr)) for b, a, size, wr in rng]
+
+
+def _intersect(a0, e0, a1, e1) -> bool:
+    return a0 < e0 and a1 < e1 and a0 < e1 and a1 < e0
+
+
+def ranges_conflict(ra: list, rb: list) -> bool:
+    """Whether two commands' :func:`access_ranges` may not run concurrently: on one buffer both
+    read or both write (one port each), or one writes words the other reads."""
+    return any(ba == bb and (wa == wb or _intersect(fa, ea, fb, eb))
+               for ba, fa, ea, wa in ra for bb, fb, eb, wb in rb)
 
 
 # ---- data layout ---------------------------------------------------------------------------
