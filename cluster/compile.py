@@ -147,13 +147,17 @@ class ClusterProgram:
 class _Node:
     """Code generation context of one node."""
 
-    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None):
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False):
         self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
         self.P = ecfg.P
         self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
         self.shifts, self.fmt = shifts, fmt
         self.items = part.nodes[j]
         self.B = part.batch
+        self.ovl = int(bool(overlap))
+        #: words of the largest one-image result in O; with overlap, image b's results go to
+        #: O slot b % 2, so image b+1's compute never waits for image b's results to be read out
+        self.o_slot = max(max(self.out_words(it.layer), self.in_words(it.layer)) for it in self.items)
         self.A = Alloc(ecfg)
         self.prog = NodeProgram(j, alloc=self.A)
         self.ops = self.prog.ops
@@ -166,7 +170,7 @@ class _Node:
             self.prog.io_cycles += n
 
     def load(self, buf, addr, n, src):
-        self.ops.append(("cmd", make_cmd(op=msgs.OP_LOAD, target=BUF_ID[buf], addr=addr, count=n),
+        self.ops.append(("cmd", make_cmd(op=msgs.OP_LOAD, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl),
                          {"op": "load"}))
         self.ops.append(("move", src, "din", n))
         self._io(_load_cycles(n))
@@ -174,9 +178,9 @@ class _Node:
             self.link[src] = self.link.get(src, 0) + n
 
     def store(self, buf, addr, n, dst):
-        if buf == "O":  # O holds one result at a time, from word 0: its size is the largest read back
+        if buf == "O":  # O holds one result (two with overlap) at a time: its size is what is read back
             self.A.top["O"] = max(self.A.top["O"], addr + -(-n // self.P))
-        self.ops.append(("cmd", make_cmd(op=msgs.OP_STORE, target=BUF_ID[buf], addr=addr, count=n),
+        self.ops.append(("cmd", make_cmd(op=msgs.OP_STORE, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl),
                          {"op": "store"}))
         self.ops.append(("move", "dout", dst, n))
         self._io(_store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
@@ -222,7 +226,7 @@ class _Node:
         self.load(buf, addr, n_b, "scratch")
 
     def compute(self, op, cycles, macs=0, **fields):
-        msg = make_cmd(op=msgs.OPS[op], **fields)
+        msg = make_cmd(op=msgs.OPS[op], ovl=self.ovl, **fields)
         cycles = _command_cycles(self.P, msg, cycles)
         self.ops.append(("cmd", msg, {"op": op, "cycles": cycles, "macs": macs}))
         if self.counting:
@@ -232,6 +236,10 @@ class _Node:
     # ---- geometry and regions --------------------------------------------------------------
     def info(self, li):
         return layer_info(self.net, li)
+
+    def ob(self, b):
+        """Where image b's results go in O."""
+        return (b % 2) * self.o_slot if self.ovl else 0
 
     def kind(self, it):
         """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
@@ -312,8 +320,8 @@ class _Node:
                 case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
                 self.compute("pool_fwd", program.compute_cycles(self.ecfg, "pool_fwd", case),
                              n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
-                             pk=f["pk"], a0=self.x_addr(it, b), d0=0, d1=self.am_addr(it, b))
-                out = ("O", 0, ow)
+                             pk=f["pk"], a0=self.x_addr(it, b), d0=self.ob(b), d1=self.am_addr(it, b))
+                out = ("O", self.ob(b), ow)
             else:
                 p = f["p"]
                 name = self.net.layers[li].name
@@ -331,16 +339,16 @@ class _Node:
                              program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
                              shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
                              stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
-                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece, d0=0)
+                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece, d0=self.ob(b))
                 if kind == "second":
-                    self.copy("O", 0, "X", stage + first_words, pw * P)
+                    self.copy("O", self.ob(b), "X", stage + first_words, pw * P)
                     out = ("X", stage, self.out_words(li))
                 elif kind == "first":
                     self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
-                    self.store("O", 0, pw * P, "fwd_out")
+                    self.store("O", self.ob(b), pw * P, "fwd_out")
                     continue
                 else:
-                    out = ("O", 0, pw)
+                    out = ("O", self.ob(b), pw)
             buf, addr, words = out
             if nxt is not None:
                 dst = self.x_addr(nxt, b)
@@ -363,8 +371,8 @@ class _Node:
                 case = dict(dy=_Shape(1, f["c"], f["ho"], f["wo"]), k=f["pk"])
                 self.compute("pool_bwd", program.compute_cycles(self.ecfg, "pool_bwd", case),
                              n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
-                             pk=f["pk"], a0=self.dy_in(it, b), a1=self.am_addr(it, b), d0=0)
-                out = ("O", 0, self.in_words(li))
+                             pk=f["pk"], a0=self.dy_in(it, b), a1=self.am_addr(it, b), d0=self.ob(b))
+                out = ("O", self.ob(b), self.in_words(li))
             else:
                 p = f["p"]
                 name = self.net.layers[li].name
@@ -397,8 +405,8 @@ class _Node:
                                  stoch=self.mode("grad_mode"),
                                  seed=slice_seed(seed, b * f["c"] * f["h"] * f["w"]),
                                  tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
-                                 a2=self.x_addr(it, b), d0=0)
-                    out = ("O", 0, self.in_words(li))
+                                 a2=self.x_addr(it, b), d0=self.ob(b))
+                    out = ("O", self.ob(b), self.in_words(li))
             if out is None:
                 continue
             buf, addr, words = out
@@ -563,8 +571,10 @@ class _BiasUpdate:
         return [int(v) for v in pack_bias(nb, self.P).reshape(-1)]
 
 
-def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int) -> ClusterProgram:
-    """One program per node for ``steps`` training steps from ``params`` (raw integers)."""
+def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False) -> ClusterProgram:
+    """One program per node for ``steps`` training steps from ``params`` (raw integers).
+    ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
+    the hazards) and results alternate between two O slots."""
     if tcfg.momentum is not None:
         raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
                            "(give no --momentum)")
@@ -576,7 +586,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int) -> ClusterP
                                f"engine's update takes right shifts only")
     nodes = []
     for j in range(part.n):
-        nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines])
+        nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap)
         nd.initial(params)
         nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
         nd.link = {}

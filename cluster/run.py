@@ -65,7 +65,7 @@ def _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall):
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
-                     progress_cb=None) -> ClusterRun:
+                     progress_cb=None, overlap: bool = False) -> ClusterRun:
     from tb.sim import run_until
 
     check_topology(ccfg)
@@ -82,7 +82,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
-    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps)   # refuses misfits before simulating
+    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap)   # refuses misfits before simulating
     fmt = net.precision(tcfg.precision)
     t0 = time.time()
     top = _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall)

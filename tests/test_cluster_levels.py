@@ -74,3 +74,22 @@ def test_pymtl_rtl_cluster_equals_golden(data, n):
     """EngineRTL simulated by PyMTL3 on every node (about 0.5-2 minutes each, batch 1; the
     2-node RTL cluster with RTL links is in ``test_cluster_rtl.py``)."""
     _run(data, ["rtl"] * n, batch=1, link_level="cl")
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("n", [2, 3])
+def test_overlapping_engines_equal_golden_take_fewer_cycles_and_cl_equals_verilator(data, n):
+    """``overlap=True``: every engine command may overlap earlier ones (the engine's hazard check
+    keeps the in-order results), so LOADs and STOREs run beside compute."""
+    images, labels = data
+    params = quantize_params(NET, init_params_float64(NET, 2), PREC)
+    ccfg = ClusterConfig.homogeneous(n, ENGINE)
+    want, _ = golden_steps(NET, params, images, labels, TCFG, 1, 2)
+    cycles = {}
+    for level, overlap in (("cl", False), ("cl", True), ("verilator", True)):
+        run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=[level] * n,
+                               link_level="cl", overlap=overlap)
+        assert params_equal(run.params, want), (level, overlap)
+        cycles[level, overlap] = run.cycles
+    assert cycles["verilator", True] == cycles["cl", True]
+    assert cycles["cl", True] < 0.9 * cycles["cl", False]
