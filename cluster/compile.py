@@ -142,6 +142,7 @@ class ClusterProgram:
     out_shape: tuple         #: (K, Ho, Wo) of the network output
     steps: int
     batch: int
+    overlap: bool = False    #: engine commands carry ovl = 1
 
 
 class _Node:
@@ -619,7 +620,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
     return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
-                          (K, ho, wo), steps, part.batch)
+                          (K, ho, wo), steps, part.batch, bool(overlap))
 
 
 def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:

@@ -72,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--cuts", metavar="T0,T1,...",
                      help="force the partition: N+1 cut positions in tiles of P output channels (mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
+    grp.add_argument("--overlap", action="store_true",
+                     help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
+                          "hazards): faster at cl, rtl and verilator; fl keeps the serial timing")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
 
 
@@ -246,6 +249,7 @@ def _run_cluster(args, net) -> int:
           flush=True)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
+                               overlap=args.overlap,
                                levels=levels, cuts=cuts, split=not args.no_split)
     except ClusterError as exc:
         raise UserError(str(exc)) from None

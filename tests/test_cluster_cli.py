@@ -33,6 +33,21 @@ def test_cluster_training_report_json_and_weights(tmp_path, capsys):
     assert w["conv2.w"].shape == (16, 8, 3, 3)
 
 
+def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    args = ("--nodes", "2", "--level", "cl", "--batch", "2", "--steps", "1", "--report", str(report))
+    assert run_cli(*args) == 0
+    serial = json.loads(report.read_text())
+    assert run_cli(*args, "--overlap") == 0
+    out = capsys.readouterr().out
+    assert "engine commands overlap" in out and "final weights equal the golden model's: yes" in out
+    data = json.loads(report.read_text())
+    assert data["overlap"] is True and serial["overlap"] is False
+    assert data["cycles_total"] < serial["cycles_total"]
+    # an overlapping node is bounded by its compute (or a link), not by compute + I/O
+    assert data["bound"]["cycles_per_step"] == data["bound"]["compute_or_link_cycles_per_step"]
+
+
 @pytest.mark.parametrize("argv,match", [
     (["--level", "gates"], "choose one of"),
     (["--nodes", "20", "--batch", "2"], "at most"),
