@@ -164,6 +164,7 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
             "model_compute_cycles_per_step": p.compute_cycles, "model_io_cycles_per_step": p.io_cycles,
             "buffers": p.alloc.usage(), "router_scratch_max": r.scratch_max,
             "router_out_buffer_max": dict(r.outq_max),
+            "step_cycles": _step_breakdown(r, steps),
             "first_active_cycle": min(c for (lab, c) in r.marks),
             "finished_cycle": r.done_cycle,
         })
@@ -211,6 +212,19 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         "wall_seconds": {"build": round(t_build, 2), "simulate": round(t_sim, 2)},
         "sim_cycles_per_second": cycles / t_sim if t_sim > 0 else None,
     }
+
+
+def _step_breakdown(router, steps: int) -> list:
+    """Per step, the node's cycles in each state (between the program marks of consecutive
+    steps: a node's own view of the step) and ``busy`` = compute + io + engine."""
+    at = dict(router.mark_stats)
+    out = []
+    for s in range(steps):
+        a, b = at[("step", s)], at[("step", s + 1)] if s + 1 < steps else at[("end", steps)]
+        d = {k: b[k] - a[k] for k in STATES}
+        d["busy"] = d["compute"] + d["io"] + d["engine"]
+        out.append(d)
+    return out
 
 
 def format_report(rep: dict) -> str:

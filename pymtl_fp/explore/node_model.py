@@ -1,0 +1,176 @@
+"""Analytical per-node model of a cluster partition: each node's engine cycles per image.
+
+What it models: one training step of a chain of engines running the layer-level pipeline of
+:mod:`cluster` (forward of B images, backward of B images, weight gradients over the batch and the
+update), with **serial** engines (commands one at a time: ``overlap=False``).  A node's busy
+cycles per step are the sum of its commands' occupancies, every one from the closed forms of
+:mod:`pymtl_fp.timing` (the model the RTL validates cycle for cycle):
+
+* compute: ``conv_cycles`` (fwd of its output channels per image; bwd_data of the whole layer
+  per image where the node computes the data gradient; one bwd_weight over the batch, plus a
+  one-channel bwd_weight for the bias gradient of a second piece), ``pool_cycles``,
+  ``update_cycles``;
+* stream I/O, derived from the tensor shapes: every tensor a node receives is LOADed
+  (``load_cycles``), every tensor it sends is STOREd (``store_cycles``), a layer output consumed
+  by the next layer on the same node is copied through the streams (a STORE and a LOAD), a split
+  layer's holders exchange the first piece's input/output/gradients and weights, biases make a
+  STORE/STORE/LOAD round trip through the DMA's scalar unit, and a lone first holder passes the
+  data gradient from link to link;
+* one cycle per command for the router to offer the next command (its outputs are registered).
+
+It is independent of :mod:`cluster.compile` (which writes the programs) and is checked against
+the CL cluster simulation of the same partition (``tests/test_explore_vs_cluster.py``).  Nodes must
+share the array side ``P`` (a mixed-``P`` relayout is not modelled).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymtl_fp import timing
+
+#: cycles between two commands of a node (the router's registered command port)
+ISSUE_CYCLES = 1
+
+
+def _t(n: int, p: int) -> int:
+    return -(-int(n) // p)
+
+
+@dataclass
+class NodeCycles:
+    node: int
+    compute: int = 0   #: compute commands, cycles per step
+    io: int = 0        #: LOAD/STORE commands and link-to-link moves, cycles per step
+    commands: int = 0  #: engine commands per step
+
+    def per_step(self) -> int:
+        return self.compute + self.io + ISSUE_CYCLES * self.commands
+
+    def per_image(self, batch: int) -> float:
+        return self.per_step() / batch
+
+
+class _Acc:
+    def __init__(self, node, P):
+        self.c = NodeCycles(node)
+        self.P = P
+
+    def act(self, c, h, w) -> int:
+        """Elements of one image's ``(c, h, w)`` activation in the engine's layout."""
+        return _t(c, self.P) * h * w * self.P
+
+    def load(self, n):
+        self.c.io += timing.load_cycles(n)
+        self.c.commands += 1
+
+    def store(self, n, lanes=None):
+        self.c.io += timing.store_cycles(n, lanes or self.P)
+        self.c.commands += 1
+
+    def copy(self, n):
+        self.store(n)
+        self.load(n)
+
+    def compute(self, cycles):
+        self.c.compute += cycles
+        self.c.commands += 1
+
+
+def _conv(P, op, f, n, k):
+    return timing.conv_cycles(P, op, timing.ConvShape(n=n, c=f["c"], k=k, h=f["h"], w=f["w"], r=f["r"],
+                                                      s=f["s"], stride=f["stride"], pad=f["pad"]))
+
+
+def predict(layers: list, nodes: list, P: int, batch: int) -> list:
+    """Busy cycles of every node for one step.
+
+    ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
+    also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
+    e.g. :func:`cluster.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
+    ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``.  Returns
+    :class:`NodeCycles` per node."""
+    out = []
+    for j, items in enumerate(nodes):
+        a = _Acc(j, P)
+
+        def kind(it):
+            f = layers[it.layer]
+            if it.pool:
+                return "pool"
+            if it.k0 > 0:
+                return "second"
+            return "whole" if it.k1 == f["k"] else "first"
+
+        for _ in range(batch):  # forward, one image at a time
+            for idx, it in enumerate(items):
+                f, kd = layers[it.layer], kind(it)
+                last = idx == len(items) - 1
+                if idx == 0:
+                    a.load(a.act(f["c"], f["h"], f["w"]))
+                if kd == "pool":
+                    a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
+                    a.copy(a.act(f["k"], f["ho"], f["wo"])) if not last else a.store(a.act(f["k"], f["ho"], f["wo"]))
+                    continue
+                kk = it.k1 - it.k0
+                if kd == "second":
+                    a.load(a.act(it.k0, f["ho"], f["wo"]))  # the first holder's piece
+                a.compute(_conv(P, "fwd", f, 1, kk))
+                if kd == "second":
+                    a.copy(a.act(kk, f["ho"], f["wo"]))     # next to the first piece
+                    if last:
+                        a.store(a.act(f["k"], f["ho"], f["wo"]))
+                elif kd == "first":
+                    a.store(a.act(f["c"], f["h"], f["w"]))  # the input, for the second holder
+                    a.store(a.act(kk, f["ho"], f["wo"]))
+                elif last:
+                    a.store(a.act(kk, f["ho"], f["wo"]))
+                else:
+                    a.copy(a.act(kk, f["ho"], f["wo"]))
+        for _ in range(batch):  # backward
+            for idx in reversed(range(len(items))):
+                it = items[idx]
+                f, kd = layers[it.layer], kind(it)
+                if idx == len(items) - 1:
+                    kin = it.k1 - it.k0 if kd == "first" else f["k"]
+                    a.load(a.act(kin, f["ho"], f["wo"]))
+                dx = None
+                if kd == "pool":
+                    a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
+                    dx = a.act(f["c"], f["h"], f["w"])
+                else:
+                    if kd == "second":
+                        a.store(a.act(it.k0, f["ho"], f["wo"]))         # dy of the first piece
+                        a.copy(a.act(it.k1 - it.k0, f["ho"], f["wo"]))  # own dy to its batch slot
+                    if kd == "first":
+                        if f["p"] > 0:
+                            if idx > 0:
+                                a.load(a.act(f["c"], f["h"], f["w"]))
+                            else:  # link to link, one element per cycle
+                                a.c.io += a.act(f["c"], f["h"], f["w"])
+                        continue
+                    if f["p"] > 0:
+                        a.compute(_conv(P, "bwd_data", f, 1, f["k"]))
+                        dx = a.act(f["c"], f["h"], f["w"])
+                if dx is not None:
+                    a.copy(dx) if idx > 0 else a.store(dx)
+        for it in items:  # weight gradients over the batch, update, biases
+            if it.pool:
+                continue
+            f, kd, kk = layers[it.layer], kind(it), it.k1 - it.k0
+            a.compute(_conv(P, "bwd_weight", f, batch, kk))
+            if it.k0 > 0:
+                a.compute(timing.conv_cycles(P, "bwd_weight", timing.ConvShape(
+                    n=batch, c=1, k=kk, h=f["ho"], w=f["wo"], r=1, s=1, stride=1, pad=0)))
+            a.compute(timing.update_cycles(P, kk, f["c"], f["r"], f["s"]))
+            nb = _t(kk, P) * P
+            a.store(nb)
+            a.store(nb)
+            a.load(nb)
+            per_kt = _t(f["c"], P) * f["r"] * f["s"]
+            if kd == "first":
+                a.store(_t(kk, P) * per_kt * P * P, P * P)
+            elif kd == "second":
+                a.load((it.k0 // P) * per_kt * P * P)
+        out.append(a.c)
+    return out
