@@ -250,8 +250,8 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
                          batch: int = 1) -> dict:
     """Engine compute cycles per image of (a share of) one :class:`pymtl_fp.explore.layers.Layer`
     on a ``P x P`` engine: ``{"fp":, "bp":, "wg":}`` (``fwd``, ``bwd_data``, ``bwd_weight`` for
-    conv/fc layers; ``pool_fwd``/``pool_bwd`` for max-pool layers), the drop-in replacement of
-    :func:`pymtl_fp.explore.compute_model.layer_cycles` for a square array.
+    conv/fc layers; ``pool_fwd``/``pool_bwd`` for max-pool layers): what
+    :mod:`pymtl_fp.explore.fpga_model` uses per engine of an FPGA.
 
     ``batch`` images run in one command (``N = batch``; the result is divided by ``batch``):
     ``bwd_weight`` sums over the batch, so a small batch exposes its drain.  ``k``: the share's

@@ -6,7 +6,7 @@ Sub-commands (each runs with no options, on built-in defaults):
   chain, under several link bandwidths: throughput, utilization, busiest link, knee, storage;
 * ``partition`` -- the optimal contiguous partition (dynamic programming) of a network over a
   chain of FPGAs of different sizes, against an even split and FPDeep balancing;
-* ``design``    -- DarkFPGA-style search over array shape, tiling and batch tile on one FPGA:
+* ``design``    -- DarkFPGA-style search over engines (P, E), tiling and batch tile on one FPGA:
   the best points and the Pareto front;
 * ``zoo``       -- the networks' FP/BP/WG operation counts against their published totals.
 
@@ -71,12 +71,12 @@ def _network(name):
 
 
 def _device(name, array=None):
-    from pymtl_fp.explore.compute_model import ArrayShape
     from pymtl_fp.explore.devices import DeviceError, get_device
+    from pymtl_fp.explore.fpga_model import EngineArray
     try:
         dev = get_device(name)
         if array:
-            dev = dev.with_array(ArrayShape.parse(array))
+            dev = dev.with_array(EngineArray.parse(array))
         return dev
     except (DeviceError, ValueError) as exc:
         raise UserError(str(exc)) from None
@@ -126,9 +126,6 @@ def _common(p, net, bits, batch):
                    help=f"word width of activations/weights/gradients (default {bits}; "
                    "<= 8 packs 2 MACs per DSP)")
     p.add_argument("--batch", type=int, default=batch, help=f"mini-batch (default {batch})")
-    p.add_argument("--model", choices=("fold", "strict"), default="fold",
-                   help="array utilization model (default fold: the kernel window may be "
-                   "folded onto the array columns)")
     p.add_argument("--out", default="reports", help="output folder (default ./reports)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
 
@@ -141,7 +138,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "throughput, utilization, busiest link, knee, storage.")
     _common(p, "vgg16", 16, 32)
     p.add_argument("--device", default="xc7vx690t", help="FPGA part (default xc7vx690t)")
-    p.add_argument("--array", default=None, help="MAC array ROWSxCOLS (default: the part's)")
+    p.add_argument("--array", default=None, help="the FPGA's engines ENGINESxP: ENGINES engines of PxP, P <= 32 "
+                   "(default: from the part's DSP budget)")
     p.add_argument("--fpgas", default="1..128",
                    help="cluster sizes: 1..128, 1..128:4, 1,2,4,8 or a mix (default 1..128)")
     p.add_argument("--link", action="append", default=None,
@@ -170,7 +168,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="forbid stages whose fine-grained storage exceeds on-chip RAM")
 
     p = sub.add_parser("design", help="DarkFPGA-style single-FPGA parameter search",
-                       description="Search array shape, tiling and batch tile under the "
+                       description="Search engines (P, E), tiling and batch tile under the "
                        "device's DSP / RAM / DRAM-bandwidth budget; best points and Pareto "
                        "front.")
     _common(p, "vgg-cifar", 8, 128)
@@ -203,7 +201,7 @@ def _scaling(args) -> int:
     _positive("--batch", args.batch)
     _positive("--pieces", args.pieces)
     out = _out_dir(args)
-    res = sweep(net, dev, sizes, links, prec, args.batch, args.pieces, args.split, args.model,
+    res = sweep(net, dev, sizes, links, prec, args.batch, args.pieces, args.split,
                 optimal=args.optimal)
     stem = f"scaling_{net.name}_{dev.name}"
     files = [report.write_csv(out / f"{stem}.csv", res.rows)]
@@ -212,7 +210,7 @@ def _scaling(args) -> int:
     files.append(out / f"{stem}.md")
     if not args.no_plot:
         files.append(report.scaling_plot(res, out / f"{stem}.png"))
-    print(f"{net.name} on 1 x .. {max(sizes)} x {dev.name} (array {res.array}, "
+    print(f"{net.name} on 1 x .. {max(sizes)} x {dev.name} (engines {res.array.E} x {res.array.P}x{res.array.P}, "
           f"{dev.clock_mhz:g} MHz, {prec.act_bits}-bit): {len(sizes)} cluster sizes x "
           f"{len(links)} links swept in {res.seconds:.3f} s")
     for lk in links:
@@ -252,7 +250,7 @@ def _partition(args) -> int:
         raise UserError(str(exc)) from None
     out = _out_dir(args)
     t0 = time.perf_counter()
-    chain = Chain(net, prec, args.batch, args.pieces, args.split, mode=args.model)
+    chain = Chain(net, prec, args.batch, args.pieces, args.split)
     evals = compare(chain, cluster)
     seconds = time.perf_counter() - t0
     stem = f"partition_{net.name}_{name}"
@@ -266,7 +264,7 @@ def _partition(args) -> int:
               zip(cluster.devices, cluster.arrays)),
           "* links (Gb/s per direction): " + ", ".join(f"{lk.gbps:.1f}" for lk in cluster.links),
           (f"* precision {prec.act_bits}-bit, mini-batch {args.batch}, up to {args.pieces} "
-           f"pieces per layer, split={args.split}, compute model '{args.model}', memory limit "
+           f"pieces per layer, split={args.split}, engine cycles from pymtl_fp.timing, memory limit "
            f"{'on' if args.memory_limit else 'off'}"),
           f"* {chain.M} cut positions; three partitions computed in {seconds:.2f} s", "",
           report.markdown_table(summary, ["method", "ii_ms", "images_s", "gops", "vs_even",
@@ -320,7 +318,7 @@ def _design(args) -> int:
     if args.dram_gbs is not None and not args.dram_gbs > 0:
         raise UserError("--dram-gbs must be > 0")
     out = _out_dir(args)
-    res = search(net, dev, args.batch, prec, args.model, args.dram_gbs)
+    res = search(net, dev, args.batch, prec, args.dram_gbs)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
     stem = f"design_{net.name}_{dev.name}_b{args.batch}"

@@ -1,25 +1,26 @@
-"""The per-layer compute model (the stand-in for pymtl_fp.timing) and the device / link data."""
+"""The FPGA compute model (E engines of P x P, cycles from pymtl_fp.timing) and the device /
+link data."""
 
 import itertools
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pymtl_fp.explore.compute_model import (
-    ArrayShape,
-    layer_cycles,
-    mac_op_cycles,
-    tiled_mac_cycles,
-)
+from pymtl_fp import timing
 from pymtl_fp.explore.devices import (
     DEVICES,
     DeviceError,
     Precision,
     device_from_dict,
     get_device,
+)
+from pymtl_fp.explore.fpga_model import (
+    EngineArray,
+    engines_for,
+    layer_cycles,
+    tiled_layer_cycles,
 )
 from pymtl_fp.explore.layers import NetBuilder
 from pymtl_fp.explore.links import ENCODING_64B66B, LinkError, parse_link
@@ -32,65 +33,86 @@ def _conv(c, k, h, r, stride=1, pad=0, groups=1):
     return b.layers[0]
 
 
-def test_brief_formula_strict():
-    ly = _conv(c=70, k=40, h=10, r=3, pad=1)
-    arr = ArrayShape(16, 32)
-    # ceil(K/rows) * ceil(C/cols) * R*S * Ho*Wo, plus rows+cols of fill
-    assert mac_op_cycles(ly, arr, mode="strict") == 3 * 3 * 9 * 100 + 48
-    # folding the 3x3 window onto the columns: ceil(70*9/32) = 20 < 3*9
-    assert mac_op_cycles(ly, arr, mode="fold") == 3 * 20 * 100 + 48
+def test_layer_cycles_are_the_busiest_engine_share():
+    ly = _conv(c=70, k=40, h=10, r=3)
+    # 2 engines of 32x32: 20 channels each -> KT = 1, CT = ceil(70/32) = 3; no padding, so
+    # every one of the 3x3 taps of the 8x8 outputs is a step; + 3 pipeline cycles
+    got = layer_cycles(ly, EngineArray(32, 2))
+    assert got["fp"] == 1 * 3 * 9 * 64 + 3
+    assert got == timing.explore_layer_cycles(ly, 32, k=20)
+    # 3 engines: ceil(40/3) = 14 channels on the busiest one
+    assert layer_cycles(ly, EngineArray(16, 3), needs_dx=False, batch=4) == \
+        timing.explore_layer_cycles(ly, 16, needs_dx=False, k=14, batch=4)
+    assert layer_cycles(ly, EngineArray(16, 3), needs_dx=False)["bp"] == 0
 
 
-def test_exact_when_shapes_divide():
-    ly = _conv(c=64, k=64, h=8, r=3, pad=1)
-    arr = ArrayShape(16, 64)
-    fill = arr.rows + arr.cols
-    assert mac_op_cycles(ly, arr) - fill == ly.fp_macs // arr.lanes
-
-
-@given(c=st.integers(1, 80), k=st.integers(1, 80), h=st.integers(3, 12),
-       r=st.sampled_from([1, 3, 5]), rows=st.integers(1, 40), cols=st.integers(1, 80),
-       mode=st.sampled_from(["fold", "strict"]))
-def test_cycles_never_beat_the_array_peak(c, k, h, r, rows, cols, mode):
-    ly = _conv(c, k, h, r, pad=r // 2)
-    arr = ArrayShape(rows, cols)
-    cyc = layer_cycles(ly, arr, needs_dx=True, mode=mode)
+@given(c=st.integers(1, 80), k=st.integers(1, 80), h=st.integers(5, 12),
+       r=st.sampled_from([1, 3, 5]), P=st.integers(1, 32), E=st.integers(1, 8))
+def test_cycles_never_beat_the_peak_and_more_engines_never_slower(c, k, h, r, P, E):
+    ly = _conv(c, k, h, r)      # no padding: every MAC of fp_macs is a real one
+    arr, more = EngineArray(P, E), EngineArray(P, E + 1)
+    cyc, cyc_more = layer_cycles(ly, arr), layer_cycles(ly, more)
     for op in ("fp", "bp", "wg"):
         assert cyc[op] * arr.lanes >= ly.fp_macs
-    assert mac_op_cycles(ly, arr, mode="fold") <= mac_op_cycles(ly, arr, mode="strict")
-    assert layer_cycles(ly, arr, needs_dx=False)["bp"] == 0
+        assert cyc_more[op] <= cyc[op]
 
 
-@given(k=st.integers(1, 96), h=st.integers(2, 12), rows=st.integers(1, 32))
-def test_shares_are_monotone(k, h, rows):
+@given(k=st.integers(1, 96), h=st.integers(2, 12), E=st.integers(1, 4))
+def test_shares_are_monotone(k, h, E):
     ly = _conv(12, k, h, 3, pad=1)
-    arr = ArrayShape(rows, 24)
-    by_k = [mac_op_cycles(ly, arr, k=i) for i in range(k + 1)]
-    by_h = [mac_op_cycles(ly, arr, ho=i) for i in range(h + 1)]
+    arr = EngineArray(8, E)
+    by_k = [sum(layer_cycles(ly, arr, k=i).values()) for i in range(k + 1)]
+    by_h = [sum(layer_cycles(ly, arr, ho=i).values()) for i in range(h + 1)]
     assert by_k[0] == 0 and by_h[0] == 0
     assert all(a <= b for a, b in itertools.pairwise(by_k))
     assert all(a <= b for a, b in itertools.pairwise(by_h))
-    # splitting channels never saves cycles (ceil is superadditive)
-    for i in range(1, k):
-        assert by_k[i] + mac_op_cycles(ly, arr, k=k - i) >= by_k[k]
 
 
-def test_grouped_conv_counts_groups():
-    ly = _conv(c=32, k=64, h=6, r=3, pad=1, groups=2)
-    arr = ArrayShape(16, 16)
-    # per group: ceil(32/16) row tiles x ceil(16*9/16) = 9 folded col tiles x 36 positions
-    assert mac_op_cycles(ly, arr) == 2 * (2 * 9 * 36) + 32
-    assert ly.fp_macs == 64 * 16 * 9 * 36
+@pytest.mark.parametrize("E", [1, 4])
+def test_square_engines_are_nearly_fully_used_on_big_vgg_layers(E):
+    net = get_network("vgg16")
+    ly = max((x for x in net.mac_layers if x.kind == "conv" and x.K == x.C == 512),
+             key=lambda x: x.fp_macs)        # conv4_2 / conv4_3: 512 -> 512 channels, 28 x 28
+    assert (ly.R, ly.stride, ly.pad, ly.Ho) == (3, 1, 1, ly.in_shape[1])
+    # the engine skips padding taps: per axis 3 taps x Ho outputs minus the 2 border taps
+    useful = ly.K * ly.C * (3 * ly.Ho - 2) * (3 * ly.Wo - 2)
+    arr = EngineArray(32, E)
+    for op in ("fp", "wg"):
+        util = useful / (arr.lanes * layer_cycles(ly, arr, batch=32)[op])
+        assert 0.95 < util <= 1.0, (op, util)
 
 
-@pytest.mark.parametrize("name", ["vgg16", "alexnet", "vgg-cifar"])
-def test_tiled_equals_untiled_at_full_tiles(name):
-    arr = ArrayShape(16, 96)
-    for ly in get_network(name).mac_layers:
-        full = tiled_mac_cycles(ly, arr, ly.K, ly.C)
-        assert full == mac_op_cycles(ly, arr) - arr.rows - arr.cols
-        small = tiled_mac_cycles(ly, arr, np.array([8]), np.array([8]))[0]
-        assert small >= full
+def test_add_layers_use_the_column_lanes():
+    b = NetBuilder("t", (8, 4, 4))
+    b.conv("a", 8, 1)
+    b.conv("b", 8, 1)
+    b.add("s", "a", "b")
+    add = b.layers[-1]
+    # 128 outputs on 2 engines x 8 columns: 8 cycles forward, nothing backward
+    assert layer_cycles(add, EngineArray(8, 2)) == {"fp": 8, "bp": 0, "wg": 0}
+
+
+def test_tiles_cost_at_least_the_untiled_layer():
+    arr = EngineArray(16, 3)
+    for ly in get_network("alexnet").mac_layers:
+        full = tiled_layer_cycles(ly, arr, ly.K, ly.C, 1)
+        assert full == layer_cycles(ly, arr, k=ly.K // ly.groups) if ly.groups == 1 else True
+        small = tiled_layer_cycles(ly, arr, 8, 8, 1)
+        for op in ("fp", "bp", "wg"):
+            assert small[op] >= full[op]
+    with pytest.raises(ValueError):
+        tiled_layer_cycles(ly, arr, 0, 8, 1)
+
+
+def test_engines_from_the_dsp_budget():
+    assert engines_for(12312) == EngineArray(32, 12)    # 12 * 1024 = 12288 <= 12312
+    assert engines_for(100) == EngineArray(10, 1)       # smaller than one 32x32 engine
+    assert str(EngineArray.parse("6x32")) == "6x32"
+    for bad in ("16by8", "2x64", "0x8", "x"):
+        with pytest.raises(ValueError, match="ENGINESxP"):
+            EngineArray.parse(bad)
+    with pytest.raises(ValueError):
+        engines_for(0)
 
 
 def test_devices_match_datasheets():
@@ -105,16 +127,21 @@ def test_devices_match_datasheets():
         for bits in (16, 8):
             p = Precision.bits(bits)
             arr = dev.default_array(p)
-            assert arr.lanes <= dev.lane_budget(p) and arr.lanes >= 0.8 * dev.lane_budget(p)
+            budget = dev.lane_budget(p)
+            if budget >= 32 * 32:     # as many 32x32 engines as fit
+                assert arr.P == 32 and budget - 32 * 32 < arr.lanes <= budget
+            else:                     # one engine, the largest square that fits
+                assert arr.E == 1 and arr.P ** 2 <= budget < (arr.P + 1) ** 2
 
 
 def test_device_file_entries():
-    d = device_from_dict({"part": "vu9p", "clock_mhz": 300, "array": [32, 64]})
-    assert d.clock_mhz == 300 and d.default_array() == ArrayShape(32, 64)
+    d = device_from_dict({"part": "vu9p", "clock_mhz": 300, "array": [4, 32]})
+    assert d.clock_mhz == 300 and d.default_array() == EngineArray(32, 4)
     d = device_from_dict({"name": "mine", "dsp": 100, "bram36": 10})
     assert d.family == "custom"
     for bad in ({"part": "nope"}, {"name": "x", "dsp": 10}, {"part": "vu9p", "dsp": 1.5},
-                {"part": "vu9p", "colour": 1}, {"part": "vu9p", "array": [1]}):
+                {"part": "vu9p", "colour": 1}, {"part": "vu9p", "array": [1]},
+                {"part": "vu9p", "array": [2, 64]}):
         with pytest.raises(DeviceError):
             device_from_dict(bad)
 

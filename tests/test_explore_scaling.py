@@ -55,9 +55,12 @@ def test_more_bandwidth_never_hurts_and_moves_the_knee_right(vgg16_sweep):
     k_slow, k_fast = res.knees["6x10G"], res.knees["250G"]
     assert k_slow is not None
     assert k_fast is None or k_fast > k_slow
-    # FPDeep's shape: close to linear before the knee, flat after it
+    # before the knee the links do not limit: the 6x10G curve is the unlimited-link one
+    assert np.allclose(slow[:k_slow - 1], inf[:k_slow - 1])
+    # FPDeep's shape: close to linear on small clusters (pieces much smaller than a stage),
+    # flat after the knee
     eff = _col(res, "6x10G", "efficiency")
-    assert np.all(eff[:k_slow - 1] > 0.8)
+    assert np.all(eff[:16] > 0.8)
     gops = _col(res, "6x10G", "gops")
     assert gops[-1] <= gops[k_slow - 1] * 1.15
     # the knee is where the busiest link's need crosses the link's bandwidth
@@ -104,10 +107,8 @@ def test_design_points_respect_the_budget(cifar_design):
 
 def test_batch_tiling_reduces_weight_traffic(cifar_design):
     p = cifar_design.points
-    sel = (p["rows"] == 64) & (p["Tk"] == 64) & (p["Tc"] == 64) & (p["Th"] == 1)
-    cols = p["cols"][sel]
-    target = cols.max()
-    sel &= p["cols"] == target
+    sel = (p["P"] == 32) & (p["Tk"] == 64) & (p["Tc"] == 64) & (p["Th"] == 1)
+    sel &= p["E"] == p["E"][sel].max()
     tb, mem = p["Tb"][sel], p["mem_bound_pct"][sel]
     order = np.argsort(tb)
     assert len(order) >= 3

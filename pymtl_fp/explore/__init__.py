@@ -5,8 +5,8 @@ Analytic, shape-level models only -- nothing here simulates hardware:
 * :mod:`.layers` / :mod:`.zoo`     -- network records (conv / fc / pool / add) with FP, BP and WG
   multiply-accumulate counts, and a zoo of published networks checked against published totals;
 * :mod:`.devices` / :mod:`.links`  -- FPGA parts from public datasheets, FPGA-to-FPGA link models;
-* :mod:`.compute_model`            -- cycles of one FP/BP/WG operation on a ``rows x cols`` MAC
-  array (the one module to swap for :mod:`pymtl_fp.timing` when it exists);
+* :mod:`.fpga_model`               -- cycles of one FP/BP/WG operation on an FPGA's ``E`` ``P x P``
+  engines, from :mod:`pymtl_fp.timing` (the closed forms the RTL validates);
 * :mod:`.chain`                    -- a network cut into pieces along a 1-D chain: per-stage
   cycles, per-cut traffic and per-stage storage;
 * :mod:`.partition`                -- even split, FPDeep balancing, optimal DP, exhaustive search;

@@ -8,7 +8,8 @@ projection shortcut comes first, so what stays live across the block is its (sma
 **Pieces.**  A unit may be shared by neighbouring FPGAs (FPDeep's model parallelism).  It is
 split along one axis, chosen per unit (``split="auto"``):
 
-* ``channels`` -- by output channels, in multiples of ``channel_tile`` (the array's rows):
+* ``channels`` -- by output channels, in multiples of ``channel_tile`` (default 32, one
+  engine tile of the ``32 x 32`` engine):
   every sharer needs the unit's whole input, nobody duplicates weights;  used for fc layers and
   for conv layers whose weights outweigh their input map (deep layers);
 * ``rows`` -- by output rows: each sharer needs only its band of the input (plus a halo of
@@ -29,7 +30,8 @@ already computed (``f``), and for ``rows`` the amortized weight-gradient all-red
 network input needs no gradient; the network output carries the loss gradient back.
 
 **Stage cost** on a device: the sum over its pieces of FP + BP + WG cycles from
-:mod:`pymtl_fp.explore.compute_model` (each unit share is one engine command).
+:mod:`pymtl_fp.explore.fpga_model` -- :mod:`pymtl_fp.timing`, the model the RTL validates, on
+the FPGA's engines, ``batch`` images per command (each unit share is one engine command).
 
 **Storage** per FPGA: conv weights and their gradient accumulators (fc weights stay in DRAM,
 as in FPDeep, and are charged as DRAM traffic per mini-batch instead); the fine-grained pipeline keeps
@@ -46,8 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.explore.compute_model import ArrayShape, layer_cycles
 from pymtl_fp.explore.devices import Precision
+from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
 
 SPLITS = ("auto", "rows", "channels")
 
@@ -167,8 +169,7 @@ class Chain:
     batch: int = 32
     max_pieces: int = 8
     split: str = "auto"
-    channel_tile: int = 16
-    mode: str = "fold"
+    channel_tile: int = 32
 
     def __post_init__(self):
         if self.split not in SPLITS:
@@ -301,9 +302,10 @@ class Chain:
             return {"ho": n, "k": None, "frac": n / unit.extent}
         return {"ho": None, "k": n, "frac": n / unit.extent}
 
-    def unit_cycles(self, u: int, n: int, array: ArrayShape) -> int:
-        """FP+BP+WG cycles of ``n`` rows / channels of unit ``u`` on ``array`` (cached)."""
-        key = (u, n, array.rows, array.cols)
+    def unit_cycles(self, u: int, n: int, array: EngineArray) -> int:
+        """FP+BP+WG cycles per image of ``n`` rows / channels of unit ``u`` on the engines
+        ``array``, ``batch`` images per engine command (cached)."""
+        key = (u, n, array.P, array.E)
         hit = self._cycle_cache.get(key)
         if hit is not None:
             return hit
@@ -313,19 +315,19 @@ class Chain:
         if n > 0:
             for ly in unit.members:
                 if ly.has_macs:
-                    c = layer_cycles(ly, array, unit.needs_dx, sh["k"], sh["ho"], self.mode)
+                    c = layer_cycles(ly, array, unit.needs_dx, sh["k"], sh["ho"], self.batch)
                 else:
                     c = layer_cycles(ly, array, True,
                                      None if sh["k"] is None else
                                      max(1, round(ly.K * sh["frac"])),
                                      None if sh["ho"] is None else
-                                     max(1, round(ly.Ho * sh["frac"])), self.mode)
+                                     max(1, round(ly.Ho * sh["frac"])), self.batch)
                 total += sum(c.values())
         self._cycle_cache[key] = total
         return total
 
-    def cycles(self, array: ArrayShape) -> RangeFunc:
-        key = ("rf", array.rows, array.cols)
+    def cycles(self, array: EngineArray) -> RangeFunc:
+        key = ("rf", array.P, array.E)
         if key not in self._cycle_cache:
             self._cycle_cache[key] = RangeFunc(
                 self, lambda u, lo, hi: float(self.unit_cycles(u, hi - lo, array)))
@@ -460,7 +462,7 @@ class Chain:
                             "lo": lo, "hi": hi, "extent": unit.extent})
         return out
 
-    def node_cycles(self, array: ArrayShape, a: int, b: int) -> int:
+    def node_cycles(self, array: EngineArray, a: int, b: int) -> int:
         """Predicted FP+BP+WG cycles per image of the node computing pieces ``[a, b)``."""
         return round(self.cycles(array).scalar(a, b))
 

@@ -14,7 +14,7 @@ A chain of FPGAs, in order, and the links between neighbours::
     part = "xcvu9p"        # a known part (pymtl_fp.explore.devices.DEVICES) ...
     count = 2              # ... repeated (default 1)
     # clock_mhz = 300      # any Device field overrides the part's value
-    # array = [16, 384]    # pin the MAC array shape
+    # array = [4, 32]      # pin the engines: 4 engines of 32 x 32
 
     [[fpga]]               # or a custom part: name, dsp, bram36 (+ optional fields)
     name = "my-part"

@@ -6,14 +6,18 @@ before the next one is fetched (batch-innermost layout), tiles bound the buffers
 analytical model picks the parameters for a network and a device budget.  This module is such
 a model, roofline style:
 
-**Parameters.**  Array shape ``rows x cols``; output-channel tile ``Tk``; input-channel tile
+**Parameters.**  The FPGA's engines: ``E`` copies of the ``P x P`` engine (``P`` in 8, 16,
+32; ``E`` a quarter, half, three quarters or all of what the DSP budget holds, see
+:mod:`.fpga_model`); output-channel tile ``Tk``; input-channel tile
 ``Tc``; output-row tile ``Th``; batch tile ``Tb`` (a divisor of the mini-batch ``B``).  The
 same tiles serve every layer (clipped to the layer's size).
 
 **Time of one layer and operation** (per mini-batch) = ``max(compute, memory)`` with the
-array's cycles from :mod:`.compute_model` (x ``B``) at the device clock -- each ``Tk x Tc`` channel tile is a pass over the array, so tiles smaller
-than the array waste lanes (:func:`.compute_model.tiled_mac_cycles`) -- and the DRAM traffic
-at the board's bandwidth (double buffering overlaps the two):
+engines' cycles from :mod:`pymtl_fp.timing` (the model the RTL validates) at the device clock
+-- each ``Tk x Tc`` channel tile of ``Tb`` images is one engine command, its ``Tk`` channels
+dealt to the ``E`` engines, so tiles smaller than the engines waste lanes and small batch tiles
+expose the weight-gradient drain (:func:`.fpga_model.tiled_layer_cycles`) -- and the DRAM
+traffic at the board's bandwidth (double buffering overlaps the two):
 
 =====  =====================================================================================
 FP     weights x ``B/Tb`` x ``ceil(Ho/Th)``; input x ``B`` x ``ceil(K/Tk)`` x halo;
@@ -41,8 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.explore.compute_model import ArrayShape, tiled_mac_cycles
 from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
 
 RAM_FRACTION = 0.9
 
@@ -70,7 +74,7 @@ class DesignResult:
         order = np.lexsort((p["ram_mb"], p["dsps"], -np.round(p["gops"], 6)))
         out, seen = [], set()
         for i in order:
-            key = (p["rows"][i], p["cols"][i], p["Tb"][i], p["Tk"][i], p["Tc"][i])
+            key = (p["E"][i], p["P"][i], p["Tb"][i], p["Tk"][i], p["Tc"][i])
             if key in seen:
                 continue
             seen.add(key)
@@ -93,21 +97,21 @@ def _pow2_upto(n: int, start: int = 1) -> list:
 
 
 def candidate_arrays(device: Device, precision: Precision) -> list:
-    """Array shapes: rows a power of two 8..128; columns a multiple of 8 using 1/8, 2/8, ...
-    8/8 of the lane budget."""
+    """Engine arrays: ``P`` in 8, 16, 32 (the engine's limit); ``E`` a quarter, half, three
+    quarters and all of the engines of that ``P`` the lane budget holds."""
     budget = device.lane_budget(precision)
     shapes = set()
-    for rows in (8, 16, 32, 64, 128):
-        full = (budget // rows) // 8 * 8
-        for frac in np.arange(1, 9) / 8:
-            cols = int(full * frac) // 8 * 8
-            if cols >= 8:
-                shapes.add((rows, cols))
-    return [ArrayShape(r, c) for r, c in sorted(shapes)]
+    for P in (8, 16, P_MAX):
+        full = budget // (P * P)
+        for frac in (0.25, 0.5, 0.75, 1.0):
+            E = int(full * frac)
+            if E >= 1:
+                shapes.add((P, E))
+    return [EngineArray(P, E) for P, E in sorted(shapes)]
 
 
 def search(network, device: Device, batch: int = 128, precision: Precision | None = None,
-           mode: str = "fold", dram_gbs: float | None = None, arrays=None) -> DesignResult:
+           dram_gbs: float | None = None, arrays=None) -> DesignResult:
     """Evaluate the whole parameter grid; return the feasible points and the Pareto front.
 
     ``precision`` defaults to 8-bit training (DarkFPGA's).
@@ -174,7 +178,7 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
         wg_buf = tk * cin_tile * rs_eff * prec.acc_bits
         buffers = np.maximum(buffers, in_buf + w_buf + np.maximum(out_buf, wg_buf))
     ram_ok = np.nonzero(buffers <= ram_budget)[0]
-    cols = {k: [] for k in ("rows", "cols", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops",
+    cols = {k: [] for k in ("E", "P", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops",
                             "images_s", "mem_bound_pct", "peak_gops")}
     for arr in arrays:
         dsps = math.ceil(arr.lanes / prec.macs_per_dsp)
@@ -182,19 +186,24 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
             continue
         total = np.zeros(len(ram_ok))
         mem_time = np.zeros(len(ram_ok))
+        tiles = np.stack([TB[ram_ok], TK[ram_ok], TC[ram_ok]]).astype(np.int64)
+        combos, inv = np.unique(tiles, axis=1, return_inverse=True)
+        inv = inv.ravel()
         for ly, nd, ops in zip(layers, needs_dx, traffic):
-            cyc = tiled_mac_cycles(ly, arr, TK[ram_ok], TC[ram_ok], mode) + arr.rows + arr.cols
+            # cycles of one mini-batch: batch / Tb commands of Tb images per tile
+            per = [tiled_layer_cycles(ly, arr, tk, tc, tb) for tb, tk, tc in combos.T]
             for op, bits in zip(("fp", "bp", "wg"), ops):
                 if op == "bp" and not nd:
                     continue
-                t_c = cyc * batch / clock
+                cyc = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv]
+                t_c = cyc / clock
                 t_m = bits[ram_ok] / dram_bps
                 total += np.maximum(t_c, t_m)
                 mem_time += np.where(t_m > t_c, t_m, 0.0)
         total += upd_bits / dram_bps
         n = len(ram_ok)
-        cols["rows"].append(np.full(n, arr.rows))
-        cols["cols"].append(np.full(n, arr.cols))
+        cols["E"].append(np.full(n, arr.E))
+        cols["P"].append(np.full(n, arr.P))
         for key, src in (("Tb", TB), ("Tk", TK), ("Tc", TC), ("Th", TH)):
             cols[key].append(src[ram_ok].astype(np.int64))
         cols["dsps"].append(np.full(n, dsps))
@@ -215,7 +224,8 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
         (f"precision {prec.act_bits}/{prec.weight_bits}/{prec.grad_bits}-bit act/weight/grad, "
          f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
          f"mini-batch {batch}"),
-        f"compute model '{mode}'; time per layer-operation = max(compute, DRAM traffic)",
+        ("E engines of P x P, cycles from pymtl_fp.timing (the model the RTL validates); "
+         "time per layer-operation = max(compute, DRAM traffic)"),
     ]
     return DesignResult(network.name, device, prec, batch, points, pareto,
                         len(TB) * len(arrays), seconds, assumptions)
@@ -250,5 +260,5 @@ def point(points: dict, i: int) -> dict:
     for k, v in points.items():
         x = v[i].item()
         out[k] = x
-    out["array"] = f"{out['rows']}x{out['cols']}"
+    out["array"] = f"{out['E']}x{out['P']}"
     return out

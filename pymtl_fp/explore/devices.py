@@ -9,11 +9,11 @@ Resource figures are the device totals of the vendors' product tables:
 
 What is *not* a datasheet figure, and is an assumption of this model, stated in every report:
 
-* ``clock_mhz``: the MAC array's clock (200 MHz on 7-series, 250 MHz on UltraScale(+)), a
+* ``clock_mhz``: the engines' clock (200 MHz on 7-series, 250 MHz on UltraScale(+)), a
   typical achieved figure for DSP-dense accelerator designs, well under the DSP fmax;
 * ``dram_gbs``: off-chip memory bandwidth of a typical board carrying the part (VC707/VC709:
   DDR3; KCU1500/VCU1525-class boards and AWS F1 / Maxeler MAX5: 4 x DDR4 channels);
-* ``dsp_fraction``: share of the DSPs given to the MAC array (the rest: address generation,
+* ``dsp_fraction``: share of the DSPs given to the engines (the rest: address generation,
   pooling, routers, rounding);
 * MACs per DSP: 1 at 16 bits; 2 at 8 bits (two products sharing an operand in one DSP, the
   packing of AMD/Xilinx WP486 "Deep Learning with INT8 Optimization on Xilinx Devices").
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pymtl_fp.explore.compute_model import ArrayShape
+from pymtl_fp.explore.fpga_model import EngineArray, engines_for
 
 
 class DeviceError(ValueError):
@@ -72,7 +72,7 @@ class Device:
     dram_gbs: float = 12.8
     dsp_fraction: float = 0.9
     source: str = ""
-    array: ArrayShape | None = field(default=None, compare=False)
+    array: EngineArray | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if self.dsp < 1 or self.bram36 < 0 or self.uram < 0:
@@ -96,28 +96,19 @@ class Device:
         """MAC lanes the array may use: DSPs x share x MACs per DSP."""
         return int(self.dsp * self.dsp_fraction) * precision.macs_per_dsp
 
-    def default_array(self, precision: Precision = Precision()) -> ArrayShape:
-        """The array a node of this part gets unless told otherwise.
-
-        Few rows (output channels: 16, doubled while that leaves more than 320 columns), so
-        layers split finely between FPGAs, and many columns (a multiple of 8, as many as fit
-        in :meth:`lane_budget`), onto which the kernel window can be folded.
-        """
+    def default_array(self, precision: Precision = Precision()) -> EngineArray:
+        """The engines a node of this part gets unless told otherwise:
+        :func:`pymtl_fp.explore.fpga_model.engines_for` of :meth:`lane_budget`."""
         if self.array is not None:
             return self.array
-        budget = self.lane_budget(precision)
-        rows = 16
-        while budget // rows > 320:
-            rows *= 2
-        cols = max(8, (budget // rows) // 8 * 8)
-        return ArrayShape(rows, cols)
+        return engines_for(self.lane_budget(precision))
 
     def peak_macs_per_s(self, precision: Precision = Precision(),
-                        array: ArrayShape | None = None) -> float:
+                        array: EngineArray | None = None) -> float:
         a = array or self.default_array(precision)
         return a.lanes * self.clock_hz
 
-    def with_array(self, array: ArrayShape | None) -> Device:
+    def with_array(self, array: EngineArray | None) -> Device:
         return replace(self, array=array)
 
 
@@ -162,7 +153,7 @@ _FIELDS = {"name": str, "family": str, "dsp": int, "bram36": int, "uram": int,
 def device_from_dict(d: dict, where: str = "device") -> Device:
     """A device from a mapping: either ``{"part": "xcvu9p", ...overrides}`` or every field.
 
-    ``array = [rows, cols]`` pins the MAC array shape.
+    ``array = [engines, P]`` pins the FPGA's engines (``engines`` of ``P x P``).
     """
     if not isinstance(d, dict):
         raise DeviceError(f"{where}: expected a table, got {type(d).__name__}")
@@ -193,8 +184,10 @@ def device_from_dict(d: dict, where: str = "device") -> Device:
         dev = Device(**kw)
     if array is not None:
         try:
-            rows, cols = (int(v) for v in array)
+            e, p = (int(v) for v in array)
+            arr = EngineArray(p, e)
         except (TypeError, ValueError):
-            raise DeviceError(f"{where}: array must be [rows, cols], not {array!r}") from None
-        dev = dev.with_array(ArrayShape(rows, cols))
+            raise DeviceError(f"{where}: array must be [engines, P] with P <= 32, "
+                              f"not {array!r}") from None
+        dev = dev.with_array(arr)
     return dev

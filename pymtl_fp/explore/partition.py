@@ -1,6 +1,6 @@
 """Partitioning a :class:`~pymtl_fp.explore.chain.Chain` over a chain of FPGAs.
 
-A *cluster* is a list of devices (each with its MAC array and clock) joined by ``N - 1``
+A *cluster* is a list of devices (each with its engines and clock) joined by ``N - 1``
 links.  A partition is a cut vector (see :mod:`.chain`); its figure of merit is the pipeline's
 **initiation interval** (seconds per image in steady state)::
 
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.links import Link
 
 
@@ -62,7 +63,7 @@ class Cluster:
         """Distinct (array, clock, on-chip bits) kinds, and each FPGA's kind index."""
         keys, index = [], []
         for d, a in zip(self.devices, self.arrays):
-            key = (a.rows, a.cols, d.clock_hz, d.onchip_bits)
+            key = (a.P, a.E, d.clock_hz, d.onchip_bits)
             if key not in keys:
                 keys.append(key)
             index.append(keys.index(key))
@@ -172,7 +173,7 @@ def fpdeep(chain, cluster: Cluster) -> np.ndarray:
     cuts = np.zeros(n + 1, dtype=np.int64)
     for i in range(n - 1):
         arr = cluster.arrays[i]
-        key = (arr.rows, arr.cols)
+        key = (arr.P, arr.E)
         if key not in curves:
             curves[key] = work_curve(chain, arr)
         cuts[i + 1] = max(nearest_positions(curves[key], target[i:i + 1])[0], cuts[i])
@@ -196,9 +197,8 @@ def nearest_positions(curve: np.ndarray, targets) -> np.ndarray:
 
 
 def _stage_seconds_matrix(chain, cluster: Cluster, kind_key) -> np.ndarray:
-    rows, cols, clock, onchip = kind_key
-    from pymtl_fp.explore.compute_model import ArrayShape
-    mat = chain.cycles(ArrayShape(rows, cols)).matrix() / clock
+    P, E, clock, onchip = kind_key
+    mat = chain.cycles(EngineArray(P, E)).matrix() / clock
     if cluster.memory_limit:
         mat = np.where(chain.fine_storage().matrix() > onchip, np.inf, mat)
     return mat

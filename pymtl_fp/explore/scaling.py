@@ -53,7 +53,7 @@ class ScalingResult:
 
 
 def sweep(network, device: Device, fpgas, links, precision: Precision | None = None,
-          batch: int = 32, max_pieces: int = 64, split: str = "auto", mode: str = "fold",
+          batch: int = 32, max_pieces: int = 64, split: str = "auto",
           array=None, optimal: bool = False) -> ScalingResult:
     """Balance ``network`` on each cluster size in ``fpgas`` and evaluate it on each link.
 
@@ -65,7 +65,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     fpgas = sorted({int(n) for n in fpgas})
     if not fpgas or fpgas[0] < 1:
         raise ValueError("cluster sizes must be >= 1")
-    chain = Chain(network, precision, batch, max_pieces, split, mode=mode)
+    chain = Chain(network, precision, batch, max_pieces, split)
     arr = array or device.default_array(precision)
     cyc = chain.cycles(arr)
     curve = work_curve(chain, arr)
@@ -144,7 +144,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     seconds = time.perf_counter() - t0
     assumptions = [
         (f"device {device.name} ({device.family}): {device.dsp} DSPs, "
-         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; MAC array {arr} "
+         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; {arr.E} engines of {arr.P} x {arr.P} "
          f"({arr.lanes} lanes) at {device.clock_mhz:g} MHz"),
         (f"precision: {precision.act_bits}-bit activations, {precision.weight_bits}-bit "
          f"weights, {precision.grad_bits}-bit gradients, {precision.acc_bits}-bit "
@@ -152,7 +152,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         ("links: full duplex, per-direction payload bandwidth per chain link: " +
          ", ".join(f"{lk.name} = {lk.gbps:.1f} Gb/s" for lk in links)),
         (f"partition: FPDeep balancing (equal FP+BP+WG time), split={split}, "
-         f"up to {max_pieces} pieces per layer; compute model '{mode}'"),
+         f"up to {max_pieces} pieces per layer; engine cycles from pymtl_fp.timing"),
     ]
     return ScalingResult(network.name, device, arr, precision, list(links), rows, knees,
                          linear, seconds, assumptions)
