@@ -114,7 +114,10 @@ class EngineFL(Component):
         n, c, k, ct, kt = f["n"], f["c"], f["k"], f["ct"], f["kt"]
         h, w, ho, wo, r, sw = f["h"], f["w"], f["ho"], f["wo"], f["r"], f["s"]
         stride, pad = 1 << f["lgst"], f["pad"]
-        X, D, OB, W, G, B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_O, msgs.BUF_W, msgs.BUF_G, msgs.BUF_B)
+        X, D, W, G, B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_W, msgs.BUF_G, msgs.BUF_B)
+        if f["dsel"]:
+            msgs.check_cmd(f, cfg)
+        OB = msgs.DSEL_BUF[f["dsel"]]  # where d0 goes: O, or X / D (field dsel)
         if op == "fwd":
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)

@@ -69,6 +69,7 @@ class EngineRTL(Component):
         OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
         BUF_X, BUF_D, BUF_O, BUF_W, BUF_G, BUF_B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_O, msgs.BUF_W,
                                                     msgs.BUF_G, msgs.BUF_B)
+        DSEL_X, DSEL_D = msgs.DSEL_X, msgs.DSEL_D
         ZD, ONED, ZA, ZS = DT(0), DT(1), AccT(0), StrT(0)
         Z16, ONE16 = Bits16(0), Bits16(1)
         LP, LPP = Bits16(P), Bits16(PP)
@@ -138,6 +139,11 @@ class EngineRTL(Component):
         s.ex_wr = [Wire() for _ in range(NSLOT)]
         s.ex_v = [Wire() for _ in range(NSLOT)]
         s.ld_lo, s.ld_hi, s.st_lo, s.st_hi = Wire(32), Wire(32), Wire(32), Wire(32)
+        s.c_dbuf = Wire(3)  # the buffer of the offered command's d0 result (field dsel)
+        # EX's d0 result write: enable, word, lanes (routed to O, X or D by cmd_r.dsel)
+        s.wb_en = Wire()
+        s.wb_addr = Wire(XA)
+        s.wb_data = [Wire(D) for _ in range(P)]
 
         # stage B
         s.vB, s.firstB, s.lastB, s.zeroB = Wire(), Wire(), Wire(), Wire()
@@ -183,6 +189,15 @@ class EngineRTL(Component):
             s.sz_kt @= zext(s.cmd.msg.kt, B32)
 
         @update
+        def up_cmd_dbuf():
+            if s.cmd.msg.dsel == DSEL_X:
+                s.c_dbuf @= Bits3(BUF_X)
+            elif s.cmd.msg.dsel == DSEL_D:
+                s.c_dbuf @= Bits3(BUF_D)
+            else:
+                s.c_dbuf @= Bits3(BUF_O)
+
+        @update
         def up_cmd_ranges():
             # slot i is address field i (a0 a1 a2 read, d0 d1 written), as msgs.access_ranges
             s.c_base[0] @= zext(s.cmd.msg.a0, B32)
@@ -202,7 +217,7 @@ class EngineRTL(Component):
             if s.cmd.msg.op == OP_FWD:
                 s.c_buf[1] @= Bits3(BUF_W)
                 s.c_buf[2] @= Bits3(BUF_B)
-                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_buf[3] @= s.c_dbuf
                 s.c_size[0] @= s.sz_x
                 s.c_size[1] @= s.sz_w
                 s.c_size[2] @= s.sz_kt
@@ -214,7 +229,7 @@ class EngineRTL(Component):
             elif s.cmd.msg.op == OP_BWD_DATA:
                 s.c_buf[0] @= Bits3(BUF_D)
                 s.c_buf[1] @= Bits3(BUF_W)
-                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_buf[3] @= s.c_dbuf
                 s.c_size[0] @= s.sz_dy
                 s.c_size[1] @= s.sz_w
                 s.c_size[2] @= s.sz_x
@@ -236,7 +251,7 @@ class EngineRTL(Component):
                 s.c_v[3] @= 1
                 s.c_v[4] @= 1
             elif s.cmd.msg.op == OP_POOL_FWD:
-                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_buf[3] @= s.c_dbuf
                 s.c_size[0] @= s.sz_x
                 s.c_size[3] @= s.sz_pool
                 s.c_size[4] @= s.sz_pool
@@ -245,7 +260,7 @@ class EngineRTL(Component):
                 s.c_v[4] @= 1
             elif s.cmd.msg.op == OP_POOL_BWD:
                 s.c_buf[0] @= Bits3(BUF_D)
-                s.c_buf[3] @= Bits3(BUF_O)
+                s.c_buf[3] @= s.c_dbuf
                 s.c_size[0] @= s.sz_pool
                 s.c_size[1] @= s.sz_pool
                 s.c_size[3] @= s.sz_x
@@ -675,41 +690,61 @@ class EngineRTL(Component):
                                 s.bg.wen[r * P + j] @= s.dr_row == r
                                 s.bg.wdata[r * P + j] @= zext(s.sat_g[j].out ^ SG, DT) - SG_D
                 if s.vB:
-                    if (s.cmd_r.op == OP_FWD) & s.lastB:
-                        s.bo.waddr @= trunc(s.wrB, XAT)
-                        for i in range(P):
-                            s.bo.wen[i] @= 1
-                            s.bo.wdata[i] @= zext(s.sat_a[i].out ^ SA, DT) - SA_D
-                    elif (s.cmd_r.op == OP_BWD_DATA) & s.lastB:
-                        s.bo.waddr @= trunc(s.wrB, XAT)
-                        for i in range(P):
-                            s.bo.wen[i] @= 1
-                            if s.mask[i]:
-                                s.bo.wdata[i] @= ZD
-                            else:
-                                s.bo.wdata[i] @= zext(s.sat_g[i].out ^ SG, DT) - SG_D
-                    elif (s.cmd_r.op == OP_POOL_FWD) & s.lastB:
-                        s.bo.waddr @= trunc(s.wrB, XAT)
+                    if (s.cmd_r.op == OP_POOL_FWD) & s.lastB:
                         s.bx.waddr @= trunc(s.wr_addr2B, XAT)
                         for i in range(P):
-                            s.bo.wen[i] @= 1
-                            s.bo.wdata[i] @= s.pm_n[i]
                             s.bx.wen[i] @= 1
                             s.bx.wdata[i] @= zext(s.pi_n[i], DT)
-                    elif s.cmd_r.op == OP_POOL_BWD:
-                        s.bo.waddr @= trunc(s.wrB, XAT)
-                        for i in range(P):
-                            s.bo.wen[i] @= 1
-                            if s.bx.rdata[i] == zext(s.tapB, DT):
-                                s.bo.wdata[i] @= s.bd.rdata[i]
-                            else:
-                                s.bo.wdata[i] @= ZD
                     elif s.cmd_r.op == OP_UPDATE:
                         s.bw.waddr @= trunc(s.wrB, WAT)
                         for r in range(P):
                             for j in range(P):
                                 s.bw.wen[r * P + j] @= s.rowB == r
                                 s.bw.wdata[r * P + j] @= zext(s.sat_w[j].out ^ SW, DT) - SW_D
+            # the d0 result (fwd, bwd_data, pool_fwd, pool_bwd) to the buffer dsel names
+            if s.wb_en:
+                if s.cmd_r.dsel == DSEL_X:
+                    s.bx.waddr @= s.wb_addr
+                    for i in range(P):
+                        s.bx.wen[i] @= 1
+                        s.bx.wdata[i] @= s.wb_data[i]
+                elif s.cmd_r.dsel == DSEL_D:
+                    s.bd.waddr @= s.wb_addr
+                    for i in range(P):
+                        s.bd.wen[i] @= 1
+                        s.bd.wdata[i] @= s.wb_data[i]
+                else:
+                    s.bo.waddr @= s.wb_addr
+                    for i in range(P):
+                        s.bo.wen[i] @= 1
+                        s.bo.wdata[i] @= s.wb_data[i]
+
+        @update
+        def up_result():
+            # EX's d0 result of this cycle (up_writes routes it to O, X or D)
+            s.wb_en @= 0
+            s.wb_addr @= trunc(s.wrB, XAT)
+            for i in range(P):
+                s.wb_data[i] @= ZD
+            if s.ex_busy & s.vB:
+                if (s.cmd_r.op == OP_FWD) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        s.wb_data[i] @= zext(s.sat_a[i].out ^ SA, DT) - SA_D
+                elif (s.cmd_r.op == OP_BWD_DATA) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        if ~s.mask[i]:
+                            s.wb_data[i] @= zext(s.sat_g[i].out ^ SG, DT) - SG_D
+                elif (s.cmd_r.op == OP_POOL_FWD) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        s.wb_data[i] @= s.pm_n[i]
+                elif s.cmd_r.op == OP_POOL_BWD:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        if s.bx.rdata[i] == zext(s.tapB, DT):
+                            s.wb_data[i] @= s.bd.rdata[i]
 
     def line_trace(s):
         ld = f"L{int(s.ld_left):<4}" if s.ld_busy else "L.   "

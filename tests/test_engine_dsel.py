@@ -1,0 +1,142 @@
+"""Result destination ``dsel``: fwd, bwd_data, pool_fwd and pool_bwd write their ``d0`` result into
+O (0), X (1) or D (2), so a layer's output lands where the next layer reads it.
+
+* every (op, dsel) the datapath supports gives the golden model's result in the chosen buffer at
+  fl and cl, and at Verilator with CL's handshakes cycle for cycle (under random stalls);
+* the written words are exactly :func:`msgs.access_ranges`' d0 range in the chosen buffer (FL spy)
+  and nothing lands in O;
+* :func:`msgs.check_cmd` refuses what the datapath cannot do (pool_fwd into X, a result over the
+  command's own operands, dsel on an operation without an activation result, dsel = 3).
+"""
+
+import numpy as np
+import pytest
+
+from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine.cl_harness import get_any_model
+from pymtl_fp.engine.config import preset
+from pymtl_fp.engine.msgs import (
+    BUF_D,
+    BUF_O,
+    BUF_X,
+    DSEL_D,
+    DSEL_O,
+    DSEL_X,
+    cmd_fields,
+    make_cmd,
+)
+from tb.engine_harness import drive, golden_op, random_case, validate_case
+
+CFG = preset("tiny")
+OPS = ("fwd", "bwd_data", "pool_fwd", "pool_bwd")
+#: every (op, dsel) the datapath supports besides O
+CASES = [(op, d) for op in OPS for d in (DSEL_X, DSEL_D) if not (op == "pool_fwd" and d == DSEL_X)]
+RESULT = {"fwd": "y", "bwd_data": "dx", "pool_fwd": "y", "pool_bwd": "dx"}
+
+
+def _case(cfg, op, seed):
+    rng = np.random.default_rng(seed)
+    return validate_case(cfg, op, random_case(cfg, op, rng, n=1, c=3, k=3, h=4, w=4))
+
+
+def dsel_program(cfg, op, dsel, seed=0):
+    """The op's program with its result written to buffer ``dsel`` at the top of that buffer
+    (above every operand) and STOREd from there; ``(program, expected results)``."""
+    case = _case(cfg, op, seed)
+    prog = program.build(cfg, op, case)
+    ci = prog.compute_index
+    res = prog.stores[0]
+    assert res.buf == BUF_O and res.name == RESULT[op]
+    d0 = cfg.act_depth - res.words
+    buf = msgs.DSEL_BUF[dsel]
+    prog.cmds[ci] = make_cmd(**dict(cmd_fields(prog.cmds[ci]), dsel=dsel, d0=d0))
+    msgs.check_cmd(cmd_fields(prog.cmds[ci]), cfg)
+    prog.cmds[ci + 1] = make_cmd(op=msgs.OP_STORE, target=buf, addr=d0, count=res.words * res.lanes)
+    prog.stores[0] = program.Store(res.name, buf, d0, res.words, res.lanes, res.unpack)
+    return prog, golden_op(cfg, op, case)
+
+
+def _check(prog, out, want):
+    got = prog.unpack(out)
+    for key, val in want.items():
+        assert np.array_equal(got[key], val), key
+
+
+@pytest.mark.fl
+@pytest.mark.cl
+@pytest.mark.parametrize("op,dsel", CASES, ids=[f"{o}-{'XD'[d - 1]}" for o, d in CASES])
+def test_dsel_result_equals_golden_fl_cl(op, dsel):
+    for seed in range(3):
+        prog, want = dsel_program(CFG, op, dsel, seed)
+        for level in ("fl", "cl"):
+            out, _ = drive(get_any_model(level, CFG), CFG, prog)
+            _check(prog, out, want)
+
+
+@pytest.mark.cl
+@pytest.mark.verilator
+def test_dsel_cl_equals_verilator(cmdline_opts):
+    """Every supported (op, dsel), under stalls: Verilator gives the golden values and exactly
+    CL's handshakes; the result buffer changes no cycle count (dsel = O takes the same cycles)."""
+    for i, (op, dsel) in enumerate(CASES):
+        for stall in ((0.0, 0.0, 0.0), (0.4, 0.4, 0.4)):
+            prog, want = dsel_program(CFG, op, dsel, seed=i)
+            runs = {}
+            for level in ("cl", "verilator"):
+                trace = []
+                out, t = drive(get_any_model(level, CFG), CFG, prog, stall=stall, seed=i, trace=trace)
+                _check(prog, out, want)
+                runs[level] = (trace, t["total_cycles"])
+            assert runs["cl"] == runs["verilator"], (op, dsel, stall)
+            base = program.build(CFG, op, _case(CFG, op, i))
+            _, t0 = drive(get_any_model("cl", CFG), CFG, base, stall=stall, seed=i)
+            assert t0["total_cycles"] == runs["cl"][1], (op, dsel)
+
+
+@pytest.mark.fl
+@pytest.mark.parametrize("op,dsel", CASES, ids=[f"{o}-{'XD'[d - 1]}" for o, d in CASES])
+def test_dsel_writes_exactly_its_range(op, dsel):
+    from pymtl_fp.engine.EngineFL import EngineFL
+    prog, _ = dsel_program(CFG, op, dsel)
+    f = cmd_fields(prog.cmds[prog.compute_index])
+    m = EngineFL(CFG)
+    writes = []
+    m.bufs = {b: np.zeros((CFG.act_depth if b in (BUF_X, BUF_D, BUF_O) else CFG.weight_depth
+                           if b in (msgs.BUF_W, msgs.BUF_G) else CFG.bias_depth, msgs.buffer_lanes(b, CFG.P)),
+                          dtype=np.int64) for b in msgs.BUF_NAMES}
+    m._rd = lambda buf, addr, n, _m=m: _m.bufs[buf][addr:addr + n]
+    m._wr = lambda buf, addr, words: writes.append((buf, addr, addr + len(words), True))
+    m.cfg = CFG
+    m._compute(f)
+    assert sorted(writes) == sorted(r for r in msgs.access_ranges(f, CFG) if r[3])
+    assert any(b == msgs.DSEL_BUF[dsel] and lo == f["d0"] for b, lo, _, _ in writes)
+    assert not any(b == BUF_O for b, *_ in writes)
+
+
+def _fields(op, **kw):
+    case = _case(CFG, op, 0)
+    prog = program.build(CFG, op, case)
+    return dict(cmd_fields(prog.cmds[prog.compute_index]), **kw)
+
+
+def test_check_cmd_refuses_what_the_datapath_cannot_do():
+    with pytest.raises(ValueError, match="argmax"):
+        msgs.check_cmd(_fields("pool_fwd", dsel=DSEL_X, d0=200), CFG)
+    with pytest.raises(ValueError, match="only for"):
+        msgs.check_cmd(_fields("update", dsel=DSEL_D), CFG)
+    with pytest.raises(ValueError, match="dsel=3"):
+        msgs.check_cmd(_fields("fwd", dsel=3), CFG)
+    # fwd reads x from X words [0, x_end): a result at X word x_end - 1 overlaps it, at x_end not
+    f = _fields("fwd", dsel=DSEL_X)
+    x_end = next(hi for b, lo, hi, wr in msgs.access_ranges(f, CFG) if b == BUF_X and not wr)
+    with pytest.raises(ValueError, match="overlaps"):
+        msgs.check_cmd(dict(f, d0=x_end - 1), CFG)
+    msgs.check_cmd(dict(f, d0=x_end), CFG)
+    # bwd_data reads dy from D: its dx may not land on it, but may go right behind it
+    f = _fields("bwd_data", dsel=DSEL_D, d0=0)
+    with pytest.raises(ValueError, match="overlaps"):
+        msgs.check_cmd(f, CFG)
+    dy_end = next(hi for b, lo, hi, wr in msgs.access_ranges(f, CFG) if b == BUF_D and not wr)
+    msgs.check_cmd(dict(f, d0=dy_end), CFG)
+    msgs.check_cmd(_fields("pool_fwd", dsel=DSEL_O), CFG)
+    assert msgs.DSEL_BUF == {DSEL_O: BUF_O, DSEL_X: BUF_X, DSEL_D: BUF_D}
