@@ -10,11 +10,21 @@ executes in order; nodes synchronize only through the val/rdy flow control of th
     ("host_data", values)       append values from the host side channel to the scratch FIFO
     ("call", fn)                scratch <- fn(scratch) (the DMA's scalar unit: bias SGD)
     ("mark", label)             record the cycle (step and phase boundaries)
+    ("done_mark", label)        record the cycle when every earlier LOAD/STORE has completed
+                                (("fwd", s, b) / ("bwd", s, b): image b done by this node)
 
-Pipelining (layer level, GPipe-like within a mini-batch): each node runs, per step, the forward
-pass of images ``0..B-1`` one at a time (receive the input, run its layers, send the output on),
-then the backward pass of images ``0..B-1``, then the weight gradients over the whole batch and
+Pipelining (layer level, per image within a mini-batch): each node runs, per step, the forward
+pass of each image (receive the input, run its layers, send the output on) and its backward pass
+(receive the output gradient, run its layers backwards, send the input gradient on), in the order
+of the ``schedule`` (:func:`step_order`: ``1f1b``, the default, interleaves the forward pass of
+one image with the backward pass of an earlier one once the pipeline is full; ``gpipe`` runs all
+forward passes, then all backward passes), then the weight gradients over the whole batch and
 the updates.  Node ``i`` works on image ``b`` while node ``i+1`` works on image ``b-1``.
+
+A layer writes its result where the next layer on the node reads it (command field ``dsel``): a
+forward result into the next item's input in X, a data gradient into the previous item's output
+gradient in D.  Only a pooled output still goes through the DMA (STORE to its scratch FIFO and
+LOAD back), as pool_fwd's argmax takes X's write port.
 
 Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
 
@@ -61,6 +71,7 @@ gradients.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,6 +143,8 @@ class NodeProgram:
     io_cycles: int = 0
     macs: int = 0
     link_elems: dict = field(default_factory=dict)  # per step: port -> elements
+    #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), wg
+    phase_compute: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -143,6 +156,7 @@ class ClusterProgram:
     steps: int
     batch: int
     overlap: bool = False    #: engine commands carry ovl = 1
+    schedule: str = "1f1b"   #: order of the image passes in a step (:func:`step_order`)
 
 
 class _Node:
@@ -163,6 +177,7 @@ class _Node:
         self.prog = NodeProgram(j, alloc=self.A)
         self.ops = self.prog.ops
         self.counting = True
+        self.phase = "init"
         self.link = {}
 
     # ---- primitive sequences ---------------------------------------------------------------
@@ -228,19 +243,35 @@ class _Node:
 
     def compute(self, op, cycles, macs=0, **fields):
         msg = make_cmd(op=msgs.OPS[op], ovl=self.ovl, **fields)
+        try:
+            msgs.check_cmd(msgs.cmd_fields(msg), self.ecfg)
+        except ValueError as e:  # a compiler bug, not the user's: say where
+            raise ClusterError(f"node {self.j}: compiled an invalid {op} command: {e}") from e
         cycles = _command_cycles(self.P, msg, cycles)
         self.ops.append(("cmd", msg, {"op": op, "cycles": cycles, "macs": macs}))
         if self.counting:
             self.prog.compute_cycles += cycles
+            self.prog.phase_compute[self.phase] = self.prog.phase_compute.get(self.phase, 0) + cycles
             self.prog.macs += macs
 
     # ---- geometry and regions --------------------------------------------------------------
     def info(self, li):
         return layer_info(self.net, li)
 
+    def dx_dest(self, prev, b):
+        """``(dsel, d0)`` of a data gradient: straight into the previous item's output gradient
+        in D, or O (to be sent to the previous node) for the node's first item."""
+        if prev is not None:
+            return msgs.DSEL_D, self.dy_in(prev, b)
+        return msgs.DSEL_O, self.ob(b)
+
     def ob(self, b):
-        """Where image b's results go in O."""
-        return (b % 2) * self.o_slot if self.ovl else 0
+        """Where image b's results go in O: with overlap, slot ``b % 2`` of the current direction
+        (forward results in slots 0-1, backward ones in 2-3, as the 1F1B schedule interleaves
+        them)."""
+        if not self.ovl:
+            return 0
+        return ((2 if self.phase == "bwd" else 0) + b % 2) * self.o_slot
 
     def kind(self, it):
         """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
@@ -309,12 +340,27 @@ class _Node:
     def mode(self, which):
         return int(getattr(self.cfg, which) == "stochastic")
 
-    def forward(self, b, seed):
+    def receive(self, b):
+        """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
+        second piece, the first holder's output (next to which the fwd writes its own)."""
+        it = self.items[0]
+        f, kind = self.info(it.layer), self.kind(it)
+        self.load_from("X", self.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
+        if kind == "second":
+            self.load_from("X", self.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+
+    def stage(self, it, b):
+        """Where a second piece's whole output is assembled in X (the next item's input)."""
+        i = self.items.index(it)
+        nxt = self.items[i + 1] if i + 1 < len(self.items) else None
+        return self.x_addr(nxt, b) if nxt is not None else self.A.get("X", f"ys{it.layer}", self.out_words(it.layer))
+
+    def forward(self, b, seed, received=False):
         items, P = self.items, self.P
         for idx, it in enumerate(items):
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
-            if idx == 0:
-                self.load_from("X", self.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
+            if idx == 0 and not received:
+                self.receive(b)
             nxt = items[idx + 1] if idx + 1 < len(items) else None
             if kind == "pool":
                 ow = self.out_words(li)
@@ -332,24 +378,32 @@ class _Node:
                 case = self.case(it, 1, it.k0, it.k1)
                 pw = self.out_words(li, it.k0, it.k1)
                 if kind == "second":
-                    stage = self.x_addr(nxt, b) if nxt is not None else \
-                        self.A.get("X", f"ys{li}", self.out_words(li))
+                    stage = self.stage(it, b)
                     first_words = (it.k0 // P) * f["ho"] * f["wo"]
-                    self.load_from("X", stage, "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+                    if idx > 0:
+                        self.load_from("X", stage, "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+                # the result goes where it is read next (dsel): the next item's input in X (for a
+                # second piece: behind the first piece's output), else O, to be sent on
+                if kind == "second":
+                    dsel, d0 = msgs.DSEL_X, stage + first_words
+                elif kind == "whole" and nxt is not None:
+                    dsel, d0 = msgs.DSEL_X, self.x_addr(nxt, b)
+                else:
+                    dsel, d0 = msgs.DSEL_O, self.ob(b)
                 self.compute("fwd", program.compute_cycles(self.ecfg, "fwd", case),
                              program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
                              shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
                              stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
-                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece, d0=self.ob(b))
+                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece,
+                             d0=d0, dsel=dsel)
                 if kind == "second":
-                    self.copy("O", self.ob(b), "X", stage + first_words, pw * P)
                     out = ("X", stage, self.out_words(li))
                 elif kind == "first":
                     self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
                     self.store("O", self.ob(b), pw * P, "fwd_out")
                     continue
                 else:
-                    out = ("O", self.ob(b), pw)
+                    out = ("X" if dsel == msgs.DSEL_X else "O", d0, pw)
             buf, addr, words = out
             if nxt is not None:
                 dst = self.x_addr(nxt, b)
@@ -358,8 +412,34 @@ class _Node:
             else:
                 self.store(buf, addr, words * P, "fwd_out")
 
-    def backward(self, b, seed):
+    def backward(self, b, seed, then=None):
+        """Image b's backward pass; ``then(b)`` (e.g. the next forward pass's :meth:`receive`)
+        is emitted right after its last compute command, so its LOADs run beside that command
+        (or at the end, if the pass computes nothing)."""
+        start = len(self.ops)
+        self._backward(b, seed)
+        if then is not None:
+            last = max((i + 1 for i in range(start, len(self.ops))
+                        if self.ops[i][0] == "cmd" and "cycles" in self.ops[i][2]), default=len(self.ops))
+            tail = self.ops[last:]
+            del self.ops[last:]
+            then()
+            self.ops.extend(tail)
+
+    def _pool_bwd(self, it, b, t0, t1, dsel, d0):
+        """pool_bwd of image b over channel tiles ``[t0, t1)`` (channels are independent; a tile
+        range is contiguous in every operand), the result to ``d0`` in O or D."""
+        f, P = self.info(it.layer), self.P
+        c = min(f["c"], t1 * P) - t0 * P
+        case = dict(dy=_Shape(1, c, f["ho"], f["wo"]), k=f["pk"])
+        self.compute("pool_bwd", program.compute_cycles(self.ecfg, "pool_bwd", case),
+                     n=1, c=c, ct=t1 - t0, h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"], pk=f["pk"],
+                     a0=self.dy_in(it, b) + t0 * f["ho"] * f["wo"], a1=self.am_addr(it, b) + t0 * f["ho"] * f["wo"],
+                     d0=d0, dsel=dsel)
+
+    def _backward(self, b, seed):
         items, P = self.items, self.P
+        self.dy_ready = None  # a second piece whose output gradient is already in place
         for idx in reversed(range(len(items))):
             it = items[idx]
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
@@ -368,16 +448,29 @@ class _Node:
                 kk = it.k1 - it.k0 if kind == "first" else f["k"]
                 self.load_from("D", self.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
             out = None
+            if kind == "pool" and prev is not None and self.kind(prev) == "second":
+                # the gradient of a second piece: pooled back in channel-tile ranges straight to
+                # where each part goes (no D-to-D copy, no STORE from D while bwd_data reads it):
+                # the first holder's tiles to O (sent on), the own tiles to the batch slot, and,
+                # where bwd_data needs them together, all tiles to the one-image slot
+                pf, kt0 = self.info(prev.layer), prev.k0 // P
+                first_words = kt0 * pf["ho"] * pf["wo"]
+                o_first = self.A.get("O", "dyfirst", 2 * first_words) + (b % 2) * first_words * self.ovl
+                self._pool_bwd(it, b, 0, kt0, msgs.DSEL_O, o_first)
+                self.store("O", o_first, first_words * P, "bwd_out")
+                self._pool_bwd(it, b, kt0, tiles(f["c"], P), msgs.DSEL_D, self.dy_keep(prev, b))
+                if pf["p"] > 0:
+                    self._pool_bwd(it, b, 0, tiles(f["c"], P), msgs.DSEL_D, self.dy_in(prev, b))
+                self.dy_ready = prev
+                continue
             if kind == "pool":
-                case = dict(dy=_Shape(1, f["c"], f["ho"], f["wo"]), k=f["pk"])
-                self.compute("pool_bwd", program.compute_cycles(self.ecfg, "pool_bwd", case),
-                             n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
-                             pk=f["pk"], a0=self.dy_in(it, b), a1=self.am_addr(it, b), d0=self.ob(b))
-                out = ("O", self.ob(b), self.in_words(li))
+                dsel, d0 = self.dx_dest(prev, b)
+                self._pool_bwd(it, b, 0, tiles(f["c"], P), dsel, d0)
+                out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
             else:
                 p = f["p"]
                 name = self.net.layers[li].name
-                if kind == "second":
+                if kind == "second" and self.dy_ready is not it:
                     first_words = (it.k0 // P) * f["ho"] * f["wo"]
                     dyt = self.dy_in(it, b)
                     self.store("D", dyt, first_words * P, "bwd_out")
@@ -400,19 +493,21 @@ class _Node:
                     case = self.case(it, 1)
                     case["dy"] = None
                     prev_relu = self.net.param_layers()[p - 1].relu
+                    dsel, d0 = self.dx_dest(prev, b)
                     self.compute("bwd_data", program.compute_cycles(self.ecfg, "bwd_data", case),
                                  program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
                                  shift=self.shifts[name].bwd_data, relu=int(prev_relu),
                                  stoch=self.mode("grad_mode"),
                                  seed=slice_seed(seed, b * f["c"] * f["h"] * f["w"]),
                                  tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
-                                 a2=self.x_addr(it, b), d0=self.ob(b))
-                    out = ("O", self.ob(b), self.in_words(li))
+                                 a2=self.x_addr(it, b), d0=d0, dsel=dsel)
+                    out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
             if out is None:
                 continue
             buf, addr, words = out
             if prev is not None:
-                self.copy(buf, addr, "D", self.dy_in(prev, b), words * P)
+                if not (buf == "D" and addr == self.dy_in(prev, b)):
+                    self.copy(buf, addr, "D", self.dy_in(prev, b), words * P)
             else:
                 self.store(buf, addr, words * P, "bwd_out")
 
@@ -572,10 +667,44 @@ class _BiasUpdate:
         return [int(v) for v in pack_bias(nb, self.P).reshape(-1)]
 
 
-def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False) -> ClusterProgram:
+SCHEDULES = ("1f1b", "gpipe")
+
+
+def step_order(schedule: str, j: int, n: int, batch: int) -> list:
+    """Node ``j``'s order of image passes in one step: ``[("fwd" | "bwd", image)]``.
+
+    ``gpipe``: the forward passes of images ``0..B-1``, then their backward passes (node ``j``
+    works on image ``b`` while node ``j+1`` works on image ``b-1``, in each phase).
+    ``1f1b`` (as PipeDream): ``n - j + 1`` forward passes, then one backward and one forward pass
+    alternately, then the remaining backward passes; with the pipeline full every node works on
+    the forward pass of one image and the backward pass of an earlier one, so a node's cycles per
+    image are its forward plus its backward work, not the slowest node's in each phase.  (One
+    image more in flight than the minimum ``n - j``: node N-1 runs the next image's forward pass
+    while the host turns its logits into the loss gradient.)  The compiler also emits the LOADs
+    of the next forward pass's input right after the backward pass's last compute command
+    (:meth:`_Node.backward`), so they run beside it.  The
+    weights change only in the update at the end of the step (the weight gradients are summed over
+    the batch in one ``bwd_weight``), so both orders compute exactly the same values."""
+    if schedule not in SCHEDULES:
+        raise ClusterError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    if schedule == "gpipe":
+        return [("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)]
+    warm = min(batch, n - j + 1)
+    order = [("fwd", b) for b in range(warm)]
+    for b in range(batch):
+        order.append(("bwd", b))
+        if b + warm < batch:
+            order.append(("fwd", b + warm))
+    return order
+
+
+def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
+                    schedule: str = "1f1b") -> ClusterProgram:
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
-    the hazards) and results alternate between two O slots."""
+    the hazards) and results alternate between two O slots per direction.  ``schedule``: the
+    order of the image passes in a step (:func:`step_order`)."""
+    step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     if tcfg.momentum is not None:
         raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
                            "(give no --momentum)")
@@ -590,16 +719,30 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
         nd = _Node(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap)
         nd.initial(params)
         nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
+        nd.prog.phase_compute = {}
         nd.link = {}
         for s in range(steps):
             nd.counting = s == 0
             seed = step_seed(tcfg.seed, tcfg.step + s)
             nd.ops.append(("mark", ("step", s)))
-            for b in range(part.batch):
-                nd.forward(b, seed)
-            nd.ops.append(("mark", ("bwd", s)))
-            for b in range(part.batch):
-                nd.backward(b, seed)
+            order = step_order(schedule, j, part.n, part.batch)
+            received = set()
+            for i, (kind, b) in enumerate(order):
+                if kind == "fwd":
+                    nd.phase = "fwd"
+                    nd.forward(b, seed, received=b in received)
+                else:
+                    if b == 0:
+                        nd.ops.append(("mark", ("bwd", s)))
+                    nd.phase = "bwd"
+                    then = None
+                    if i + 1 < len(order) and order[i + 1][0] == "fwd":
+                        nb = order[i + 1][1]
+                        received.add(nb)
+                        then = functools.partial(nd.receive, nb)
+                    nd.backward(b, seed, then)
+                nd.ops.append(("done_mark", (kind, s, b)))
+            nd.phase = "wg"
             nd.ops.append(("mark", ("wg", s)))
             nd.weight_phase(seed)
         nd.ops.append(("mark", ("end", steps)))
@@ -620,7 +763,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
     return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
-                          (K, ho, wo), steps, part.batch, bool(overlap))
+                          (K, ho, wo), steps, part.batch, bool(overlap), schedule)
 
 
 def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:

@@ -28,7 +28,9 @@ busy after one, or the timed wait), else ``io`` (an element moved on ``din``/``d
 links), else ``stall_in`` (waiting for a link input), ``stall_out`` (a link output buffer is
 full, or the program is over and its last sends are draining), ``engine`` (waiting for the
 engine to accept a command or stream), ``done``.  ``mark_stats`` keeps a copy of the counters at
-every program mark.
+every program mark.  A ``("done_mark", label)`` micro-op records in ``done_marks`` the cycle in
+which every LOAD and STORE issued before it has moved its last element (an image leaving or
+arriving at a node), without holding the issue stream.
 """
 
 from __future__ import annotations
@@ -125,6 +127,10 @@ class RouterCL(Component):
         s.host = {}
         s.marks = []
         s.mark_stats = []  # (label, copy of ``stats`` when the mark was passed): per-phase breakdowns
+        s.done_marks = []  # (label, cycle when the LOADs/STOREs before the mark had completed)
+        s.pending_marks = deque()  # (label, feeds issued, drains issued) before a done_mark
+        s.n_feed = s.n_drain = 0            # LOAD / STORE data moves handed over
+        s.n_feed_done = s.n_drain_done = 0  # ... and completed
         s.stats = {k: 0 for k in STATES}
         s.sent = {p: 0 for p in LINK_OUT}
         s.received = {p: 0 for p in LINK_IN}
@@ -200,14 +206,17 @@ class RouterCL(Component):
                 if n > 0:
                     if dst == "din":
                         s.feed.append([src, n, 0, 0])
+                        s.n_feed += 1
                     else:
                         s.drain.append([dst, n, 0])
+                        s.n_drain += 1
         if fired["din"]:
             s.skid.popleft()
             head = s.feed[0]
             head[3] += 1
             if head[3] == head[1]:
                 s.feed.popleft()
+                s.n_feed_done += 1
         for src in LINK_IN:
             if fired[src]:
                 v = from_word(int(ins[src]), s.bits)
@@ -230,6 +239,7 @@ class RouterCL(Component):
             head[2] += 1
             if head[2] == head[1]:
                 s.drain.popleft()
+                s.n_drain_done += 1
         # 2. the issue stream: micro-ops that take no handshake, then the current one
         quiet = not s.feed and not s.drain  # every earlier LOAD/STORE is done
         while s.pc < len(s.ops) and s.wait == 0:
@@ -238,6 +248,10 @@ class RouterCL(Component):
             if kind == "mark":
                 s.marks.append((op[1], s.cycle))
                 s.mark_stats.append((op[1], dict(s.stats)))
+                s.pc += 1
+                continue
+            if kind == "done_mark":
+                s.pending_marks.append((op[1], s.n_feed, s.n_drain))
                 s.pc += 1
                 continue
             if kind in ("host_data", "call") and quiet:
@@ -249,6 +263,9 @@ class RouterCL(Component):
                 s.pc += 1
                 continue
             break
+        while s.pending_marks and s.n_feed_done >= s.pending_marks[0][1] \
+                and s.n_drain_done >= s.pending_marks[0][2]:
+            s.done_marks.append((s.pending_marks.popleft()[0], s.cycle))
         # 3. drive the ports
         for port in LINK_OUT:
             if s.outq[port]:

@@ -9,6 +9,7 @@ back to the host and returns them with a report.  :func:`golden_steps` is the re
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field, replace
 
@@ -65,7 +66,7 @@ def _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall):
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
-                     progress_cb=None, overlap: bool = False) -> ClusterRun:
+                     progress_cb=None, overlap: bool = False, schedule: str = "1f1b") -> ClusterRun:
     from tb.sim import run_until
 
     check_topology(ccfg)
@@ -82,7 +83,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
-    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap)   # refuses misfits before simulating
+    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
     fmt = net.precision(tcfg.precision)
     t0 = time.time()
     top = _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall)
@@ -150,6 +151,11 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
     # is bounded by its compute (or the link) only
     bound = max(bound_compute if cprog.overlap else bound_serial, bound_link)
     steady = step_cycles[-1] if steps > 1 else step_cycles[0]
+    dir_links = {"fwd": [("host->node0", host_fwd), (f"node{ccfg.n - 1}->host", host_logits)]
+                 + [(f"node{j}->node{j + 1}", le["fwd"]) for j, le in enumerate(link_elems)],
+                 "bwd": [(f"host->node{ccfg.n - 1}", host_logits)]
+                 + [(f"node{j + 1}->node{j}", le["bwd"]) for j, le in enumerate(link_elems)]}
+    steady_state = _steady_state(ccfg, cprog, routers, dir_links, steps, batch)
     nodes = []
     for j, (r, p) in enumerate(zip(routers, cprog.nodes)):
         peak = ccfg.engines[j].macs_per_cycle
@@ -189,10 +195,11 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance},
-        "pipelining": "layer-level (per image, whole feature maps); weight gradients over the batch; "
+        "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
+                      "weight gradients over the batch; "
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
-        "overlap": cprog.overlap,
+        "overlap": cprog.overlap, "schedule": cprog.schedule,
         "cycles_total": cycles, "cycles_per_step": step_cycles,
         "images_per_s": batch * clock / steady if steady else 0.0,
         "bound": {"node_compute_cycles_per_step": bound_compute,
@@ -205,6 +212,7 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
                   "efficiency_vs_compute_bound": max(bound_compute, bound_link) / steady if steady else 0.0,
                   "measured_cycles_per_image": steady / batch if batch else None,
                   "bound_cycles_per_image": bound / batch if batch else None},
+        "steady_state": steady_state,
         "pipeline": {"fill_cycles_first_logits": fill,
                      "drain_cycles": (step_end[-1] - max(host.logit_cycles)) if host.logit_cycles else None},
         "node": nodes, "links": links,
@@ -212,6 +220,49 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         "wall_seconds": {"build": round(t_build, 2), "simulate": round(t_sim, 2)},
         "sim_cycles_per_second": cycles / t_sim if t_sim > 0 else None,
     }
+
+
+def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
+    """Throughput with the pipeline full, in the last step: the cycles between consecutive images
+    leaving the pipeline (forward: node N-1 has sent image b's output; backward: node 0 has taken
+    image b's gradient), median over the batch, against the compute-or-link bound.
+
+    ``gpipe`` (all forward passes, then all backward passes): a phase's interval is bounded by the
+    slowest node's compute for one image in that phase or the busiest link of that direction,
+    and an image costs the forward plus the backward interval.  ``1f1b``: with the pipeline full
+    every node runs one forward and one backward pass per image, so an image costs one interval
+    (node N-1's forward completions, which alternate with its backward passes from the first
+    image on), bounded by the slowest node's forward plus backward compute for one image or the
+    busiest link.  Fill, drain and the per-step weight phase are excluded: they are in the step's
+    cycles (``cycles_per_step``)."""
+    n, s = ccfg.n, steps - 1
+    marks = [dict(r.done_marks) for r in routers]
+    out = {"schedule": cprog.schedule}
+    for phase, j in (("fwd", n - 1), ("bwd", 0)):
+        ts = [marks[j].get((phase, s, b)) for b in range(batch)]
+        diffs = [b - a for a, b in itertools.pairwise(ts) if a is not None and b is not None]
+        interval = float(np.median(diffs)) if diffs else None
+        comp = max(p.phase_compute.get(phase, 0) for p in cprog.nodes) / batch
+        link = max((elems / batch / ccfg.link_cfg(name).throughput_msgs for name, elems in dir_links[phase]),
+                   default=0.0)
+        bound = max(comp, link)
+        out[phase] = {"interval_cycles_per_image": interval, "bound_compute": comp, "bound_link": link,
+                      "bound_cycles_per_image": bound,
+                      "efficiency": bound / interval if interval else None,
+                      "node": j, "completions": ts}
+    fi, bi = out["fwd"]["interval_cycles_per_image"], out["bwd"]["interval_cycles_per_image"]
+    per_node = [(p.phase_compute.get("fwd", 0) + p.phase_compute.get("bwd", 0)) / batch for p in cprog.nodes]
+    if cprog.schedule == "gpipe":
+        out["cycles_per_image"] = fi + bi if fi and bi else None
+        link = out["fwd"]["bound_link"] + out["bwd"]["bound_link"]
+    else:
+        out["cycles_per_image"] = fi
+        link = max(out["fwd"]["bound_link"], out["bwd"]["bound_link"])
+    out["bound_compute"] = max(per_node)  #: the slowest node's forward + backward compute per image
+    out["bound_link"] = link
+    out["bound_cycles_per_image"] = max(max(per_node), link)
+    out["efficiency"] = out["bound_cycles_per_image"] / out["cycles_per_image"] if out["cycles_per_image"] else None
+    return out
 
 
 def _step_breakdown(router, steps: int) -> list:
@@ -246,6 +297,18 @@ def format_report(rep: dict) -> str:
                  f"({100 * b['efficiency_vs_compute_bound']:.1f}% of the compute-or-link bound "
                  f"{b['compute_or_link_cycles_per_step']:.0f}); per image {b['measured_cycles_per_image']:.0f} "
                  f"cycles measured, {b['bound_cycles_per_image']:.0f} bound")
+    ss = rep.get("steady_state")
+    if ss and ss.get("cycles_per_image"):
+        f, bw = ss["fwd"], ss["bwd"]
+        if ss["schedule"] == "gpipe":
+            how = (f"forward {f['interval_cycles_per_image']:.0f} + backward "
+                   f"{bw['interval_cycles_per_image']:.0f} = ")
+        else:
+            how = "one forward and one backward pass per node: "
+        lines.append(f"steady state ({ss['schedule']}, pipeline full, last step; weight phase excluded): "
+                     f"{how}{ss['cycles_per_image']:.0f} cycles/image; bound {ss['bound_cycles_per_image']:.0f} "
+                     f"(slowest node's compute {ss['bound_compute']:.0f}, busiest link {ss['bound_link']:.0f}): "
+                     f"{100 * ss['efficiency']:.1f}% of the bound")
     p = rep["pipeline"]
     lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
                  f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")

@@ -56,9 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
     grp = parser.add_argument_group("cluster engine (--engine cluster)")
     grp.add_argument("--nodes", type=int, default=4, metavar="N", help="number of FPGA nodes (default 4)")
-    grp.add_argument("--level", default="fl", metavar="LEVEL",
+    grp.add_argument("--level", default="cl", metavar="LEVEL",
                      help=f"simulation level: {', '.join(CLUSTER_LEVELS)} (mixed: node 0 rtl, the "
-                          "others fl, or as --node-levels says; default fl)")
+                          "others fl, or as --node-levels says; default cl)")
     grp.add_argument("--node-levels", metavar="L0,L1,...", help="engine level of every node (e.g. rtl,fl,fl,fl)")
     grp.add_argument("--steps", type=int, default=2, metavar="S", help="training steps to simulate (default 2)")
     grp.add_argument("--array", type=int, default=4, metavar="P", help="MAC array side of every node (default 4)")
@@ -72,9 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--cuts", metavar="T0,T1,...",
                      help="force the partition: N+1 cut positions in tiles of P output channels (mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
-    grp.add_argument("--overlap", action="store_true",
+    grp.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
-                          "hazards): faster at cl, rtl and verilator; fl keeps the serial timing")
+                          "hazards): faster at cl, rtl and verilator; fl keeps the serial timing "
+                          "(default; --no-overlap: one command at a time)")
+    grp.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b",
+                     help="order of the image passes in a step: 1f1b (default: once the pipeline is "
+                          "full, each node alternates one image's forward pass with an earlier one's "
+                          "backward pass) or gpipe (all forward passes, then all backward passes)")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
 
 
@@ -249,7 +254,7 @@ def _run_cluster(args, net) -> int:
           flush=True)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               overlap=args.overlap,
+                               overlap=args.overlap, schedule=args.schedule,
                                levels=levels, cuts=cuts, split=not args.no_split)
     except ClusterError as exc:
         raise UserError(str(exc)) from None

@@ -34,11 +34,12 @@ def test_cluster_training_report_json_and_weights(tmp_path, capsys):
 
 
 def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
+    """Overlap is the default; --no-overlap runs the serial engine."""
     report = tmp_path / "r.json"
     args = ("--nodes", "2", "--level", "cl", "--batch", "2", "--steps", "1", "--report", str(report))
-    assert run_cli(*args) == 0
+    assert run_cli(*args, "--no-overlap") == 0
     serial = json.loads(report.read_text())
-    assert run_cli(*args, "--overlap") == 0
+    assert run_cli(*args) == 0
     out = capsys.readouterr().out
     assert "engine commands overlap" in out and "final weights equal the golden model's: yes" in out
     data = json.loads(report.read_text())

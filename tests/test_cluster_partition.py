@@ -113,3 +113,59 @@ def test_min_max_refinement_never_loses_to_the_fpdeep_rule():
         rule, best = partition(NET, ccfg, 8, refine=False), partition(NET, ccfg, 8)
         assert max(best.work) <= max(rule.work)
         assert best.method == "fpdeep" or best.method.startswith("min-max")
+
+
+def test_layers_write_their_results_where_the_next_layer_reads_them():
+    """One node, whole layers (conv1 pool1 conv2 pool2 fc): a fwd writes into the next item's
+    input in X (dsel X), a bwd_data / pool_bwd into the previous item's output gradient in D
+    (dsel D); only a pooled output still goes through the DMA's scratch FIFO (pool_fwd's argmax
+    takes X's write port), once per image for each pool followed by another layer."""
+    from pymtl_fp.engine import msgs
+    ccfg = ClusterConfig.homogeneous(1, ENGINE)
+    part = partition(NET, ccfg, batch=2)
+    params = quantize_params(NET, init_params_float64(NET, 0), "8")
+    prog = compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1).nodes[0]
+    ops = prog.ops
+    phase = {}
+    cur = None
+    for i, op in enumerate(ops):
+        if op[0] == "mark" and op[1][0] in ("step", "bwd", "wg", "end"):
+            cur = op[1][0]
+        phase[i] = cur
+    cmds = [(phase[i], msgs.cmd_fields(op[1])) for i, op in enumerate(ops) if op[0] == "cmd"]
+    by_op = {}
+    for ph, f in cmds:
+        by_op.setdefault((ph, msgs.OP_NAMES[f["op"]]), []).append(f["dsel"])
+    assert by_op[("step", "fwd")] == [msgs.DSEL_X, msgs.DSEL_X, msgs.DSEL_O] * 2  # conv1, conv2 -> X; fc -> O
+    assert by_op[("step", "pool_fwd")] == [msgs.DSEL_O] * 4
+    assert by_op[("bwd", "bwd_data")] == [msgs.DSEL_D] * 4                        # fc, conv2 -> D
+    assert by_op[("bwd", "pool_bwd")] == [msgs.DSEL_D] * 4
+    scratch_stores = [phase[i] for i, op in enumerate(ops) if op[0] == "move" and op[2] == "scratch"]
+    assert scratch_stores.count("step") == 2 * 2 and scratch_stores.count("bwd") == 0
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(n=st.integers(1, 6), batch=st.integers(1, 12), schedule=st.sampled_from(["1f1b", "gpipe"]))
+def test_step_orders_run_every_pass_once_forward_first(n, batch, schedule):
+    """Every node runs each image's forward pass before its backward pass, each once, in image
+    order per direction; in 1f1b a node has at most n - j + 1 images between the two passes."""
+    from cluster.compile import step_order
+    for j in range(n):
+        order = step_order(schedule, j, n, batch)
+        assert sorted(order) == sorted([("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)])
+        for kind in ("fwd", "bwd"):
+            assert [b for k, b in order if k == kind] == list(range(batch))
+        pos = {p: i for i, p in enumerate(order)}
+        assert all(pos[("fwd", b)] < pos[("bwd", b)] for b in range(batch))
+        if schedule == "1f1b":
+            in_flight = max(sum(1 for k, _ in order[: i + 1] if k == "fwd") - sum(1 for k, _ in order[: i + 1] if k == "bwd")
+                            for i in range(len(order)))
+            assert in_flight == min(batch, n - j + 1)
+
+
+def test_unknown_schedule_is_refused():
+    ccfg = ClusterConfig.homogeneous(2, ENGINE)
+    part = partition(NET, ccfg, batch=2)
+    params = quantize_params(NET, init_params_float64(NET, 0), "8")
+    with pytest.raises(ClusterError, match="unknown schedule 'zigzag'"):
+        compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1, schedule="zigzag")

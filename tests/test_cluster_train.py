@@ -85,6 +85,16 @@ def test_report_holds_throughput_against_the_bound(data):
             abs(sum(node["cycles"].values()) - rep["cycles_total"]) <= 2
     assert {lk["link"] for lk in rep["links"]} >= {"node0->node1", "node1->node0", "host->node0"}
     assert rep["images_per_s"] > 0 and rep["pipeline"]["fill_cycles_first_logits"] > 0
+    # steady state: images leave the pipeline at a regular interval no shorter than the slowest
+    # node's compute for one image in that phase
+    ss = rep["steady_state"]
+    for phase in ("fwd", "bwd"):
+        t = ss[phase]["completions"]
+        assert all(a < b for a, b in zip(t, t[1:])), (phase, t)
+        assert ss[phase]["bound_cycles_per_image"] <= ss[phase]["interval_cycles_per_image"]
+    assert ss["schedule"] == "1f1b"  # one forward and one backward pass per node and image
+    assert ss["cycles_per_image"] == ss["fwd"]["interval_cycles_per_image"]
+    assert 0 < ss["efficiency"] <= 1.0
 
 
 @settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -100,8 +110,8 @@ def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
 
     real = C._Node.forward
 
-    def broken(self, b, seed):  # node 1 never sends image 1's output downstream
-        real(self, b, seed)
+    def broken(self, b, seed, **kw):  # node 1 never sends image 1's output downstream
+        real(self, b, seed, **kw)
         if self.j == 0 and b == 1:
             while self.ops[-1][0] != "move" or self.ops[-1][2] != "fwd_out":
                 self.ops.pop()
@@ -143,9 +153,11 @@ def test_nodes_with_different_buffers_equal_golden(data):
 
 @pytest.mark.slow
 @pytest.mark.cl
-def test_cl_steady_state_throughput_is_within_10_percent_of_the_bound():
-    """4 CL nodes, batch 32: the second step takes at most 1/0.9 of the slowest node's modelled
-    compute + stream I/O (measured: 95%); the compute-or-link bound is reported alongside."""
+def test_cl_steady_state_throughput_against_the_bounds():
+    """4 CL nodes, batch 32, serial engines: the second step takes at most 1/0.85 of the slowest
+    node's modelled compute + stream I/O (measured: 86%; it was 95% before layers wrote their
+    results where the next layer reads them, which took the copies out of that bound too); the
+    compute-or-link bound is reported alongside, and the steady state (pipeline full) per phase."""
     split = load_digits_split(seed=0)
     images, labels = quantize_images(split.x_train[:64], FMT.act), split.y_train[:64]
     ccfg = ClusterConfig.homogeneous(4, engine_for_net(NET, PREC, act_depth=8192))
@@ -153,8 +165,12 @@ def test_cl_steady_state_throughput_is_within_10_percent_of_the_bound():
     want, _ = golden_steps(NET, _params(), images, labels, TCFG, 2, 32)
     assert params_equal(run.params, want)
     b = run.report["bound"]
-    assert b["efficiency_vs_bound"] >= 0.9
+    assert b["efficiency_vs_bound"] >= 0.85
     assert 0 < b["efficiency_vs_compute_bound"] < b["efficiency_vs_bound"]
+    ss = run.report["steady_state"]
+    for phase in ("fwd", "bwd"):
+        assert ss[phase]["bound_cycles_per_image"] <= ss[phase]["interval_cycles_per_image"]
+    assert 0 < ss["efficiency"] <= 1.0
 
 
 def test_a_slow_link_becomes_the_bound(data):
@@ -188,3 +204,28 @@ def test_16_bit_precision_equals_golden():
     run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=1, batch=2, levels=["fl", "fl"])
     want, _ = golden_steps(NET, params, images, labels, tcfg, 1, 2)
     assert params_equal(run.params, want)
+
+
+@pytest.mark.cl
+def test_cl_steady_state_is_at_least_90_percent_of_the_compute_or_link_bound():
+    """The issue's throughput target, at CL, 4 nodes, batch 8 (the default run): with the 1f1b
+    schedule and overlapping engines the pipeline, once full, delivers an image every
+    ``cycles_per_image`` cycles, at least 90% of the rate the slowest node's compute (forward plus
+    backward, for one image) or the busiest link allows (measured: 1411 vs 1312 cycles, 93.0%).
+    The gpipe schedule on the same partition reaches much less (measured: 59%): its phases are
+    bounded by different nodes.  Both are bit-exact."""
+    split = load_digits_split(seed=0)
+    images, labels = quantize_images(split.x_train[:16], FMT.act), split.y_train[:16]
+    ccfg = ClusterConfig.homogeneous(4, ENGINE)
+    want, _ = golden_steps(NET, _params(), images, labels, TCFG, 2, 8)
+    ss = {}
+    for schedule in ("1f1b", "gpipe"):
+        run = train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, steps=2, batch=8, levels=["cl"] * 4,
+                               overlap=True, schedule=schedule)
+        assert params_equal(run.params, want), schedule
+        ss[schedule] = run.report["steady_state"]
+        assert ss[schedule]["schedule"] == schedule
+    print({k: (v["cycles_per_image"], v["bound_cycles_per_image"], round(v["efficiency"], 3)) for k, v in ss.items()})
+    assert ss["1f1b"]["efficiency"] >= 0.9
+    assert ss["1f1b"]["cycles_per_image"] < ss["gpipe"]["cycles_per_image"]
+    assert ss["1f1b"]["bound_cycles_per_image"] == ss["gpipe"]["bound_cycles_per_image"]

@@ -12,10 +12,14 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
   ``update_cycles``;
 * stream I/O, derived from the tensor shapes: every tensor a node receives is LOADed
   (``load_cycles``), every tensor it sends is STOREd (``store_cycles``), a layer output consumed
-  by the next layer on the same node is copied through the streams (a STORE and a LOAD), a split
-  layer's holders exchange the first piece's input/output/gradients and weights, biases make a
-  STORE/STORE/LOAD round trip through the DMA's scalar unit, and a lone first holder passes the
-  data gradient from link to link;
+  by the next layer on the same node is written there by the command itself (``dsel``; no
+  cycles) except a pooled output, which is copied through the streams (a STORE and a LOAD), a split
+  layer's holders exchange the first piece's input/output/gradients and weights (a second
+  piece's output gradient from a pool on the node: pool_bwd in channel-tile pieces, see
+  :mod:`cluster.compile`), biases make a
+  STORE/STORE/LOAD round trip through the DMA's scalar unit (a lone first holder's passing of the
+  data gradient from link to link is DMA work beside the engine's: ``dma_moves``, not busy
+  cycles);
 * one cycle per command for the router to offer the next command (its outputs are registered).
 
 It is independent of :mod:`cluster.compile` (which writes the programs) and is checked against
@@ -41,8 +45,11 @@ def _t(n: int, p: int) -> int:
 class NodeCycles:
     node: int
     compute: int = 0   #: compute commands, cycles per step
-    io: int = 0        #: LOAD/STORE commands and link-to-link moves, cycles per step
+    io: int = 0        #: LOAD/STORE commands, cycles per step
     commands: int = 0  #: engine commands per step
+    #: elements the DMA moves from link to link per step (a lone first holder passing a data
+    #: gradient on): not engine work, so not in :meth:`per_step`
+    dma_moves: int = 0
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -116,8 +123,7 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
                 if kd == "second":
                     a.load(a.act(it.k0, f["ho"], f["wo"]))  # the first holder's piece
                 a.compute(_conv(P, "fwd", f, 1, kk))
-                if kd == "second":
-                    a.copy(a.act(kk, f["ho"], f["wo"]))     # next to the first piece
+                if kd == "second":  # written next to the first piece by the fwd itself
                     if last:
                         a.store(a.act(f["k"], f["ho"], f["wo"]))
                 elif kd == "first":
@@ -125,9 +131,9 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
                     a.store(a.act(kk, f["ho"], f["wo"]))
                 elif last:
                     a.store(a.act(kk, f["ho"], f["wo"]))
-                else:
-                    a.copy(a.act(kk, f["ho"], f["wo"]))
+                # else: written into the next layer's input by the fwd itself
         for _ in range(batch):  # backward
+            done_dy = None  # a second piece whose dy the pool_bwd pieces already put in place
             for idx in reversed(range(len(items))):
                 it = items[idx]
                 f, kd = layers[it.layer], kind(it)
@@ -135,25 +141,37 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
                     kin = it.k1 - it.k0 if kd == "first" else f["k"]
                     a.load(a.act(kin, f["ho"], f["wo"]))
                 dx = None
+                prev = items[idx - 1] if idx > 0 else None
+                if kd == "pool" and prev is not None and kind(prev) == "second":
+                    # pooled back in channel-tile pieces straight to where each part goes: the
+                    # first holder's tiles (sent on), the own tiles, and all (for bwd_data)
+                    pf, ct = layers[prev.layer], _t(f["c"], P)
+                    kt0 = prev.k0 // P
+                    for t0, t1 in ((0, kt0), (kt0, ct)) + (((0, ct),) if pf["p"] > 0 else ()):
+                        c = min(f["c"], t1 * P) - t0 * P
+                        a.compute(timing.pool_cycles(P, 1, c, f["ho"], f["wo"], f["pk"]))
+                    a.store(a.act(prev.k0, pf["ho"], pf["wo"]))
+                    done_dy = prev
+                    continue
                 if kd == "pool":
                     a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
                     dx = a.act(f["c"], f["h"], f["w"])
                 else:
-                    if kd == "second":
+                    if kd == "second" and done_dy is not it:
                         a.store(a.act(it.k0, f["ho"], f["wo"]))         # dy of the first piece
                         a.copy(a.act(it.k1 - it.k0, f["ho"], f["wo"]))  # own dy to its batch slot
                     if kd == "first":
                         if f["p"] > 0:
                             if idx > 0:
                                 a.load(a.act(f["c"], f["h"], f["w"]))
-                            else:  # link to link, one element per cycle
-                                a.c.io += a.act(f["c"], f["h"], f["w"])
+                            else:  # link to link in the DMA, beside the engine's work
+                                a.c.dma_moves += a.act(f["c"], f["h"], f["w"])
                         continue
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))
                         dx = a.act(f["c"], f["h"], f["w"])
-                if dx is not None:
-                    a.copy(dx) if idx > 0 else a.store(dx)
+                if dx is not None and idx == 0:  # else written into the previous item's dy
+                    a.store(dx)
         for it in items:  # weight gradients over the batch, update, biases
             if it.pool:
                 continue
