@@ -13,9 +13,13 @@ partition and the per-node programs are derived from it by :mod:`cluster.partiti
   message).
 * ``link_overrides``: ``{link name: LinkConfig}`` for links that differ from ``link``; names are
   ``host->node0``, ``nodeI->nodeJ`` (neighbours, either direction), ``nodeN-1->host`` and
-  ``host->nodeN-1`` (:func:`link_names`).
-* ``topology``: ``"chain"`` (host -> node 0 -> ... -> node N-1 -> host, and back).  ``"ring"``
-  is accepted by the description but refused by :func:`check_topology` until it is built.
+  ``host->nodeN-1`` in a chain; a ring's are in :func:`link_names`.
+* ``topology``: ``"chain"`` (host -> node 0 -> ... -> node N-1 -> host, and back) or ``"ring"``:
+  the host is attached to node 0 only (as one board of a ring has the host's PCIe link) and a
+  ring link closes the chain in each direction: node N-1's logits travel
+  ``ring:nodeN-1->node0`` and then ``node0->host``; the host's loss gradients travel
+  ``host->node0:grad`` and then ``ring:node0->nodeN-1`` (node 0's board passes both through
+  without its engine).  The node programs are the same; a ring needs at least 2 nodes.
 * ``clock_mhz``: the clock used to turn cycles into images/s in reports.
 """
 
@@ -99,15 +103,17 @@ class ClusterConfig:
         if self.link.msg_bits != first.stream_bits:
             raise ClusterError(f"link msg_bits={self.link.msg_bits} must equal the engines' "
                                f"stream_bits={first.stream_bits} (one element per message)")
-        names = set(link_names(len(engines)))
+        if self.topology not in TOPOLOGIES:
+            raise ClusterError(f"unknown topology {self.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
+        if self.topology == "ring" and len(engines) < 2:
+            raise ClusterError("a ring needs at least 2 nodes (one node is a chain)")
+        names = link_names(len(engines), self.topology)
         for name, lc in self.link_overrides.items():
             if name not in names:
-                raise ClusterError(f"link_overrides: no link named {name!r}; links: {', '.join(link_names(len(engines)))}")
+                raise ClusterError(f"link_overrides: no link named {name!r}; links: {', '.join(names)}")
             if not isinstance(lc, LinkConfig) or lc.msg_bits != first.stream_bits:
                 raise ClusterError(f"link_overrides[{name!r}] must be a LinkConfig with msg_bits="
                                    f"{first.stream_bits}, got {lc!r}")
-        if self.topology not in TOPOLOGIES:
-            raise ClusterError(f"unknown topology {self.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
         if not self.clock_mhz > 0:
             raise ClusterError(f"clock_mhz must be > 0, got {self.clock_mhz}")
 
@@ -143,17 +149,34 @@ class ClusterConfig:
         return dataclasses.replace(self, **changes)
 
 
-def link_names(n: int) -> list:
-    """Forward links (host->node0, node0->node1, ..., nodeN-1->host), then backward links
-    (node1->node0, ..., nodeN-1->nodeN-2, host->nodeN-1)."""
-    fwd = ["host->node0"] + [f"node{j}->node{j + 1}" for j in range(n - 1)] + [f"node{n - 1}->host"]
-    bwd = [f"node{j + 1}->node{j}" for j in range(n - 1)] + [f"host->node{n - 1}"]
+def link_plan(n: int, topology: str = "chain") -> list:
+    """Every link as ``(name, direction, carries)``: direction ``fwd`` or ``bwd``; ``carries`` is
+    ``"images"``, ``("fwd", j)`` (node j's forward output to node j+1), ``("bwd", j)`` (node
+    j+1's backward output to node j), ``"logits"`` or ``"grads"`` (loss gradients).  Forward links
+    first, each direction in the order its data travels (see the module docstring)."""
+    fwd = [("host->node0", "fwd", "images")] + [(f"node{j}->node{j + 1}", "fwd", ("fwd", j)) for j in range(n - 1)]
+    bwd = [(f"node{j + 1}->node{j}", "bwd", ("bwd", j)) for j in range(n - 1)]
+    if topology == "ring":
+        fwd += [(f"ring:node{n - 1}->node0", "fwd", "logits"), ("node0->host", "fwd", "logits")]
+        bwd += [("host->node0:grad", "bwd", "grads"), (f"ring:node0->node{n - 1}", "bwd", "grads")]
+    else:
+        fwd += [(f"node{n - 1}->host", "fwd", "logits")]
+        bwd += [(f"host->node{n - 1}", "bwd", "grads")]
     return fwd + bwd
 
 
+def link_names(n: int, topology: str = "chain") -> list:
+    """Every link's name (:func:`link_plan`): chain ``host->node0, node0->node1, ...,
+    nodeN-1->host, node1->node0, ..., host->nodeN-1``; a ring ends its forward links with
+    ``ring:nodeN-1->node0, node0->host`` and its backward ones with ``host->node0:grad,
+    ring:node0->nodeN-1``."""
+    return [name for name, _, _ in link_plan(n, topology)]
+
+
 def check_topology(cfg: ClusterConfig) -> None:
-    if cfg.topology != "chain":
-        raise ClusterError(f"topology {cfg.topology!r} is described but not built yet; use chain")
+    """Both topologies are built (:class:`ClusterConfig` checks the name and a ring's size)."""
+    if cfg.topology not in TOPOLOGIES:
+        raise ClusterError(f"unknown topology {cfg.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
 
 
 def node_levels(level: str, n: int, node_levels: str | list | None = None) -> list:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from cluster.compile import compile_cluster, unpack_params
-from cluster.config import ClusterError, check_topology, engine_level_available
+from cluster.config import ClusterError, check_topology, engine_level_available, link_plan
 from cluster.partition import partition as make_partition
 from cluster.router import STATES
 from cluster.top import ClusterTop
@@ -139,11 +139,21 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         link_elems.append({"link": f"node{j}<->node{j + 1}", "fwd": f, "bwd": b})
     host_fwd = cprog.host_in_elems * batch
     host_logits = cprog.logit_elems * batch
-    per_link = {"host->node0": host_fwd, f"node{ccfg.n - 1}->host": host_logits,
-                f"host->node{ccfg.n - 1}": host_logits}
-    for j, le in enumerate(link_elems):
-        per_link[f"node{j}->node{j + 1}"] = le["fwd"]
-        per_link[f"node{j + 1}->node{j}"] = le["bwd"]
+    plan = link_plan(ccfg.n, ccfg.topology)
+
+    def elems(carries):
+        if carries == "images":
+            return host_fwd
+        if carries in ("logits", "grads"):
+            return host_logits
+        return link_elems[carries[1]][carries[0]]
+
+    def order(item):  # the images link, then each pair of neighbours, then the host's
+        _, d, c = item
+        return (0, 0, 0) if c == "images" else (1, c[1], d == "bwd") if isinstance(c, tuple) else (2, c == "grads", 0)
+
+    plan = sorted(plan, key=order)
+    per_link = {name: elems(c) for name, _, c in plan}
     bound_compute = max(node_compute)
     bound_serial = max(node_serial)
     bound_link = max(v / ccfg.link_cfg(k).throughput_msgs for k, v in per_link.items())
@@ -151,10 +161,7 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
     # is bounded by its compute (or the link) only
     bound = max(bound_compute if cprog.overlap else bound_serial, bound_link)
     steady = step_cycles[-1] if steps > 1 else step_cycles[0]
-    dir_links = {"fwd": [("host->node0", host_fwd), (f"node{ccfg.n - 1}->host", host_logits)]
-                 + [(f"node{j}->node{j + 1}", le["fwd"]) for j, le in enumerate(link_elems)],
-                 "bwd": [(f"host->node{ccfg.n - 1}", host_logits)]
-                 + [(f"node{j + 1}->node{j}", le["bwd"]) for j, le in enumerate(link_elems)]}
+    dir_links = {d: [(name, per_link[name]) for name, dd, _ in plan if dd == d] for d in ("fwd", "bwd")}
     steady_state = _steady_state(ccfg, cprog, routers, dir_links, steps, batch)
     nodes = []
     for j, (r, p) in enumerate(zip(routers, cprog.nodes)):
@@ -175,20 +182,14 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
             "finished_cycle": r.done_cycle,
         })
     links = []
-    all_links = [("host->node0", top.fwd_links[0], host_fwd)]
-    for j in range(ccfg.n - 1):
-        all_links.append((f"node{j}->node{j + 1}", top.fwd_links[j + 1], link_elems[j]["fwd"]))
-        all_links.append((f"node{j + 1}->node{j}", top.bwd_links[j], link_elems[j]["bwd"]))
-    all_links.append((f"node{ccfg.n - 1}->host", top.fwd_links[ccfg.n], host_logits))
-    all_links.append((f"host->node{ccfg.n - 1}", top.bwd_links[ccfg.n - 1], host_logits))
-    for name, _, per_step in all_links:
+    for name, per_step in per_link.items():
         rate = ccfg.link_cfg(name).throughput_msgs
         links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
                       "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
     host = top.host
     fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
     return {
-        "net": net.name, "nodes": ccfg.n, "levels": levels, "link_level": link_level,
+        "net": net.name, "nodes": ccfg.n, "topology": ccfg.topology, "levels": levels, "link_level": link_level,
         "link": {"msg_bits": ccfg.link.msg_bits, "phit_bits": ccfg.link.phit_bits,
                  "latency": ccfg.link.latency, "credits": ccfg.link.credits,
                  "elements_per_cycle": link_rate},
@@ -279,7 +280,7 @@ def _step_breakdown(router, steps: int) -> list:
 
 
 def format_report(rep: dict) -> str:
-    lines = [(f"cluster: {rep['nodes']} nodes, levels {','.join(rep['levels'])}, links {rep['link_level']} "
+    lines = [(f"cluster: {rep['nodes']} nodes ({rep.get('topology', 'chain')}), levels {','.join(rep['levels'])}, links {rep['link_level']} "
               f"({rep['link']['msg_bits']}-bit messages, {rep['link']['elements_per_cycle']:.2f} elements/cycle, "
               f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"),
              (f"partition ({rep['partition']['method']}, balance max/mean = "

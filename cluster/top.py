@@ -5,6 +5,10 @@
     host.img_out -L-> node0 -L-> node1 -L-> ... -L-> node(N-1) -L-> host.logit_in      (forward)
     host.up_in  <-   node0 <-L- node1 <-L- ... <-L- node(N-1) <-L- host.grad_out        (backward)
 
+A ring (:mod:`cluster.config`) attaches the host to node 0 only: node N-1's logits take
+``-L(ring)-> -L->`` through node 0's board to ``host.logit_in``, and the loss gradients take
+``host.grad_out -L-> -L(ring)->`` to node N-1.
+
 Each node is an engine at its own level (``fl``, ``cl``, ``rtl`` or ``verilator``) plus a
 :class:`~cluster.router.RouterCL`.  Every link (``2N + 1`` of them: the host's three and two per
 pair of neighbours) is a ``Link<level>(Bits<stream_bits>, link_cfg)``.  Node 0's ``bwd_out``
@@ -18,7 +22,7 @@ from __future__ import annotations
 from pymtl3 import Component
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
-from cluster.config import ClusterError, engine_level_available, link_names
+from cluster.config import ClusterError, engine_level_available, link_plan
 from cluster.host import HostCL
 from cluster.router import RouterCL
 from pymtl_fp.engine.msgs import data_type
@@ -81,22 +85,37 @@ class ClusterTop(Component):
         s.nodes = [NodeTop(ccfg.engines[j], cprog.nodes[j].ops, levels[j], j,
                            stall=(stall[0], stall[1] + 7919 * j) if stall else None) for j in range(N)]
         s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, p_out=ccfg.engines[-1].P)
-        names = link_names(N)
-        s.fwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in names[:N + 1]]  # host->0, 0->1, ..., N-1->host
-        s.bwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in names[N + 1:]]  # 1->0, ..., host->N-1
+        plan = link_plan(N, ccfg.topology)
+        fwd_names = [nm for nm, d, _ in plan if d == "fwd"]
+        bwd_names = [nm for nm, d, _ in plan if d == "bwd"]
+        s.fwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in fwd_names]  # host->0, 0->1, ..., to the host
+        s.bwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in bwd_names]  # 1->0, ..., from the host
+        s.link_names = {nm: ("fwd", i) for i, nm in enumerate(fwd_names)} | \
+            {nm: ("bwd", i) for i, nm in enumerate(bwd_names)}
         s.host.img_out //= s.fwd_links[0].recv
         s.fwd_links[0].send //= s.nodes[0].fwd_in
         for j in range(N):
             s.nodes[j].fwd_out //= s.fwd_links[j + 1].recv
             if j + 1 < N:
                 s.fwd_links[j + 1].send //= s.nodes[j + 1].fwd_in
-        s.fwd_links[N].send //= s.host.logit_in
-        s.host.grad_out //= s.bwd_links[N - 1].recv
-        s.bwd_links[N - 1].send //= s.nodes[N - 1].bwd_in
         for j in range(1, N):
             s.nodes[j].bwd_out //= s.bwd_links[j - 1].recv
             s.bwd_links[j - 1].send //= s.nodes[j - 1].bwd_in
+        # logits to the host, loss gradients from it: one link (chain), or the ring link and the
+        # host link of node 0 back to back (node 0's board passes them through)
+        for i in range(N, len(fwd_names) - 1):
+            s.fwd_links[i].send //= s.fwd_links[i + 1].recv
+        s.fwd_links[-1].send //= s.host.logit_in
+        s.host.grad_out //= s.bwd_links[N - 1].recv
+        for i in range(N - 1, len(bwd_names) - 1):
+            s.bwd_links[i].send //= s.bwd_links[i + 1].recv
+        s.bwd_links[-1].send //= s.nodes[N - 1].bwd_in
         s.nodes[0].bwd_out //= s.host.up_in
+
+    def link(s, name: str):
+        """The link called ``name`` (:func:`cluster.config.link_names`)."""
+        d, i = s.link_names[name]
+        return (s.fwd_links if d == "fwd" else s.bwd_links)[i]
 
     def line_trace(s):
         return " ".join(n.router.line_trace() for n in s.nodes) + " " + s.host.line_trace()

@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
                           "hazards): faster at cl, rtl and verilator; fl keeps the serial timing "
                           "(default; --no-overlap: one command at a time)")
+    grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
+                     help="chain (default: the host at both ends) or ring (the host on node 0 only; "
+                          "ring links carry the logits and loss gradients between node N-1 and node 0)")
     grp.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b",
                      help="order of the image passes in a step: 1f1b (default: once the pipeline is "
                           "full, each node alternates one image's forward pass with an earlier one's "
@@ -231,7 +234,7 @@ def _run_cluster(args, net) -> int:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
         engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth) for p in arrays]
         ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency),
-                             clock_mhz=args.clock_mhz)
+                             clock_mhz=args.clock_mhz, topology=args.topology)
         levels = node_levels(args.level, args.nodes, args.node_levels)
         cuts = [int(v) for v in args.cuts.split(",")] if args.cuts else None
     except (ValueError, TypeError) as exc:

@@ -40,10 +40,11 @@ def _params(seed=0):
     return quantize_params(NET, init_params_float64(NET, seed), PREC)
 
 
-def _check(data, n, *, steps=2, batch=2, levels=None, cuts=None, link=None, stall=None, tcfg=TCFG, split=True):
+def _check(data, n, *, steps=2, batch=2, levels=None, cuts=None, link=None, stall=None, tcfg=TCFG, split=True,
+           topology="chain", link_overrides=None):
     images, labels = data
     params = _params()
-    ccfg = ClusterConfig.homogeneous(n, ENGINE, link)
+    ccfg = ClusterConfig.homogeneous(n, ENGINE, link, topology=topology, link_overrides=link_overrides or {})
     run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                            levels=levels or ["fl"] * n, cuts=cuts, stall=stall, split=split)
     want, losses = golden_steps(NET, params, images, labels, tcfg, steps, batch)
@@ -99,10 +100,34 @@ def test_report_holds_throughput_against_the_bound(data):
 
 @settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(2, 3), latency=st.integers(1, 40), credits=st.integers(1, 6),
-       stall=st.floats(0.0, 0.5), seed=st.integers(0, 1000))
-def test_random_stalls_and_link_latencies_never_change_the_weights(data, n, latency, credits, stall, seed):
+       stall=st.floats(0.0, 0.5), seed=st.integers(0, 1000), topology=st.sampled_from(["chain", "ring"]))
+def test_random_stalls_and_link_latencies_never_change_the_weights(data, n, latency, credits, stall, seed,
+                                                                    topology):
     link = default_link(ENGINE.stream_bits, latency).replace(credits=credits)
-    _check(data, n, steps=1, batch=2, link=link, stall=(stall, seed))
+    _check(data, n, steps=1, batch=2, link=link, stall=(stall, seed), topology=topology)
+
+
+@pytest.mark.cl
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_ring_attaches_the_host_to_node_0_only(data, n):
+    """A ring: node N-1's logits reach the host over the ring link to node 0 and node 0's host
+    link, the loss gradients the other way; bit-exact, the same node programs, and the logits'
+    round trip takes the extra hop (a slow ring link shows in the fill)."""
+    chain = _check(data, n, steps=1, batch=4, levels=["cl"] * n)
+    ring = _check(data, n, steps=1, batch=4, levels=["cl"] * n, topology="ring")
+    links = {lk["link"]: lk["elements_per_step"] for lk in ring.report["links"]}
+    logits = chain.report["links"][-1]["elements_per_step"]
+    assert links[f"ring:node{n - 1}->node0"] == links["node0->host"] == logits
+    assert links["host->node0:grad"] == links[f"ring:node0->node{n - 1}"] == logits
+    assert f"node{n - 1}->host" not in links and ring.report["topology"] == "ring"
+    for j in range(n - 1):
+        assert links[f"node{j}->node{j + 1}"] > 0
+    slow = default_link(ENGINE.stream_bits, 200)
+    far = _check(data, n, steps=1, batch=4, levels=["cl"] * n, topology="ring",
+                 link_overrides={f"ring:node{n - 1}->node0": slow})
+    assert far.report["pipeline"]["fill_cycles_first_logits"] >= ring.report["pipeline"]["fill_cycles_first_logits"] + 150
+    with pytest.raises(ClusterError, match="at least 2 nodes"):
+        ClusterConfig.homogeneous(1, ENGINE, topology="ring")
 
 
 def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
