@@ -47,13 +47,24 @@ def _check(data, Ps, level):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = _ccfg(Ps)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=[level] * len(Ps))
+    levels = [level] * len(Ps) if isinstance(level, str) else list(level)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=levels)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 2, 2)
     assert params_equal(run.params, want), f"P={Ps} at {level}: final weights differ from the golden model's"
     assert not params_equal(want, params)  # it did learn
     assert np.allclose(run.losses, losses)
     assert [n["P"] for n in run.report["node"]] == list(Ps)
     return run
+
+
+@pytest.mark.cl
+@pytest.mark.verilator
+def test_a_verilated_p4_node_next_to_a_p2_node_equals_golden(data):
+    """Mixed P with RTL: the P = 4 engine through Verilator, its neighbour a P = 2 engine at CL;
+    the DMAs re-lay out every tensor crossing between them (both directions, and the split
+    layer's weight exchange when the partition splits one)."""
+    for Ps, levels in (((4, 2), ("verilator", "cl")), ((2, 4), ("cl", "verilator"))):
+        _check(data, Ps, levels)
 
 
 def test_two_nodes_p4_p2_fl_equal_golden(data):
