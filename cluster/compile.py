@@ -194,17 +194,21 @@ class _Node:
             self.link[src] = self.link.get(src, 0) + n
 
     def store(self, buf, addr, n, dst):
+        """STORE ``n`` elements to ``dst`` (a link, ``scratch``, ``("host", key)`` or
+        ``("multi", (dst, ...))``: each of them)."""
         if buf == "O":  # O holds one result (two with overlap) at a time: its size is what is read back
             self.A.top["O"] = max(self.A.top["O"], addr + -(-n // self.P))
         self.ops.append(("cmd", make_cmd(op=msgs.OP_STORE, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl),
                          {"op": "store"}))
         self.ops.append(("move", "dout", dst, n))
         self._io(_store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
-        if dst in ("fwd_out", "bwd_out") and self.counting:
-            self.link[dst] = self.link.get(dst, 0) + n
+        for d in (dst[1] if dst[0] == "multi" else (dst,)):
+            if d in ("fwd_out", "bwd_out") and self.counting:
+                self.link[d] = self.link.get(d, 0) + n
 
-    def copy(self, sbuf, saddr, dbuf, daddr, n):
-        self.store(sbuf, saddr, n, "scratch")
+    def copy(self, sbuf, saddr, dbuf, daddr, n, also=None):
+        """Copy through the DMA's scratch FIFO; ``also``: a link the elements are sent on too."""
+        self.store(sbuf, saddr, n, ("multi", ("scratch", also)) if also else "scratch")
         self.load(dbuf, daddr, n, "scratch")
 
     # ---- tensors from other nodes (layouts of other array sides) ----------------------------
@@ -357,6 +361,7 @@ class _Node:
 
     def forward(self, b, seed, received=False):
         items, P = self.items, self.P
+        self.input_sent = None  # a first piece whose input went out with the copy that made it
         for idx, it in enumerate(items):
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
             if idx == 0 and not received:
@@ -399,7 +404,8 @@ class _Node:
                 if kind == "second":
                     out = ("X", stage, self.out_words(li))
                 elif kind == "first":
-                    self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
+                    if self.input_sent is not it:  # the second holder computes from it too
+                        self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
                     self.store("O", self.ob(b), pw * P, "fwd_out")
                     continue
                 else:
@@ -408,7 +414,10 @@ class _Node:
             if nxt is not None:
                 dst = self.x_addr(nxt, b)
                 if not (buf == "X" and addr == dst):
-                    self.copy(buf, addr, "X", dst, words * P)
+                    # a first piece next sends its input on too: in the same STORE
+                    sent = self.kind(nxt) == "first"
+                    self.copy(buf, addr, "X", dst, words * P, also="fwd_out" if sent else None)
+                    self.input_sent = nxt if sent else None
             else:
                 self.store(buf, addr, words * P, "fwd_out")
 

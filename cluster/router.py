@@ -17,7 +17,8 @@ that run concurrently:
 * the **drainer** takes each STORE's elements from ``dout``, in STORE order, to its destination
   (a link's **output buffer** of ``out_depth`` elements, default 4096, which drains on its own,
   so the engine goes on while a slow link drains — the report gives each buffer's peak
-  occupancy; the scratch FIFO; the host side channel).
+  occupancy; the scratch FIFO; the host side channel; or several of them at once,
+  ``("multi", (dst, ...))``, e.g. a pooled output copied to the next layer and sent on);
 
 ``timed=True`` (used when the engine is the untimed FL model): after a compute command the
 issue stream waits the engine timing model's cycle count before issuing anything else, so an FL
@@ -171,8 +172,11 @@ class RouterCL(Component):
         return f"{s.node_name}: " + ", ".join(parts)
 
     def _deliver(s, dst, v):
-        """One element from ``dout`` to its destination."""
-        if dst in LINK_OUT:
+        """One element from ``dout`` to its destination (``("multi", (d0, d1, ...))``: to each)."""
+        if dst[0] == "multi":
+            for d in dst[1]:
+                s._deliver(d, v)
+        elif dst in LINK_OUT:
             s.outq[dst].append(v)
             s.outq_max[dst] = max(s.outq_max[dst], len(s.outq[dst]))
         elif dst == "scratch":
@@ -299,7 +303,8 @@ class RouterCL(Component):
             o["msg"]["din"] = to_word(s.skid[0], s.bits)
         if s.drain:
             dst = s.drain[0][0]
-            o["rdy"]["dout"] = 0 if (dst in LINK_OUT and len(s.outq[dst]) >= s.out_depth) else 1
+            dsts = dst[1] if dst[0] == "multi" else (dst,)
+            o["rdy"]["dout"] = 0 if any(d in LINK_OUT and len(s.outq[d]) >= s.out_depth for d in dsts) else 1
         # 4. what this cycle was
         if state is None:
             if compute_fired or (s.last_compute and busy):

@@ -165,5 +165,5 @@ def test_arrays_option_runs_a_mixed_cluster(capsys):
     out = capsys.readouterr().out
     assert "arrays 2,4" in out
     assert "final weights equal the golden model's: yes" in out
-    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("0  fl", "1  fl"))]
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("0  cl", "1  cl"))]
     assert [r[2] for r in rows] == ["2", "4"]

@@ -127,7 +127,8 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
                     if last:
                         a.store(a.act(f["k"], f["ho"], f["wo"]))
                 elif kd == "first":
-                    a.store(a.act(f["c"], f["h"], f["w"]))  # the input, for the second holder
+                    if idx == 0 or kind(items[idx - 1]) != "pool":  # else sent with the pool's copy
+                        a.store(a.act(f["c"], f["h"], f["w"]))  # the input, for the second holder
                     a.store(a.act(kk, f["ho"], f["wo"]))
                 elif last:
                     a.store(a.act(kk, f["ho"], f["wo"]))
