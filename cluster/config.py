@@ -159,9 +159,9 @@ def link_plan(n: int, topology: str = "chain") -> list:
     if topology == "ring":
         fwd += [(f"ring:node{n - 1}->node0", "fwd", "logits"), ("node0->host", "fwd", "logits")]
         bwd += [("host->node0:grad", "bwd", "grads"), (f"ring:node0->node{n - 1}", "bwd", "grads")]
-    else:
+    else:  # (one node: the host's two links into node 0 need two names)
         fwd += [(f"node{n - 1}->host", "fwd", "logits")]
-        bwd += [(f"host->node{n - 1}", "bwd", "grads")]
+        bwd += [("host->node0:grad" if n == 1 else f"host->node{n - 1}", "bwd", "grads")]
     return fwd + bwd
 
 

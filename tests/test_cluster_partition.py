@@ -169,3 +169,15 @@ def test_unknown_schedule_is_refused():
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     with pytest.raises(ClusterError, match="unknown schedule 'zigzag'"):
         compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1, schedule="zigzag")
+
+
+def test_every_link_has_its_own_name():
+    """Link names select overrides and report rows: unique in every chain and ring (a one-node
+    chain's two host links into node 0 included)."""
+    from cluster.config import link_names
+    for n in range(1, 6):
+        for topology, extra in (("chain", 1), ("ring", 3)):
+            if topology == "ring" and n == 1:
+                continue
+            names = link_names(n, topology)
+            assert len(names) == len(set(names)) == 2 * (n - 1) + 2 + extra, (n, topology, names)
