@@ -174,6 +174,8 @@ class _Node:
         #: O slot b % 2, so image b+1's compute never waits for image b's results to be read out
         self.o_slot = max(max(self.out_words(it.layer), self.in_words(it.layer)) for it in self.items)
         self.A = Alloc(ecfg)
+        # O's result slots first (ob), so regions allocated in O later never share their words
+        self.A.get("O", "slots", (4 if self.ovl else 1) * self.o_slot)
         self.prog = NodeProgram(j, alloc=self.A)
         self.ops = self.prog.ops
         self.counting = True
