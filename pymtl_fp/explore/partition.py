@@ -287,11 +287,13 @@ def _greedy_uniform(mat, link, tau: float, n: int):
     a = 0
     for i in range(n):
         b = a + int(np.searchsorted(mat[a, a:], tau, side="right")) - 1
-        if i == n - 1 or b >= M:
+        if i == n - 1:
             if b < M:
                 return None
-            cuts.extend([M] * (n - i))
+            cuts.append(M)
             return np.array(cuts, dtype=np.int64)
+        # the link after this stage carries the tensor at b, even when b = M (the FPGAs after
+        # it hold nothing): end the stage at the latest position that link can carry
         b = int(last_ok[b])
         if b < a:
             return None
