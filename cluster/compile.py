@@ -47,8 +47,8 @@ Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
 Nodes with different array sides (``P_a`` sender, ``P_b`` receiver): every tensor travels in its
 producer's buffer layout (channels padded to a multiple of ``P_a``, ``P_a`` lanes per activation
 word, ``P_a*P_a`` per weight word) and the **receiving** DMA re-lays it out, always on the receiving
-side: it LOADs the ``P_a``-layout elements as they arrive into O (raw, from word 0: O only ever
-holds a transient result), STOREs them back into its scratch FIFO, ``call`` s :class:`_Relayout`
+side: it LOADs the ``P_a``-layout elements as they arrive into O (raw, into a staging region of
+their own), STOREs them back into its scratch FIFO, ``call`` s :class:`_Relayout`
 (unpack in ``P_a``'s layout, pack in ``P_b``'s: :func:`~pymtl_fp.engine.msgs.unpack_act` /
 ``pack_act``, ``unpack_weight`` / ``pack_weight``) and LOADs the result where the tensor belongs.
 So the DMA buffers one whole tensor for it (scratch, and O words), and it costs a STORE and a
@@ -172,10 +172,14 @@ class _Node:
         self.ovl = int(bool(overlap))
         #: words of the largest one-image result in O; with overlap, image b's results go to
         #: O slot b % 2, so image b+1's compute never waits for image b's results to be read out
-        self.o_slot = max(max(self.out_words(it.layer), self.in_words(it.layer)) for it in self.items)
         self.A = Alloc(ecfg)
-        # O's result slots first (ob), so regions allocated in O later never share their words
-        self.A.get("O", "slots", (4 if self.ovl else 1) * self.o_slot)
+        # O's result slots first (ob), so regions allocated in O later never share their words:
+        # the largest one-image result each direction writes to O
+        self.o_fwd, self.o_bwd = self._o_results()
+        if self.ovl:  # two slots per direction
+            self.A.get("O", "slots", 2 * (self.o_fwd + self.o_bwd))
+        else:
+            self.A.get("O", "slots", max(self.o_fwd, self.o_bwd))
         self.prog = NodeProgram(j, alloc=self.A)
         self.ops = self.prog.ops
         self.counting = True
@@ -242,8 +246,10 @@ class _Node:
             self.load(buf, addr, n_b, src)
             return
         n_a = _elems(kind, shape, pa)
-        self.load("O", 0, n_a, src)
-        self.store("O", 0, n_a, "scratch")
+        # staged raw in O, in a region of its own (O also keeps pool argmaxes: amsel)
+        stage = self.A.get("O", f"stage:{kind}{tuple(shape)}", tiles(n_a, pb))
+        self.load("O", stage, n_a, src)
+        self.store("O", stage, n_a, "scratch")
         self.ops.append(("call", _Relayout(kind, shape, pa, pb)))
         self.load(buf, addr, n_b, "scratch")
 
@@ -273,11 +279,29 @@ class _Node:
 
     def ob(self, b):
         """Where image b's results go in O: with overlap, slot ``b % 2`` of the current direction
-        (forward results in slots 0-1, backward ones in 2-3, as the 1F1B schedule interleaves
-        them)."""
+        (forward results in two slots, backward ones in two more, as the 1F1B schedule
+        interleaves them)."""
         if not self.ovl:
             return 0
-        return ((2 if self.phase == "bwd" else 0) + b % 2) * self.o_slot
+        if self.phase == "bwd":
+            return 2 * self.o_fwd + (b % 2) * self.o_bwd
+        return (b % 2) * self.o_fwd
+
+    def _o_results(self):
+        """Words of the largest one-image result written to O (forward, backward): what a node
+        sends on (a last item's output, a first piece's, the data gradient of its first item) and
+        a pooled output the DMA copies (:meth:`am_in_o`)."""
+        fwd, bwd = [0], [0]
+        for i, it in enumerate(self.items):
+            kind, last = self.kind(it), i == len(self.items) - 1
+            if kind == "pool":
+                if not self.am_in_o(it):
+                    fwd.append(self.out_words(it.layer))
+            elif kind == "first" or (kind == "whole" and last):
+                fwd.append(self.out_words(it.layer, it.k0, it.k1))
+            if i == 0:
+                bwd.append(self.in_words(it.layer))
+        return max(fwd), max(bwd)
 
     def kind(self, it):
         """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
@@ -304,9 +328,19 @@ class _Node:
             return self.A.get("X", f"xt{it.layer}", iw)
         return self.A.get("X", f"x{it.layer}", self.B * iw) + b * iw
 
+    def am_in_o(self, it) -> bool:
+        """A pool followed on the node by a layer other than a first piece keeps its argmax in O
+        (``amsel``), so that pool_fwd writes its result straight into that layer's input in X.
+        Otherwise the result goes to O and the argmax to X: at the node's end; before a first
+        piece (whose input is sent on in the copy's STORE); and after a second piece, whose
+        output gradient the pool_bwd pieces send from O while the next pieces read the argmax."""
+        i = self.items.index(it)
+        return (i + 1 < len(self.items) and self.kind(self.items[i + 1]) != "first"
+                and not (i > 0 and self.kind(self.items[i - 1]) == "second"))
+
     def am_addr(self, it, b):
         ow = self.out_words(it.layer)
-        return self.A.get("X", f"am{it.layer}", self.B * ow) + b * ow
+        return self.A.get("O" if self.am_in_o(it) else "X", f"am{it.layer}", self.B * ow) + b * ow
 
     def dy_keep(self, it, b):
         ow = self.out_words(it.layer, it.k0, it.k1)
@@ -372,10 +406,13 @@ class _Node:
             if kind == "pool":
                 ow = self.out_words(li)
                 case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
+                amsel = int(self.am_in_o(it))
+                dsel, d0 = (msgs.DSEL_X, self.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, self.ob(b))
                 self.compute("pool_fwd", program.compute_cycles(self.ecfg, "pool_fwd", case),
                              n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
-                             pk=f["pk"], a0=self.x_addr(it, b), d0=self.ob(b), d1=self.am_addr(it, b))
-                out = ("O", self.ob(b), ow)
+                             pk=f["pk"], a0=self.x_addr(it, b), d0=d0, d1=self.am_addr(it, b), dsel=dsel,
+                             amsel=amsel)
+                out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, ow)
             else:
                 p = f["p"]
                 name = self.net.layers[li].name
@@ -446,7 +483,7 @@ class _Node:
         self.compute("pool_bwd", program.compute_cycles(self.ecfg, "pool_bwd", case),
                      n=1, c=c, ct=t1 - t0, h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"], pk=f["pk"],
                      a0=self.dy_in(it, b) + t0 * f["ho"] * f["wo"], a1=self.am_addr(it, b) + t0 * f["ho"] * f["wo"],
-                     d0=d0, dsel=dsel)
+                     d0=d0, dsel=dsel, amsel=int(self.am_in_o(it)))
 
     def _backward(self, b, seed):
         items, P = self.items, self.P

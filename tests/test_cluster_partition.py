@@ -116,10 +116,9 @@ def test_min_max_refinement_never_loses_to_the_fpdeep_rule():
 
 
 def test_layers_write_their_results_where_the_next_layer_reads_them():
-    """One node, whole layers (conv1 pool1 conv2 pool2 fc): a fwd writes into the next item's
-    input in X (dsel X), a bwd_data / pool_bwd into the previous item's output gradient in D
-    (dsel D); only a pooled output still goes through the DMA's scratch FIFO (pool_fwd's argmax
-    takes X's write port), once per image for each pool followed by another layer."""
+    """One node, whole layers (conv1 pool1 conv2 pool2 fc): a fwd or pool_fwd writes into the next
+    item's input in X (dsel X; a pool's argmax in O, amsel 1), a bwd_data / pool_bwd into the
+    previous item's output gradient in D (dsel D): nothing goes through the DMA's scratch FIFO."""
     from pymtl_fp.engine import msgs
     ccfg = ClusterConfig.homogeneous(1, ENGINE)
     part = partition(NET, ccfg, batch=2)
@@ -137,11 +136,12 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
     for ph, f in cmds:
         by_op.setdefault((ph, msgs.OP_NAMES[f["op"]]), []).append(f["dsel"])
     assert by_op[("step", "fwd")] == [msgs.DSEL_X, msgs.DSEL_X, msgs.DSEL_O] * 2  # conv1, conv2 -> X; fc -> O
-    assert by_op[("step", "pool_fwd")] == [msgs.DSEL_O] * 4
+    assert by_op[("step", "pool_fwd")] == [msgs.DSEL_X] * 4
     assert by_op[("bwd", "bwd_data")] == [msgs.DSEL_D] * 4                        # fc, conv2 -> D
     assert by_op[("bwd", "pool_bwd")] == [msgs.DSEL_D] * 4
+    assert all(f["amsel"] == 1 for _, f in cmds if msgs.OP_NAMES[f["op"]] in ("pool_fwd", "pool_bwd"))
     scratch_stores = [phase[i] for i, op in enumerate(ops) if op[0] == "move" and op[2] == "scratch"]
-    assert scratch_stores.count("step") == 2 * 2 and scratch_stores.count("bwd") == 0
+    assert scratch_stores.count("step") == 0 and scratch_stores.count("bwd") == 0
 
 
 @settings(max_examples=examples(30), deadline=None)

@@ -9,7 +9,8 @@ other; the address-range hazard check keeps in-order semantics.
   a port conflict such as a LOAD into X during ``pool_fwd``, which writes argmax into X) is
   accepted exactly when that unit is done, at CL and RTL; a disjoint one at once;
 * Hypothesis: random short programs of LOADs, STOREs and small compute commands at random
-  (often colliding) addresses with random ``ovl`` bits and result buffers (``dsel``): the output stream equals FL's (in-order
+  (often colliding) addresses with random ``ovl`` bits, result buffers (``dsel``) and argmax
+  buffers (``amsel``): the output stream equals FL's (in-order
   execution); CL and Verilator handshake in the same cycles;
 * :func:`msgs.access_ranges` agrees with what EngineFL reads and writes.
 """
@@ -316,10 +317,12 @@ def random_programs(draw, max_len=7):
                 f.update(bshift=draw(st.integers(0, 3)), btid=1)
             if kind in ("fwd", "bwd_data", "pool_fwd"):  # result into O, X or D (where allowed)
                 f["dsel"] = draw(st.sampled_from([0, 0, 1, 2]))
+                if kind == "pool_fwd":  # the argmax in X or O
+                    f["amsel"] = draw(st.integers(0, 1))
                 try:
                     msgs.check_cmd(dict(cmd_fields(make_cmd(**f))), CFG)
                 except ValueError:
-                    f["dsel"] = 0
+                    f["dsel"] = f["amsel"] = 0
             prog.cmds.append(make_cmd(**f))
     prog.compute_index = -1
     stall = draw(st.sampled_from([NO_STALL, (0.3, 0.3, 0.3), (0.0, 0.7, 0.5)]))

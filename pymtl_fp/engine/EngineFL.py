@@ -115,9 +115,10 @@ class EngineFL(Component):
         h, w, ho, wo, r, sw = f["h"], f["w"], f["ho"], f["wo"], f["r"], f["s"]
         stride, pad = 1 << f["lgst"], f["pad"]
         X, D, W, G, B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_W, msgs.BUF_G, msgs.BUF_B)
-        if f["dsel"]:
+        if f["dsel"] or f["amsel"]:
             msgs.check_cmd(f, cfg)
         OB = msgs.DSEL_BUF[f["dsel"]]  # where d0 goes: O, or X / D (field dsel)
+        AM = msgs.AMSEL_BUF[f["amsel"]]  # the pool argmax: X, or O (field amsel)
         if op == "fwd":
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
@@ -144,10 +145,10 @@ class EngineFL(Component):
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             y, am = golden.pool_fwd(x, k=f["pk"])
             s._wr(OB, f["d0"], pack_act(y, P))
-            s._wr(X, f["d1"], pack_act(am, P))
+            s._wr(AM, f["d1"], pack_act(am, P))
         elif op == "pool_bwd":
             dy = unpack_act(s._rd(D, f["a0"], n * ct * ho * wo), (n, c, ho, wo), P)
-            am = unpack_act(s._rd(X, f["a1"], n * ct * ho * wo), (n, c, ho, wo), P)
+            am = unpack_act(s._rd(AM, f["a1"], n * ct * ho * wo), (n, c, ho, wo), P)
             dx = golden.pool_bwd(dy, am, k=f["pk"])
             s._wr(OB, f["d0"], pack_act(dx, P))
         elif op == "update":

@@ -140,6 +140,8 @@ class EngineRTL(Component):
         s.ex_v = [Wire() for _ in range(NSLOT)]
         s.ld_lo, s.ld_hi, s.st_lo, s.st_hi = Wire(32), Wire(32), Wire(32), Wire(32)
         s.c_dbuf = Wire(3)  # the buffer of the offered command's d0 result (field dsel)
+        s.c_ambuf = Wire(3)  # the buffer of the offered pool command's argmax (field amsel)
+        s.am_rd = [Wire(D) for _ in range(P)]  # pool_bwd: the argmax read (X or O)
         # EX's d0 result write: enable, word, lanes (routed to O, X or D by cmd_r.dsel)
         s.wb_en = Wire()
         s.wb_addr = Wire(XA)
@@ -196,6 +198,10 @@ class EngineRTL(Component):
                 s.c_dbuf @= Bits3(BUF_D)
             else:
                 s.c_dbuf @= Bits3(BUF_O)
+            if s.cmd.msg.amsel:
+                s.c_ambuf @= Bits3(BUF_O)
+            else:
+                s.c_ambuf @= Bits3(BUF_X)
 
         @update
         def up_cmd_ranges():
@@ -252,6 +258,7 @@ class EngineRTL(Component):
                 s.c_v[4] @= 1
             elif s.cmd.msg.op == OP_POOL_FWD:
                 s.c_buf[3] @= s.c_dbuf
+                s.c_buf[4] @= s.c_ambuf
                 s.c_size[0] @= s.sz_x
                 s.c_size[3] @= s.sz_pool
                 s.c_size[4] @= s.sz_pool
@@ -260,6 +267,7 @@ class EngineRTL(Component):
                 s.c_v[4] @= 1
             elif s.cmd.msg.op == OP_POOL_BWD:
                 s.c_buf[0] @= Bits3(BUF_D)
+                s.c_buf[1] @= s.c_ambuf
                 s.c_buf[3] @= s.c_dbuf
                 s.c_size[0] @= s.sz_pool
                 s.c_size[1] @= s.sz_pool
@@ -629,6 +637,9 @@ class EngineRTL(Component):
             s.bx.raddr @= trunc(s.ag.x_addr, XAT)
             s.bd.raddr @= trunc(s.ag.d_addr, XAT)
             s.bo.raddr @= trunc(s.st_addr, XAT)
+            if s.ex_busy & (s.cmd_r.op == OP_POOL_BWD) & s.cmd_r.amsel:  # the argmax from O
+                s.bo.raddr @= trunc(s.ag.x_addr, XAT)
+                s.bo.ren @= s.adv
             s.bw.raddr @= trunc(s.ag.w_addr, WAT)
             s.bg.raddr @= trunc(s.ag.g_addr, WAT)
             s.bb.raddr @= trunc(s.ag.b_addr, BAT)
@@ -690,11 +701,17 @@ class EngineRTL(Component):
                                 s.bg.wen[r * P + j] @= s.dr_row == r
                                 s.bg.wdata[r * P + j] @= zext(s.sat_g[j].out ^ SG, DT) - SG_D
                 if s.vB:
-                    if (s.cmd_r.op == OP_POOL_FWD) & s.lastB:
-                        s.bx.waddr @= trunc(s.wr_addr2B, XAT)
-                        for i in range(P):
-                            s.bx.wen[i] @= 1
-                            s.bx.wdata[i] @= zext(s.pi_n[i], DT)
+                    if (s.cmd_r.op == OP_POOL_FWD) & s.lastB:  # the argmax, to X or O (amsel)
+                        if s.cmd_r.amsel:
+                            s.bo.waddr @= trunc(s.wr_addr2B, XAT)
+                            for i in range(P):
+                                s.bo.wen[i] @= 1
+                                s.bo.wdata[i] @= zext(s.pi_n[i], DT)
+                        else:
+                            s.bx.waddr @= trunc(s.wr_addr2B, XAT)
+                            for i in range(P):
+                                s.bx.wen[i] @= 1
+                                s.bx.wdata[i] @= zext(s.pi_n[i], DT)
                     elif s.cmd_r.op == OP_UPDATE:
                         s.bw.waddr @= trunc(s.wrB, WAT)
                         for r in range(P):
@@ -743,8 +760,16 @@ class EngineRTL(Component):
                 elif s.cmd_r.op == OP_POOL_BWD:
                     s.wb_en @= 1
                     for i in range(P):
-                        if s.bx.rdata[i] == zext(s.tapB, DT):
+                        if s.am_rd[i] == zext(s.tapB, DT):
                             s.wb_data[i] @= s.bd.rdata[i]
+
+        @update
+        def up_am_rd():
+            for i in range(P):
+                if s.cmd_r.amsel:
+                    s.am_rd[i] @= s.bo.rdata[i]
+                else:
+                    s.am_rd[i] @= s.bx.rdata[i]
 
     def line_trace(s):
         ld = f"L{int(s.ld_left):<4}" if s.ld_busy else "L.   "

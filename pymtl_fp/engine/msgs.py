@@ -64,6 +64,10 @@ BUF_NAMES = {BUF_X: "X", BUF_D: "D", BUF_O: "O", BUF_W: "W", BUF_G: "G", BUF_B: 
 DSEL_O, DSEL_X, DSEL_D = 0, 1, 2
 DSEL_BUF = {DSEL_O: BUF_O, DSEL_X: BUF_X, DSEL_D: BUF_D}
 DSEL_OPS = (OP_FWD, OP_BWD_DATA, OP_POOL_FWD, OP_POOL_BWD)
+#: ``amsel``: where pool_fwd writes its argmax (``d1``) and pool_bwd reads it (``a1``): X (0, the
+#: default) or O (1).  With the argmax in O, pool_fwd may write its pooled result into X, where
+#: the next layer reads it.
+AMSEL_BUF = {0: BUF_X, 1: BUF_O}
 
 #: per operation: which buffer each of the address fields a0, a1, a2, d0, d1 refers to (d0: with
 #: ``dsel = 0``; ``dsel`` 1 / 2 put it in X / D instead)
@@ -88,7 +92,7 @@ CMD_FIELDS = [
     ("r", DIM_BITS), ("s", DIM_BITS), ("lgst", 3), ("pad", 8), ("pk", 8),
     ("shift", 6), ("bshift", 6), ("relu", 1), ("stoch", 1), ("seed", 32), ("tid", 8), ("btid", 8),
     ("a0", ADDR_BITS), ("a1", ADDR_BITS), ("a2", ADDR_BITS), ("d0", ADDR_BITS), ("d1", ADDR_BITS),
-    ("ovl", 1), ("dsel", 2),
+    ("ovl", 1), ("dsel", 2), ("amsel", 1),
 ]
 
 _CMD_TYPE = None
@@ -155,6 +159,7 @@ def access_ranges(f: dict, cfg) -> list:
     xin, dout_, wts, pool_out = n * ct * h * w, n * kt * ho * wo, kt * ct * r * s, n * ct * ho * wo
     a0, a1, a2, d0, d1 = (f[k] for k in ("a0", "a1", "a2", "d0", "d1"))
     OD = DSEL_BUF.get(f.get("dsel", 0), BUF_O)  # where d0 goes (check_cmd refuses dsel = 3)
+    AM = AMSEL_BUF[f.get("amsel", 0) & 1]       # the pool argmax
     if op == OP_FWD:
         rng = [(BUF_X, a0, xin, 0), (BUF_W, a1, wts, 0), (BUF_B, a2, kt, 0), (OD, d0, dout_, 1)]
     elif op == OP_BWD_DATA:
@@ -162,9 +167,9 @@ def access_ranges(f: dict, cfg) -> list:
     elif op == OP_BWD_WEIGHT:
         rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_G, d0, wts, 1), (BUF_B, d1, kt, 1)]
     elif op == OP_POOL_FWD:
-        rng = [(BUF_X, a0, xin, 0), (OD, d0, pool_out, 1), (BUF_X, d1, pool_out, 1)]
+        rng = [(BUF_X, a0, xin, 0), (OD, d0, pool_out, 1), (AM, d1, pool_out, 1)]
     elif op == OP_POOL_BWD:
-        rng = [(BUF_D, a0, pool_out, 0), (BUF_X, a1, pool_out, 0), (OD, d0, xin, 1)]
+        rng = [(BUF_D, a0, pool_out, 0), (AM, a1, pool_out, 0), (OD, d0, xin, 1)]
     elif op == OP_UPDATE:
         rng = [(BUF_W, a0, wts, 0), (BUF_G, a1, wts, 0), (BUF_W, d0, wts, 1)]
     else:
@@ -174,28 +179,38 @@ def access_ranges(f: dict, cfg) -> list:
 
 def check_cmd(f: dict, cfg) -> None:
     """Refuse, with a ``ValueError`` naming the field, a compute command the datapath cannot
-    execute as the in-order semantics say: a ``dsel`` other than O / X / D, a ``dsel`` on an
-    operation without a ``d0`` activation result, pool_fwd with ``dsel = X`` (its argmax takes X's
-    write port in the same cycles), and a ``d0`` result in X or D that overlaps words the same
-    command reads (the RTL writes results while it still reads operands; FL writes them after).
-    Compilers call it before any simulation; the engines assume it holds."""
-    op, dsel = f["op"], f.get("dsel", 0)
+    execute as the in-order semantics say: a ``dsel`` other than O / X / D or on an operation
+    without a ``d0`` activation result, an ``amsel`` on an operation without an argmax, a
+    pool_fwd whose result and argmax would need the same buffer's write port in the same cycles
+    (``dsel = 1`` with the argmax in X, or ``dsel = 0`` with it in O), and, with a non-default
+    ``dsel`` / ``amsel``, a result that overlaps words the same command reads (the RTL writes
+    results while it still reads operands; FL writes them after).  Compilers call it before any
+    simulation; the engines assume it holds."""
+    op, dsel, amsel = f["op"], f.get("dsel", 0), f.get("amsel", 0)
     if dsel not in DSEL_BUF:
         raise ValueError(f"command field dsel={dsel}: 0 (O), 1 (X) or 2 (D)")
-    if dsel == DSEL_O:
+    if amsel not in AMSEL_BUF:
+        raise ValueError(f"command field amsel={amsel}: 0 (X) or 1 (O)")
+    if dsel == DSEL_O and amsel == 0:
         return
     name = OP_NAMES.get(op, str(op))
-    if op not in DSEL_OPS:
+    if dsel != DSEL_O and op not in DSEL_OPS:
         raise ValueError(f"{name}: dsel={dsel} is only for fwd, bwd_data, pool_fwd and pool_bwd results")
-    if op == OP_POOL_FWD and dsel == DSEL_X:
-        raise ValueError("pool_fwd: dsel=1 (X) is not possible: the argmax (d1) takes X's write port "
-                         "in the same cycles; write the pooled result to O or D")
+    if amsel and op not in (OP_POOL_FWD, OP_POOL_BWD):
+        raise ValueError(f"{name}: amsel={amsel} is only for pool_fwd and pool_bwd (the argmax)")
+    if op == OP_POOL_FWD and DSEL_BUF[dsel] == AMSEL_BUF[amsel]:
+        b = BUF_NAMES[AMSEL_BUF[amsel]]
+        raise ValueError(f"pool_fwd: dsel={dsel} puts the result in {b}, where the argmax (d1, "
+                         f"amsel={amsel}) takes {b}'s write port in the same cycles; put them in "
+                         f"different buffers")
     rng = access_ranges(f, cfg)
-    out = [r for r in rng if r[3] and r[0] == DSEL_BUF[dsel]]
-    for b, lo, hi, wr in rng:
-        if not wr and any(b == ob and _intersect(lo, hi, olo, ohi) for ob, olo, ohi, _ in out):
-            raise ValueError(f"{name}: its d0 result [{out[0][1]}, {out[0][2]}) in "
-                             f"{BUF_NAMES[b]} overlaps words [{lo}, {hi}) it reads")
+    for wb, wlo, whi, ww in rng:
+        if not ww:
+            continue
+        for b, lo, hi, wr in rng:
+            if not wr and b == wb and _intersect(lo, hi, wlo, whi):
+                raise ValueError(f"{name}: its result [{wlo}, {whi}) in {BUF_NAMES[b]} overlaps "
+                                 f"words [{lo}, {hi}) it reads")
 
 
 def _intersect(a0, e0, a1, e1) -> bool:

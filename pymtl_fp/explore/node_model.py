@@ -13,7 +13,8 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
 * stream I/O, derived from the tensor shapes: every tensor a node receives is LOADed
   (``load_cycles``), every tensor it sends is STOREd (``store_cycles``), a layer output consumed
   by the next layer on the same node is written there by the command itself (``dsel``; no
-  cycles) except a pooled output, which is copied through the streams (a STORE and a LOAD), a split
+  cycles) except a pooled output before a first piece or after a second piece, which is copied
+  through the streams (a STORE and a LOAD; see ``_Node.am_in_o`` in :mod:`cluster.compile`), a split
   layer's holders exchange the first piece's input/output/gradients and weights (a second
   piece's output gradient from a pool on the node: pool_bwd in channel-tile pieces, see
   :mod:`cluster.compile`), biases make a
@@ -117,7 +118,11 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
                     a.load(a.act(f["c"], f["h"], f["w"]))
                 if kd == "pool":
                     a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
-                    a.copy(a.act(f["k"], f["ho"], f["wo"])) if not last else a.store(a.act(f["k"], f["ho"], f["wo"]))
+                    if last:
+                        a.store(a.act(f["k"], f["ho"], f["wo"]))
+                    elif kind(items[idx + 1]) == "first" or (idx > 0 and kind(items[idx - 1]) == "second"):
+                        a.copy(a.act(f["k"], f["ho"], f["wo"]))  # else written into the next input
+                                                                  # (the argmax in O)
                     continue
                 kk = it.k1 - it.k0
                 if kd == "second":
