@@ -152,31 +152,27 @@ class ClusterConfig:
 def link_plan(n: int, topology: str = "chain") -> list:
     """Every link as ``(name, direction, carries)``: direction ``fwd`` or ``bwd``; ``carries`` is
     ``"images"``, ``("fwd", j)`` (node j's forward output to node j+1), ``("bwd", j)`` (node
-    j+1's backward output to node j), ``"logits"`` or ``"grads"`` (loss gradients).  Forward links
-    first, each direction in the order its data travels (see the module docstring)."""
-    fwd = [("host->node0", "fwd", "images")] + [(f"node{j}->node{j + 1}", "fwd", ("fwd", j)) for j in range(n - 1)]
-    bwd = [(f"node{j + 1}->node{j}", "bwd", ("bwd", j)) for j in range(n - 1)]
+    j+1's backward output to node j), ``"logits"`` or ``"grads"`` (loss gradients).  In report
+    order: the images' link, each pair of neighbours (forward, backward), then the host's links;
+    within a direction, in the order its data travels (see the module docstring)."""
+    plan = [("host->node0", "fwd", "images")]
+    for j in range(n - 1):
+        plan += [(f"node{j}->node{j + 1}", "fwd", ("fwd", j)), (f"node{j + 1}->node{j}", "bwd", ("bwd", j))]
     if topology == "ring":
-        fwd += [(f"ring:node{n - 1}->node0", "fwd", "logits"), ("node0->host", "fwd", "logits")]
-        bwd += [("host->node0:grad", "bwd", "grads"), (f"ring:node0->node{n - 1}", "bwd", "grads")]
+        plan += [(f"ring:node{n - 1}->node0", "fwd", "logits"), ("node0->host", "fwd", "logits"),
+                 ("host->node0:grad", "bwd", "grads"), (f"ring:node0->node{n - 1}", "bwd", "grads")]
     else:  # (one node: the host's two links into node 0 need two names)
-        fwd += [(f"node{n - 1}->host", "fwd", "logits")]
-        bwd += [("host->node0:grad" if n == 1 else f"host->node{n - 1}", "bwd", "grads")]
-    return fwd + bwd
+        plan += [(f"node{n - 1}->host", "fwd", "logits"),
+                 ("host->node0:grad" if n == 1 else f"host->node{n - 1}", "bwd", "grads")]
+    return plan
 
 
 def link_names(n: int, topology: str = "chain") -> list:
-    """Every link's name (:func:`link_plan`): chain ``host->node0, node0->node1, ...,
-    nodeN-1->host, node1->node0, ..., host->nodeN-1``; a ring ends its forward links with
-    ``ring:nodeN-1->node0, node0->host`` and its backward ones with ``host->node0:grad,
-    ring:node0->nodeN-1``."""
+    """Every link's name (:func:`link_plan`): chain ``host->node0, node0->node1, node1->node0,
+    ..., nodeN-1->host, host->nodeN-1``; a ring ends with ``ring:nodeN-1->node0, node0->host,
+    host->node0:grad, ring:node0->nodeN-1``."""
     return [name for name, _, _ in link_plan(n, topology)]
 
-
-def check_topology(cfg: ClusterConfig) -> None:
-    """Both topologies are built (:class:`ClusterConfig` checks the name and a ring's size)."""
-    if cfg.topology not in TOPOLOGIES:
-        raise ClusterError(f"unknown topology {cfg.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
 
 
 def node_levels(level: str, n: int, node_levels: str | list | None = None) -> list:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from cluster.compile import compile_cluster, unpack_params
-from cluster.config import ClusterError, check_topology, engine_level_available, link_plan
+from cluster.config import ClusterError, engine_level_available, link_plan
 from cluster.partition import partition as make_partition
 from cluster.router import STATES
 from cluster.top import ClusterTop
@@ -69,7 +69,6 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b") -> ClusterRun:
     from tb.sim import run_until
 
-    check_topology(ccfg)
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     for lv in levels:
@@ -139,7 +138,7 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         link_elems.append({"link": f"node{j}<->node{j + 1}", "fwd": f, "bwd": b})
     host_fwd = cprog.host_in_elems * batch
     host_logits = cprog.logit_elems * batch
-    plan = link_plan(ccfg.n, ccfg.topology)
+    plan = link_plan(ccfg.n, ccfg.topology)  # in report order
 
     def elems(carries):
         if carries == "images":
@@ -147,12 +146,6 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         if carries in ("logits", "grads"):
             return host_logits
         return link_elems[carries[1]][carries[0]]
-
-    def order(item):  # the images link, then each pair of neighbours, then the host's
-        _, d, c = item
-        return (0, 0, 0) if c == "images" else (1, c[1], d == "bwd") if isinstance(c, tuple) else (2, c == "grads", 0)
-
-    plan = sorted(plan, key=order)
     per_link = {name: elems(c) for name, _, c in plan}
     bound_compute = max(node_compute)
     bound_serial = max(node_serial)

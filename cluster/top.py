@@ -90,8 +90,6 @@ class ClusterTop(Component):
         bwd_names = [nm for nm, d, _ in plan if d == "bwd"]
         s.fwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in fwd_names]  # host->0, 0->1, ..., to the host
         s.bwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in bwd_names]  # 1->0, ..., from the host
-        s.link_names = {nm: ("fwd", i) for i, nm in enumerate(fwd_names)} | \
-            {nm: ("bwd", i) for i, nm in enumerate(bwd_names)}
         s.host.img_out //= s.fwd_links[0].recv
         s.fwd_links[0].send //= s.nodes[0].fwd_in
         for j in range(N):
@@ -111,11 +109,6 @@ class ClusterTop(Component):
             s.bwd_links[i].send //= s.bwd_links[i + 1].recv
         s.bwd_links[-1].send //= s.nodes[N - 1].bwd_in
         s.nodes[0].bwd_out //= s.host.up_in
-
-    def link(s, name: str):
-        """The link called ``name`` (:func:`cluster.config.link_names`)."""
-        d, i = s.link_names[name]
-        return (s.fwd_links if d == "fwd" else s.bwd_links)[i]
 
     def line_trace(s):
         return " ".join(n.router.line_trace() for n in s.nodes) + " " + s.host.line_trace()

@@ -218,6 +218,13 @@ def validate_case(cfg, op: str, case: dict) -> dict:
 
 # ---- golden reference --------------------------------------------------------------------
 
+def assert_results(prog, out, want: dict) -> None:
+    """The named results of ``prog`` in the output stream ``out`` equal ``want`` exactly."""
+    got = prog.unpack(out)
+    for key, val in want.items():
+        assert np.array_equal(got[key], val), key
+
+
 def result_bits(cfg, op: str) -> int:
     return {"fwd": cfg.act_bits, "bwd_data": cfg.grad_bits, "bwd_weight": cfg.grad_bits,
             "pool_fwd": cfg.act_bits, "pool_bwd": cfg.grad_bits, "update": cfg.weight_bits}[op]

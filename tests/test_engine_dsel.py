@@ -26,7 +26,7 @@ from pymtl_fp.engine.msgs import (
     cmd_fields,
     make_cmd,
 )
-from tb.engine_harness import drive, golden_op, random_case, validate_case
+from tb.engine_harness import assert_results, drive, golden_op, random_case, validate_case
 
 CFG = preset("tiny")
 OPS = ("fwd", "bwd_data", "pool_fwd", "pool_bwd")
@@ -70,12 +70,6 @@ def dsel_program(cfg, op, dsel, seed=0, amsel=0):
     return prog, golden_op(cfg, op, case)
 
 
-def _check(prog, out, want):
-    got = prog.unpack(out)
-    for key, val in want.items():
-        assert np.array_equal(got[key], val), key
-
-
 @pytest.mark.fl
 @pytest.mark.cl
 @pytest.mark.parametrize("op,dsel,amsel", CASES, ids=IDS)
@@ -84,7 +78,7 @@ def test_dsel_result_equals_golden_fl_cl(op, dsel, amsel):
         prog, want = dsel_program(CFG, op, dsel, seed, amsel)
         for level in ("fl", "cl"):
             out, _ = drive(get_any_model(level, CFG), CFG, prog)
-            _check(prog, out, want)
+            assert_results(prog, out, want)
 
 
 @pytest.mark.cl
@@ -99,7 +93,7 @@ def test_dsel_cl_equals_verilator(cmdline_opts):
             for level in ("cl", "verilator"):
                 trace = []
                 out, t = drive(get_any_model(level, CFG), CFG, prog, stall=stall, seed=i, trace=trace)
-                _check(prog, out, want)
+                assert_results(prog, out, want)
                 runs[level] = (trace, t["total_cycles"])
             assert runs["cl"] == runs["verilator"], (op, dsel, amsel, stall)
             base = program.build(CFG, op, _case(CFG, op, i))

@@ -28,7 +28,7 @@ from pymtl_fp.engine.msgs import (
     BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OP_LOAD, OP_STORE, cmd_fields, make_cmd, pack_act,
     unpack_act,
 )
-from tb.engine_harness import drive, golden_op, random_case, validate_case
+from tb.engine_harness import assert_results, drive, golden_op, random_case, validate_case
 from tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
@@ -76,19 +76,13 @@ def _run(level, prog, stall=NO_STALL, seed=0, cfg=CFG):
     return out, t["total_cycles"], trace, accepts
 
 
-def _check_values(prog, out, want):
-    res = prog.unpack(out)
-    for key, val in want.items():
-        assert np.array_equal(res[key], val), key
-
-
 @pytest.mark.fl
 @pytest.mark.cl
 def test_two_image_fwd_fl_and_cl_equal_golden_and_overlap_is_faster():
     prog1, want = two_image_fwd(CFG, 1)
     prog0, _ = two_image_fwd(CFG, 0)
     for level in ("fl", "cl"):
-        _check_values(prog1, _run(level, prog1)[0], want)
+        assert_results(prog1, _run(level, prog1)[0], want)
     out0, cyc0, _, acc0 = _run("cl", prog0)
     out1, cyc1, _, acc1 = _run("cl", prog1)
     assert out0 == out1
@@ -120,7 +114,7 @@ def test_two_image_fwd_cl_equals_verilator(cmdline_opts, stall, seed):
     for ovl in (0, 1):
         prog, want = two_image_fwd(CFG, ovl)
         out, cycles[ovl], _ = _compare_cl_rtl("verilator", prog, stall, seed)
-        _check_values(prog, out, want)
+        assert_results(prog, out, want)
     assert cycles[1] < cycles[0], cycles
 
 
@@ -133,7 +127,7 @@ def test_two_image_fwd_cl_equals_verilator_on_a_4x4_engine(cmdline_opts):
         prog, want = two_image_fwd(cfg, ovl)
         for stall, seed in ((NO_STALL, 0), ((0.5, 0.5, 0.5), 4)):
             out, cyc, _ = _compare_cl_rtl("verilator", prog, stall, seed, cfg)
-            _check_values(prog, out, want)
+            assert_results(prog, out, want)
             cycles[ovl, stall] = cyc
     assert cycles[1, NO_STALL] < cycles[0, NO_STALL], cycles
 
@@ -143,7 +137,7 @@ def test_two_image_fwd_cl_equals_verilator_on_a_4x4_engine(cmdline_opts):
 def test_two_image_fwd_cl_equals_pymtl_rtl():
     prog, want = two_image_fwd(CFG, 1)
     out, _, _ = _compare_cl_rtl("rtl", prog, (0.3, 0.3, 0.3), 5)
-    _check_values(prog, out, want)
+    assert_results(prog, out, want)
 
 
 # ---- hazards ---------------------------------------------------------------------------------
