@@ -1,6 +1,6 @@
-"""Compile a :class:`~cluster.partition.Partition` into one program per node.
+"""Compile a :class:`~pymtl_fp.cluster.partition.Partition` into one program per node.
 
-A node program is a list of micro-operations its router/DMA (:class:`cluster.router.RouterCL`)
+A node program is a list of micro-operations its router/DMA (:class:`pymtl_fp.cluster.router.RouterCL`)
 executes in order; nodes synchronize only through the val/rdy flow control of their links
 (dataflow: no global controller).  Micro-operations::
 
@@ -40,7 +40,7 @@ Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
   ``k0 > 0`` therefore runs a second, small ``bwd_weight`` (``1x1`` kernel, one input channel)
   for ``db`` with its own seed.
 * The loss gradient is computed by the host with the golden ``softmax_xent_grad`` per image
-  (see :mod:`cluster.host`).
+  (see :mod:`pymtl_fp.cluster.host`).
 * Biases: the engine has no bias update; the router/DMA reads ``b`` and ``db`` (STORE), applies
   the golden ``sgd_update`` (its scalar unit) and writes ``b`` back (LOAD).
 
@@ -58,10 +58,10 @@ gradients (also those a lone first holder of a split layer passes through from t
 they stay in the second holder's layout until the node that loads them), the split layers'
 weight exchange, images (the host packs them in node 0's layout) and logits / loss gradients (in
 node ``N-1``'s layout).  A split layer's cut ``k0`` is a multiple of both holders' ``P``
-(:func:`cluster.partition.grid_unit`), so both pieces are whole tiles in both layouts.
+(:func:`pymtl_fp.cluster.partition.grid_unit`), so both pieces are whole tiles in both layouts.
 
 Buffer plan per node (words; checked against each node's :class:`EngineConfig` before any
-simulation by :func:`compile_cluster`, which raises :class:`~cluster.config.ClusterError`):
+simulation by :func:`compile_cluster`, which raises :class:`~pymtl_fp.cluster.config.ClusterError`):
 X holds the inputs of its conv/fc pieces for all ``B`` images, the pool argmaxes for all ``B``
 images and one-image slots for pool inputs and split-layer outputs; D the output gradients of its
 pieces for all ``B`` images plus one-image slots; O one image's result; W its weight pieces (the
@@ -76,9 +76,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cluster.config import ClusterError
-from cluster.partition import _Shape, layer_info
-from pymtl_fp import golden
+from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.cluster.partition import _Shape, layer_info
+from pymtl_fp import golden, timing
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import (
     make_cmd,
@@ -195,7 +195,7 @@ class _Node:
         self.ops.append(("cmd", make_cmd(op=msgs.OP_LOAD, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl),
                          {"op": "load"}))
         self.ops.append(("move", src, "din", n))
-        self._io(_load_cycles(n))
+        self._io(timing.load_cycles(n))
         if src in ("fwd_in", "bwd_in") and self.counting:
             self.link[src] = self.link.get(src, 0) + n
 
@@ -207,7 +207,7 @@ class _Node:
         self.ops.append(("cmd", make_cmd(op=msgs.OP_STORE, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl),
                          {"op": "store"}))
         self.ops.append(("move", "dout", dst, n))
-        self._io(_store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
+        self._io(timing.store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
         for d in (dst[1] if dst[0] == "multi" else (dst,)):
             if d in ("fwd_out", "bwd_out") and self.counting:
                 self.link[d] = self.link.get(d, 0) + n
@@ -259,7 +259,7 @@ class _Node:
             msgs.check_cmd(msgs.cmd_fields(msg), self.ecfg)
         except ValueError as e:  # a compiler bug, not the user's: say where
             raise ClusterError(f"node {self.j}: compiled an invalid {op} command: {e}") from e
-        cycles = _command_cycles(self.P, msg, cycles)
+        cycles = program.command_cycles(self.P, msgs.cmd_fields(msg))
         self.ops.append(("cmd", msg, {"op": op, "cycles": cycles, "macs": macs}))
         if self.counting:
             self.prog.compute_cycles += cycles
@@ -673,31 +673,6 @@ class _Relayout:
 
     def __repr__(self):
         return f"relayout({self.kind}{self.shape} P{self.pa}->P{self.pb})"
-
-
-def _load_cycles(n):
-    try:
-        from pymtl_fp import timing
-    except ImportError:  # the engine's timing module: one element per cycle without it
-        return n
-    return timing.load_cycles(n)
-
-
-def _store_cycles(n, lanes):
-    try:
-        from pymtl_fp import timing
-    except ImportError:
-        return n
-    return timing.store_cycles(n, lanes)
-
-
-def _command_cycles(P, msg, fallback):
-    """A compute command's occupancy from the engine's timing model (:mod:`pymtl_fp.timing`)."""
-    try:
-        from pymtl_fp import timing
-    except ImportError:
-        return fallback
-    return timing.command_cycles(P, msgs.cmd_fields(msg))
 
 
 class _BiasUpdate:

@@ -1,12 +1,12 @@
 """Cluster descriptions: nodes (each with its own :class:`EngineConfig`), links, topology, levels.
 
 A :class:`ClusterConfig` is elaboration data only (what hardware exists); the network, the
-partition and the per-node programs are derived from it by :mod:`cluster.partition` and
-:mod:`cluster.compile`.
+partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluster.partition` and
+:mod:`pymtl_fp.cluster.compile`.
 
 * ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
   array side ``P`` (``rows``) and buffer depths; a tensor that crosses from a node with ``P_a`` to
-  one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`cluster.compile`).  They must share
+  one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`pymtl_fp.cluster.compile`).  They must share
   the word widths and ``stream_bits`` (one element per link message; checked).
 * ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the
   host links (``msg_bits`` must equal the engines' ``stream_bits``: one tensor element per

@@ -15,7 +15,7 @@ second holder's copy of the first piece's weights starts at its own tile ``k0 //
 the whole chain keeps the cut positions comparable across cut vectors; it is coarser than needed
 when the neighbours of a cut have a smaller ``lcm``.  A position ``m`` is the number of tiles
 before a cut; node ``i`` computes tiles ``[cuts[i], cuts[i+1])``.  The cut positions are chosen by
-FPDeep's balancing rule, reusing :func:`pymtl_fp.explore.partition.nearest_positions`: node
+FPDeep's balancing rule, reusing :func:`nearest_positions` (shared with :mod:`pymtl_fp.explore`): node
 ``i``'s end cut is the position whose cumulative work (timing model of node 0's engine) is nearest
 to the share of nodes ``0..i`` in the chain's MAC throughput (``P*P`` per node: equal shares when
 the nodes share ``P``; a ``P = 4`` node gets about four times the share of a ``P = 2`` node).
@@ -46,11 +46,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cluster.config import ClusterError
+from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
-from pymtl_fp.explore.partition import nearest_positions
 from pymtl_fp.net import Pool
+
+
+def nearest_positions(curve: np.ndarray, targets) -> np.ndarray:
+    """For each target fraction, the position whose ``curve`` value is nearest (ties: lower)."""
+    targets = np.asarray(targets, dtype=float)
+    j = np.clip(np.searchsorted(curve, targets), 1, len(curve) - 1)
+    lower_better = np.abs(curve[j - 1] - targets) <= np.abs(curve[j] - targets)
+    return np.where(lower_better, j - 1, j).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The router/DMA of a node, modelled at CL (Python behaviour behind val/rdy ports) at every level.
 
 It joins the node's four link ports to its engine's streams and runs the node program of
-:mod:`cluster.compile`.  Like a DMA with separate read and write channels, it has three parts
+:mod:`pymtl_fp.cluster.compile`.  Like a DMA with separate read and write channels, it has three parts
 that run concurrently:
 
 * the **issue stream** walks the program in order: ``cmd`` micro-ops are pushed on the engine's
@@ -111,7 +111,7 @@ class RouterCL(Component):
                 "msg": {"din": 0, "fwd_out": 0, "bwd_out": 0}, "rdy": {"dout": 0, "fwd_in": 0, "bwd_in": 0}}
 
     def _reset_state(s):
-        from tb.stream import stall_pattern
+        from pymtl_fp.sim import stall_pattern
 
         s.stall_gen = stall_pattern(s.stall[1], s.stall[0]) if s.stall and s.stall[0] > 0 else None
         s.pc = 0

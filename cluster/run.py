@@ -2,7 +2,7 @@
 
 :func:`train_on_cluster` partitions, compiles, builds the cluster top at the requested levels,
 simulates ``steps`` mini-batches with a watchdog (a hang raises
-:class:`tb.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
+:class:`pymtl_fp.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
 back to the host and returns them with a report.  :func:`golden_steps` is the reference:
 :func:`pymtl_fp.golden.train.train_step` applied ``steps`` times.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from cluster.compile import compile_cluster, unpack_params
-from cluster.config import ClusterError, engine_level_available, link_plan
-from cluster.partition import partition as make_partition
-from cluster.router import STATES
-from cluster.top import ClusterTop
+from pymtl_fp.cluster.compile import compile_cluster, unpack_params
+from pymtl_fp.cluster.config import ClusterError, engine_level_available, link_plan
+from pymtl_fp.cluster.partition import partition as make_partition
+from pymtl_fp.cluster.router import STATES
+from pymtl_fp.cluster.top import ClusterTop
 from pymtl_fp.golden.train import TrainConfig, train_step
 
 
@@ -67,7 +67,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b") -> ClusterRun:
-    from tb.sim import run_until
+    from pymtl_fp.sim import run_until
 
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")

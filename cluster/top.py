@@ -5,12 +5,12 @@
     host.img_out -L-> node0 -L-> node1 -L-> ... -L-> node(N-1) -L-> host.logit_in      (forward)
     host.up_in  <-   node0 <-L- node1 <-L- ... <-L- node(N-1) <-L- host.grad_out        (backward)
 
-A ring (:mod:`cluster.config`) attaches the host to node 0 only: node N-1's logits take
+A ring (:mod:`pymtl_fp.cluster.config`) attaches the host to node 0 only: node N-1's logits take
 ``-L(ring)-> -L->`` through node 0's board to ``host.logit_in``, and the loss gradients take
 ``host.grad_out -L-> -L(ring)->`` to node N-1.
 
 Each node is an engine at its own level (``fl``, ``cl``, ``rtl`` or ``verilator``) plus a
-:class:`~cluster.router.RouterCL`.  Every link (``2N + 1`` of them: the host's three and two per
+:class:`~pymtl_fp.cluster.router.RouterCL`.  Every link (``2N + 1`` of them: the host's three and two per
 pair of neighbours) is a ``Link<level>(Bits<stream_bits>, link_cfg)``.  Node 0's ``bwd_out``
 goes straight to the host (nothing travels on it: the first layer has no data gradient).  The host
 sends images in node 0's layout and takes logits / sends loss gradients in node N-1's (their ``P``
@@ -22,9 +22,9 @@ from __future__ import annotations
 from pymtl3 import Component
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
-from cluster.config import ClusterError, engine_level_available, link_plan
-from cluster.host import HostCL
-from cluster.router import RouterCL
+from pymtl_fp.cluster.config import ClusterError, engine_level_available, link_plan
+from pymtl_fp.cluster.host import HostCL
+from pymtl_fp.cluster.router import RouterCL
 from pymtl_fp.engine.msgs import data_type
 
 

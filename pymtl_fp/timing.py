@@ -171,24 +171,6 @@ def store_cycles(count: int, lanes: int) -> int:
     return 1 + int(count) + cdiv(count, lanes) if count else 1
 
 
-def buffer_lanes(P: int, target: int) -> int:
-    from pymtl_fp.engine import msgs
-
-    return P * P if target in (msgs.BUF_W, msgs.BUF_G) else P
-
-
-def command_cycles(P: int, f: dict) -> int:
-    """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`)."""
-    from pymtl_fp.engine import msgs
-
-    op = int(f["op"])
-    if op == msgs.OP_LOAD:
-        return load_cycles(f["count"])
-    if op == msgs.OP_STORE:
-        return store_cycles(f["count"], buffer_lanes(P, int(f["target"])))
-    return compute_cycles(P, msgs.OP_NAMES[op], f)
-
-
 def useful_macs(op: str, f: dict) -> int:
     """Multiply-accumulates the operation needs (real channels, taps inside the input only)."""
     if op not in CONV_OPS:
@@ -284,42 +266,3 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
         cyc = pool_cycles(P, batch, layer.C, layer.Ho, layer.Wo, layer.R)
         return {"fp": round(cyc * frac / batch), "bp": round(cyc * frac / batch), "wg": 0}
     raise ValueError(f"layer {layer.name!r}: the engine has no {layer.kind!r} operation")
-
-
-# ---- whole programs ------------------------------------------------------------------------------
-
-def program_cycles(P: int, prog) -> dict:
-    """Cycles of an engine program (:class:`pymtl_fp.engine.program.Program`) when the command
-    stream offers a command every cycle and no stream is stalled:
-
-    * ``total_cycles``: the whole program (the sum of every command's occupancy);
-    * ``compute_cycles``: the compute command's occupancy;
-    * ``cycles``: compute command accepted -> last result element sent (compute + stores).
-    """
-    from pymtl_fp.engine.msgs import cmd_fields
-
-    occ = [command_cycles(P, cmd_fields(m)) for m in prog.cmds]
-    ci = prog.compute_index
-    return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
-
-
-def op_fields(cfg, op: str, case: dict) -> dict:
-    """Command fields of the compute command of a validated harness case."""
-    from pymtl_fp.engine import program
-    from pymtl_fp.engine.msgs import cmd_fields
-
-    prog = program.build(cfg, op, case)
-    return cmd_fields(prog.cmds[prog.compute_index])
-
-
-def op_timing(cfg, op: str, case: dict) -> dict:
-    """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated harness case
-    run without stalls (what :func:`tb.engine_harness.run_op` measures on the RTL)."""
-    from pymtl_fp.engine import program
-
-    prog = program.build(cfg, op, case)
-    t = program_cycles(cfg.P, prog)
-    from pymtl_fp.engine.msgs import cmd_fields
-
-    t["macs"] = useful_macs(op, cmd_fields(prog.cmds[prog.compute_index]))
-    return t

@@ -26,7 +26,7 @@ def add_arguments(parser):
 
 
 def layer_case(cfg, op, channels, size, rng):
-    from tb.engine_harness import random_case
+    from pymtl_fp.tb.engine_harness import random_case
 
     return random_case(cfg, op, rng, n=1, c=channels, k=channels, h=size, w=size, r=3, s=3, stride=1,
                        pad=1, mode="stochastic")
@@ -34,8 +34,9 @@ def layer_case(cfg, op, channels, size, rng):
 
 def main(args) -> int:
     from pymtl_fp.engine.config import preset
-    from scripts.errors import UserError
-    from tb import engine_harness as eh
+    from pymtl_fp.cli.errors import UserError
+    from pymtl_fp.engine.cases import CaseError, validate_case
+    from pymtl_fp.tb import engine_harness as eh
 
     try:
         cfg = preset(args.config)
@@ -49,8 +50,8 @@ def main(args) -> int:
     cases = {op: layer_case(cfg, op, args.channels, args.size, rng) for op in ops}
     for op, case in cases.items():  # every case must fit before anything is simulated
         try:
-            eh.validate_case(cfg, op, case)
-        except eh.CaseError as exc:
+            validate_case(cfg, op, case)
+        except CaseError as exc:
             raise UserError(f"the benchmark layer does not fit config {args.config} for {op}: {exc}") from None
     levels = ["verilator"] + ([] if args.no_pymtl else ["rtl"])
     print(f"engine {args.config} ({cfg.rows}x{cfg.cols} MACs, {cfg.act_bits}/{cfg.weight_bits}/"

@@ -6,7 +6,7 @@ Prints (figures only, nothing is asserted):
 
 1. **speed**: the same program (loads, compute, stores of one operation on the VGG-like layer)
    simulated by the CL model, the RTL in PyMTL3 (Python) and the RTL through Verilator, all
-   through the same stream driver (:func:`tb.engine_harness.drive`), in one run: simulated
+   through the same stream driver (:func:`pymtl_fp.tb.engine_harness.drive`), in one run: simulated
    cycles per second and the ratios;
 2. **accuracy and utilization**, for three layer shapes (small first layer, VGG-like, fully
    connected) and every operation: RTL cycles (Verilator), CL cycles, the closed form of
@@ -47,7 +47,7 @@ def add_arguments(parser):
 
 
 def layer_case(cfg, op, shape, rng):
-    from tb.engine_harness import random_case
+    from pymtl_fp.tb.engine_harness import random_case
 
     n, c, k, h, w, r, s, stride, pad = SHAPES[shape]
     if op in ("pool_fwd", "pool_bwd"):
@@ -57,25 +57,21 @@ def layer_case(cfg, op, shape, rng):
 
 
 def _run(level, cfg, op, case, **kw):
-    from pymtl_fp.engine.cl_harness import run_op_cl
-    from tb.engine_harness import run_op
+    from pymtl_fp.tb.engine_harness import run_op
 
-    if level == "cl":
-        return run_op_cl(cfg, op, **kw, **case)
     return run_op(level, cfg, op, **kw, **case)
 
 
 def speed(cfg, op="fwd", shape="vgg-like", pymtl=True, out=print) -> dict:
     """Simulated cycles per second of CL, PyMTL3 RTL and Verilator on the same program."""
-    from pymtl_fp.engine.cl_harness import get_cl_model
-    from tb.engine_harness import get_model
+    from pymtl_fp.tb.engine_harness import get_model
 
     case = layer_case(cfg, op, shape, np.random.default_rng(2024))
     levels = ["cl", "verilator"] + (["rtl"] if pymtl else [])
     setup = {}
     for lv in levels:
         t0 = time.perf_counter()
-        get_cl_model(cfg) if lv == "cl" else get_model(lv, cfg)
+        get_model(lv, cfg)
         setup[lv] = time.perf_counter() - t0
     rate, cycles = {}, {}
     for lv in levels:
@@ -102,7 +98,8 @@ def speed(cfg, op="fwd", shape="vgg-like", pymtl=True, out=print) -> dict:
 def accuracy(cfg, ops=OPS, out=print) -> dict:
     """Per shape and op: RTL (Verilator) vs CL vs closed form; utilization."""
     from pymtl_fp import timing
-    from tb.engine_harness import validate_case
+    from pymtl_fp.engine import program
+    from pymtl_fp.engine.cases import validate_case
 
     rng = np.random.default_rng(7)
     rows = {}
@@ -118,7 +115,7 @@ def accuracy(cfg, ops=OPS, out=print) -> dict:
             case = layer_case(cfg, op, shape, rng)
             rtl = _run("verilator", cfg, op, case, check=True)
             cl = _run("cl", cfg, op, case, check=True)
-            model = timing.op_timing(cfg, op, validate_case(cfg, op, case))
+            model = program.op_timing(cfg, op, validate_case(cfg, op, case))
             err = abs(model["compute_cycles"] - rtl["compute_cycles"]) / rtl["compute_cycles"]
             err_cl = abs(cl["compute_cycles"] - rtl["compute_cycles"]) / rtl["compute_cycles"]
             err_t = abs(model["total_cycles"] - rtl["total_cycles"]) / rtl["total_cycles"]
@@ -167,7 +164,7 @@ def validate(cfg, n, ops=OPS, out=print, seed=0) -> dict:
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
-    from tb.engine_strategies import engine_cases
+    from pymtl_fp.tb.engine_strategies import engine_cases
 
     stats = {}
     for op in ops:
@@ -212,7 +209,7 @@ def bench(config="small", ops=OPS, pymtl=True, speed_op="fwd", n_validate=0, out
 
 
 def main(args) -> int:
-    from scripts.errors import UserError
+    from pymtl_fp.cli.errors import UserError
 
     ops = [o for o in args.ops.split(",") if o]
     bad = [o for o in ops + [args.speed_op] if o not in OPS]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import time
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "link bandwidth / latency / retransmissions sweep and the credit knee, measured vs analytical"
 
@@ -64,7 +64,7 @@ def _messages(cfg, n, seed):
 
 def _bandwidth(level, cfg, n, seed, faults):
     """Saturated run: (run, scoreboard, payload bits/cycle in steady state)."""
-    from tb.link_harness import run_link
+    from pymtl_fp.tb.link_harness import run_link
 
     run = run_link(level, cfg, _messages(cfg, n, seed), seed=seed, faults=faults)
     sb = run.scoreboard()
@@ -79,7 +79,7 @@ def _bandwidth(level, cfg, n, seed, faults):
 
 def _latency(level, cfg, n, seed, faults, load):
     """Run at an offered load (Bernoulli source) of ``load`` x the bound: (ok, mean, max)."""
-    from tb.link_harness import run_link
+    from pymtl_fp.tb.link_harness import run_link
 
     offer = min(1.0, load * cfg.throughput_msgs)
     run = run_link(level, cfg, _messages(cfg, n, seed + 1), seed=seed + 1, faults=faults,
@@ -91,7 +91,7 @@ def _latency(level, cfg, n, seed, faults, load):
 
 def main(args) -> int:
     from pymtl_fp.link import LinkConfig, LinkConfigError
-    from tb.link_faults import FaultPlan
+    from pymtl_fp.tb.link_faults import FaultPlan
 
     if args.quick:
         args.phits, args.latencies, args.credits, args.messages = "8,32", "4", "2,8", 60

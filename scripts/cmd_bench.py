@@ -15,7 +15,7 @@ TARGETS = {"engine": "engine FL/RTL", "engine-cl": "engine CL and timing model",
 
 
 def _load(target):
-    modname = f"scripts.bench_{target.replace('-', '_')}"
+    modname = f"pymtl_fp.cli.bench_{target.replace('-', '_')}"
     try:
         return importlib.import_module(modname)
     except ModuleNotFoundError as exc:

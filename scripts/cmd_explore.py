@@ -21,7 +21,7 @@ import re
 import time
 from pathlib import Path
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "design-space and scaling studies: scaling, partition, design, zoo"
 

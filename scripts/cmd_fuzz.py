@@ -16,14 +16,14 @@ import json
 import sys
 from pathlib import Path
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
 LEVELS = ("fl", "cl", "rtl", "verilator")
 
 
 def add_arguments(parser):
-    from tb.fuzz.targets import names
+    from pymtl_fp.tb.fuzz.targets import names
 
     parser.add_argument("--target", choices=names(), help="unit to fuzz")
     parser.add_argument("--level", choices=LEVELS, default="rtl", help="simulation level (default rtl)")
@@ -45,7 +45,7 @@ def add_arguments(parser):
 
 
 def _list() -> int:
-    from tb.fuzz import targets
+    from pymtl_fp.tb.fuzz import targets
 
     for name in targets.names():
         try:
@@ -61,7 +61,7 @@ def _list() -> int:
 
 
 def main(args) -> int:
-    from tb.fuzz import campaign, targets
+    from pymtl_fp.tb.fuzz import campaign, targets
 
     if args.list:
         return _list()

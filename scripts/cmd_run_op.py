@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
 OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
@@ -65,10 +65,10 @@ def _load_case(path: Path) -> dict:
 
 def _inject_bug(name: str, level: str) -> list:
     """Point the engine at a mutant copy of one RTL module (this process only; files untouched);
-    returns the undo list of :func:`tb.fuzz.mutate.undo`."""
+    returns the undo list of :func:`pymtl_fp.tb.fuzz.mutate.undo`."""
     from pymtl_fp.verilate import build_dir
-    from tb.fuzz import mutate
-    from tb.fuzz.target_engine import MUTATIONS
+    from pymtl_fp.tb.fuzz import mutate
+    from pymtl_fp.tb.fuzz.target_engine import MUTATIONS
 
     if name not in MUTATIONS:
         raise UserError(f"unknown bug {name!r}; injectable: {', '.join(MUTATIONS)}")
@@ -82,7 +82,8 @@ def _inject_bug(name: str, level: str) -> list:
 
 def main(args) -> int:
     from pymtl_fp.engine.config import preset
-    from tb import engine_harness as eh
+    from pymtl_fp.engine.cases import CaseError, validate_case
+    from pymtl_fp.tb import engine_harness as eh
 
     try:
         cfg = preset(args.config)
@@ -99,8 +100,8 @@ def main(args) -> int:
         raise UserError("--case and --out are required (or use --make-case OUT.npz)")
     case = _load_case(args.case)
     try:
-        eh.validate_case(cfg, args.op, case)
-    except eh.CaseError as exc:
+        validate_case(cfg, args.op, case)
+    except CaseError as exc:
         raise UserError(f"bad {args.op} case {args.case}: {exc}") from None
     for p in args.stall:
         if not 0.0 <= p < 1.0:
@@ -116,7 +117,7 @@ def main(args) -> int:
         raise UserError(f"mismatch with the golden model: {exc}") from None
     finally:
         if undo is not None:
-            from tb.fuzz import mutate
+            from pymtl_fp.tb.fuzz import mutate
 
             mutate.undo(undo)
             eh.drop_model(args.level, cfg)  # nor leave the mutant cached for later runs

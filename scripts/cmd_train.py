@@ -24,7 +24,7 @@ import argparse
 import json
 from pathlib import Path
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
 
@@ -199,7 +199,7 @@ def _arrays(text: str, nodes: int) -> list:
 def _run_cluster(args, net) -> int:
     import numpy as np
 
-    from cluster.config import (
+    from pymtl_fp.cluster.config import (
         ClusterConfig,
         ClusterError,
         default_link,
@@ -207,10 +207,10 @@ def _run_cluster(args, net) -> int:
         engine_level_available,
         node_levels,
     )
-    from cluster.run import format_report, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run import format_report, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.data import load_digits_split, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
-    from tb.sim import SimulationHang
+    from pymtl_fp.sim import SimulationHang
 
     report_path = _check_output(args.report, ".json", "--report")
     weights_path = _check_output(args.save_weights, ".npz", "--save-weights")

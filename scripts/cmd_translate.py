@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 HELP = "Verilog of a unit at a preset configuration, linted by Verilator (optional build, VCD, yosys)"
 
@@ -94,7 +94,8 @@ def _engine_smoke(sim, cfg, cycles) -> str:
     import numpy as np
 
     from pymtl_fp.engine import program
-    from tb.engine_harness import drive, golden_op, random_case, validate_case
+    from pymtl_fp.engine.cases import golden_op, validate_case
+    from pymtl_fp.tb.engine_harness import drive, random_case
 
     rng = np.random.default_rng(1)
     case = validate_case(cfg, "fwd", random_case(cfg, "fwd", rng, n=1, c=cfg.P, k=cfg.P, h=3, w=3, r=3, s=3, pad=1))

@@ -62,7 +62,7 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
         case.update(w=_vals(rng, (k, c, r, r), cfg.weight_bits, extremes),
                     dw=_vals(rng, (k, c, r, r), cfg.grad_bits, extremes),
                     lr_shift=draw(st.sampled_from([0, 1, 3, 8, 32])))
-    from tb.engine_harness import CaseError, validate_case
+    from pymtl_fp.engine.cases import CaseError, validate_case
 
     try:  # shapes are drawn to fit; this only rejects the odd case beyond a small buffer
         validate_case(cfg, op, case)

@@ -1,13 +1,13 @@
 """Run one link at any level between a stalling source and a stalling sink, and measure it.
 
-:func:`run_link` builds ``StallSource -> Link<level> -> StallSink`` (from :mod:`tb.stream`),
-runs it to completion under the :func:`tb.sim.run_until` watchdog and returns a
+:func:`run_link` builds ``StallSource -> Link<level> -> StallSink`` (from :mod:`pymtl_fp.tb.stream`),
+runs it to completion under the :func:`pymtl_fp.sim.run_until` watchdog and returns a
 :class:`LinkRun`: what was sent and received with the cycle of every handshake, the link's
 counters (retransmissions, NAKs, CRC errors...) and the fault injector's log.
 
 Levels: ``fl``, ``cl``, ``rtl`` (PyMTL3 simulation) and ``verilator`` (the same test bench with
 only ``LinkRTL`` translated, built and imported by :func:`pymtl_fp.verilate.translate_import`;
-source and sink stay in Python).  Faults (:mod:`tb.link_faults`) need level ``rtl``: the fault
+source and sink stay in Python).  Faults (:mod:`pymtl_fp.tb.link_faults`) need level ``rtl``: the fault
 injector sits inside the link, between the serializer and the channel, and is not translatable.
 """
 
@@ -21,10 +21,10 @@ from pymtl3 import Component, DefaultPassGroup, mk_bits
 from pymtl_fp.link import LINK_LEVELS, LinkConfig, LinkRTL
 from pymtl_fp.link.LinkRTL import link_module_name
 from pymtl_fp.link.status import status_dict
-from tb.link_faults import FaultPlan, faulty_channel
-from tb.scoreboard import compare
-from tb.sim import run_until
-from tb.stream import StallSink, StallSource
+from pymtl_fp.tb.link_faults import FaultPlan, faulty_channel
+from pymtl_fp.tb.scoreboard import compare
+from pymtl_fp.sim import run_until
+from pymtl_fp.tb.stream import StallSink, StallSource
 
 LEVELS = ("fl", "cl", "rtl", "verilator")
 

@@ -8,25 +8,17 @@
 The stall decision of cycle ``t`` is a pure function of ``(seed, t)`` — one random draw per cycle
 whatever happened before — so two DUTs (say CL and RTL) driven by endpoints with the same seeds
 see exactly the same stall pattern.  Comparison is left to the test or a scoreboard
-(:mod:`tb.scoreboard`), which can then say *how* sequences differ.
+(:mod:`pymtl_fp.tb.scoreboard`), which can then say *how* sequences differ.
 """
 
 from __future__ import annotations
 
 import copy
-import random
 
 from pymtl3 import Component, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
-
-def stall_pattern(seed: int, stall_prob: float):
-    """Generator of booleans: ``True`` at cycle t means "stall at cycle t"."""
-    if not 0.0 <= stall_prob < 1.0:
-        raise ValueError(f"stall probability must be in [0, 1), got {stall_prob}")
-    rng = random.Random(seed)
-    while True:
-        yield rng.random() < stall_prob
+from pymtl_fp.sim import stall_pattern
 
 
 def _snapshot(msg):

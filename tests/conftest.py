@@ -7,7 +7,7 @@ is given it skips every test that does not take ``cmdline_opts``.
 
 import os
 
-from tb import hypothesis_profiles
+from pymtl_fp.tb import hypothesis_profiles
 
 PROFILE = hypothesis_profiles.load()
 

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from scripts import cli
-from scripts.errors import UserError
+from pymtl_fp.cli import main as cli
+from pymtl_fp.cli.errors import UserError
 
 
 def run_cli(*argv):
-    return subprocess.run([sys.executable, "-m", "scripts.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pymtl_fp.cli", *argv], capture_output=True,
                           text=True, timeout=300)
 
 
@@ -38,7 +38,7 @@ def test_missing_subcommand_says_so_and_exits_2(monkeypatch, capsys):
 
 def test_broken_subcommand_module_does_not_break_the_others(monkeypatch, capsys):
     def fake_import(modname):
-        if modname == "scripts.cmd_doctor":
+        if modname == "pymtl_fp.cli.cmd_doctor":
             raise SyntaxError("invalid syntax (cmd_doctor.py, line 1)")
         return real_import(modname)
 

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from scripts import cmd_train
-from scripts.errors import UserError
+from pymtl_fp.cli import cmd_train
+from pymtl_fp.cli.errors import UserError
 
 
 def run_cli(*argv):

@@ -7,21 +7,21 @@ import argparse
 import numpy as np
 import pytest
 
-from cluster.compile import _Relayout, compile_cluster
-from cluster.config import (
+from pymtl_fp.cluster.compile import _Relayout, compile_cluster
+from pymtl_fp.cluster.config import (
     ClusterConfig,
     ClusterError,
     default_link,
     engine_for_net,
     engine_level_available,
 )
-from cluster.partition import grid_unit, partition
-from cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.partition import grid_unit, partition
+from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
-from scripts import cmd_train
-from scripts.errors import UserError
+from pymtl_fp.cli import cmd_train
+from pymtl_fp.cli.errors import UserError
 
 NET = load_net("lenet-digits")
 PREC = "8"

@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.compile import compile_cluster, slice_seed
-from cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
-from cluster.host import row_grad
-from cluster.partition import partition
+from pymtl_fp.cluster.compile import compile_cluster, slice_seed
+from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
+from pymtl_fp.cluster.host import row_grad
+from pymtl_fp.cluster.partition import partition
 from pymtl_fp.golden.loss import softmax_xent_grad
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
 from pymtl_fp.numerics import stochastic_offset
-from tb.hypothesis_profiles import examples
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET = load_net("lenet-digits")
 ENGINE = engine_for_net(NET, "8")
@@ -149,7 +149,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
 def test_step_orders_run_every_pass_once_forward_first(n, batch, schedule):
     """Every node runs each image's forward pass before its backward pass, each once, in image
     order per direction; in 1f1b a node has at most n - j + 1 images between the two passes."""
-    from cluster.compile import step_order
+    from pymtl_fp.cluster.compile import step_order
     for j in range(n):
         order = step_order(schedule, j, n, batch)
         assert sorted(order) == sorted([("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)])
@@ -174,7 +174,7 @@ def test_unknown_schedule_is_refused():
 def test_every_link_has_its_own_name():
     """Link names select overrides and report rows: unique in every chain and ring (a one-node
     chain's two host links into node 0 included)."""
-    from cluster.config import link_names
+    from pymtl_fp.cluster.config import link_names
     for n in range(1, 6):
         for topology, extra in (("chain", 1), ("ring", 3)):
             if topology == "ring" and n == 1:

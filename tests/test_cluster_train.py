@@ -9,19 +9,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.config import (
+from pymtl_fp.cluster.config import (
     ClusterConfig,
     ClusterError,
     default_link,
     engine_for_net,
     node_levels,
 )
-from cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
-from tb.hypothesis_profiles import examples
-from tb.sim import SimulationHang
+from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.sim import SimulationHang
 
 NET = load_net("lenet-digits")
 PREC = "8"
@@ -131,7 +131,7 @@ def test_ring_attaches_the_host_to_node_0_only(data, n):
 
 
 def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
-    import cluster.compile as C
+    import pymtl_fp.cluster.compile as C
 
     real = C._Node.forward
 
@@ -151,12 +151,12 @@ def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
 
 
 def test_cl_cluster_equals_golden_and_is_refused_without_engine_cl(data, monkeypatch):
-    import cluster.run
-    from cluster.config import engine_level_available
+    import pymtl_fp.cluster.run
+    from pymtl_fp.cluster.config import engine_level_available
 
     images, labels = data
     with monkeypatch.context() as m:
-        m.setattr(cluster.run, "engine_level_available", lambda level: False)
+        m.setattr(pymtl_fp.cluster.run, "engine_level_available", lambda level: False)
         with pytest.raises(ClusterError, match="cl is not available"):
             train_on_cluster(NET, _params(), images, labels, TCFG, ClusterConfig.homogeneous(2, ENGINE),
                              steps=1, batch=2, levels=node_levels("cl", 2))

@@ -16,11 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp import timing
-from pymtl_fp.engine.cl_harness import get_cl_model, handshake_trace, run_op_cl
+from pymtl_fp.engine import program
 from pymtl_fp.engine.config import EngineConfig, preset
-from tb.engine_harness import golden_op, random_case, validate_case
-from tb.engine_strategies import engine_cases
-from tb.hypothesis_profiles import examples
+from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.tb.engine_harness import get_model, handshake_trace, random_case, run_op
+from pymtl_fp.tb.engine_strategies import engine_cases
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
 OPS = ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]
@@ -46,7 +47,7 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
     _compare("verilator", CFG, op, case, (0.0, 0.0, 0.0), seed)
     if any(stall):
         _compare("verilator", CFG, op, case, stall, seed)
-    res = run_op_cl(CFG, op, stall=stall, stall_seed=seed, **case)
+    res = run_op("cl", CFG, op, stall=stall, stall_seed=seed, **case)
     for key, val in golden_op(CFG, op, validate_case(CFG, op, case)).items():
         assert np.array_equal(res[key], val), (op, key)
 
@@ -101,10 +102,10 @@ def test_cl_equals_pymtl_rtl_over_random_configs(data):
 def test_cl_compute_cycles_follow_the_timing_model_on_larger_shapes(op):
     cfg = EngineConfig(rows=8, cols=8, act_depth=4096, weight_depth=256, bias_depth=16, name="cl-test")
     case = random_case(cfg, op, np.random.default_rng(2), n=2, c=20, k=12, h=10, w=10, stride=2, pad=1)
-    res = run_op_cl(cfg, op, check=True, **case)
-    want = timing.op_timing(cfg, op, validate_case(cfg, op, case))
+    res = run_op("cl", cfg, op, check=True, **case)
+    want = program.op_timing(cfg, op, validate_case(cfg, op, case))
     assert {k: res[k] for k in want} == want
-    assert get_cl_model(cfg).compute_log[-1][2] == want["compute_cycles"]
+    assert get_model("cl", cfg).compute_log[-1][2] == want["compute_cycles"]
 
 
 @pytest.mark.cl
@@ -130,7 +131,7 @@ def test_cl_has_the_ports_of_fl_and_rtl():
 def test_bench_reports_exact_agreement(cmdline_opts):
     """The benchmark runs (PyMTL3 RTL speed run skipped); its cycle figures agree exactly (wall-clock
     speed is printed, never asserted)."""
-    from scripts.bench_engine_cl import bench
+    from pymtl_fp.cli.bench_engine_cl import bench
 
     lines = []
     res = bench("small", ops=("pool_fwd", "update"), pymtl=False, out=lines.append)
@@ -144,12 +145,12 @@ def test_bench_reports_exact_agreement(cmdline_opts):
 def test_run_op_and_the_cli_at_level_cl(tmp_path, capsys):
     """``run_op("cl", ...)`` and ``pymtl-fp run-op --level cl`` run EngineCL and report the RTL's
     cycles (the timing model's)."""
-    from scripts.cli import main
-    from tb.engine_harness import run_op
+    from pymtl_fp.cli.main import main
+    from pymtl_fp.tb.engine_harness import run_op
 
     case = random_case(CFG, "bwd_weight", np.random.default_rng(4), n=1, c=3, k=3, h=4, w=4)
     res = run_op("cl", CFG, "bwd_weight", check=True, **case)
-    want = timing.op_timing(CFG, "bwd_weight", validate_case(CFG, "bwd_weight", case))
+    want = program.op_timing(CFG, "bwd_weight", validate_case(CFG, "bwd_weight", case))
     assert {k: res[k] for k in want} == want
     path, out = tmp_path / "case.npz", tmp_path / "out.npz"
     np.savez(path, **{k: np.asarray(v) for k, v in case.items()})
@@ -170,9 +171,8 @@ def test_cl_equals_rtl_on_overlapped_programs(cmdline_opts, op, data):
     the LOADs it reads, the STOREs for the compute command): identical traces, golden values.
     Programs that really overlap: ``tests/test_engine_overlap.py``."""
     from pymtl_fp.engine import program
-    from pymtl_fp.engine.cl_harness import get_any_model
     from pymtl_fp.engine.msgs import cmd_fields, make_cmd
-    from tb.engine_harness import drive
+    from pymtl_fp.tb.engine_harness import drive
 
     case, stall, seed = data.draw(engine_cases(CFG, op))
     case = validate_case(CFG, op, case)
@@ -181,7 +181,7 @@ def test_cl_equals_rtl_on_overlapped_programs(cmdline_opts, op, data):
     runs = {}
     for level in ("cl", "verilator"):
         trace = []
-        out, t = drive(get_any_model(level, CFG), CFG, prog, stall=stall, seed=seed, trace=trace)
+        out, t = drive(get_model(level, CFG), CFG, prog, stall=stall, seed=seed, trace=trace)
         runs[level] = (out, t, trace)
     assert runs["cl"] == runs["verilator"]
     res = prog.unpack(runs["cl"][0])

@@ -5,7 +5,8 @@ import pytest
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
-from tb.engine_harness import CaseError, random_case, run_op, validate_case
+from pymtl_fp.engine.cases import CaseError, validate_case
+from pymtl_fp.tb.engine_harness import random_case, run_op
 
 CFG = preset("tiny")
 
@@ -117,7 +118,7 @@ def test_other_ops_validation():
 
 @pytest.mark.fl
 def test_cli_run_op_round_trip(tmp_path, capsys):
-    from scripts.cli import main
+    from pymtl_fp.cli.main import main
 
     case = tmp_path / "case.npz"
     out = tmp_path / "out.npz"
@@ -143,7 +144,7 @@ def test_cli_run_op_round_trip(tmp_path, capsys):
 
 @pytest.mark.verilator
 def test_cli_run_op_verilator_timed(tmp_path, cmdline_opts):
-    from scripts.cli import main
+    from pymtl_fp.cli.main import main
 
     case = tmp_path / "case.npz"
     out = tmp_path / "out.npz"

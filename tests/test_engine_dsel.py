@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from pymtl_fp.engine import msgs, program
-from pymtl_fp.engine.cl_harness import get_any_model
 from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.msgs import (
     BUF_D,
@@ -26,7 +25,8 @@ from pymtl_fp.engine.msgs import (
     cmd_fields,
     make_cmd,
 )
-from tb.engine_harness import assert_results, drive, golden_op, random_case, validate_case
+from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.tb.engine_harness import assert_results, drive, get_model, random_case
 
 CFG = preset("tiny")
 OPS = ("fwd", "bwd_data", "pool_fwd", "pool_bwd")
@@ -77,7 +77,7 @@ def test_dsel_result_equals_golden_fl_cl(op, dsel, amsel):
     for seed in range(3):
         prog, want = dsel_program(CFG, op, dsel, seed, amsel)
         for level in ("fl", "cl"):
-            out, _ = drive(get_any_model(level, CFG), CFG, prog)
+            out, _ = drive(get_model(level, CFG), CFG, prog)
             assert_results(prog, out, want)
 
 
@@ -92,12 +92,12 @@ def test_dsel_cl_equals_verilator(cmdline_opts):
             runs = {}
             for level in ("cl", "verilator"):
                 trace = []
-                out, t = drive(get_any_model(level, CFG), CFG, prog, stall=stall, seed=i, trace=trace)
+                out, t = drive(get_model(level, CFG), CFG, prog, stall=stall, seed=i, trace=trace)
                 assert_results(prog, out, want)
                 runs[level] = (trace, t["total_cycles"])
             assert runs["cl"] == runs["verilator"], (op, dsel, amsel, stall)
             base = program.build(CFG, op, _case(CFG, op, i))
-            _, t0 = drive(get_any_model("cl", CFG), CFG, base, stall=stall, seed=i)
+            _, t0 = drive(get_model("cl", CFG), CFG, base, stall=stall, seed=i)
             assert t0["total_cycles"] == runs["cl"][1], (op, dsel)
 
 

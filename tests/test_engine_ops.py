@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.engine.config import preset
-from tb.engine_harness import golden_op, run_op, validate_case
-from tb.engine_strategies import engine_cases
-from tb.hypothesis_profiles import examples
+from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.tb.engine_harness import run_op
+from pymtl_fp.tb.engine_strategies import engine_cases
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
 #: the suite's methods run from several classes (one per level): Hypothesis flags that
@@ -159,7 +160,7 @@ MIXED = preset("tiny").replace(rows=3, cols=3, act_bits=6, weight_bits=7, grad_b
 def test_mixed_widths_3x3_array(cmdline_opts, level, op):
     """A 3x3 array (not a power of two) with different activation/weight/gradient widths and a
     40-bit accumulator: every operation, both modes, stride 1 with padding and stride 2."""
-    from tb.engine_harness import random_case
+    from pymtl_fp.tb.engine_harness import random_case
 
     if cmdline_opts.get("test_verilog"):
         level = "verilator"

@@ -22,14 +22,14 @@ from hypothesis import strategies as st
 
 from pymtl_fp import timing
 from pymtl_fp.engine import msgs, program
-from pymtl_fp.engine.cl_harness import get_any_model
 from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.msgs import (
     BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OP_LOAD, OP_STORE, cmd_fields, make_cmd, pack_act,
     unpack_act,
 )
-from tb.engine_harness import assert_results, drive, golden_op, random_case, validate_case
-from tb.hypothesis_profiles import examples
+from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.tb.engine_harness import assert_results, drive, get_model, random_case
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
 NO_STALL = (0.0, 0.0, 0.0)
@@ -72,7 +72,7 @@ def two_image_fwd(cfg, ovl, seed=3):
 
 def _run(level, prog, stall=NO_STALL, seed=0, cfg=CFG):
     trace, accepts = [], []
-    out, t = drive(get_any_model(level, cfg), cfg, prog, stall=stall, seed=seed, trace=trace, accepts=accepts)
+    out, t = drive(get_model(level, cfg), cfg, prog, stall=stall, seed=seed, trace=trace, accepts=accepts)
     return out, t["total_cycles"], trace, accepts
 
 

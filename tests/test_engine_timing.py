@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from pymtl_fp.engine import program
 from pymtl_fp.engine.config import preset
-from tb.engine_harness import run_op, validate_case
-from tb.engine_strategies import engine_cases
-from tb.hypothesis_profiles import examples
+from pymtl_fp.engine.cases import validate_case
+from pymtl_fp.tb.engine_harness import run_op
+from pymtl_fp.tb.engine_strategies import engine_cases
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
 

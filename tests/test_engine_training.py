@@ -7,7 +7,7 @@ import pytest
 from pymtl_fp import golden
 from pymtl_fp.engine.config import preset
 from pymtl_fp.numerics import saturate
-from tb.engine_harness import run_op
+from pymtl_fp.tb.engine_harness import run_op
 
 CFG = preset("tiny")
 
@@ -82,7 +82,8 @@ def test_update_uses_gradients_held_on_chip(cmdline_opts):
     chip) and rewrites the weights in W; only then are W and G stored."""
     from pymtl_fp.engine import msgs
     from pymtl_fp.engine.program import Program, Store, build
-    from tb.engine_harness import drive, get_model, validate_case
+    from pymtl_fp.engine.cases import validate_case
+    from pymtl_fp.tb.engine_harness import drive, get_model
 
     rng = np.random.default_rng(21)
     P = CFG.P

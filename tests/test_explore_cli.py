@@ -5,9 +5,9 @@ import csv
 
 import pytest
 
-from scripts import cli
-from scripts.cmd_explore import parse_fpgas
-from scripts.errors import UserError
+from pymtl_fp.cli import main as cli
+from pymtl_fp.cli.cmd_explore import parse_fpgas
+from pymtl_fp.cli.errors import UserError
 
 
 def _run(argv, capsys):

@@ -24,7 +24,7 @@ from pymtl_fp.explore.partition import (
     fpdeep,
 )
 from pymtl_fp.explore.zoo import get_network
-from tb.hypothesis_profiles import examples
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 
 # -- random small instances -------------------------------------------------------------------

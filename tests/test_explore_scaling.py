@@ -13,7 +13,7 @@ from pymtl_fp.explore.devices import Precision, get_device
 from pymtl_fp.explore.links import parse_link
 from pymtl_fp.explore.scaling import sweep
 from pymtl_fp.explore.zoo import get_network
-from tb.hypothesis_profiles import examples
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 LINKS = [parse_link(s) for s in ("6x10G", "250G", "inf")]
 

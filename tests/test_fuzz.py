@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from scripts.cli import main as cli_main
-from tb.fuzz import cases as case_files
-from tb.fuzz import mutate, targets
+from pymtl_fp.cli.main import main as cli_main
+from pymtl_fp.tb.fuzz import cases as case_files
+from pymtl_fp.tb.fuzz import mutate, targets
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def fuzz(tmp_path, *args, db="db", timeout=240):
     report = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}.json"
     env = dict(os.environ, PYMTL_FP_HYPOTHESIS_DB=str(tmp_path / db),
                PYMTL_FP_BUILD_DIR=os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache/pymtl-fp/build"))
-    proc = subprocess.run([sys.executable, "-m", "scripts.cli", "fuzz", *args, "--out", str(tmp_path / "out"),
+    proc = subprocess.run([sys.executable, "-m", "pymtl_fp.cli", "fuzz", *args, "--out", str(tmp_path / "out"),
                            "--json", str(report)], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
     summary = json.loads(report.read_text()) if report.is_file() else None
@@ -39,7 +39,7 @@ def fuzz(tmp_path, *args, db="db", timeout=240):
 @pytest.fixture
 def ghost_target(monkeypatch):
     """A registered target whose module does not exist yet (as cluster was before it landed)."""
-    monkeypatch.setitem(targets.TARGET_MODULES, "ghost", "tb.fuzz.target_ghost")
+    monkeypatch.setitem(targets.TARGET_MODULES, "ghost", "pymtl_fp.tb.fuzz.target_ghost")
 
 
 def test_registry_names_and_unavailable_targets_say_so(ghost_target):
@@ -111,9 +111,13 @@ def test_injected_rounding_bug_is_found_shrunk_and_replayed_first_next_time(tmp_
     assert rc == 1, out
     (f,) = s["failures"]
     case = f["case"]
-    # shrunk to the smallest build and one vector that is an exact tie (acc = half of 2**shift)
+    # shrunk to the smallest build and a vector that is an exact tie (acc = half of 2**shift); the
+    # shrinker may leave one passing vector before it (a local minimum of Hypothesis's shrinker
+    # that depends on the random sequence), never more
     assert f["shrunk"] and case["out_bits"] == 2 and case["acc_bits"] <= 4, case
-    (v,) = case["vectors"]
+    assert 1 <= len(case["vectors"]) <= 2, case
+    failing = int(f["error"].split("vector ")[1].split()[0])
+    v = case["vectors"][failing]
     assert not v["stochastic"] and v["shift"] >= 1 and v["acc"] % (2 ** v["shift"]) == 2 ** (v["shift"] - 1)
     replay = f["commands"][0]
     assert replay.startswith("pymtl-fp fuzz --target requant --level rtl --inject-bug round-half-down --replay ")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pymtl_fp import golden
 from pymtl_fp.golden import reference
 from pymtl_fp.numerics import ACC_LIMIT, requantize
-from tb.hypothesis_profiles import examples
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 
 @st.composite

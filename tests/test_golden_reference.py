@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.golden import reference
-from tb.hypothesis_profiles import examples
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 EPS = 1e-6
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scripts.cli import main
+from pymtl_fp.cli.main import main
 
 
 def test_bench_link_quick(capsys):

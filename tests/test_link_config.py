@@ -19,8 +19,8 @@ from pymtl_fp.link import (
     preset,
     transceiver_bits_per_cycle,
 )
-from tb.link_faults import Fault, FaultPlan, faulty_channel
-from tb.link_harness import run_link
+from pymtl_fp.tb.link_faults import Fault, FaultPlan, faulty_channel
+from pymtl_fp.tb.link_harness import run_link
 
 
 def test_transceiver_helper_fpdeep_example():

@@ -11,7 +11,7 @@ from pymtl3 import Bits, Component, DefaultPassGroup, mk_bits
 from pymtl_fp.link import LinkConfig, LinkRTL
 from pymtl_fp.link.crc import crc32_bits, crc32_by_matrix, link_crc
 from pymtl_fp.link.CrcRTL import CrcRTL
-from tb.stream import StallSink, StallSource
+from pymtl_fp.tb.stream import StallSink, StallSource
 
 
 def zlib_crc(value, nbits):

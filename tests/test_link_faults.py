@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.link import LinkConfig
-from tb.hypothesis_profiles import examples
-from tb.link_faults import DROP, FaultPlan, burst, data_bits, flip
-from tb.link_harness import run_link
+from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.tb.link_faults import DROP, FaultPlan, burst, data_bits, flip
+from pymtl_fp.tb.link_harness import run_link
 
 pytestmark = pytest.mark.rtl
 

@@ -8,7 +8,7 @@ import pytest
 from pymtl3 import Bits8, Bits16, bitstruct
 
 from pymtl_fp.link import LinkConfig, preset
-from tb.link_harness import run_link
+from pymtl_fp.tb.link_harness import run_link
 
 TINY = preset("tiny")
 
@@ -81,7 +81,7 @@ class BaseLinkTests:
         assert r.cycles > 0
         from pymtl3 import DefaultPassGroup, mk_bits
 
-        from tb.link_harness import LinkTestTop
+        from pymtl_fp.tb.link_harness import LinkTestTop
         T = mk_bits(TINY.msg_bits)
         top = LinkTestTop(self.level, T, TINY, [T(1), T(2)], 0.0, 0.0, 0, None)
         top.elaborate()
@@ -119,7 +119,7 @@ def test_every_link_module_has_a_docstring_and_every_component_a_line_trace():
 
     import pymtl_fp.link as pkg
     from pymtl_fp.link import LinkRTL
-    from tb.link_faults import FaultPlan, faulty_channel
+    from pymtl_fp.tb.link_faults import FaultPlan, faulty_channel
 
     for info in pkgutil.iter_modules(pkg.__path__):
         mod = importlib.import_module(f"pymtl_fp.link.{info.name}")

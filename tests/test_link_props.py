@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.link import LinkConfig
-from tb.hypothesis_profiles import examples
-from tb.link_harness import run_link
+from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.tb.link_harness import run_link
 
 STALLS = st.sampled_from([0.0, 0.0, 0.2, 0.5, 0.8])
 

@@ -10,7 +10,7 @@ from pymtl3 import Bits4, Bits16, bitstruct, mk_bits
 
 from pymtl_fp.link import PRESETS, LinkConfig, LinkRTL
 from pymtl_fp.lint import PYMTL3_WAIVERS, lint_component
-from tb.link_harness import run_link, verilator_name
+from pymtl_fp.tb.link_harness import run_link, verilator_name
 
 pytestmark = pytest.mark.verilator
 

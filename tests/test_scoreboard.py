@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pymtl3 import Bits16, b8, bitstruct
 
-from tb.scoreboard import compare
+from pymtl_fp.tb.scoreboard import compare
 
 
 def test_identical_sequences_pass():

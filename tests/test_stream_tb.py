@@ -11,8 +11,9 @@ from pymtl3 import Bits16, Component
 from pymtl3.stdlib.stream.queues import NormalQueueRTL
 
 from pymtl_fp.verilate import module_name
-from tb.sim import SimulationHang, build_sim, run_until
-from tb.stream import StallSink, StallSource, stall_pattern
+from pymtl_fp.sim import SimulationHang, build_sim, run_until
+from pymtl_fp.sim import stall_pattern
+from pymtl_fp.tb.stream import StallSink, StallSource
 
 
 class QueueBench(Component):

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from pymtl_fp import timing
 from pymtl_fp.engine import program
 from pymtl_fp.engine.config import EngineConfig, preset
-from tb.engine_harness import CaseError, random_case, run_op, validate_case
-from tb.engine_strategies import engine_cases
-from tb.hypothesis_profiles import examples
+from pymtl_fp.engine.cases import CaseError, validate_case
+from pymtl_fp.tb.engine_harness import random_case, run_op
+from pymtl_fp.tb.engine_strategies import engine_cases
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 CFG = preset("tiny")
 OPS = ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]
@@ -29,7 +30,7 @@ KEYS = ("total_cycles", "compute_cycles", "cycles", "macs")
 
 def _same(level, cfg, op, case):
     got = run_op(level, cfg, op, **case)
-    want = timing.op_timing(cfg, op, validate_case(cfg, op, case))
+    want = program.op_timing(cfg, op, validate_case(cfg, op, case))
     assert {k: got[k] for k in KEYS} == want, (level, op)
 
 
@@ -121,7 +122,7 @@ def test_closed_forms_equal_brute_force_enumeration(drawn):
     """The closed forms (O(R+S) per op) equal an enumeration of the RTL's loop nest and its
     bwd_weight drain schedule, on many more shapes and array sizes than simulation can afford."""
     cfg, op, case = drawn
-    f = timing.op_fields(cfg, op, case)
+    f = program.op_fields(cfg, op, case)
     assert timing.compute_cycles(cfg.P, op, f) == _reference_cycles(cfg.P, op, f)
     assert timing.compute_cycles(cfg.P, op, f) == program.compute_cycles(cfg, op, case)
     if op in timing.CONV_OPS:
@@ -144,17 +145,17 @@ def test_layer_level_forms_equal_the_program_forms(drawn):
                                  s=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[3],
                                  stride=case["stride"], pad=case["pad"])
         got = timing.conv_program_cycles(cfg.P, op, shape)
-        want = timing.op_timing(cfg, op, case)
+        want = program.op_timing(cfg, op, case)
         assert {k: got[k] for k in ("total_cycles", "compute_cycles", "cycles")} == \
             {k: want[k] for k in ("total_cycles", "compute_cycles", "cycles")}
         assert timing.conv_cycles(cfg.P, op, shape) == want["compute_cycles"]
     elif op == "update":
-        assert timing.update_cycles(cfg.P, *case["w"].shape) == timing.op_timing(cfg, op, case)["compute_cycles"]
+        assert timing.update_cycles(cfg.P, *case["w"].shape) == program.op_timing(cfg, op, case)["compute_cycles"]
     else:
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c, a, b = src.shape
         ho, wo = (a // case["k"], b // case["k"]) if op == "pool_fwd" else (a, b)
-        assert timing.pool_cycles(cfg.P, n, c, ho, wo, case["k"]) == timing.op_timing(cfg, op, case)["compute_cycles"]
+        assert timing.pool_cycles(cfg.P, n, c, ho, wo, case["k"]) == program.op_timing(cfg, op, case)["compute_cycles"]
 
 
 @settings(max_examples=examples(200))

@@ -74,7 +74,7 @@ def test_build_dir_is_outside_the_working_tree(tmp_path, monkeypatch):
 
 
 def test_doctor_reports_verilator_5():
-    out = subprocess.run([sys.executable, "-m", "scripts.cli", "doctor"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pymtl_fp.cli", "doctor"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     line = next(l for l in out.stdout.splitlines() if l.startswith("verilator ") and "(" in l)
@@ -86,7 +86,7 @@ def test_doctor_fails_clearly_when_no_verilator(tmp_path):
     (tmp_path / "verilator").mkdir()
     (tmp_path / "verilator" / "__init__.py").write_text("")
     env = dict(os.environ, PATH=str(tmp_path), PYTHONPATH=os.pathsep.join([str(tmp_path), os.getcwd()]))
-    out = subprocess.run([sys.executable, "-m", "scripts.cli", "doctor"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "pymtl_fp.cli", "doctor"], capture_output=True,
                          text=True, timeout=120, env=env)
     assert out.returncode == 1
     assert "NOT FOUND" in out.stdout and "pip install" in out.stdout

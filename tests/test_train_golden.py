@@ -11,8 +11,8 @@ from pymtl_fp.golden import conv_bwd_data, conv_bwd_weight, pool_bwd, softmax_xe
 from pymtl_fp.golden import train as T
 from pymtl_fp.golden.study import fit
 from pymtl_fp.net import load_net
-from scripts import cmd_train
-from scripts.errors import UserError
+from pymtl_fp.cli import cmd_train
+from pymtl_fp.cli.errors import UserError
 
 NET = load_net("lenet-digits")
 

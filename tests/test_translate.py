@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pymtl_fp import resources
-from scripts import cmd_translate
-from scripts.cli import main as cli_main
-from tb.vcd import read_vcd, values_at_edges
+from pymtl_fp.cli import cmd_translate
+from pymtl_fp.cli.main import main as cli_main
+from pymtl_fp.tb.vcd import read_vcd, values_at_edges
 
 
 def run(*args):

@@ -1,6 +1,6 @@
 """Turn one operation with its tensors into an engine program (commands + data-in stream) and
 turn the data-out stream back into result tensors.  Used by the test harness, the CLI and any
-host model; it assumes a validated case (:func:`tb.engine_harness.validate_case`).
+host model; it assumes a validated case (:func:`pymtl_fp.tb.engine_harness.validate_case`).
 
 Placement: every operand starts at word 0 of its buffer (:data:`msgs.OP_BUFFERS`), except the
 ``pool_fwd`` argmax, which goes to the X buffer right after ``x``.  ``update`` writes the new
@@ -182,3 +182,43 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
         return timing.pool_cycles(P, n, c, ho, wo, pk)
     k, c, r, s = case["w"].shape
     return timing.update_cycles(P, k, c, r, s)
+
+
+# ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
+
+def command_cycles(P: int, f: dict) -> int:
+    """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`)."""
+    op = int(f["op"])
+    if op == msgs.OP_LOAD:
+        return timing.load_cycles(f["count"])
+    if op == msgs.OP_STORE:
+        return timing.store_cycles(f["count"], msgs.buffer_lanes(int(f["target"]), P))
+    return timing.compute_cycles(P, msgs.OP_NAMES[op], f)
+
+
+def program_cycles(P: int, prog: Program) -> dict:
+    """Cycles of an engine program when the command stream offers a command every cycle and no
+    stream is stalled:
+
+    * ``total_cycles``: the whole program (the sum of every command's occupancy);
+    * ``compute_cycles``: the compute command's occupancy;
+    * ``cycles``: compute command accepted -> last result element sent (compute + stores).
+    """
+    occ = [command_cycles(P, msgs.cmd_fields(m)) for m in prog.cmds]
+    ci = prog.compute_index
+    return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
+
+
+def op_fields(cfg, op: str, case: dict) -> dict:
+    """Command fields of the compute command of a validated case."""
+    prog = build(cfg, op, case)
+    return msgs.cmd_fields(prog.cmds[prog.compute_index])
+
+
+def op_timing(cfg, op: str, case: dict) -> dict:
+    """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated case run
+    without stalls (what :func:`pymtl_fp.tb.engine_harness.run_op` measures on the RTL)."""
+    prog = build(cfg, op, case)
+    t = program_cycles(cfg.P, prog)
+    t["macs"] = timing.useful_macs(op, msgs.cmd_fields(prog.cmds[prog.compute_index]))
+    return t

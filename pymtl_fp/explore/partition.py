@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.cluster.partition import nearest_positions
+
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.links import Link
@@ -186,14 +188,6 @@ def work_curve(chain, array) -> np.ndarray:
     positions = np.arange(chain.M + 1)
     cum = chain.cycles(array).vec(np.zeros_like(positions), positions)
     return cum / cum[-1]
-
-
-def nearest_positions(curve: np.ndarray, targets) -> np.ndarray:
-    """For each target fraction, the position whose ``curve`` value is nearest (ties: lower)."""
-    targets = np.asarray(targets, dtype=float)
-    j = np.clip(np.searchsorted(curve, targets), 1, len(curve) - 1)
-    lower_better = np.abs(curve[j - 1] - targets) <= np.abs(curve[j] - targets)
-    return np.where(lower_better, j - 1, j).astype(np.int64)
 
 
 def _stage_seconds_matrix(chain, cluster: Cluster, kind_key) -> np.ndarray:

@@ -28,7 +28,8 @@ import numpy as np
 
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
-from pymtl_fp.explore.partition import nearest_positions, work_curve
+from pymtl_fp.cluster.partition import nearest_positions
+from pymtl_fp.explore.partition import work_curve
 
 #: "linear" scaling: parallel efficiency (GOPS / (N x one FPGA's GOPS)) at least this
 LINEAR_EFFICIENCY = 0.8

@@ -7,7 +7,7 @@ credit protocol around it).  Used for the forward flit channel and for the retur
 ACK/NAK).  Only the valid bits are reset; the data registers are not (they map to SRLs/flops
 without reset on an FPGA).  Synthesizable; elaboration parameters: ``nbits``, ``latency``.
 
-Test benches may put a fault injector (:mod:`tb.link_faults`) in front of this component by
+Test benches may put a fault injector (:mod:`pymtl_fp.tb.link_faults`) in front of this component by
 passing another channel type to :class:`~pymtl_fp.link.LinkRTL.LinkRTL`; this file stays
 fault-free.
 """

@@ -19,7 +19,7 @@ retransmissions, timeouts, NAKs and CRC/framing/sequence errors.
 
 ``channel`` is the type of the forward channel, called as ``channel(nbits, latency)``
 (pymtl3-net style); the default :class:`~pymtl_fp.link.ChannelRTL.ChannelRTL` is fault-free.
-Test benches pass :func:`tb.link_faults.faulty_channel` to inject faults (that variant is not
+Test benches pass :func:`pymtl_fp.tb.link_faults.faulty_channel` to inject faults (that variant is not
 translatable).  ``MsgType`` may be narrower than ``cfg.msg_bits`` (zero-extended on the wire),
 never wider.
 """

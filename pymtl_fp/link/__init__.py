@@ -42,8 +42,8 @@ Files: ``config.py`` (LinkConfig, presets, transceiver helper), ``crc.py`` (CRC-
 ``LinkFL.py``, ``LinkCL.py``, ``LinkRTL.py`` (top) with ``LinkTxRTL``/``LinkRxRTL`` and the
 submodules ``RetransmitBufferRTL``, ``SerializerRTL``, ``CreditCounterRTL``, ``CrcRTL``,
 ``ChannelRTL`` (forward channel and return path), ``DeserializerRTL``, ``RxBufferRTL``.
-Test-bench side: :mod:`tb.link_faults` (fault injection), :mod:`tb.link_harness`,
-:mod:`tb.scoreboard`.
+Test-bench side: :mod:`pymtl_fp.tb.link_faults` (fault injection), :mod:`pymtl_fp.tb.link_harness`,
+:mod:`pymtl_fp.tb.scoreboard`.
 """
 
 from pymtl_fp.link.config import (

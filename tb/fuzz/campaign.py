@@ -6,7 +6,7 @@ directory, ``$PYMTL_FP_BUILD_DIR/fuzz-w<i>``).  Each worker:
 1. applies the injected mutation, if any (a copy of the RTL module, patched in that process only);
 2. runs the target's property under ``@given(target.strategy(level))`` with the ``campaign``
    Hypothesis profile's settings, ``max_examples`` unbounded and the persistent example database
-   (:func:`tb.hypothesis_profiles.campaign_db_path`) under a key per (target, level, mutation),
+   (:func:`pymtl_fp.tb.hypothesis_profiles.campaign_db_path`) under a key per (target, level, mutation),
    so a failure found once is replayed first next time;
 3. stops when the budget ends (a ``BaseException`` raised from inside the property, which
    Hypothesis does not treat as a failure), or when the property fails: Hypothesis then shrinks
@@ -31,8 +31,8 @@ import time
 import traceback
 from pathlib import Path
 
-from tb.fuzz import cases as case_files
-from tb.fuzz import mutate, targets
+from pymtl_fp.tb.fuzz import cases as case_files
+from pymtl_fp.tb.fuzz import mutate, targets
 
 PROGRESS_EVERY = 1.0  # seconds between worker progress messages
 
@@ -161,7 +161,7 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
     from hypothesis.errors import UnsatisfiedAssumption
 
     from pymtl_fp.verilate import build_dir
-    from tb import hypothesis_profiles
+    from pymtl_fp.tb import hypothesis_profiles
 
     hypothesis_profiles.register()
     profile = settings.get_profile("campaign")

@@ -4,7 +4,7 @@ A case draws the cluster first and small first (number of nodes, link latency an
 layers are split across nodes), then the training run (steps, batch, initial-weight seed, which
 images, learning-rate shift) and the stalls.  Mappings the cluster refuses before simulating
 (``ClusterError``: e.g. more nodes than layers without splitting) are rejected, not failures.
-The property: the weights the nodes hold after the steps equal :func:`cluster.run.golden_steps`
+The property: the weights the nodes hold after the steps equal :func:`pymtl_fp.cluster.run.golden_steps`
 exactly (the golden model's ``train_step`` applied
 ``steps`` times).  ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``,
 ``verilator``); links are cycle level, or RTL when every node is RTL (``cluster.run`` decides).
@@ -18,7 +18,7 @@ import functools
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from tb.fuzz.targets import FuzzTarget
+from pymtl_fp.tb.fuzz.targets import FuzzTarget
 
 NET_NAME = "lenet-digits"
 PREC = "8"
@@ -26,7 +26,7 @@ PREC = "8"
 
 def _available():
     try:
-        import cluster.run  # noqa: F401
+        import pymtl_fp.cluster.run  # noqa: F401
     except ModuleNotFoundError as exc:
         return f"{exc.name} is not built yet"
     return None
@@ -34,7 +34,7 @@ def _available():
 
 @functools.lru_cache(maxsize=1)
 def _fixture():
-    from cluster.config import engine_for_net
+    from pymtl_fp.cluster.config import engine_for_net
     from pymtl_fp.data import load_digits_split, quantize_images
     from pymtl_fp.net import load_net
 
@@ -68,8 +68,8 @@ def strategy(level):
 
 
 def check(case, level, ctx):
-    from cluster.config import ClusterConfig, ClusterError, default_link
-    from cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link
+    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     net, engine, images, labels = _fixture()

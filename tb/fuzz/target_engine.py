@@ -12,9 +12,9 @@ layer on a small array:
 4. the back-pressure: stall probabilities of the command, data-in and data-out streams and the
    stall seed.
 
-The property runs the case like :func:`tb.engine_harness.run_op` (validate, build the program,
+The property runs the case like :func:`pymtl_fp.tb.engine_harness.run_op` (validate, build the program,
 drive the three streams with the drawn stalls) on a fresh model, and the results must equal
-:func:`tb.engine_harness.golden_op` exactly; a hang is caught by the harness's watchdog and
+:func:`pymtl_fp.tb.engine_harness.golden_op` exactly; a hang is caught by the harness's watchdog and
 counts as a failure.  A failing case is written as a ``run-op`` case file
 (``case.npz`` with the keys ``pymtl-fp run-op --case`` reads) next to the JSON case.
 
@@ -32,8 +32,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tb.fuzz.mutate import Mutation
-from tb.fuzz.targets import FuzzTarget, Reproducer
+from pymtl_fp.tb.fuzz.mutate import Mutation
+from pymtl_fp.tb.fuzz.targets import FuzzTarget, Reproducer
 
 #: ``cl`` once the cycle-level engine exists
 LEVELS = (("fl", "cl", "rtl", "verilator") if importlib.util.find_spec("pymtl_fp.engine.EngineCL")
@@ -45,7 +45,7 @@ STALLS = (0.0, 0.3, 0.7)
 def _available():
     try:
         import pymtl_fp.engine.EngineRTL  # noqa: F401
-        import tb.engine_harness  # noqa: F401
+        import pymtl_fp.tb.engine_harness  # noqa: F401
     except ModuleNotFoundError as exc:
         return f"{exc.name} is not built yet"
     return None
@@ -103,7 +103,7 @@ def case_strategy(draw, level):
         k, r, s = draw(st.integers(1, P + 1)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
         case.update(w=draw(_values((k, c, r, s), cfg.weight_bits)), dw=draw(_values((k, c, r, s), cfg.grad_bits)),
                     lr_shift=draw(st.integers(0, 6)))
-    from tb.engine_harness import CaseError, validate_case
+    from pymtl_fp.engine.cases import CaseError, validate_case
 
     try:
         validate_case(cfg, op, case)
@@ -125,7 +125,7 @@ def _model(level, cfg):
     from pymtl3 import DefaultPassGroup
 
     if level == "verilator":
-        from tb.engine_harness import get_model
+        from pymtl_fp.tb.engine_harness import get_model
 
         return get_model(level, cfg)
     name = {"rtl": "EngineRTL", "fl": "EngineFL", "cl": "EngineCL"}[level]
@@ -137,11 +137,12 @@ def _model(level, cfg):
 
 
 def check(case, level, ctx):
-    """Run the case (the steps of :func:`tb.engine_harness.run_op`, on a fresh model) and compare
+    """Run the case (the steps of :func:`pymtl_fp.tb.engine_harness.run_op`, on a fresh model) and compare
     every result array with the golden model."""
     from pymtl_fp.engine import program
     from pymtl_fp.engine.config import preset
-    from tb.engine_harness import drive, golden_op, validate_case
+    from pymtl_fp.engine.cases import golden_op, validate_case
+    from pymtl_fp.tb.engine_harness import drive
 
     cfg, op = preset(case["config"]), case["op"]
     c = validate_case(cfg, op, case["case"])

@@ -3,7 +3,7 @@
 A case is drawn configuration first, small first (message and phit widths, latencies, credits,
 window, CRC), then the message sequence, the stall probabilities and seed, and at ``rtl`` (with
 CRC on) a fault plan for the forward channel (bit flips, bursts, lost flits).  Properties
-(:func:`tb.link_harness.run_link`):
+(:func:`pymtl_fp.tb.link_harness.run_link`):
 
 * every level delivers exactly the sent sequence (scoreboard: nothing lost, duplicated,
   reordered or corrupted), no message earlier than the level promises;
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tb.fuzz.mutate import Mutation
-from tb.fuzz.targets import FuzzTarget
+from pymtl_fp.tb.fuzz.mutate import Mutation
+from pymtl_fp.tb.fuzz.targets import FuzzTarget
 
 STALLS = (0.0, 0.2, 0.5, 0.8)
 
@@ -28,7 +28,7 @@ STALLS = (0.0, 0.2, 0.5, 0.8)
 def _available():
     try:
         import pymtl_fp.link.LinkRTL  # noqa: F401
-        import tb.link_harness  # noqa: F401
+        import pymtl_fp.tb.link_harness  # noqa: F401
     except ModuleNotFoundError as exc:
         return f"{exc.name} is not built yet"
     return None
@@ -69,8 +69,8 @@ def strategy(level):
 
 
 def check(case, level, ctx):
-    from tb.link_faults import FaultPlan
-    from tb.link_harness import run_link
+    from pymtl_fp.tb.link_faults import FaultPlan
+    from pymtl_fp.tb.link_harness import run_link
 
     cfg = _cfg(case["cfg"])
     faults = FaultPlan(**case["faults"]) if case.get("faults") else None

@@ -13,8 +13,8 @@ A target is a :class:`FuzzTarget`:
   campaign reports how many distinct keys it saw;
 * ``reproducer(case, level, out_dir, inject_bug)`` (optional) -- writes the files that replay a
   failing case and returns a :class:`Reproducer` (files + commands).  The default writes the
-  case as JSON (:mod:`tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
-* ``mutations`` -- known bugs (:class:`tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
+  case as JSON (:mod:`pymtl_fp.tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
+* ``mutations`` -- known bugs (:class:`pymtl_fp.tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
 * ``available()`` -- ``None`` when the target can run, else why not (a unit not built yet).
 
 To add a target, write ``tb/fuzz/target_<name>.py`` defining ``TARGET = FuzzTarget(...)`` and add
@@ -28,14 +28,14 @@ import importlib
 from pathlib import Path
 from collections.abc import Callable
 
-from tb.fuzz import cases as case_files
+from pymtl_fp.tb.fuzz import cases as case_files
 
 #: target name -> module defining ``TARGET`` (imported lazily, when the target is asked for)
 TARGET_MODULES = {
-    "engine": "tb.fuzz.target_engine",
-    "link": "tb.fuzz.target_link",
-    "cluster": "tb.fuzz.target_cluster",
-    "requant": "tb.fuzz.target_requant",
+    "engine": "pymtl_fp.tb.fuzz.target_engine",
+    "link": "pymtl_fp.tb.fuzz.target_link",
+    "cluster": "pymtl_fp.tb.fuzz.target_cluster",
+    "requant": "pymtl_fp.tb.fuzz.target_requant",
 }
 
 
@@ -54,7 +54,7 @@ class Reproducer:
 class FuzzContext:
     """Per-process state handed to ``check``: a cache of built simulators and the mutation."""
 
-    mutation: object = None  #: the injected :class:`~tb.fuzz.mutate.Mutation`, or None
+    mutation: object = None  #: the injected :class:`~pymtl_fp.tb.fuzz.mutate.Mutation`, or None
     cache: dict = dataclasses.field(default_factory=dict)
 
     @property

@@ -1,4 +1,4 @@
-"""Run a PyMTL3 test-bench top until it is done, with a watchdog instead of a hang.
+"""Run a PyMTL3 simulation until it is done, with a watchdog instead of a hang (any level).
 
 :func:`build_sim` turns a constructed test-bench top into a running simulation at a level:
 ``fl``/``cl``/``rtl`` simulate in Python (PyMTL3), ``verilator`` translates the design under test
@@ -8,14 +8,30 @@
 returns true.  It raises :class:`SimulationHang` when ``max_cycles`` pass, or when ``progress()``
 (any value that changes while the design makes progress, e.g. the number of messages moved)
 stays the same for ``idle_limit`` cycles — naming what is stuck and showing the last line traces.
+
+:func:`stall_pattern` is the random stall schedule shared by the test-bench endpoints
+(:mod:`pymtl_fp.tb.stream`) and the cluster's router (a pure function of seed and cycle).
+
+The library (the cluster's training run) and the test benches both use this module; it imports
+nothing above PyMTL3 and the Verilator glue.
 """
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from pathlib import Path
 
 LEVELS = ("fl", "cl", "rtl", "verilator")
+
+
+def stall_pattern(seed: int, stall_prob: float):
+    """Generator of booleans: ``True`` at cycle t means "stall at cycle t"."""
+    if not 0.0 <= stall_prob < 1.0:
+        raise ValueError(f"stall probability must be in [0, 1), got {stall_prob}")
+    rng = random.Random(seed)
+    while True:
+        yield rng.random() < stall_prob
 
 
 class SimulationHang(RuntimeError):

@@ -19,7 +19,7 @@ import argparse
 import importlib
 import sys
 
-from scripts.errors import UserError
+from pymtl_fp.cli.errors import UserError
 
 #: subcommand -> the issue that delivers it (shown while it is missing)
 SUBCOMMANDS = {
@@ -50,7 +50,7 @@ class _Broken:
 
 
 def _load(name: str):
-    modname = "scripts.cmd_" + name.replace("-", "_")
+    modname = "pymtl_fp.cli.cmd_" + name.replace("-", "_")
     try:
         return importlib.import_module(modname)
     except ModuleNotFoundError as exc:

@@ -1,0 +1,233 @@
+"""Engine cases: one operation with its tensors, validated against a configuration, and the golden
+model's results for it (pure NumPy; used by the test harness, the CLI and the fuzz targets).
+
+:func:`validate_case` checks a case *before* any simulation: missing or unknown keys, wrong
+dtypes/shapes, values outside their formats, shapes beyond the buffers or the command fields ->
+one :class:`CaseError`.  :func:`golden_op` dispatches a validated case to :mod:`pymtl_fp.golden`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymtl_fp import golden
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.golden.geometry import conv_out_size
+
+OPS = tuple(msgs.OPS)
+
+#: required keys per operation (arrays, then scalars); optional for all: mode, seed, tensor_id
+REQUIRED = {
+    "fwd": (("x", "w", "b"), ("stride", "pad", "shift", "relu")),
+    "bwd_data": (("dy", "w", "x"), ("stride", "pad", "shift", "relu")),
+    "bwd_weight": (("x", "dy", "w_shape"), ("stride", "pad", "shift", "bias_shift")),
+    "pool_fwd": (("x",), ("k",)),
+    "pool_bwd": (("dy", "argmax"), ("k",)),
+    "update": (("w", "dw"), ("lr_shift",)),
+}
+OPTIONAL = {"mode", "seed", "tensor_id"} 
+OPTIONAL_OP = {"bwd_weight": {"bias_tensor_id"}}
+RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
+           "pool_bwd": ("dx",), "update": ("w",)}
+
+
+class CaseError(ValueError):
+    """The case cannot run on this engine configuration (raised before any simulation)."""
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+def _scalar(case, key, lo, hi):
+    v = case[key]
+    arr = np.asarray(v)
+    if arr.shape != () or arr.dtype.kind not in "iub":
+        raise CaseError(f"{key} must be an integer scalar, got {v!r}")
+    v = int(arr)
+    if not lo <= v <= hi:
+        raise CaseError(f"{key}={v} is outside {lo}..{hi}")
+    return v
+
+
+def _array(case, key, ndim, bits=None, what=None):
+    arr = np.asarray(case[key])
+    if arr.dtype.kind not in "iu":
+        raise CaseError(f"{key} must hold integers (raw fixed-point values), got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise CaseError(f"{key} must be {ndim}-D, got shape {arr.shape}")
+    if arr.size == 0:
+        raise CaseError(f"{key} is empty (shape {arr.shape})")
+    arr = arr.astype(np.int64)
+    if bits is not None:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        if int(arr.min()) < lo or int(arr.max()) > hi:
+            raise CaseError(f"{key} has values in [{int(arr.min())}, {int(arr.max())}], outside its "
+                            f"{bits}-bit {what or ''} format [{lo}, {hi}]".replace("  ", " "))
+    return arr
+
+
+def _maxabs(a):
+    return max(-int(a.min()), int(a.max())) if a.size else 0
+
+
+def validate_case(cfg, op: str, case: dict) -> dict:
+    """Check a case against the operation and the configuration; return it normalized (int64
+    arrays, Python ints, ``mode`` a string).  Raises :class:`CaseError` with one clear message."""
+    if op not in REQUIRED:
+        raise CaseError(f"unknown operation {op!r}; choose one of {', '.join(REQUIRED)}")
+    arrays, scalars = REQUIRED[op]
+    missing = [k for k in arrays + scalars if k not in case]
+    if missing:
+        raise CaseError(f"{op} case is missing key(s) {', '.join(missing)} (needs {', '.join(arrays + scalars)})")
+    unknown = set(case) - set(arrays) - set(scalars) - OPTIONAL - OPTIONAL_OP.get(op, set())
+    if unknown:
+        raise CaseError(f"{op} case has unknown key(s) {', '.join(sorted(unknown))}")
+    P = cfg.P
+    out = {}
+    mode = case.get("mode", "nearest")
+    mode = str(np.asarray(mode)) if not isinstance(mode, str) else mode
+    if mode not in ("nearest", "stochastic"):
+        raise CaseError(f"mode must be 'nearest' or 'stochastic', got {mode!r}")
+    if mode == "stochastic" and not cfg.stochastic:
+        raise CaseError("this engine configuration was built without stochastic rounding")
+    out["mode"] = mode
+    out["seed"] = _scalar(case, "seed", 0, 2**32 - 1) if "seed" in case else 0
+    out["tensor_id"] = _scalar(case, "tensor_id", 0, 255) if "tensor_id" in case else 0
+    acc_lim = 1 << (cfg.acc_bits - 1)
+    act_words = cfg.act_depth
+
+    def fits(what, words, depth, buf):
+        if words > depth:
+            raise CaseError(f"{what} needs {words} words of buffer {buf} but it holds {depth} "
+                            f"(config {cfg.name or cfg.module_name()})")
+
+    def dims_ok(**dims):
+        for name, v in dims.items():
+            if v >= 1 << msgs.DIM_BITS:
+                raise CaseError(f"{name}={v} does not fit the {msgs.DIM_BITS}-bit command field")
+
+    if op in ("fwd", "bwd_data", "bwd_weight"):
+        for key, lo, hi in (("stride", 1, 128), ("pad", 0, 255), ("shift", 0, 32)):
+            out[key] = _scalar(case, key, lo, hi)
+        if out["stride"] & (out["stride"] - 1):
+            raise CaseError(f"stride must be a power of two (1, 2, 4, ...) on this engine, got {out['stride']}")
+        if op == "bwd_weight":
+            out["bias_shift"] = _scalar(case, "bias_shift", 0, 32)
+            if "bias_tensor_id" in case:
+                out["bias_tensor_id"] = _scalar(case, "bias_tensor_id", 0, 255)
+            elif out["tensor_id"] == 255:
+                raise CaseError("tensor_id 255 leaves no default bias_tensor_id (tensor_id + 1)")
+        else:
+            out["relu"] = _scalar(case, "relu", 0, 1)
+        x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
+        if op == "bwd_weight":
+            ws = np.asarray(case["w_shape"])
+            if ws.shape != (4,) or ws.dtype.kind not in "iu" or int(ws.min()) < 1:
+                raise CaseError(f"w_shape must be 4 positive integers (K, C, R, S), got {case['w_shape']!r}")
+            w_shape = tuple(int(v) for v in ws)
+            out["w_shape"] = w_shape
+        else:
+            wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
+            w_shape = wt.shape
+        n, c, h, w = x.shape
+        k, cw, r, s = w_shape
+        if cw != c:
+            raise CaseError(f"x has {c} channels but the weights expect {cw} (w shape {w_shape})")
+        if out["pad"] >= min(r, s):
+            raise CaseError(f"pad {out['pad']} must be smaller than the kernel {r}x{s}")
+        try:
+            ho = conv_out_size(h, r, out["stride"], out["pad"], "input height")
+            wo = conv_out_size(w, s, out["stride"], out["pad"], "input width")
+        except ValueError as exc:
+            raise CaseError(str(exc)) from None
+        dims_ok(N=n, C=c, K=k, H=h, W=w, R=r, S=s)
+        ct, kt = tiles(c, P), tiles(k, P)
+        fits("x", n * ct * h * w, act_words, "X")
+        fits("w", kt * ct * r * s, cfg.weight_depth, "W" if op != "bwd_weight" else "G")
+        if op == "fwd":
+            b = out["b"] = _array(case, "b", 1)
+            if b.shape != (k,):
+                raise CaseError(f"b must have shape ({k},), got {b.shape}")
+            bound = c * r * s * _maxabs(x) * _maxabs(out["w"]) + _maxabs(b)
+            fits("b", kt, cfg.bias_depth, "B")
+            fits("y", n * kt * ho * wo, act_words, "O")
+        else:
+            dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
+            if dy.shape != (n, k, ho, wo):
+                raise CaseError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
+            fits("dy", n * kt * ho * wo, act_words, "D")
+            if op == "bwd_data":
+                bound = k * r * s * _maxabs(dy) * _maxabs(out["w"])
+                fits("dx", n * ct * h * w, act_words, "O")
+            else:
+                bound = n * ho * wo * _maxabs(dy) * max(_maxabs(x), 1)
+                fits("db", kt, cfg.bias_depth, "B")
+        if bound >= acc_lim:
+            raise CaseError(f"the {op} accumulator could reach {bound}, beyond the {cfg.acc_bits}-bit "
+                            f"accumulator of this configuration")
+    elif op in ("pool_fwd", "pool_bwd"):
+        pk = out["k"] = _scalar(case, "k", 1, 8)
+        if pk * pk - 1 > (1 << (cfg.act_bits - 1)) - 1:
+            raise CaseError(f"pool k={pk} gives argmax values that do not fit {cfg.act_bits}-bit words")
+        if op == "pool_fwd":
+            x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
+            n, c, h, w = x.shape
+            if h % pk or w % pk:
+                raise CaseError(f"max pool k={pk} needs H and W divisible by {pk}, got {h}x{w}")
+            ho, wo = h // pk, w // pk
+            ct = tiles(c, P)
+            fits("x and argmax", n * ct * (h * w + ho * wo), act_words, "X")
+        else:
+            dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
+            am = out["argmax"] = _array(case, "argmax", 4)
+            if am.shape != dy.shape:
+                raise CaseError(f"argmax shape {am.shape} differs from dy shape {dy.shape}")
+            if int(am.min()) < 0 or int(am.max()) >= pk * pk:
+                raise CaseError(f"argmax values must be in 0..{pk * pk - 1} for k={pk}")
+            n, c, ho, wo = dy.shape
+            h, w = ho * pk, wo * pk
+            ct = tiles(c, P)
+            fits("dy", n * ct * ho * wo, act_words, "D")
+        fits("dx" if op == "pool_bwd" else "y", n * ct * (h * w if op == "pool_bwd" else ho * wo), act_words, "O")
+        dims_ok(N=n, C=c, H=h, W=w)
+    else:  # update
+        out["lr_shift"] = _scalar(case, "lr_shift", 0, 32)
+        wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
+        dw = out["dw"] = _array(case, "dw", 4, cfg.grad_bits, "gradient")
+        if dw.shape != wt.shape:
+            raise CaseError(f"dw shape {dw.shape} differs from w shape {wt.shape}")
+        k, c, r, s = wt.shape
+        dims_ok(K=k, C=c, R=r, S=s)
+        fits("w", tiles(k, P) * tiles(c, P) * r * s, cfg.weight_depth, "W")
+    return out
+
+
+# ---- golden reference --------------------------------------------------------------------
+
+def result_bits(cfg, op: str) -> int:
+    return {"fwd": cfg.act_bits, "bwd_data": cfg.grad_bits, "bwd_weight": cfg.grad_bits,
+            "pool_fwd": cfg.act_bits, "pool_bwd": cfg.grad_bits, "update": cfg.weight_bits}[op]
+
+
+def golden_op(cfg, op: str, case: dict) -> dict:
+    """The golden model's results for a validated case."""
+    rnd = dict(mode=case["mode"], seed=case["seed"], tensor_id=case["tensor_id"])
+    if op == "fwd":
+        return {"y": golden.conv_fwd(case["x"], case["w"], case["b"], stride=case["stride"], pad=case["pad"],
+                                     shift=case["shift"], relu=bool(case["relu"]), out_bits=cfg.act_bits, **rnd)}
+    if op == "bwd_data":
+        return {"dx": golden.conv_bwd_data(case["dy"], case["w"], case["x"], stride=case["stride"],
+                                           pad=case["pad"], shift=case["shift"], relu=bool(case["relu"]),
+                                           out_bits=cfg.grad_bits, **rnd)}
+    if op == "bwd_weight":
+        dw, db = golden.conv_bwd_weight(case["x"], case["dy"], case["w_shape"], stride=case["stride"],
+                                        pad=case["pad"], shift=case["shift"], bias_shift=case["bias_shift"],
+                                        out_bits=cfg.grad_bits, bias_tensor_id=case.get("bias_tensor_id"),
+                                        **rnd)
+        return {"dw": dw, "db": db}
+    if op == "pool_fwd":
+        y, am = golden.pool_fwd(case["x"], k=case["k"])
+        return {"y": y, "argmax": am}
+    if op == "pool_bwd":
+        return {"dx": golden.pool_bwd(case["dy"], case["argmax"], k=case["k"])}
+    return {"w": golden.sgd_update(case["w"], case["dw"], lr_shift=case["lr_shift"], bits=cfg.weight_bits, **rnd)}
