@@ -1,0 +1,451 @@
+"""The router/DMA of a node, cycle level: the program sequencer, feeder, drainer, output buffers,
+scratch FIFO and scalar units of :class:`~pymtl_fp.cluster.RouterRTL.RouterRTL`, as Python
+behaviour behind the same ports, cycle for cycle.
+
+It runs a node program of the ISA in :mod:`pymtl_fp.cluster.isa` (given at construction, or
+written through the program bus like the RTL's) and joins the node's link ports and host side
+channel to its engine's streams.  Behaviour at each rising clock edge (``X`` = a register before
+the edge; every output is a function of the registers after it, as in the RTL):
+
+1. **observe** (registers before the edge): if the current instruction is *fresh* (``pc`` reached
+   it at the previous edge, or reset), record its ``mark`` (label, ``cycle``) and queue its
+   ``done`` mark with the LOAD/STORE moves issued so far; if the oldest queued done mark's moves
+   have all completed, record it (one per edge).
+2. **handshakes of the cycle that ended**: output buffers pop what their port took; a fired
+   ``cmd`` retires the current ENG/LOAD/STORE (a LOAD's move joins the feeder's queue, a
+   STORE's the drainer's); ``din`` takes the skid FIFO's head; an element taken from a link
+   input or the host goes to the skid FIFO (the feeder's move) or, for a MOVE, to its output
+   buffer; an element from ``dout`` goes to every destination of the drainer's head move (link
+   or host output buffers of ``out_depth`` elements, the scratch FIFO).
+3. **feeder from the scratch FIFO**: one element per edge into the skid FIFO (2 entries) if the
+   feeder's head move reads the scratch FIFO and there is room (what the FIFO held before the
+   edge).
+4. **sequencer**: a MOVE retires after its last element; a BIAS / GATHER starts when the feeder
+   and drainer are idle and retires :func:`~pymtl_fp.cluster.isa.bias_cycles` /
+   :func:`~pymtl_fp.cluster.isa.gather_cycles` edges later (its result is applied to the scratch
+   FIFO when it starts: nothing can read the FIFO while it runs); a NOP retires.  Retiring moves
+   ``pc`` on (or back to the loop start: ``lend``), and the next instruction is fresh.
+5. **outputs**: ``cmd`` offers the current ENG/LOAD/STORE (its seed plus the loop iteration when
+   ``seedstep``); ``din`` the skid head; each output buffer its head; link/host inputs are ready
+   when the feeder's head move reads them and the skid FIFO has room, or for a MOVE with room in
+   its output buffer; ``dout`` is ready unless a destination of the drainer's head is full.
+6. **statistics**: the cycle is ``compute`` (a compute command accepted, or the engine busy
+   after one), ``io`` (an element moved on din/dout/a link/host input, or a scalar unit ran),
+   ``stall_in`` (the feeder waits for a link or the host), ``stall_out`` (an output buffer is
+   full, or the program is over and the last sends drain), ``engine`` (waiting for the engine),
+   or ``done``; the RTL exposes the same code on its ``st_state`` port.
+
+CL-only options: ``timed`` (an untimed FL engine: after a compute command the sequencer waits
+the engine timing model's cycles) and ``stall`` (random cycles with every val/rdy low).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pymtl3 import Component, InPort, OutPort, mk_bits, update_ff
+from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.router_config import STATES, RouterConfig
+from pymtl_fp.engine import program
+from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd, to_word
+from pymtl_fp.sim import stall_pattern
+
+S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = range(6)
+_OUT = ("fwd_out", "bwd_out", "host_out")
+_DST_OUT = ((isa.DST_FWD_OUT, 0), (isa.DST_BWD_OUT, 1), (isa.DST_HOST, 2))
+_SRC_INDEX = {isa.SRC_FWD_IN: 0, isa.SRC_BWD_IN: 1, isa.SRC_HOST: 2}
+
+
+class RouterCL(Component):
+    def construct(s, cfg: RouterConfig, prog=None, table=None, *, timed=False, name="node", stall=None,
+                  P=None, status_ports=True):
+        s.cfg = cfg
+        s.DataT = mk_bits(cfg.stream_bits)
+        s.bits = cfg.stream_bits
+        s.P = P  # the engine's array side (FL timing of compute commands)
+        # engine side
+        s.cmd = SendIfcRTL(cmd_type())
+        s.din = SendIfcRTL(s.DataT)
+        s.dout = RecvIfcRTL(s.DataT)
+        s.busy = InPort()
+        # links and the host side channel
+        s.fwd_in = RecvIfcRTL(s.DataT)
+        s.bwd_in = RecvIfcRTL(s.DataT)
+        s.host_in = RecvIfcRTL(s.DataT)
+        s.fwd_out = SendIfcRTL(s.DataT)
+        s.bwd_out = SendIfcRTL(s.DataT)
+        s.host_out = SendIfcRTL(s.DataT)
+        # program bus (written while reset is high) and status, as the RTL's
+        s.prog_we = InPort()
+        s.prog_sel = InPort()
+        s.prog_addr = InPort(16)
+        s.prog_data = InPort(isa.instr_type())
+        s.tab_data = InPort(32)
+        s.st_state = OutPort(3)
+        s.st_mark_val = OutPort()
+        s.st_mark_id = OutPort(isa.MARK_BITS)
+        s.st_done_val = OutPort()
+        s.st_done_id = OutPort(isa.DONE_BITS)
+        s.st_halted = OutPort()
+
+        s.prog = list(prog) if prog is not None else []
+        s.table = list(table) if table is not None else []
+        s.timed = timed
+        s.status_ports = status_ports  # drive the st_mark/st_done/st_halted ports (tests compare them)
+        s.node_name = name
+        s.stall = stall
+        s._Z = s.DataT(0)
+        s._reset_state()
+
+        @update_ff
+        def up_router():
+            if s.prog_we:
+                s._program_write()
+            if s.reset:
+                s._reset_state()
+                o = s._outputs(in_reset=True)
+            else:
+                fired = (bool(s.cmd.val & s.cmd.rdy), bool(s.din.val & s.din.rdy), bool(s.dout.val & s.dout.rdy),
+                         bool(s.fwd_in.val & s.fwd_in.rdy), bool(s.bwd_in.val & s.bwd_in.rdy),
+                         bool(s.host_in.val & s.host_in.rdy),
+                         bool(s.fwd_out.val & s.fwd_out.rdy), bool(s.bwd_out.val & s.bwd_out.rdy),
+                         bool(s.host_out.val & s.host_out.rdy))
+                s._edge(fired, s.dout.msg, (s.fwd_in.msg, s.bwd_in.msg, s.host_in.msg), bool(s.busy))
+                o = s._outputs()
+            cmd_val, cmd_msg, din, outs, dout_rdy, rdy, status = o
+            s.cmd.val <<= cmd_val
+            if cmd_val:
+                s.cmd.msg <<= cmd_msg
+            s.din.val <<= din[0]
+            s.din.msg <<= din[1]
+            s.fwd_out.val <<= outs[0][0]
+            s.fwd_out.msg <<= outs[0][1]
+            s.bwd_out.val <<= outs[1][0]
+            s.bwd_out.msg <<= outs[1][1]
+            s.host_out.val <<= outs[2][0]
+            s.host_out.msg <<= outs[2][1]
+            s.dout.rdy <<= dout_rdy
+            s.fwd_in.rdy <<= rdy[0]
+            s.bwd_in.rdy <<= rdy[1]
+            s.host_in.rdy <<= rdy[2]
+            s.st_state <<= s.state
+            s.st_mark_val <<= status[0]
+            s.st_mark_id <<= status[1]
+            s.st_done_val <<= status[2]
+            s.st_done_id <<= status[3]
+            s.st_halted <<= status[4]
+
+    # ---- program ---------------------------------------------------------------------------
+    def _program_write(s):
+        sel, addr = int(s.prog_sel), int(s.prog_addr)
+        data = int(s.tab_data) if sel else int(s.prog_data.to_bits())
+        mem = s.table if sel else s.prog
+        while len(mem) <= addr:
+            mem.append(0 if sel else isa.Instr(isa.HALT))
+        mem[addr] = data if sel else isa.decode(data)
+
+    def load_program(s, prog, table=()):
+        """Replace the program and gather table (CL: what the program bus would write)."""
+        s.prog, s.table = list(prog), list(table)
+
+    # ---- state -----------------------------------------------------------------------------
+    def _reset_state(s):
+        s.stall_gen = stall_pattern(s.stall[1], s.stall[0]) if s.stall and s.stall[0] > 0 else None
+        s.pc = 0
+        s.iter = 0
+        s.fresh = True
+        s.cycle = 0
+        s.scratch = deque()
+        s.skid = deque()
+        s.outq = [deque(), deque(), deque()]  # fwd_out, bwd_out, host_out
+        s.outq_max = [0, 0, 0]
+        s.feed = deque()   # LOAD moves in order: [src, n, taken, given]
+        s.drain = deque()  # STORE moves in order: [dmask, n, taken]
+        s.moved = 0        # elements of the current MOVE
+        s.unit_left = 0    # edges until a running BIAS / GATHER retires (0: none running)
+        s.wait = 0         # timed (FL) compute wait
+        s.last_compute = False
+        s.n_feed = s.n_drain = 0
+        s.n_feed_done = s.n_drain_done = 0
+        s.pending = deque()  # queued done marks: (id, n_feed, n_drain)
+        s.marks = []         # (mark id, cycle, iteration, stats at the mark)
+        s.done_marks = []    # (done id, cycle)
+        s.stats = [0] * len(STATES)
+        s.q_compute = s.q_io = s.q_unit = s.q_busy = False
+        s.sent = [0, 0, 0]
+        s.received = [0, 0, 0]  # fwd_in, bwd_in, host_in
+        s.done_cycle = None
+        s.scratch_max = 0
+        s.host_out_elems = []
+        s.state = s._state()
+
+    def is_done(s) -> bool:
+        return (s._kind() == isa.HALT and not s.feed and not s.drain and not any(s.outq)
+                and s.unit_left == 0)
+
+    def _kind(s):
+        return s.prog[s.pc].kind if s.pc < len(s.prog) else isa.HALT
+
+    def _progress(s):
+        return (s.pc, s.iter, s.moved, s.unit_left, tuple(m[2] for m in s.feed), tuple(m[3] for m in s.feed),
+                tuple(m[2] for m in s.drain), tuple(s.sent))
+
+    def describe(s) -> str:
+        if s.is_done():
+            return f"{s.node_name}: done"
+        parts = []
+        if s._kind() != isa.HALT:
+            ins = s.prog[s.pc]
+            what = ins.describe()
+            if ins.kind == isa.MOVE:
+                what += f" ({s.moved} moved)"
+            parts.append(f"instruction {s.pc}/{len(s.prog)} (iteration {s.iter}) {what}")
+        else:
+            parts.append("program done")
+        for src, n, taken, given in s.feed:
+            parts.append(f"move {isa.SRC_NAMES[src]}->din {given}/{n} (in {taken})")
+        for dmask, n, taken in s.drain:
+            parts.append(f"move dout->{_dst_names(dmask)} {taken}/{n}")
+        for i, q in enumerate(s.outq):
+            if q:
+                parts.append(f"sending {len(q)} {_OUT[i]} elements")
+        return f"{s.node_name}: " + ", ".join(parts)
+
+    # ---- one clock edge ----------------------------------------------------------------------
+    def _edge(s, fired, dout_msg, in_msgs, busy):
+        f_cmd, f_din, f_dout, f_fin, f_bin, f_hin, f_fout, f_bout, f_hout = fired
+        cyc = s.cycle
+        s.cycle += 1
+        prog = s.prog
+        # 1. observe the registers before the edge
+        if s.pending:  # (a done mark queued at this edge is checked from the next one)
+            mid, nf, nd = s.pending[0]
+            if s.n_feed_done >= nf and s.n_drain_done >= nd:
+                s.pending.popleft()
+                s.done_marks.append((mid, cyc))
+        if s.fresh:
+            s.fresh = False
+            ins = prog[s.pc] if s.pc < len(prog) else None
+            if ins is not None and ins.mark:
+                s.marks.append((ins.mark, cyc, s.iter, tuple(s.stats)))
+            if ins is not None and ins.done:
+                s.pending.append((ins.done, s.n_feed, s.n_drain))
+        s.stats[s.state] += 1  # the cycle that ended
+        scratch_pre = len(s.scratch)
+        skid_pre = len(s.skid)
+        head_pre = s.feed[0] if s.feed else None  # the feeder's head move before the edge
+        quiet_pre = not s.feed and not s.drain
+        scratch_take = (head_pre is not None and head_pre[0] == isa.SRC_SCRATCH and head_pre[2] < head_pre[1]
+                        and scratch_pre > 0 and skid_pre - f_din < 2)
+        # 2. handshakes of the cycle that ended
+        for i, f in enumerate((f_fout, f_bout, f_hout)):
+            if f:
+                s.outq[i].popleft()
+                s.sent[i] += 1
+        io = f_din or f_dout
+        compute_fired = False
+        retire = False
+        if f_cmd:
+            ins = prog[s.pc]
+            retire = True
+            if ins.kind == isa.ENG:
+                compute_fired = True
+                if s.timed:
+                    s.wait = max(0, program.command_cycles(s.P, s._cmd_fields(ins)) - 1)
+            elif ins.count > 0:
+                if ins.kind == isa.LOAD:
+                    s.feed.append([ins.src, ins.count, 0, 0])
+                    s.n_feed += 1
+                else:
+                    s.drain.append([ins.dmask, ins.count, 0])
+                    s.n_drain += 1
+            s.last_compute = compute_fired
+        if f_din:
+            s.skid.popleft()
+            head = s.feed[0]
+            head[3] += 1
+            if head[3] == head[1]:
+                s.feed.popleft()
+                s.n_feed_done += 1
+        for src, f in ((isa.SRC_FWD_IN, f_fin), (isa.SRC_BWD_IN, f_bin), (isa.SRC_HOST, f_hin)):
+            if not f:
+                continue
+            v = from_word(int(in_msgs[src if src != isa.SRC_HOST else 2]), s.bits)
+            s.received[src if src != isa.SRC_HOST else 2] += 1
+            io = True
+            if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
+                s.skid.append(v)
+                s.feed[0][2] += 1
+            else:  # the current MOVE
+                ins = prog[s.pc]
+                s._push_out(ins.dmask, v)
+                s.moved += 1
+                if s.moved == ins.count:
+                    s.moved = 0
+                    retire = True
+        if f_dout:
+            head = s.drain[0]
+            v = from_word(int(dout_msg), s.bits)
+            dm = head[0]
+            s._push_out(dm, v)
+            if dm & isa.DST_SCRATCH:
+                s.scratch.append(v)
+            head[2] += 1
+            if head[2] == head[1]:
+                s.drain.popleft()
+                s.n_drain_done += 1
+        # 3. the feeder from the scratch FIFO (one element per edge)
+        if scratch_take:  # (from the head move before the edge, which cannot have retired)
+            s.skid.append(s.scratch.popleft())
+            head_pre[2] += 1
+        # 4. the sequencer
+        unit = False
+        if s.wait > 0:
+            s.wait -= 1
+        kind = prog[s.pc].kind if s.pc < len(prog) else isa.HALT
+        if not retire:
+            if s.unit_left:
+                unit = True
+                s.unit_left -= 1
+                if s.unit_left == 0:
+                    retire = True
+            elif kind in (isa.BIAS, isa.GATHER) and quiet_pre:
+                unit = True
+                s._start_unit(prog[s.pc])
+            elif kind == isa.NOP:
+                retire = True
+        if retire:
+            ins = prog[s.pc]
+            if ins.lend and s.iter + 1 < ins.lcount:
+                s.pc = ins.ltarget
+                s.iter += 1
+            else:
+                s.pc += 1
+            s.fresh = True
+        s.scratch_max = max(s.scratch_max, len(s.scratch))
+        # 6. the state of the next cycle (from the registers after the edge, as the RTL's st_state)
+        s.q_compute, s.q_io, s.q_unit, s.q_busy = compute_fired, io, unit, busy
+        s.state = s._state()
+        if s.state == S_DONE and s.done_cycle is None:
+            s.done_cycle = s.cycle
+
+    def _state(s) -> int:
+        prog = s.prog
+        kind = prog[s.pc].kind if s.pc < len(prog) else isa.HALT
+        quiet = not s.feed and not s.drain
+        if s.wait > 0:
+            return S_COMPUTE
+        if s.q_unit or s.unit_left:
+            return S_IO
+        if kind == isa.MOVE and quiet:
+            return S_STALL_IN if len(s.outq[_out_index(prog[s.pc].dmask)]) < s.cfg.out_depth else S_STALL_OUT
+        if s.q_compute or (s.last_compute and s.q_busy):
+            return S_COMPUTE
+        if s.q_io:
+            return S_IO
+        if s.feed and s.feed[0][0] != isa.SRC_SCRATCH and not s.skid:
+            return S_STALL_IN
+        if s.drain and not s._dout_room():
+            return S_STALL_OUT
+        if kind != isa.HALT or s.feed or s.drain:
+            return S_ENGINE
+        if s.is_done():
+            return S_DONE
+        return S_STALL_OUT
+
+    def _push_out(s, dmask, v):
+        for bit, i in _DST_OUT:
+            if dmask & bit:
+                q = s.outq[i]
+                q.append(v)
+                if len(q) > s.outq_max[i]:
+                    s.outq_max[i] = len(q)
+                if i == 2:
+                    s.host_out_elems.append(v)
+
+    def _dout_room(s) -> bool:
+        dm = s.drain[0][0]
+        return not any(dm & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
+
+    def _start_unit(s, ins):
+        vals = list(s.scratch)
+        if ins.kind == isa.BIAS:
+            n = ins.count
+            if len(vals) != 2 * n:
+                raise RuntimeError(f"{s.node_name}: BIAS over {n} elements with {len(vals)} in the scratch FIFO")
+            out = bias_update(vals[:n], vals[n:], ins.field("k"), ins.field("shift"), ins.field("stoch"),
+                              (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32, ins.field("tid"),
+                              ins.bits)
+            s.unit_left = isa.bias_cycles(n) - 1
+        else:
+            if len(vals) != ins.count:
+                raise RuntimeError(f"{s.node_name}: GATHER of {ins.count} elements with {len(vals)} in the "
+                                   f"scratch FIFO")
+            table = s.table[ins.tbase: ins.tbase + ins.tlen]
+            out = isa.apply_gather(vals, table)
+            s.unit_left = isa.gather_cycles(table) - 1
+        s.scratch_max = max(s.scratch_max, len(vals) + len(out))  # the RTL appends before it drops
+        s.scratch = deque(out)
+
+    def _cmd_fields(s, ins):
+        f = dict(ins.cmd)
+        if ins.seedstep:
+            f["seed"] = (f.get("seed", 0) + s.iter) % 2**32
+        return f
+
+    # ---- outputs -----------------------------------------------------------------------------
+    def _outputs(s, in_reset=False) -> tuple:
+        """Every output for the next cycle, from the state after the edge."""
+        quiet = not s.feed and not s.drain
+        ins = s.prog[s.pc] if s.pc < len(s.prog) else None
+        kind = ins.kind if ins is not None else isa.HALT
+        cmd_val = kind in (isa.ENG, isa.LOAD, isa.STORE) and s.wait == 0
+        rdy = [0, 0, 0]
+        if s.feed:
+            src, n, taken, _ = s.feed[0]
+            if src != isa.SRC_SCRATCH and taken < n and len(s.skid) < 2:
+                rdy[_SRC_INDEX[src]] = 1
+        if kind == isa.MOVE and quiet and len(s.outq[_out_index(ins.dmask)]) < s.cfg.out_depth:
+            rdy[_SRC_INDEX[ins.src]] = 1
+        dout_rdy = 1 if s.drain and s._dout_room() else 0
+        on = 1
+        if s.stall_gen is not None and not in_reset and next(s.stall_gen):
+            cmd_val, dout_rdy, rdy, on = False, 0, [0, 0, 0], 0
+        msg = make_cmd(**s._cmd_fields(ins)) if cmd_val else None
+        din = (on if s.skid else 0, s.DataT(to_word(s.skid[0], s.bits)) if s.skid else s._Z)
+        outs = [(on if q else 0, s.DataT(to_word(q[0], s.bits)) if q else s._Z) for q in s.outq]
+        if s.status_ports:
+            mark = ins.mark if (ins is not None and s.fresh) else 0
+            ready = bool(s.pending) and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]
+            status = (int(mark != 0), mark, int(ready), s.pending[0][0] if s.pending else 0, int(s.is_done()))
+        else:
+            status = (0, 0, 0, 0, 0)
+        return int(cmd_val), msg, din, outs, dout_rdy, rdy, status
+
+    def line_trace(s):
+        return f"{s.node_name}:{s.pc}.{s.iter}"
+
+
+def _out_index(dmask: int) -> int:
+    return 0 if dmask & isa.DST_FWD_OUT else 1 if dmask & isa.DST_BWD_OUT else 2
+
+
+def _dst_names(dmask: int) -> str:
+    return "+".join(n for b, n in isa.DST_NAMES.items() if dmask & b)
+
+
+def bias_update(b, db, k, shift, stoch, seed, tid, bits) -> list:
+    """The scalar unit's result: ``saturate(b - requantize(db, shift), bits)`` for the first ``k``
+    biases (the golden ``sgd_update`` for values in range; any value for the RTL's twin), 0 for
+    the padding after them."""
+    import numpy as np
+
+    from pymtl_fp.numerics import requantize, saturate
+
+    n = len(b)
+    q = requantize(np.asarray(db[:k], dtype=np.int64), shift, 64, "stochastic" if stoch else "nearest",
+                   seed=seed, tensor_id=tid)
+    nb = saturate(np.asarray(b[:k], dtype=np.int64) - q, bits)
+    return [int(v) for v in nb] + [0] * (n - k)

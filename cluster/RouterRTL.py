@@ -1,0 +1,447 @@
+"""The router/DMA of a node, register-transfer level (synthesizable): program memory, sequencer,
+feeder, drainer, output buffers, scratch FIFO and scalar units.
+
+::
+
+    prog bus --> program memory + gather table
+                      | pc
+                 sequencer --cmd--> engine         fwd_in/bwd_in/host_in --> feeder --din--> engine
+                      |                            engine --dout--> drainer --> out buffers --> fwd_out/
+                 MOVE (link -> link) -------------------------------------------^           bwd_out/host_out
+                 scalar units (BIAS, GATHER) <--> scratch FIFO <--> feeder / drainer
+
+It executes the node program ISA of :mod:`pymtl_fp.cluster.isa`, cycle for cycle as its twin
+:class:`~pymtl_fp.cluster.RouterCL.RouterCL` (whose docstring gives the per-edge behaviour).  The
+program and the gather table are written through the program bus (``prog_we``, ``prog_sel`` 0 =
+program / 1 = table, ``prog_addr``, ``prog_data`` / ``tab_data``) while ``reset`` is high.
+
+Status outputs (``st_*``): the state of the cycle (``st_state``, codes of
+:data:`~pymtl_fp.cluster.router_config.STATES`) and per-state cycle counters (``st_cnt``), a mark
+(``st_mark_val``: the current instruction is fresh and has a mark; ``st_mark_id``) and a completed
+done mark (``st_done_val``, ``st_done_id``), the cycle counter, the program's end
+(``st_halted``: HALT reached, every move finished, every buffer drained), traffic counters and the
+peak occupancy of the buffers, and ``st_error`` (a sticky overflow flag: a program the compiler
+should have refused).  Elaboration parameters: :class:`~pymtl_fp.cluster.router_config.RouterConfig`.
+"""
+
+from pymtl3 import (
+    Bits1, Bits2, Bits3, Bits4, Bits12, Bits16, Bits24, Bits32, Component, InPort, OutPort, Wire, mk_bits, trunc,
+    update, update_ff, zext,
+)
+from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.router_config import RouterConfig
+from pymtl_fp.cluster.RouterDrainRTL import RouterDrainRTL
+from pymtl_fp.cluster.RouterFeedRTL import RouterFeedRTL
+from pymtl_fp.cluster.RouterScratchRTL import RouterScratchRTL
+from pymtl_fp.cluster.RouterUnitRTL import RouterUnitRTL
+from pymtl_fp.engine.msgs import cmd_type
+from pymtl_fp.primitives.FifoRTL import FifoRTL
+
+K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT = (Bits4(k) for k in range(8))
+S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = (Bits3(k) for k in range(6))
+NPEND = 4  # done marks waiting for their moves
+
+
+class RouterRTL(Component):
+    def construct(s, cfg: RouterConfig):
+        if not isinstance(cfg, RouterConfig):
+            raise TypeError(f"RouterRTL needs a RouterConfig, got {cfg!r}")
+        for f in ("scratch_depth", "out_depth"):
+            v = getattr(cfg, f)
+            if v & (v - 1):
+                raise ValueError(f"RouterRTL: {f}={v} must be a power of two")
+        s.cfg = cfg
+        s.params = cfg.params()
+        sb = cfg.stream_bits
+        T = mk_bits(sb)
+        InstrT = isa.instr_type()
+        PCB = isa.PC_BITS
+        PCT = mk_bits(PCB)
+        SCB = (cfg.scratch_depth).bit_length()  # scratch count width
+        OCB = (cfg.out_depth).bit_length()
+        OCT = mk_bits(OCB)
+        TAB = max(1, (cfg.table_depth - 1).bit_length())
+        TABT = mk_bits(TAB)
+        PD = cfg.prog_depth
+        PAT = mk_bits(max(1, (PD - 1).bit_length()))
+        OUT_FULL = OCT(cfg.out_depth)
+        N1 = Bits24(1)
+        W1 = Bits32(1)
+        MARK0 = mk_bits(isa.MARK_BITS)(0)
+
+        # ---- ports (the same as RouterCL's) ----------------------------------------------
+        s.cmd = SendIfcRTL(cmd_type())
+        s.din = SendIfcRTL(T)
+        s.dout = RecvIfcRTL(T)
+        s.busy = InPort()
+        s.fwd_in = RecvIfcRTL(T)
+        s.bwd_in = RecvIfcRTL(T)
+        s.host_in = RecvIfcRTL(T)
+        s.fwd_out = SendIfcRTL(T)
+        s.bwd_out = SendIfcRTL(T)
+        s.host_out = SendIfcRTL(T)
+        s.prog_we = InPort()
+        s.prog_sel = InPort()
+        s.prog_addr = InPort(16)
+        s.prog_data = InPort(InstrT)
+        s.tab_data = InPort(32)
+        s.st_state = OutPort(3)
+        s.st_cnt = [OutPort(32) for _ in range(6)]
+        s.st_mark_val = OutPort()
+        s.st_mark_id = OutPort(isa.MARK_BITS)
+        s.st_done_val = OutPort()
+        s.st_done_id = OutPort(isa.DONE_BITS)
+        s.st_cycle = OutPort(32)
+        s.st_halted = OutPort()
+        s.st_pc = OutPort(PCB)
+        s.st_iter = OutPort(16)
+        s.st_sent = [OutPort(32) for _ in range(3)]
+        s.st_recv = [OutPort(32) for _ in range(3)]
+        s.st_out_peak = [OutPort(OCB) for _ in range(3)]
+        s.st_scratch_peak = OutPort(SCB)
+        s.st_error = OutPort()
+
+        # ---- memories ----------------------------------------------------------------------
+        s.prog = [Wire(InstrT) for _ in range(PD)]
+        s.gtab = [Wire(32) for _ in range(cfg.table_depth)]
+        s.ins = Wire(InstrT)
+
+        @update_ff
+        def up_prog_write():
+            if s.prog_we & ~s.prog_sel:
+                s.prog[trunc(s.prog_addr, PAT)] <<= s.prog_data
+            if s.prog_we & s.prog_sel:
+                s.gtab[trunc(s.prog_addr, TABT)] <<= s.tab_data
+
+        # ---- units ---------------------------------------------------------------------------
+        s.feed = RouterFeedRTL(sb, SCB)
+        s.drain = RouterDrainRTL(sb)
+        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth)
+        s.unit = RouterUnitRTL(sb, SCB, TAB)
+        s.outs = [FifoRTL(sb, cfg.out_depth) for _ in range(3)]
+
+        s.feed.din //= s.din
+        s.drain.dout //= s.dout
+        s.feed.s_head //= s.scratch.head
+        s.feed.s_count //= s.scratch.count
+        s.unit.rdata0 //= s.scratch.rdata0
+        s.unit.rdata1 //= s.scratch.rdata1
+        s.unit.raddr0 //= s.scratch.raddr0
+        s.unit.raddr1 //= s.scratch.raddr1
+        s.unit.drop //= s.scratch.drop
+        s.unit.drop_n //= s.scratch.drop_n
+        for i, p in enumerate((s.fwd_in, s.bwd_in, s.host_in)):
+            s.feed.in_val[i] //= p.val
+            s.feed.in_msg[i] //= p.msg
+        for i, p in enumerate((s.fwd_out, s.bwd_out, s.host_out)):
+            p.msg //= s.outs[i].head
+            s.st_out_peak[i] //= s.outs[i].peak
+        s.st_scratch_peak //= s.scratch.peak
+
+        # ---- sequencer -------------------------------------------------------------------------
+        s.pc = Wire(PCB)
+        s.iter = Wire(16)
+        s.fresh = Wire()
+        s.moved = Wire(24)
+        s.last_compute = Wire()
+        s.n_feed = Wire(32)
+        s.n_drain = Wire(32)
+        s.n_feed_done = Wire(32)
+        s.n_drain_done = Wire(32)
+        s.cycle = Wire(32)
+        s.q_compute = Wire()
+        s.q_io = Wire()
+        s.q_unit = Wire()
+        s.q_busy = Wire()
+        s.p_id = [Wire(isa.DONE_BITS) for _ in range(NPEND)]
+        s.p_nf = [Wire(32) for _ in range(NPEND)]
+        s.p_nd = [Wire(32) for _ in range(NPEND)]
+        s.p_cnt = Wire(3)
+        s.cnt = [Wire(32) for _ in range(6)]
+        s.sent = [Wire(32) for _ in range(3)]
+        s.recv = [Wire(32) for _ in range(3)]
+        s.err = Wire()
+
+        s.kind = Wire(4)
+        s.count = Wire(24)
+        s.quiet = Wire()
+        s.is_cmd = Wire()
+        s.cmd_fire = Wire()
+        s.mv = Wire()          # the current instruction is a MOVE that may move (quiet, room)
+        s.mv_room = Wire()
+        s.mv_fire = Wire()     # an element moved from a link to a link at this edge
+        s.mv_data = Wire(sb)
+        s.mv_last = Wire()
+        s.unit_start = Wire()
+        s.retire = Wire()
+        s.next_pc = Wire(PCB)
+        s.jump = Wire()
+        s.in_fire = [Wire() for _ in range(3)]
+        s.out_fire = [Wire() for _ in range(3)]
+        s.push_out = [Wire() for _ in range(3)]
+        s.push_val = Wire(sb)
+        s.state = Wire(3)
+        s.halted = Wire()
+        s.p_ready = Wire()
+        s.seed = Wire(32)
+
+        @update
+        def up_seq_decode():
+            s.ins @= s.prog[trunc(s.pc, PAT)]
+            s.kind @= s.ins.kind
+            s.count @= s.ins.cmd.count
+            s.quiet @= s.feed.idle & s.drain.idle
+            s.is_cmd @= (s.kind == K_ENG) | (s.kind == K_LOAD) | (s.kind == K_STORE)
+            if s.ins.seedstep:
+                s.seed @= s.ins.cmd.seed + zext(s.iter, Bits32)
+            else:
+                s.seed @= s.ins.cmd.seed
+
+        @update
+        def up_seq_cmd():
+            s.cmd.val @= s.is_cmd
+            s.cmd.msg @= s.ins.cmd
+            s.cmd.msg.seed @= s.seed
+            s.cmd_fire @= s.cmd.val & s.cmd.rdy
+
+        @update
+        def up_seq_move():
+            s.mv_room @= 0
+            if (s.ins.dmask & Bits4(isa.DST_FWD_OUT)) != Bits4(0):
+                s.mv_room @= s.outs[0].count != OUT_FULL
+            elif (s.ins.dmask & Bits4(isa.DST_BWD_OUT)) != Bits4(0):
+                s.mv_room @= s.outs[1].count != OUT_FULL
+            else:
+                s.mv_room @= s.outs[2].count != OUT_FULL
+            s.mv @= (s.kind == K_MOVE) & s.quiet & s.mv_room
+            s.fwd_in.rdy @= s.feed.feed_rdy[0] | (s.mv & (s.ins.src == Bits2(isa.SRC_FWD_IN)))
+            s.bwd_in.rdy @= s.feed.feed_rdy[1] | (s.mv & (s.ins.src == Bits2(isa.SRC_BWD_IN)))
+            s.host_in.rdy @= s.feed.feed_rdy[2] | (s.mv & (s.ins.src == Bits2(isa.SRC_HOST)))
+            s.in_fire[0] @= s.fwd_in.val & s.fwd_in.rdy
+            s.in_fire[1] @= s.bwd_in.val & s.bwd_in.rdy
+            s.in_fire[2] @= s.host_in.val & s.host_in.rdy
+            s.mv_fire @= s.mv & (s.in_fire[0] | s.in_fire[1] | s.in_fire[2])
+            if s.ins.src == Bits2(isa.SRC_FWD_IN):
+                s.mv_data @= s.fwd_in.msg
+            elif s.ins.src == Bits2(isa.SRC_BWD_IN):
+                s.mv_data @= s.bwd_in.msg
+            else:
+                s.mv_data @= s.host_in.msg
+            s.mv_last @= s.mv_fire & (s.moved + N1 == s.count)
+
+        @update
+        def up_seq_retire():
+            s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER)) & s.quiet & ~s.unit.busy
+                             & ~s.reset)
+            s.retire @= s.cmd_fire | s.mv_last | s.unit.retire | (s.kind == K_NOP)
+            s.jump @= s.ins.lend & (zext(s.iter, Bits16) + Bits16(1) < s.ins.lcount)
+            if s.jump:
+                s.next_pc @= s.ins.ltarget
+            else:
+                s.next_pc @= s.pc + PCT(1)
+            s.feed.push @= s.cmd_fire & (s.kind == K_LOAD) & (s.count != Bits24(0))
+            s.feed.push_src @= s.ins.src
+            s.feed.push_n @= s.count
+            s.drain.push @= s.cmd_fire & (s.kind == K_STORE) & (s.count != Bits24(0))
+            s.drain.push_mask @= s.ins.dmask
+            s.drain.push_n @= s.count
+
+        @update
+        def up_seq_unit():
+            s.unit.start @= s.unit_start
+            s.unit.is_bias @= s.kind == K_BIAS
+            s.unit.n @= s.count
+            s.unit.k @= s.ins.cmd.k
+            s.unit.shift @= s.ins.cmd.shift
+            s.unit.stoch @= s.ins.cmd.stoch
+            s.unit.seed @= s.seed
+            s.unit.tid @= s.ins.cmd.tid
+            s.unit.sat_bits @= s.ins.bits
+            s.unit.tbase @= s.ins.tbase
+            s.unit.tlen @= s.ins.tlen
+            s.unit.t_data @= s.gtab[s.unit.t_addr]
+
+        @update
+        def up_seq_buffers():
+            # output buffers: the drainer's deliveries or a MOVE's elements (never both at once)
+            s.push_out[0] @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_FWD_OUT)) != Bits4(0)))
+                              | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_FWD_OUT)) != Bits4(0))))
+            s.push_out[1] @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_BWD_OUT)) != Bits4(0)))
+                              | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_BWD_OUT)) != Bits4(0))))
+            s.push_out[2] @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_HOST)) != Bits4(0)))
+                              | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_HOST)) != Bits4(0))))
+            if s.drain.deliver:
+                s.push_val @= s.drain.data
+            else:
+                s.push_val @= s.mv_data
+            s.outs[0].push @= s.push_out[0]
+            s.outs[1].push @= s.push_out[1]
+            s.outs[2].push @= s.push_out[2]
+            s.outs[0].push_data @= s.push_val
+            s.outs[1].push_data @= s.push_val
+            s.outs[2].push_data @= s.push_val
+            s.fwd_out.val @= s.outs[0].count != OCT(0)
+            s.bwd_out.val @= s.outs[1].count != OCT(0)
+            s.host_out.val @= s.outs[2].count != OCT(0)
+            s.out_fire[0] @= s.fwd_out.val & s.fwd_out.rdy
+            s.out_fire[1] @= s.bwd_out.val & s.bwd_out.rdy
+            s.out_fire[2] @= s.host_out.val & s.host_out.rdy
+            s.outs[0].pop @= s.out_fire[0]
+            s.outs[1].pop @= s.out_fire[1]
+            s.outs[2].pop @= s.out_fire[2]
+            s.drain.full[0] @= s.outs[0].count == OUT_FULL
+            s.drain.full[1] @= s.outs[1].count == OUT_FULL
+            s.drain.full[2] @= s.outs[2].count == OUT_FULL
+            # the scratch FIFO: the drainer's or a unit's elements in, the feeder's out
+            s.scratch.push @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
+                               | s.unit.push)
+            if s.unit.push:
+                s.scratch.push_data @= s.unit.push_data
+            else:
+                s.scratch.push_data @= s.drain.data
+            s.scratch.pop @= s.feed.s_pop
+
+        @update
+        def up_seq_status():
+            s.halted @= ((s.kind == K_HALT) & s.feed.idle & s.drain.idle & ~s.unit.busy
+                         & (s.outs[0].count == OCT(0)) & (s.outs[1].count == OCT(0))
+                         & (s.outs[2].count == OCT(0)))
+            # the state of this cycle, from the registers (see RouterCL)
+            if s.q_unit | s.unit.busy:
+                s.state @= S_IO
+            elif (s.kind == K_MOVE) & s.quiet:
+                if s.mv_room:
+                    s.state @= S_STALL_IN
+                else:
+                    s.state @= S_STALL_OUT
+            elif s.q_compute | (s.last_compute & s.q_busy):
+                s.state @= S_COMPUTE
+            elif s.q_io:
+                s.state @= S_IO
+            elif s.feed.wait_in:
+                s.state @= S_STALL_IN
+            elif s.drain.blocked:
+                s.state @= S_STALL_OUT
+            elif (s.kind != K_HALT) | ~s.feed.idle | ~s.drain.idle:
+                s.state @= S_ENGINE
+            elif s.halted:
+                s.state @= S_DONE
+            else:
+                s.state @= S_STALL_OUT
+            s.st_state @= s.state
+            s.st_mark_val @= s.fresh & (s.ins.mark != MARK0)
+            s.st_mark_id @= s.ins.mark
+            s.p_ready @= ((s.p_cnt != Bits3(0)) & (s.n_feed_done >= s.p_nf[0]) & (s.n_drain_done >= s.p_nd[0]))
+            s.st_done_val @= s.p_ready
+            s.st_done_id @= s.p_id[0]
+            s.st_cycle @= s.cycle
+            s.st_halted @= s.halted
+            s.st_pc @= s.pc
+            s.st_iter @= s.iter
+            s.st_error @= (s.err | s.p_err | s.scratch.error | s.outs[0].error | s.outs[1].error | s.outs[2].error)
+            for i in range(6):
+                s.st_cnt[i] @= s.cnt[i]
+            for i in range(3):
+                s.st_sent[i] @= s.sent[i]
+                s.st_recv[i] @= s.recv[i]
+
+        @update_ff
+        def up_seq_regs():
+            if s.reset:
+                s.pc <<= PCT(0)
+                s.iter <<= Bits16(0)
+                s.fresh <<= 1
+                s.moved <<= Bits24(0)
+                s.last_compute <<= 0
+                s.n_feed <<= Bits32(0)
+                s.n_drain <<= Bits32(0)
+                s.n_feed_done <<= Bits32(0)
+                s.n_drain_done <<= Bits32(0)
+                s.cycle <<= Bits32(0)
+                s.q_compute <<= 0
+                s.q_io <<= 0
+                s.q_unit <<= 0
+                s.q_busy <<= 0
+                s.err <<= 0
+                for i in range(6):
+                    s.cnt[i] <<= Bits32(0)
+                for i in range(3):
+                    s.sent[i] <<= Bits32(0)
+                    s.recv[i] <<= Bits32(0)
+            else:
+                s.cycle <<= s.cycle + W1
+                for i in range(6):
+                    if s.state == Bits3(i):
+                        s.cnt[i] <<= s.cnt[i] + W1
+                for i in range(3):
+                    if s.out_fire[i]:
+                        s.sent[i] <<= s.sent[i] + W1
+                    if s.in_fire[i]:
+                        s.recv[i] <<= s.recv[i] + W1
+                if s.retire:
+                    s.pc <<= s.next_pc
+                    if s.jump:
+                        s.iter <<= s.iter + Bits16(1)
+                s.fresh <<= s.retire
+                if s.mv_fire:
+                    if s.mv_last:
+                        s.moved <<= Bits24(0)
+                    else:
+                        s.moved <<= s.moved + N1
+                if s.cmd_fire:
+                    s.last_compute <<= s.kind == K_ENG
+                if s.feed.push:
+                    s.n_feed <<= s.n_feed + W1
+                if s.drain.push:
+                    s.n_drain <<= s.n_drain + W1
+                if s.feed.done:
+                    s.n_feed_done <<= s.n_feed_done + W1
+                if s.drain.done:
+                    s.n_drain_done <<= s.n_drain_done + W1
+                s.q_compute <<= s.cmd_fire & (s.kind == K_ENG)
+                s.q_io <<= (s.feed.din_fire | s.drain.deliver | s.in_fire[0] | s.in_fire[1] | s.in_fire[2])
+                s.q_unit <<= s.unit_start | s.unit.busy
+                s.q_busy <<= s.busy
+
+        s.p_push = Wire()
+        s.p_err = Wire()
+
+        @update
+        def up_pend_push():
+            s.p_push @= s.fresh & (s.ins.done != Bits12(0))
+
+        @update_ff
+        def up_pend():
+            if s.reset:
+                s.p_cnt <<= Bits3(0)
+                s.p_err <<= 0
+            else:
+                if s.p_ready:  # pop the head, then push behind what remains
+                    for i in range(NPEND - 1):
+                        s.p_id[i] <<= s.p_id[i + 1]
+                        s.p_nf[i] <<= s.p_nf[i + 1]
+                        s.p_nd[i] <<= s.p_nd[i + 1]
+                    if s.p_push:
+                        for i in range(NPEND):
+                            if s.p_cnt - Bits3(1) == Bits3(i):
+                                s.p_id[i] <<= s.ins.done
+                                s.p_nf[i] <<= s.n_feed
+                                s.p_nd[i] <<= s.n_drain
+                    else:
+                        s.p_cnt <<= s.p_cnt - Bits3(1)
+                elif s.p_push:
+                    for i in range(NPEND):
+                        if s.p_cnt == Bits3(i):
+                            s.p_id[i] <<= s.ins.done
+                            s.p_nf[i] <<= s.n_feed
+                            s.p_nd[i] <<= s.n_drain
+                    if s.p_cnt == Bits3(NPEND):
+                        s.p_err <<= 1
+                    else:
+                        s.p_cnt <<= s.p_cnt + Bits3(1)
+
+    def line_trace(s):
+        return (f"pc{int(s.pc)}.{int(s.iter)} {s.feed.line_trace()} {s.drain.line_trace()} "
+                f"{s.unit.line_trace()} s{int(s.scratch.count)}")

@@ -1,0 +1,197 @@
+"""The router's scalar units (RTL): the bias SGD step (``BIAS``) and the relayout between array
+sides (``GATHER``), both working on the scratch FIFO.
+
+Started by the sequencer at an edge (``start``; the feeder and drainer are idle, so nothing else
+touches the scratch FIFO), a unit appends one result element per edge to the scratch FIFO's tail,
+then, at the edge after its last element, drops its input from the FIFO's head and retires
+(``retire``):
+
+* ``BIAS`` (``n`` biases; the FIFO holds ``[b[0..n), db[0..n)]``): element ``i`` is
+  ``saturate(b[i] - requantize(db[i], shift, stoch, seed, tid, index=i), bits)`` for ``i < k``
+  (the golden ``sgd_update``) and 0 for the padding ``k <= i < n``; it drops ``2n``;
+* ``GATHER`` (the FIFO holds ``n`` elements): for each gather-table entry ``[tbase, tbase +
+  tlen)`` (:mod:`pymtl_fp.cluster.isa`: zero flag, run length, offset from the head) the run's
+  elements, or zeros; it drops ``n``.
+
+So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.bias_cycles` /
+:func:`~pymtl_fp.cluster.isa.gather_cycles` edges.  Elaboration parameters: ``bits`` (stream
+width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width).
+"""
+
+from pymtl3 import (
+    Bits1, Bits6, Bits8, Bits16, Bits24, Bits32, Component, InPort, OutPort, Wire, mk_bits, sext, trunc, update,
+    update_ff, zext,
+)
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.primitives.RequantRTL import RequantRTL
+
+
+class RouterUnitRTL(Component):
+    def construct(s, bits=32, count_bits=12, table_bits=8):
+        T = mk_bits(bits)
+        D = mk_bits(bits + 1)
+        CT = mk_bits(count_bits)
+        TT = mk_bits(table_bits)
+        N1 = Bits24(1)
+        T1 = Bits16(1)
+        ZERO_T = T(0)
+        ONE_D = D(1)
+        SIGN_D = D(1 << bits)  # the sign bit of a D value
+        B7_1 = mk_bits(7)(1)
+        s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits)
+
+        s.start = InPort()
+        s.is_bias = InPort()
+        s.n = InPort(24)
+        s.k = InPort(16)
+        s.shift = InPort(6)
+        s.stoch = InPort()
+        s.seed = InPort(32)
+        s.tid = InPort(8)
+        s.sat_bits = InPort(7)
+        s.tbase = InPort(16)
+        s.tlen = InPort(16)
+        s.t_addr = OutPort(table_bits)
+        s.t_data = InPort(32)
+        # the scratch FIFO
+        s.raddr0 = OutPort(count_bits)
+        s.raddr1 = OutPort(count_bits)
+        s.rdata0 = InPort(bits)
+        s.rdata1 = InPort(bits)
+        s.push = OutPort()
+        s.push_data = OutPort(bits)
+        s.drop = OutPort()
+        s.drop_n = OutPort(count_bits)
+        s.busy = OutPort()
+        s.retire = OutPort()
+
+        s.run = Wire()
+        s.bias = Wire()
+        s.cnt = Wire(24)      # n
+        s.idx = Wire(24)      # BIAS: element; GATHER: -
+        s.tidx = Wire(16)     # GATHER: table entry
+        s.roff = Wire(8)      # GATHER: element within the run
+        s.r_k = Wire(16)
+        s.r_shift = Wire(6)
+        s.r_stoch = Wire()
+        s.r_seed = Wire(32)
+        s.r_tid = Wire(8)
+        s.r_bits = Wire(7)
+        s.r_tbase = Wire(16)
+        s.r_tlen = Wire(16)
+
+        s.rq = RequantRTL(acc_bits=bits, out_bits=bits)
+        s.rq.acc //= s.rdata1
+        s.rq.shift //= s.r_shift
+        s.rq.stochastic //= s.r_stoch
+        s.rq.relu //= Bits1(0)
+        s.rq.seed //= s.r_seed
+        s.rq.tensor_id //= s.r_tid
+
+        s.zero_run = Wire()
+        s.run_len = Wire(8)
+        s.run_off = Wire(23)
+        s.diff = Wire(bits + 1)
+        s.hi = Wire(bits + 1)
+        s.lo = Wire(bits + 1)
+        s.sat = Wire(bits)
+        s.bm1 = Wire(7)
+        s.diff_f = Wire(bits + 1)
+        s.hi_f = Wire(bits + 1)
+        s.lo_f = Wire(bits + 1)
+        s.bias_val = Wire(bits)
+        s.more = Wire()       # the unit pushes an element at this edge
+        s.last_run_elem = Wire()
+
+        @update
+        def up_unit_decode():
+            s.zero_run @= s.t_data[31]
+            s.run_len @= s.t_data[23:31]
+            s.run_off @= s.t_data[0:23]
+            s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+            s.rq.index @= zext(s.idx, Bits32)
+            s.busy @= s.run
+            if s.bias:
+                s.more @= s.run & (s.idx < s.cnt)
+                s.retire @= s.run & (s.idx == s.cnt)
+            else:
+                s.more @= s.run & (s.tidx < s.r_tlen)
+                s.retire @= s.run & (s.tidx == s.r_tlen)
+            s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
+            if s.bias:
+                s.raddr0 @= trunc(s.idx, CT)
+                s.raddr1 @= trunc(s.idx + s.cnt, CT)
+            else:
+                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), CT)
+                s.raddr1 @= CT(0)
+            s.drop @= s.retire
+            if s.bias:
+                s.drop_n @= trunc(s.cnt + s.cnt, CT)
+            else:
+                s.drop_n @= trunc(s.cnt, CT)
+
+        @update
+        def up_unit_bias():
+            # b - q, then saturate to sat_bits (runtime): hi = 2**(sat_bits-1) - 1, lo = -hi - 1;
+            # signed compares as unsigned ones on sign-flipped values
+            s.diff @= sext(s.rdata0, D) - sext(s.rq.out, D)
+            s.bm1 @= s.r_bits - B7_1
+            s.hi @= (ONE_D << zext(s.bm1, D)) - ONE_D
+            s.lo @= ~s.hi
+            s.diff_f @= s.diff ^ SIGN_D
+            s.hi_f @= s.hi ^ SIGN_D
+            s.lo_f @= s.lo ^ SIGN_D
+            if s.diff_f > s.hi_f:
+                s.sat @= trunc(s.hi, T)
+            elif s.diff_f < s.lo_f:
+                s.sat @= trunc(s.lo, T)
+            else:
+                s.sat @= trunc(s.diff, T)
+            if s.idx < zext(s.r_k, Bits24):
+                s.bias_val @= s.sat
+            else:
+                s.bias_val @= ZERO_T
+
+        @update
+        def up_unit_out():
+            s.push @= s.more
+            if s.bias:
+                s.push_data @= s.bias_val
+            elif s.zero_run:
+                s.push_data @= ZERO_T
+            else:
+                s.push_data @= s.rdata0
+
+        @update_ff
+        def up_unit_state():
+            if s.reset:
+                s.run <<= 0
+            elif s.start:
+                s.run <<= 1
+                s.bias <<= s.is_bias
+                s.cnt <<= s.n
+                s.idx <<= Bits24(0)
+                s.tidx <<= Bits16(0)
+                s.roff <<= Bits8(0)
+                s.r_k <<= s.k
+                s.r_shift <<= s.shift
+                s.r_stoch <<= s.stoch
+                s.r_seed <<= s.seed
+                s.r_tid <<= s.tid
+                s.r_bits <<= s.sat_bits
+                s.r_tbase <<= s.tbase
+                s.r_tlen <<= s.tlen
+            elif s.retire:
+                s.run <<= 0
+            elif s.more:
+                if s.bias:
+                    s.idx <<= s.idx + N1
+                elif s.last_run_elem:
+                    s.tidx <<= s.tidx + T1
+                    s.roff <<= Bits8(0)
+                else:
+                    s.roff <<= s.roff + Bits8(1)
+
+    def line_trace(s):
+        return f"U{'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."

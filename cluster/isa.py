@@ -1,0 +1,321 @@
+"""The node program ISA: what a node's router/DMA sequencer executes, as typed instructions and as
+binary words (one definition for the compiler, :class:`~pymtl_fp.cluster.router.RouterCL`,
+:class:`~pymtl_fp.cluster.RouterRTL.RouterRTL` and the documentation).
+
+A node program is a list of :class:`Instr`; the sequencer holds one instruction at a time
+(``pc``) and retires it as its kind says:
+
+========  =============================================================  ==========================
+kind      what it does                                                   retires
+========  =============================================================  ==========================
+``ENG``   push the engine command ``cmd`` (a compute command)            when ``cmd`` is accepted
+``LOAD``  push the LOAD ``cmd``; the feeder then moves ``cmd.count``     when ``cmd`` is accepted
+          elements from ``src`` (``fwd_in``, ``bwd_in``, the scratch
+          FIFO or the host side channel ``host_in``) to ``din``
+``STORE`` push the STORE ``cmd``; the drainer moves its ``cmd.count``    when ``cmd`` is accepted
+          elements from ``dout`` to every destination in ``dmask``
+          (``fwd_out``, ``bwd_out``, scratch, host side channel)
+``MOVE``  pass ``cmd.count`` elements from link input ``src`` to link     after the last element
+          output ``dmask`` (a board forwarding traffic it does not use)
+``BIAS``  the scalar unit: the scratch FIFO holds ``[b, db]`` (``count``  after ``count + 2``
+          elements each); replace them with ``b - round(db >> shift)``    cycles
+          saturated to ``bits`` (the golden ``sgd_update``)
+``GATHER``the relayout unit: the scratch FIFO holds a tensor in one       after ``table`` entries'
+          array side's layout (``count`` elements); replace it with the   lengths ``+ 2`` cycles
+          runs listed by gather-table entries ``[tbase, tbase+tlen)``
+``NOP``   nothing (carries marks where no other instruction can)         after one cycle
+``HALT``  the end of the program                                          never
+========  =============================================================  ==========================
+
+``MOVE``, ``BIAS`` and ``GATHER`` start only when every earlier LOAD and STORE has moved its
+last element (the feeder and drainer are idle); ``ENG``/``LOAD``/``STORE`` are offered to the
+engine at once, in order (the engine decides whether it may overlap them).
+
+Fields every instruction has (applied when the instruction becomes current, i.e. in the cycle
+``pc`` reaches it, each loop iteration again):
+
+* ``mark`` (0 = none): record the cycle (step and phase boundaries of the report);
+* ``done`` (0 = none): record the cycle in which every LOAD/STORE issued before this instruction
+  has moved its last element (an image leaving or arriving at a node);
+* ``lend`` / ``lcount`` / ``ltarget``: this instruction ends a loop body that starts at
+  ``ltarget`` and runs ``lcount`` times: after it retires, ``pc`` goes back to ``ltarget`` while
+  iterations remain (the iteration counter counts the jumps).  One loop level: a training run is
+  ``init; loop(steps){step}; final``;
+* ``seedstep``: the engine command's (or BIAS's) rounding seed is ``seed + iteration`` (mod
+  ``2**32``): the golden model's step seed is ``seed + step`` and every command's slice seed is
+  linear in it (:func:`pymtl_fp.cluster.compile.slice_seed`), so one loop body serves every step.
+
+Binary form: an instruction is one program-memory word of :data:`INSTR_BITS` bits, packed as the
+PyMTL3 bitstruct :func:`instr_type` (first field in the most significant bits; the engine command
+``cmd`` is the :func:`pymtl_fp.engine.msgs.cmd_type` struct).  ``BIAS`` reuses ``cmd``'s ``count``
+(elements of ``b``), ``k`` (real channels), ``shift``, ``stoch``, ``seed`` and ``tid`` fields.
+A gather-table entry is a 32-bit word: ``zero`` (1 bit: the run is zero padding), ``length``
+(8 bits, 1..255 elements), ``offset`` (23 bits, from the scratch head).
+
+Endpoints: source ids :data:`SRC_FWD_IN`, :data:`SRC_BWD_IN`, :data:`SRC_SCRATCH`,
+:data:`SRC_HOST`; destination mask bits :data:`DST_FWD_OUT`, :data:`DST_BWD_OUT`,
+:data:`DST_SCRATCH`, :data:`DST_HOST`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pymtl_fp.engine import msgs
+
+# ---- kinds and endpoints -----------------------------------------------------------------------
+
+NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT = range(8)
+KIND_NAMES = {NOP: "nop", ENG: "eng", LOAD: "load", STORE: "store", MOVE: "move", BIAS: "bias",
+              GATHER: "gather", HALT: "halt"}
+#: kinds that start only when the feeder and the drainer are idle
+QUIET_KINDS = (MOVE, BIAS, GATHER)
+
+SRC_FWD_IN, SRC_BWD_IN, SRC_SCRATCH, SRC_HOST = range(4)
+SRC_NAMES = {SRC_FWD_IN: "fwd_in", SRC_BWD_IN: "bwd_in", SRC_SCRATCH: "scratch", SRC_HOST: "host"}
+DST_FWD_OUT, DST_BWD_OUT, DST_SCRATCH, DST_HOST = 1, 2, 4, 8
+DST_NAMES = {DST_FWD_OUT: "fwd_out", DST_BWD_OUT: "bwd_out", DST_SCRATCH: "scratch", DST_HOST: "host"}
+
+MARK_BITS = 8
+DONE_BITS = 12
+LCOUNT_BITS = 16
+PC_BITS = 14
+TABLE_ADDR_BITS = 16
+
+#: instruction fields, in order (the first in the most significant bits): (name, width); ``cmd``
+#: is the engine command struct (:data:`pymtl_fp.engine.msgs.CMD_FIELDS`)
+HEADER_FIELDS = [
+    ("kind", 4), ("mark", MARK_BITS), ("done", DONE_BITS), ("lend", 1),
+    ("lcount", LCOUNT_BITS), ("ltarget", PC_BITS), ("seedstep", 1), ("src", 2), ("dmask", 4), ("bits", 7),
+    ("tbase", TABLE_ADDR_BITS), ("tlen", TABLE_ADDR_BITS),
+]
+CMD_BITS = sum(w for _, w in msgs.CMD_FIELDS)
+INSTR_FIELDS = HEADER_FIELDS + [("cmd", CMD_BITS)]
+INSTR_BITS = sum(w for _, w in INSTR_FIELDS)
+
+# gather-table entries
+RUN_LEN_BITS = 8
+RUN_OFF_BITS = 23
+MAX_RUN = (1 << RUN_LEN_BITS) - 1
+
+
+class IsaError(ValueError):
+    """A program that the sequencer cannot hold or execute (raised by the compiler, before any
+    simulation)."""
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One instruction (see the module docstring).  ``cmd`` is a dict of engine command fields
+    (:data:`pymtl_fp.engine.msgs.CMD_FIELDS`; missing fields are 0)."""
+
+    kind: int
+    cmd: dict = dataclasses.field(default_factory=dict, hash=False)
+    src: int = 0
+    dmask: int = 0
+    bits: int = 0
+    tbase: int = 0
+    tlen: int = 0
+    mark: int = 0
+    done: int = 0
+    lend: int = 0
+    lcount: int = 0
+    ltarget: int = 0
+    seedstep: int = 0
+
+    def field(self, name: str) -> int:
+        return int(self.cmd.get(name, 0))
+
+    @property
+    def count(self) -> int:
+        return self.field("count")
+
+    @property
+    def quiet(self) -> bool:
+        return self.kind in QUIET_KINDS
+
+    def with_(self, **changes) -> Instr:
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        k = KIND_NAMES[self.kind]
+        if self.kind in (ENG, LOAD, STORE):
+            op = msgs.OP_NAMES[self.field("op")]
+            if self.kind == LOAD:
+                return f"load {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- {SRC_NAMES[self.src]}"
+            if self.kind == STORE:
+                return (f"store {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
+                        + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b))
+            return op
+        if self.kind == MOVE:
+            return f"move {SRC_NAMES[self.src]} -> " + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b) \
+                + f" x{self.count}"
+        if self.kind == BIAS:
+            return f"bias x{self.count}"
+        if self.kind == GATHER:
+            return f"gather x{self.count} table[{self.tbase}:{self.tbase + self.tlen}]"
+        return k
+
+
+# ---- constructors ------------------------------------------------------------------------------
+
+def eng(**fields) -> Instr:
+    return Instr(ENG, _checked_cmd(fields))
+
+
+def load(src: int, **fields) -> Instr:
+    if src not in SRC_NAMES:
+        raise IsaError(f"LOAD source {src!r}: one of {SRC_NAMES}")
+    return Instr(LOAD, _checked_cmd(dict(fields, op=msgs.OP_LOAD)), src=src)
+
+
+def store(dmask: int, **fields) -> Instr:
+    if not 0 < dmask < 16:
+        raise IsaError(f"STORE destination mask {dmask!r}: a non-empty set of {DST_NAMES}")
+    return Instr(STORE, _checked_cmd(dict(fields, op=msgs.OP_STORE)), dmask=dmask)
+
+
+def move(src: int, dmask: int, n: int) -> Instr:
+    if src not in (SRC_FWD_IN, SRC_BWD_IN) or dmask not in (DST_FWD_OUT, DST_BWD_OUT):
+        raise IsaError("MOVE passes one link input to one link output")
+    return Instr(MOVE, _checked_cmd(dict(count=n)), src=src, dmask=dmask)
+
+
+def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:
+    return Instr(BIAS, _checked_cmd(dict(count=n, k=k, shift=shift, stoch=stoch, seed=seed, tid=tid)),
+                 bits=bits)
+
+
+def gather(n_in: int, tbase: int, tlen: int) -> Instr:
+    return Instr(GATHER, _checked_cmd(dict(count=n_in)), tbase=tbase, tlen=tlen)
+
+
+def _checked_cmd(fields: dict) -> dict:
+    widths = dict(msgs.CMD_FIELDS)
+    for name, v in fields.items():
+        if name not in widths:
+            raise IsaError(f"unknown command field {name!r}")
+        if not 0 <= int(v) < (1 << widths[name]):
+            raise IsaError(f"command field {name}={v} does not fit in {widths[name]} bits")
+    return {k: int(v) for k, v in fields.items()}
+
+
+# ---- gather tables -----------------------------------------------------------------------------
+
+def runs(indices) -> list:
+    """Run-length form of a gather list: ``indices[i]`` is the scratch offset element ``i`` of the
+    output is read from, or ``-1`` for zero padding -> ``[(zero, length, offset)]`` with runs of
+    consecutive offsets (or of zeros) of at most :data:`MAX_RUN` elements."""
+    out = []
+    for v in indices:
+        v = int(v)
+        if out:
+            zero, length, off = out[-1]
+            if length < MAX_RUN and ((v < 0 and zero) or (v >= 0 and not zero and v == off + length)):
+                out[-1] = (zero, length + 1, off)
+                continue
+        out.append((1, 1, 0) if v < 0 else (0, 1, v))
+    return out
+
+
+def run_word(zero: int, length: int, offset: int) -> int:
+    if not (1 <= length <= MAX_RUN and 0 <= offset < (1 << RUN_OFF_BITS)):
+        raise IsaError(f"gather run length {length} / offset {offset} out of range")
+    return (int(zero) << (RUN_LEN_BITS + RUN_OFF_BITS)) | (int(length) << RUN_OFF_BITS) | int(offset)
+
+
+def run_fields(word: int) -> tuple:
+    return ((word >> (RUN_LEN_BITS + RUN_OFF_BITS)) & 1, (word >> RUN_OFF_BITS) & MAX_RUN,
+            word & ((1 << RUN_OFF_BITS) - 1))
+
+
+def apply_gather(values: list, table: list) -> list:
+    """What GATHER leaves in the scratch FIFO (``values``: its input; ``table``: run words)."""
+    out = []
+    for w in table:
+        zero, length, off = run_fields(w)
+        out.extend([0] * length if zero else values[off:off + length])
+    return out
+
+
+def gather_cycles(table: list) -> int:
+    """Cycles a GATHER holds the sequencer: one per output element, plus two."""
+    return sum(run_fields(w)[1] for w in table) + 2
+
+
+def bias_cycles(n: int) -> int:
+    """Cycles a BIAS holds the sequencer: one per element, plus two."""
+    return int(n) + 2
+
+
+# ---- binary encoding ---------------------------------------------------------------------------
+
+_INSTR_TYPE = None
+
+
+def instr_type():
+    """The instruction bitstruct (PyMTL3), the same for every configuration."""
+    global _INSTR_TYPE
+    if _INSTR_TYPE is None:
+        from pymtl3 import mk_bits, mk_bitstruct
+
+        fields = {name: mk_bits(w) for name, w in HEADER_FIELDS}
+        fields["cmd"] = msgs.cmd_type()
+        _INSTR_TYPE = mk_bitstruct("RouterInstr", fields)
+    return _INSTR_TYPE
+
+
+def encode_cmd(fields: dict) -> int:
+    """Engine command fields -> the command's bits as an int (first field most significant)."""
+    v = 0
+    for name, w in msgs.CMD_FIELDS:
+        x = int(fields.get(name, 0))
+        if not 0 <= x < (1 << w):
+            raise IsaError(f"command field {name}={x} does not fit in {w} bits")
+        v = (v << w) | x
+    return v
+
+
+def decode_cmd(value: int) -> dict:
+    out = {}
+    for name, w in reversed(msgs.CMD_FIELDS):
+        out[name] = value & ((1 << w) - 1)
+        value >>= w
+    return dict(reversed(list(out.items())))
+
+
+def encode(ins: Instr) -> int:
+    """One instruction -> an :data:`INSTR_BITS`-bit int."""
+    v = 0
+    for name, w in HEADER_FIELDS:
+        x = int(getattr(ins, name))
+        if not 0 <= x < (1 << w):
+            raise IsaError(f"instruction field {name}={x} does not fit in {w} bits ({ins.describe()})")
+        v = (v << w) | x
+    return (v << CMD_BITS) | encode_cmd(ins.cmd)
+
+
+def decode(value: int) -> Instr:
+    cmd = decode_cmd(value & ((1 << CMD_BITS) - 1))
+    value >>= CMD_BITS
+    head = {}
+    for name, w in reversed(HEADER_FIELDS):
+        head[name] = value & ((1 << w) - 1)
+        value >>= w
+    cmd = {k: v for k, v in cmd.items() if v}
+    return Instr(cmd=cmd, **head)
+
+
+# ---- documentation -----------------------------------------------------------------------------
+
+def field_table() -> list:
+    """``[(field, msb, lsb)]`` of the instruction word (for documentation and C headers)."""
+    out, pos = [], INSTR_BITS
+    for name, w in HEADER_FIELDS:
+        out.append((name, pos - 1, pos - w))
+        pos -= w
+    for name, w in msgs.CMD_FIELDS:
+        out.append((f"cmd.{name}", pos - 1, pos - w))
+        pos -= w
+    return out

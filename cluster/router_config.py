@@ -1,0 +1,70 @@
+"""Elaboration parameters of a node's router/DMA (one frozen dataclass, validated, with presets).
+
+Only what changes the hardware lives here: the stream word width and the depths of the program
+memory, the gather table, the scratch FIFO and the output buffers towards the links and the host.
+The program itself (:mod:`pymtl_fp.cluster.isa`) is runtime data, written through the program bus
+while reset is high, so one build serves every program that fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pymtl_fp.cluster import isa
+
+#: the per-cycle states the router reports (``st_state`` codes 0..5)
+STATES = ("compute", "io", "stall_in", "stall_out", "engine", "done")
+
+
+class RouterConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """* ``stream_bits``: one element per word on every stream (the engine's ``stream_bits``);
+    * ``prog_depth``: instructions the program memory holds (at most ``2**14``);
+    * ``table_depth``: gather-table entries (runs of a relayout between array sides);
+    * ``scratch_depth``: elements of the scratch FIFO (copies, bias updates, relayouts);
+    * ``out_depth``: elements of each output buffer (towards ``fwd_out``, ``bwd_out``, the host).
+    """
+
+    stream_bits: int = 32
+    prog_depth: int = 1024
+    table_depth: int = 256
+    scratch_depth: int = 4096
+    out_depth: int = 4096
+    name: str = ""
+
+    def __post_init__(self):
+        for f, lo, hi in (("stream_bits", 8, 64), ("prog_depth", 2, 1 << isa.PC_BITS),
+                          ("table_depth", 1, 1 << isa.TABLE_ADDR_BITS), ("scratch_depth", 2, 1 << 20),
+                          ("out_depth", 2, 1 << 20)):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
+
+    def params(self) -> dict:
+        """Every elaboration parameter (what the Verilog module name encodes)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "name"}
+
+    def module_name(self) -> str:
+        from pymtl_fp.verilate import module_name
+
+        return module_name("RouterRTL", self.params())
+
+    def replace(self, **changes) -> RouterConfig:
+        return dataclasses.replace(self, **changes)
+
+
+PRESETS = {
+    "small": RouterConfig(prog_depth=256, table_depth=64, scratch_depth=1024, out_depth=1024, name="small"),
+    "cluster": RouterConfig(name="cluster"),
+}
+
+
+def preset(name: str) -> RouterConfig:
+    if name not in PRESETS:
+        raise RouterConfigError(f"unknown router preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]
