@@ -47,7 +47,7 @@ from pymtl3 import Component, InPort, OutPort, mk_bits, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.router_config import STATES, RouterConfig
+from pymtl_fp.cluster.router_config import STATES, RouterConfig, declare_status_ports
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd, to_word
 from pymtl_fp.sim import stall_pattern
@@ -83,12 +83,7 @@ class RouterCL(Component):
         s.prog_addr = InPort(16)
         s.prog_data = InPort(isa.instr_type())
         s.tab_data = InPort(32)
-        s.st_state = OutPort(3)
-        s.st_mark_val = OutPort()
-        s.st_mark_id = OutPort(isa.MARK_BITS)
-        s.st_done_val = OutPort()
-        s.st_done_id = OutPort(isa.DONE_BITS)
-        s.st_halted = OutPort()
+        declare_status_ports(s, cfg, OutPort)
 
         s.prog = list(prog) if prog is not None else []
         s.table = list(table) if table is not None else []
@@ -136,6 +131,17 @@ class RouterCL(Component):
             s.st_done_val <<= status[2]
             s.st_done_id <<= status[3]
             s.st_halted <<= status[4]
+            if s.status_ports:
+                s.st_cycle <<= s.cycle
+                s.st_pc <<= s.pc
+                s.st_iter <<= s.iter
+                s.st_scratch_peak <<= s.scratch_max
+                for i in range(6):
+                    s.st_cnt[i] <<= s.stats[i]
+                for i in range(3):
+                    s.st_sent[i] <<= s.sent[i]
+                    s.st_recv[i] <<= s.received[i]
+                    s.st_out_peak[i] <<= s.outq_max[i]
 
     # ---- program ---------------------------------------------------------------------------
     def _program_write(s):
@@ -309,6 +315,9 @@ class RouterCL(Component):
             if s.unit_left:
                 unit = True
                 s.unit_left -= 1
+                s.unit_pushed += 1  # the RTL appends one result per edge before it drops its input
+                if s.unit_pushed <= s.unit_out:
+                    s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
                 if s.unit_left == 0:
                     retire = True
             elif kind in (isa.BIAS, isa.GATHER) and quiet_pre:
@@ -324,7 +333,8 @@ class RouterCL(Component):
             else:
                 s.pc += 1
             s.fresh = True
-        s.scratch_max = max(s.scratch_max, len(s.scratch))
+        if not unit:  # (a running unit accounts for its own appends)
+            s.scratch_max = max(s.scratch_max, len(s.scratch))
         # 6. the state of the next cycle (from the registers after the edge, as the RTL's st_state)
         s.q_compute, s.q_io, s.q_unit, s.q_busy = compute_fired, io, unit, busy
         s.state = s._state()
@@ -386,7 +396,7 @@ class RouterCL(Component):
             table = s.table[ins.tbase: ins.tbase + ins.tlen]
             out = isa.apply_gather(vals, table)
             s.unit_left = isa.gather_cycles(table) - 1
-        s.scratch_max = max(s.scratch_max, len(vals) + len(out))  # the RTL appends before it drops
+        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), 0
         s.scratch = deque(out)
 
     def _cmd_fields(s, ins):

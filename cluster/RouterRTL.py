@@ -31,7 +31,7 @@ from pymtl3 import (
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.router_config import RouterConfig
+from pymtl_fp.cluster.router_config import RouterConfig, declare_status_ports
 from pymtl_fp.cluster.RouterDrainRTL import RouterDrainRTL
 from pymtl_fp.cluster.RouterFeedRTL import RouterFeedRTL
 from pymtl_fp.cluster.RouterScratchRTL import RouterScratchRTL
@@ -87,21 +87,7 @@ class RouterRTL(Component):
         s.prog_addr = InPort(16)
         s.prog_data = InPort(InstrT)
         s.tab_data = InPort(32)
-        s.st_state = OutPort(3)
-        s.st_cnt = [OutPort(32) for _ in range(6)]
-        s.st_mark_val = OutPort()
-        s.st_mark_id = OutPort(isa.MARK_BITS)
-        s.st_done_val = OutPort()
-        s.st_done_id = OutPort(isa.DONE_BITS)
-        s.st_cycle = OutPort(32)
-        s.st_halted = OutPort()
-        s.st_pc = OutPort(PCB)
-        s.st_iter = OutPort(16)
-        s.st_sent = [OutPort(32) for _ in range(3)]
-        s.st_recv = [OutPort(32) for _ in range(3)]
-        s.st_out_peak = [OutPort(OCB) for _ in range(3)]
-        s.st_scratch_peak = OutPort(SCB)
-        s.st_error = OutPort()
+        declare_status_ports(s, cfg, OutPort)
 
         # ---- memories ----------------------------------------------------------------------
         s.prog = [Wire(InstrT) for _ in range(PD)]

@@ -233,6 +233,8 @@ def router_of(level: str, cfg):
 
 
 STATUS = ("st_state", "st_mark_val", "st_mark_id", "st_done_val", "st_done_id")
+COUNTERS = ("st_cnt", "st_cycle", "st_halted", "st_pc", "st_iter", "st_sent", "st_recv", "st_out_peak",
+            "st_scratch_peak")
 
 
 def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20_000) -> dict:
@@ -284,6 +286,8 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
             row.append((v, y, int(p.msg.to_bits() if hasattr(p.msg, "to_bits") else p.msg) if v and y else None))
         st = [int(getattr(r, n)) for n in STATUS]
         row.append((st[0], st[1], st[2] if st[1] else 0, st[3], st[4] if st[3] else 0))
+        row.append(tuple(int(x) for n in COUNTERS for x in (getattr(r, n) if isinstance(getattr(r, n), list)
+                                                              else [getattr(r, n)])))
         trace.append(tuple(row))
         if level == "cl":
             done = r.is_done()

@@ -19,16 +19,21 @@ retransmissions, timeouts, NAKs and CRC/framing/sequence errors.
 
 ``channel`` is the type of the forward channel, called as ``channel(nbits, latency)``
 (pymtl3-net style); the default :class:`~pymtl_fp.link.ChannelRTL.ChannelRTL` is fault-free.
+``faults=True`` (translatable) puts a :class:`~pymtl_fp.link.FaultyChannelRTL.FaultyChannelRTL`
+there instead and exposes its configuration (``f_seed``, ``f_drop``, ``f_burst``, ``f_flip``) and
+counters (``n_dropped``, ``n_flipped``) as ports; ``fault_index`` tells the links of one design
+apart (each draws its own faults).
 Test benches pass :func:`pymtl_fp.tb.link_faults.faulty_channel` to inject faults (that variant is not
 translatable).  ``MsgType`` may be narrower than ``cfg.msg_bits`` (zero-extended on the wire),
 never wider.
 """
 
-from pymtl3 import Component, OutPort, Wire, mk_bits, update, zext
+from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, zext
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.link.ChannelRTL import ChannelRTL
 from pymtl_fp.link.config import LinkConfig
+from pymtl_fp.link.FaultyChannelRTL import FaultyChannelRTL
 from pymtl_fp.link.LinkRxRTL import LinkRxRTL
 from pymtl_fp.link.LinkTxRTL import LinkTxRTL
 from pymtl_fp.link.status import LinkStatus, status_dict
@@ -59,17 +64,34 @@ def link_module_name(cfg, MsgType=None) -> tuple[str, dict]:
 
 
 class LinkRTL(Component):
-    def construct(s, MsgType, cfg, channel=ChannelRTL):
+    def construct(s, MsgType, cfg, channel=ChannelRTL, faults=False, fault_index=0):
         nbits = check_msg_type(MsgType, cfg, "LinkRTL")
         M = cfg.msg_bits
         s.cfg = cfg
         s.params = link_module_name(cfg, MsgType)[1]
+        if faults:
+            s.params = dict(s.params, faults=1, findex=fault_index)
         s.recv = RecvIfcRTL(MsgType)
         s.send = SendIfcRTL(MsgType)
         s.status = OutPort(LinkStatus)
 
         s.tx = LinkTxRTL(cfg)
-        s.chan = channel(cfg.flit_bits, cfg.latency)
+        if faults:
+            s.chan = FaultyChannelRTL(cfg.flit_bits, cfg.latency, fault_index)
+            s.f_seed = InPort(32)
+            s.f_drop = InPort(16)
+            s.f_burst = InPort(16)
+            s.f_flip = InPort(16)
+            s.n_dropped = OutPort(32)
+            s.n_flipped = OutPort(32)
+            s.chan.f_seed //= s.f_seed
+            s.chan.f_drop //= s.f_drop
+            s.chan.f_burst //= s.f_burst
+            s.chan.f_flip //= s.f_flip
+            s.n_dropped //= s.chan.n_dropped
+            s.n_flipped //= s.chan.n_flipped
+        else:
+            s.chan = channel(cfg.flit_bits, cfg.latency)
         s.rx = LinkRxRTL(cfg, nbits)
         s.ret = ChannelRTL(cfg.ret_bits, cfg.credit_latency)
 
