@@ -42,6 +42,7 @@ from pymtl_fp.primitives.FifoRTL import FifoRTL
 K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT = (Bits4(k) for k in range(8))
 S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = (Bits3(k) for k in range(6))
 NPEND = 4  # done marks waiting for their moves
+NPEND_1 = NPEND - 1
 
 
 class RouterRTL(Component):
@@ -66,6 +67,8 @@ class RouterRTL(Component):
         TABT = mk_bits(TAB)
         PD = cfg.prog_depth
         PAT = mk_bits(max(1, (PD - 1).bit_length()))
+        PD16 = Bits16(PD)
+        TD16 = Bits16(cfg.table_depth)
         OUT_FULL = OCT(cfg.out_depth)
         N1 = Bits24(1)
         W1 = Bits32(1)
@@ -96,9 +99,10 @@ class RouterRTL(Component):
 
         @update_ff
         def up_prog_write():
-            if s.prog_we & ~s.prog_sel:
+            # writes beyond a memory are ignored (the loader checks program sizes beforehand)
+            if s.prog_we & ~s.prog_sel & (s.prog_addr < PD16):
                 s.prog[trunc(s.prog_addr, PAT)] <<= s.prog_data
-            if s.prog_we & s.prog_sel:
+            if s.prog_we & s.prog_sel & (s.prog_addr < TD16):
                 s.gtab[trunc(s.prog_addr, TABT)] <<= s.tab_data
 
         # ---- units ---------------------------------------------------------------------------
@@ -405,7 +409,7 @@ class RouterRTL(Component):
                 s.p_err <<= 0
             else:
                 if s.p_ready:  # pop the head, then push behind what remains
-                    for i in range(NPEND - 1):
+                    for i in range(NPEND_1):
                         s.p_id[i] <<= s.p_id[i + 1]
                         s.p_nf[i] <<= s.p_nf[i + 1]
                         s.p_nd[i] <<= s.p_nd[i + 1]

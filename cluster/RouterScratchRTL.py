@@ -13,7 +13,7 @@ random reads relative to its head for the scalar units.
 Elaboration parameters: ``width``, ``depth`` (a power of two).
 """
 
-from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
+from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff
 
 
 class RouterScratchRTL(Component):
@@ -37,9 +37,9 @@ class RouterScratchRTL(Component):
         s.count = OutPort(C)
         s.peak = OutPort(C)
         s.error = OutPort()
-        s.raddr0 = InPort(C)
+        s.raddr0 = InPort(A)
         s.rdata0 = OutPort(width)
-        s.raddr1 = InPort(C)
+        s.raddr1 = InPort(A)
         s.rdata1 = OutPort(width)
         s.drop = InPort()
         s.drop_n = InPort(C)
@@ -57,8 +57,8 @@ class RouterScratchRTL(Component):
         @update
         def up_scratch_read():
             s.head @= s.mem[s.hd]
-            s.a0 @= s.hd + s.raddr0[0:A]
-            s.a1 @= s.hd + s.raddr1[0:A]
+            s.a0 @= s.hd + s.raddr0
+            s.a1 @= s.hd + s.raddr1
             s.rdata0 @= s.mem[s.a0]
             s.rdata1 @= s.mem[s.a1]
             s.do_push @= s.push & (s.count != FULL)

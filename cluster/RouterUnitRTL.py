@@ -32,6 +32,7 @@ class RouterUnitRTL(Component):
         T = mk_bits(bits)
         D = mk_bits(bits + 1)
         CT = mk_bits(count_bits)
+        AT = mk_bits(count_bits - 1)  # scratch addresses (count_bits = address bits + 1)
         TT = mk_bits(table_bits)
         N1 = Bits24(1)
         T1 = Bits16(1)
@@ -55,8 +56,8 @@ class RouterUnitRTL(Component):
         s.t_addr = OutPort(table_bits)
         s.t_data = InPort(32)
         # the scratch FIFO
-        s.raddr0 = OutPort(count_bits)
-        s.raddr1 = OutPort(count_bits)
+        s.raddr0 = OutPort(count_bits - 1)
+        s.raddr1 = OutPort(count_bits - 1)
         s.rdata0 = InPort(bits)
         s.rdata1 = InPort(bits)
         s.push = OutPort()
@@ -120,11 +121,11 @@ class RouterUnitRTL(Component):
                 s.retire @= s.run & (s.tidx == s.r_tlen)
             s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
             if s.bias:
-                s.raddr0 @= trunc(s.idx, CT)
-                s.raddr1 @= trunc(s.idx + s.cnt, CT)
+                s.raddr0 @= trunc(s.idx, AT)
+                s.raddr1 @= trunc(s.idx + s.cnt, AT)
             else:
-                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), CT)
-                s.raddr1 @= CT(0)
+                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
+                s.raddr1 @= AT(0)
             s.drop @= s.retire
             if s.bias:
                 s.drop_n @= trunc(s.cnt + s.cnt, CT)

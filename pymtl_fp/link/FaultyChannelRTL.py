@@ -57,7 +57,7 @@ class FaultyChannelRTL(Component):
         s.lim_flip = Wire(17)
         s.pos = Wire(W)
         s.len = Wire(W)
-        s.mask = Wire(W)
+        s.mask = Wire(nbits)
         s.do_drop = Wire()
         s.do_burst = Wire()
         s.do_flip = Wire()
@@ -74,13 +74,13 @@ class FaultyChannelRTL(Component):
             s.pos @= (zext(s.hash.out[16:29], WT) * WT(nbits)) >> WT(13)
             s.len @= zext(s.hash.out[29:32], WT) + WT(2)
             if s.do_burst:
-                s.mask @= ((ONE_W << s.len) - ONE_W) << s.pos
+                s.mask @= trunc(((ONE_W << s.len) - ONE_W) << s.pos, T)
             elif s.do_flip:
-                s.mask @= ONE_W << s.pos
+                s.mask @= trunc(ONE_W << s.pos, T)
             else:
-                s.mask @= WT(0)
+                s.mask @= T(0)
             s.pipe.in_val @= s.in_val & ~s.do_drop
-            s.pipe.in_msg @= s.in_msg ^ trunc(s.mask, T)
+            s.pipe.in_msg @= s.in_msg ^ s.mask
 
         s.out_val //= s.pipe.out_val
         s.out_msg //= s.pipe.out_msg

@@ -1,0 +1,51 @@
+"""The host's side channels to the nodes (CL): initial weights out to each node's ``host_in``,
+final weights back from its ``host_out`` (a PCIe or AXI path per board, outside the link chain).
+
+:class:`HostSideCL` offers each node's queue of elements (the values its program LOADs from the
+host, in program order) on ``to_node[j]`` whenever the queue is not empty, and takes every element
+a node sends on ``from_node[j]`` at once (always ready), keeping them in ``received[j]``: the same
+stream behaviour as the compiled test bench of a Verilated cluster, so cycle counts agree.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pymtl3 import Component, mk_bits, update_ff
+from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+
+from pymtl_fp.engine.msgs import from_word, to_word
+
+
+class HostSideCL(Component):
+    def construct(s, bits, queues):
+        T = mk_bits(bits)
+        s.bits = bits
+        s.T = T
+        s.n = len(queues)
+        s.queues = [list(q) for q in queues]
+        s.to_node = [SendIfcRTL(T) for _ in range(s.n)]
+        s.from_node = [RecvIfcRTL(T) for _ in range(s.n)]
+        s._reset_state()
+
+        @update_ff
+        def up_host_side():
+            if s.reset:
+                s._reset_state()
+            for j in range(s.n):
+                if not s.reset:
+                    if s.to_node[j].val & s.to_node[j].rdy:
+                        s.pending[j].popleft()
+                    if s.from_node[j].val & s.from_node[j].rdy:
+                        s.received[j].append(from_word(int(s.from_node[j].msg), s.bits))
+                q = s.pending[j]
+                s.to_node[j].val <<= 1 if q and not s.reset else 0
+                s.to_node[j].msg <<= s.T(to_word(q[0], s.bits)) if q else s.T(0)
+                s.from_node[j].rdy <<= 0 if s.reset else 1
+
+    def _reset_state(s):
+        s.pending = [deque(q) for q in s.queues]
+        s.received = [[] for _ in range(s.n)]
+
+    def line_trace(s):
+        return " ".join(f"h{j}:{len(q)}" for j, q in enumerate(s.pending))
