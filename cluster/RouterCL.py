@@ -131,6 +131,7 @@ class RouterCL(Component):
             s.st_done_val <<= status[2]
             s.st_done_id <<= status[3]
             s.st_halted <<= status[4]
+            s.st_error <<= 0  # (the CL model raises instead of flagging)
             if s.status_ports:
                 s.st_cycle <<= s.cycle
                 s.st_pc <<= s.pc

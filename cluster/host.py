@@ -45,60 +45,105 @@ def row_grad(net, fmt, logits_row, label, batch, relu_last) -> np.ndarray:
     return g
 
 
+class HostModel:
+    """What the host does with the streams, whatever drives them (the PyMTL3 :class:`HostCL`, or
+    the compiled test bench of a Verilated cluster between its runs): the images to send, each
+    image's logits as they arrive, the loss gradient it answers with, the losses."""
+
+    def __init__(self, ecfg, net, fmt, images, labels, batch, p_out=None):
+        self.bits = ecfg.stream_bits
+        self.P = ecfg.P                                        # node 0's layout: images
+        self.P_out = ecfg.P if p_out is None else int(p_out)   # node N-1's layout: logits, gradients
+        self.net, self.fmt, self.batch = net, fmt, batch
+        self.images = np.asarray(images)  # (steps*B, C, H, W)
+        self.labels = np.asarray(labels)
+        self.out_shape = net.shapes()[-1]
+        K, ho, wo = self.out_shape
+        self.logit_elems = tiles(K, self.P_out) * ho * wo * self.P_out
+        self.relu_last = net.param_layers()[-1].relu
+        self.reset()
+
+    def reset(self):
+        self.cur_logits = []
+        self.logits = []         # per image, (K,) or (K, ho, wo)
+        self.losses = []
+        self.unexpected = 0
+        self.logit_cycles = []   # cycle each image's logits completed
+
+    def image_elements(self) -> list:
+        """Every element the host sends on the images' link, in order."""
+        return [int(v) for img in self.images for v in pack_act(img[None], self.P).reshape(-1)]
+
+    def done_images(self) -> int:
+        return len(self.logits)
+
+    def logit(self, value: int, cycle: int) -> list:
+        """One logit element arrived (signed); returns the loss-gradient elements to send when it
+        completes an image, else ``[]``."""
+        self.cur_logits.append(int(value))
+        if len(self.cur_logits) < self.logit_elems:
+            return []
+        return self.image_done(self.cur_logits, cycle)
+
+    def image_done(self, elements, cycle: int) -> list:
+        K, ho, wo = self.out_shape
+        words = np.asarray(elements, dtype=np.int64).reshape(-1, self.P_out)
+        y = unpack_act(words, (1, K, ho, wo), self.P_out)[0]
+        self.cur_logits = []
+        i = len(self.logits)
+        self.logits.append(y)
+        self.logit_cycles.append(cycle)
+        g = row_grad(self.net, self.fmt, y.reshape(-1), self.labels[i], self.batch, self.relu_last)
+        if len(self.logits) % self.batch == 0:
+            lo = len(self.logits) - self.batch
+            batch_logits = np.stack([v.reshape(-1) for v in self.logits[lo:]])
+            loss, _ = softmax_xent_grad(batch_logits, self.labels[lo:lo + self.batch], logit_frac=self.fmt.act.frac,
+                                        grad_format=self.fmt.grad, loss_scale_log2=self.fmt.loss_scale_log2,
+                                        logit_bits=self.fmt.act.bits)
+            self.losses.append(loss)
+        return [int(v) for v in pack_act(g.reshape(1, K, ho, wo), self.P_out).reshape(-1)]
+
+
 class HostCL(Component):
+    """The host as a PyMTL3 component (cycle level).  Stream behaviour (the same as the compiled
+    test bench of a Verilated cluster): a sending port offers the head of its queue in every cycle
+    in which the queue is not empty, from the first cycle after reset; a receiving port is always
+    ready from the first cycle after reset; the gradient of an image is offered from the cycle
+    after its last logit arrived."""
+
     def construct(s, ecfg, net, fmt, images, labels, batch, p_out=None):
         s.DataT = data_type(ecfg)
         s.bits = ecfg.stream_bits
-        s.P = ecfg.P                                        # node 0's layout: images
-        s.P_out = ecfg.P if p_out is None else int(p_out)   # node N-1's layout: logits, gradients
+        s.model = HostModel(ecfg, net, fmt, images, labels, batch, p_out)
         s.img_out = SendIfcRTL(s.DataT)
         s.logit_in = RecvIfcRTL(s.DataT)
         s.grad_out = SendIfcRTL(s.DataT)
         s.up_in = RecvIfcRTL(s.DataT)
-        s.net, s.fmt, s.batch = net, fmt, batch
-        s.images = np.asarray(images)  # (steps*B, C, H, W)
-        s.labels = np.asarray(labels)
-        s.out_shape = net.shapes()[-1]
-        K, ho, wo = s.out_shape
-        s.logit_elems = tiles(K, s.P_out) * ho * wo * s.P_out
-        s.relu_last = net.param_layers()[-1].relu
         s._reset_state()
 
         @update_ff
         def up_host():
             if s.reset:
                 s._reset_state()
-                s.img_out.val <<= 0
-                s.grad_out.val <<= 0
-                s.logit_in.rdy <<= 0
-                s.up_in.rdy <<= 0
-                return
-            o = s._step(bool(s.img_out.val & s.img_out.rdy), bool(s.grad_out.val & s.grad_out.rdy),
-                        bool(s.logit_in.val & s.logit_in.rdy), s.logit_in.msg,
-                        bool(s.up_in.val & s.up_in.rdy))
-            s.img_out.val <<= o[0]
-            s.img_out.msg <<= s.DataT(o[1])
-            s.grad_out.val <<= o[2]
-            s.grad_out.msg <<= s.DataT(o[3])
+            else:
+                s._step(bool(s.img_out.val & s.img_out.rdy), bool(s.grad_out.val & s.grad_out.rdy),
+                        bool(s.logit_in.val & s.logit_in.rdy), s.logit_in.msg, bool(s.up_in.val & s.up_in.rdy))
+            iq, gq = s.img_queue, s.grad_queue
+            s.img_out.val <<= 1 if iq else 0
+            s.img_out.msg <<= s.DataT(to_word(iq[0], s.bits)) if iq else s.DataT(0)
+            s.grad_out.val <<= 1 if gq else 0
+            s.grad_out.msg <<= s.DataT(to_word(gq[0], s.bits)) if gq else s.DataT(0)
             s.logit_in.rdy <<= 1
             s.up_in.rdy <<= 1
 
     def _reset_state(s):
         s.cycle = 0
-        s.img_queue = deque()
-        for img in s.images:
-            s.img_queue.extend(int(v) for v in pack_act(img[None], s.P).reshape(-1))
-        s.img_total = len(s.img_queue)
+        s.model.reset()
+        s.img_queue = deque(s.model.image_elements())
         s.grad_queue = deque()
-        s.cur_logits = []
-        s.logits = []         # per image, (K,) or (K, ho, wo)
-        s.losses = []
-        s.unexpected = 0
-        s.last_logit_cycle = None
-        s.logit_cycles = []   # cycle each image's logits completed
 
     def done_images(s) -> int:
-        return len(s.logits)
+        return s.model.done_images()
 
     def _step(s, img_fired, grad_fired, logit_fired, logit_msg, up_fired):
         s.cycle += 1
@@ -107,32 +152,9 @@ class HostCL(Component):
         if grad_fired:
             s.grad_queue.popleft()
         if up_fired:
-            s.unexpected += 1
+            s.model.unexpected += 1
         if logit_fired:
-            s.cur_logits.append(from_word(int(logit_msg), s.bits))
-            if len(s.cur_logits) == s.logit_elems:
-                s._image_done()
-        o_img = (1, to_word(s.img_queue[0], s.bits)) if s.img_queue else (0, 0)
-        o_grad = (1, to_word(s.grad_queue[0], s.bits)) if s.grad_queue else (0, 0)
-        return o_img + o_grad
-
-    def _image_done(s):
-        K, ho, wo = s.out_shape
-        words = np.asarray(s.cur_logits, dtype=np.int64).reshape(-1, s.P_out)
-        y = unpack_act(words, (1, K, ho, wo), s.P_out)[0]
-        s.cur_logits = []
-        i = len(s.logits)
-        s.logits.append(y)
-        s.logit_cycles.append(s.cycle)
-        g = row_grad(s.net, s.fmt, y.reshape(-1), s.labels[i], s.batch, s.relu_last)
-        s.grad_queue.extend(int(v) for v in pack_act(g.reshape(1, K, ho, wo), s.P_out).reshape(-1))
-        if len(s.logits) % s.batch == 0:
-            lo = len(s.logits) - s.batch
-            batch_logits = np.stack([v.reshape(-1) for v in s.logits[lo:]])
-            loss, _ = softmax_xent_grad(batch_logits, s.labels[lo:lo + s.batch], logit_frac=s.fmt.act.frac,
-                                        grad_format=s.fmt.grad, loss_scale_log2=s.fmt.loss_scale_log2,
-                                        logit_bits=s.fmt.act.bits)
-            s.losses.append(loss)
+            s.grad_queue.extend(s.model.logit(from_word(int(logit_msg), s.bits), s.cycle))
 
     def line_trace(s):
-        return f"host:{len(s.logits)}"
+        return f"host:{s.model.done_images()}"

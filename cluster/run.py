@@ -15,11 +15,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pymtl_fp.cluster.compile import compile_cluster, unpack_params
-from pymtl_fp.cluster.config import ClusterError, engine_level_available, link_plan
+from pymtl_fp.cluster.compile import compile_cluster, host_out_params
+from pymtl_fp.cluster.config import ClusterError, link_plan
+from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
+from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
-from pymtl_fp.cluster.router import STATES
-from pymtl_fp.cluster.top import ClusterTop
+from pymtl_fp.cluster.router_config import STATES, RouterConfig
+from pymtl_fp.cluster.top import ClusterTop, load_programs
+from pymtl_fp.sim import run_until
 from pymtl_fp.golden.train import TrainConfig, train_step
 
 
@@ -46,35 +49,50 @@ class ClusterRun:
     logits: list = field(default_factory=list)
 
 
-def _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall):
+def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
+    """Each node's router config: its program, gather table and scratch peak fit (depths rounded
+    up to powers of two, so that similar runs share one Verilator build)."""
+    base = base or RouterConfig()
+    out = []
+    for e, prog in zip(ccfg.engines, cprog.nodes):
+        out.append(router_config_for(e, base).replace(
+            prog_depth=max(256, _pow2(len(prog.ops))), table_depth=max(64, _pow2(len(prog.table))),
+            scratch_depth=max(256, _pow2(prog.scratch_peak))))
+    return out
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall):
     from pymtl3 import DefaultPassGroup
 
-    top = ClusterTop(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
+    top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
     top.elaborate()
     if "verilator" in levels:
         from pymtl_fp.verilate import translate_import_units
 
-        units = {top.nodes[j].engine: (ccfg.engines[j].module_name(), ccfg.engines[j].params())
+        units = {top.cnet.nodes[j]: (node_module_name(ccfg.engines[j], rcfgs[j]),
+                                     node_params(ccfg.engines[j], rcfgs[j]))
                  for j, lv in enumerate(levels) if lv == "verilator"}
         top = translate_import_units(top, units)
     else:
         top.apply(DefaultPassGroup(linetrace=False))
-    top.sim_reset()
+    load_programs(top, cprog, levels)
+    top.sim_tick()
+    top.reset @= 0
+    top.sim_eval_combinational()
     return top
 
 
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
-                     progress_cb=None, overlap: bool = False, schedule: str = "1f1b") -> ClusterRun:
-    from pymtl_fp.sim import run_until
-
+                     progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
+                     router: RouterConfig | None = None) -> ClusterRun:
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
-    for lv in levels:
-        if lv == "cl" and not engine_level_available("cl"):
-            raise ClusterError("engine level cl is not available yet (EngineCL arrives with the "
-                               "engine's cycle-level model); use fl, rtl, verilator or mixed")
     if link_level is None:
         link_level = "rtl" if all(lv in ("rtl", "verilator") for lv in levels) else "cl"
     images, labels = np.asarray(images), np.asarray(labels)
@@ -83,40 +101,57 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     images, labels = images[: steps * batch], labels[: steps * batch]
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
+    rcfgs = router_configs(ccfg, cprog, router)
     fmt = net.precision(tcfg.precision)
     t0 = time.time()
-    top = _build(ccfg, cprog, levels, link_level, net, fmt, images, labels, stall)
+    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall)
     t_build = time.time() - t0
-    routers = [nd.router for nd in top.nodes]
+    nodes = top.cnet.nodes
+    cl = {j: nodes[j].router for j, lv in enumerate(levels) if lv in ("fl", "cl")}
+    pollers = {j: StatusPoller(nodes[j], f"node{j}") for j, lv in enumerate(levels) if lv not in ("fl", "cl")}
 
     def done():
-        return all(r.is_done() for r in routers)
+        return (all(r.is_done() for r in cl.values()) and all(bool(nodes[j].st_halted) for j in pollers))
 
     def progress():
-        return tuple(r._progress() for r in routers) + (top.host.done_images(),)
+        for p in pollers.values():
+            p.poll()
+        return (tuple(r._progress() for r in cl.values())
+                + tuple((int(nodes[j].st_pc), int(nodes[j].st_iter), tuple(int(x) for x in nodes[j].st_sent),
+                         tuple(int(x) for x in nodes[j].st_recv)) for j in pollers)
+                + (top.host.done_images(),))
 
     def stuck():
-        return "; ".join(r.describe() for r in routers if not r.is_done()) or "nothing (all nodes done)"
+        parts = [r.describe() for r in cl.values() if not r.is_done()]
+        for j in pollers:
+            if not nodes[j].st_halted:
+                pc = int(nodes[j].st_pc)
+                ins = cprog.nodes[j].ops[pc] if pc < len(cprog.nodes[j].ops) else None
+                parts.append(f"node{j}: instruction {pc} (iteration {int(nodes[j].st_iter)}) "
+                             + (ins.describe() if ins else "?"))
+        return "; ".join(parts) or "nothing (all nodes done)"
 
+    progress()  # the first cycle after reset
     t0 = time.time()
     cycles = run_until(top, done, max_cycles=max_cycles, progress=progress, idle_limit=idle_limit,
                        describe_stuck=stuck)
     t_sim = time.time() - t0
-    host_out = {}
-    for r in routers:
-        host_out.update(r.host)
-    new_params = unpack_params(net, part, [e.P for e in ccfg.engines], host_out, params)
-    if top.host.unexpected:
-        raise ClusterError(f"node 0 sent {top.host.unexpected} unexpected elements upstream to the host")
-    report = make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles, steps, batch,
+    logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else pollers[j].log(steps, cprog.nodes[j])
+            for j in range(ccfg.n)]
+    new_params = host_out_params(net, part, cprog, [e.P for e in ccfg.engines], top.side.received, params)
+    if top.host.model.unexpected:
+        raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
                          t_build, t_sim)
-    return ClusterRun(new_params, list(top.host.losses), cycles, report, list(top.host.logits))
+    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits))
 
 
 # ---- report ------------------------------------------------------------------------------------
 
-def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles, steps, batch,
+def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycles, steps, batch,
                 t_build, t_sim) -> dict:
+    """The run's report; ``routers``: one :class:`~pymtl_fp.cluster.observe.RouterLog` per node,
+    ``host``: the :class:`~pymtl_fp.cluster.host.HostModel`."""
     clock = ccfg.clock_mhz * 1e6
     link_rate = ccfg.link.throughput_msgs  # messages (elements) per cycle at full load
     # step boundaries: when every node has passed the step's mark
@@ -179,7 +214,6 @@ def make_report(net, ccfg, part, cprog, top, routers, levels, link_level, cycles
         rate = ccfg.link_cfg(name).throughput_msgs
         links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
                       "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
-    host = top.host
     fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
     return {
         "net": net.name, "nodes": ccfg.n, "topology": ccfg.topology, "levels": levels, "link_level": link_level,

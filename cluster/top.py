@@ -1,114 +1,72 @@
-"""The PyMTL3 cluster top: nodes (engine + router/DMA), links, and the host at the chain's ends.
+"""The simulated cluster in PyMTL3: the cluster's hardware (:class:`~pymtl_fp.cluster.ClusterNet.ClusterNet`:
+nodes at any mix of levels, links) with the host around it (:class:`~pymtl_fp.cluster.host.HostCL`
+at the chain's ends, :class:`~pymtl_fp.cluster.host_side.HostSideCL` on every node's side channel).
 
-::
-
-    host.img_out -L-> node0 -L-> node1 -L-> ... -L-> node(N-1) -L-> host.logit_in      (forward)
-    host.up_in  <-   node0 <-L- node1 <-L- ... <-L- node(N-1) <-L- host.grad_out        (backward)
-
-A ring (:mod:`pymtl_fp.cluster.config`) attaches the host to node 0 only: node N-1's logits take
-``-L(ring)-> -L->`` through node 0's board to ``host.logit_in``, and the loss gradients take
-``host.grad_out -L-> -L(ring)->`` to node N-1.
-
-Each node is an engine at its own level (``fl``, ``cl``, ``rtl`` or ``verilator``) plus a
-:class:`~pymtl_fp.cluster.router.RouterCL`.  Every link (``2N + 1`` of them: the host's three and two per
-pair of neighbours) is a ``Link<level>(Bits<stream_bits>, link_cfg)``.  Node 0's ``bwd_out``
-goes straight to the host (nothing travels on it: the first layer has no data gradient).  The host
-sends images in node 0's layout and takes logits / sends loss gradients in node N-1's (their ``P``
-may differ).
+Node programs reach the routers the way the hardware loads them: RTL routers through the program
+bus while reset is high (:func:`load_programs`); CL routers take the same program directly (their
+bus decodes the same words, which a test checks, but writing thousands of instructions through a
+Python-simulated bus only costs time).
 """
 
 from __future__ import annotations
 
-from pymtl3 import Component
-from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
+from pymtl3 import Component, InPort, connect, mk_bits
 
-from pymtl_fp.cluster.config import ClusterError, engine_level_available, link_plan
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.ClusterNet import ClusterNet
 from pymtl_fp.cluster.host import HostCL
-from pymtl_fp.cluster.router import RouterCL
-from pymtl_fp.engine.msgs import data_type
-
-
-def engine_class(level: str):
-    if level == "fl":
-        from pymtl_fp.engine.EngineFL import EngineFL
-        return EngineFL
-    if level == "cl":
-        if not engine_level_available("cl"):
-            raise ClusterError("engine level cl is not available yet (EngineCL arrives with the "
-                               "engine's cycle-level model); use fl, rtl, verilator or mixed")
-        from pymtl_fp.engine.EngineCL import EngineCL
-        return EngineCL
-    if level in ("rtl", "verilator"):
-        from pymtl_fp.engine.EngineRTL import EngineRTL
-        return EngineRTL
-    raise ClusterError(f"unknown engine level {level!r}")
-
-
-def link_class(level: str):
-    if level == "fl":
-        from pymtl_fp.link.LinkFL import LinkFL
-        return LinkFL
-    if level == "cl":
-        from pymtl_fp.link.LinkCL import LinkCL
-        return LinkCL
-    if level == "rtl":
-        from pymtl_fp.link.LinkRTL import LinkRTL
-        return LinkRTL
-    raise ClusterError(f"unknown link level {level!r}")
-
-
-class NodeTop(Component):
-    """One FPGA: an engine and its router/DMA."""
-
-    def construct(s, ecfg, ops, level, index=0, stall=None):
-        s.level = level
-        s.engine = engine_class(level)(ecfg)
-        s.router = RouterCL(ecfg, ops, timed=(level == "fl"), name=f"node{index}", stall=stall)
-        s.router.cmd //= s.engine.cmd
-        s.router.din //= s.engine.din
-        s.engine.dout //= s.router.dout
-        s.router.busy //= s.engine.busy
-        T = data_type(ecfg)
-        s.fwd_in, s.bwd_in = RecvIfcRTL(T), RecvIfcRTL(T)
-        s.fwd_out, s.bwd_out = SendIfcRTL(T), SendIfcRTL(T)
-        s.fwd_in //= s.router.fwd_in
-        s.bwd_in //= s.router.bwd_in
-        s.router.fwd_out //= s.fwd_out
-        s.router.bwd_out //= s.bwd_out
+from pymtl_fp.cluster.host_side import HostSideCL
 
 
 class ClusterTop(Component):
-    def construct(s, ccfg, cprog, levels, link_level, net, fmt, images, labels, stall=None):
+    def construct(s, ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=None):
         N = ccfg.n
-        MsgT = data_type(ccfg.engines[0])
-        Link = link_class(link_level)
-        s.nodes = [NodeTop(ccfg.engines[j], cprog.nodes[j].ops, levels[j], j,
-                           stall=(stall[0], stall[1] + 7919 * j) if stall else None) for j in range(N)]
-        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, p_out=ccfg.engines[-1].P)
-        plan = link_plan(N, ccfg.topology)
-        fwd_names = [nm for nm, d, _ in plan if d == "fwd"]
-        bwd_names = [nm for nm, d, _ in plan if d == "bwd"]
-        s.fwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in fwd_names]  # host->0, 0->1, ..., to the host
-        s.bwd_links = [Link(MsgT, ccfg.link_cfg(nm)) for nm in bwd_names]  # 1->0, ..., from the host
-        s.host.img_out //= s.fwd_links[0].recv
-        s.fwd_links[0].send //= s.nodes[0].fwd_in
+        stalls = [(stall[0], stall[1] + 7919 * j) for j in range(N)] if stall else None
+        node_levels = ["rtl" if lv == "verilator" else lv for lv in levels]
+        s.cnet = ClusterNet(ccfg, rcfgs, node_levels, link_level, False, stalls)
+        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, ccfg.engines[-1].P)
+        s.side = HostSideCL(ccfg.engines[0].stream_bits, [p.host_in for p in cprog.nodes])
+        s.host.img_out //= s.cnet.img
+        s.cnet.logit //= s.host.logit_in
+        s.host.grad_out //= s.cnet.grad
+        s.cnet.up //= s.host.up_in
         for j in range(N):
-            s.nodes[j].fwd_out //= s.fwd_links[j + 1].recv
-            if j + 1 < N:
-                s.fwd_links[j + 1].send //= s.nodes[j + 1].fwd_in
-        for j in range(1, N):
-            s.nodes[j].bwd_out //= s.bwd_links[j - 1].recv
-            s.bwd_links[j - 1].send //= s.nodes[j - 1].bwd_in
-        # logits to the host, loss gradients from it: one link (chain), or the ring link and the
-        # host link of node 0 back to back (node 0's board passes them through)
-        for i in range(N, len(fwd_names) - 1):
-            s.fwd_links[i].send //= s.fwd_links[i + 1].recv
-        s.fwd_links[-1].send //= s.host.logit_in
-        s.host.grad_out //= s.bwd_links[N - 1].recv
-        for i in range(N - 1, len(bwd_names) - 1):
-            s.bwd_links[i].send //= s.bwd_links[i + 1].recv
-        s.bwd_links[-1].send //= s.nodes[N - 1].bwd_in
-        s.nodes[0].bwd_out //= s.host.up_in
+            s.side.to_node[j] //= s.cnet.host_in[j]
+            s.cnet.host_out[j] //= s.side.from_node[j]
+        # the program bus, driven by load_programs
+        s.prog_node = InPort(8)
+        s.prog_we = InPort()
+        s.prog_sel = InPort()
+        s.prog_addr = InPort(16)
+        s.prog_data = InPort(isa.instr_type())
+        s.tab_data = InPort(32)
+        for name in ("prog_node", "prog_we", "prog_sel", "prog_addr", "prog_data", "tab_data"):
+            connect(getattr(s, name), getattr(s.cnet, name))
 
     def line_trace(s):
-        return " ".join(n.router.line_trace() for n in s.nodes) + " " + s.host.line_trace()
+        return s.cnet.line_trace() + " " + s.host.line_trace()
+
+
+def load_programs(top, cprog, levels) -> None:
+    """Write every node's program: RTL nodes through the program bus, one word per cycle with
+    reset high, CL/FL routers directly.  Leaves reset high; the caller releases it."""
+    cnet = top.cnet
+    InstrT = isa.instr_type()
+    Word = mk_bits(isa.INSTR_BITS)
+    top.reset @= 1
+    for j, (lv, prog) in enumerate(zip(levels, cprog.nodes)):
+        if lv in ("fl", "cl"):
+            cnet.nodes[j].router.load_program(prog.ops, prog.table)
+            continue
+        top.prog_node @= j
+        for sel, words in ((0, prog.ops), (1, prog.table)):
+            for addr, w in enumerate(words):
+                top.prog_we @= 1
+                top.prog_sel @= sel
+                top.prog_addr @= addr
+                if sel:
+                    top.tab_data @= w
+                else:
+                    top.prog_data @= InstrT.from_bits(Word(isa.encode(w)))
+                top.sim_tick()
+    top.prog_we @= 0

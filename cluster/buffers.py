@@ -1,0 +1,40 @@
+"""The buffer plan of one node: a bump allocator over the engine's six buffers.
+
+Regions are named (``("X", "x3")``: layer 3's inputs, for every image of the batch) and allocated
+once; :meth:`Alloc.overflow` lists the buffers a plan does not fit, which
+:func:`~pymtl_fp.cluster.compile.compile_cluster` refuses before any simulation.
+"""
+
+from __future__ import annotations
+
+from pymtl_fp.engine import msgs
+
+BUFS = ("X", "D", "O", "W", "G", "B")
+BUF_ID = {"X": msgs.BUF_X, "D": msgs.BUF_D, "O": msgs.BUF_O, "W": msgs.BUF_W, "G": msgs.BUF_G, "B": msgs.BUF_B}
+
+
+class Alloc:
+    """Bump allocator over the six buffers of one node; remembers every region."""
+
+    def __init__(self, ecfg):
+        self.ecfg = ecfg
+        self.top = {b: 0 for b in BUFS}
+        self.regions = {}
+
+    def get(self, buf: str, name: str, words: int) -> int:
+        key = (buf, name)
+        if key not in self.regions:
+            self.regions[key] = (self.top[buf], int(words))
+            self.top[buf] += int(words)
+        return self.regions[key][0]
+
+    def depth(self, buf: str) -> int:
+        e = self.ecfg
+        return {"X": e.act_depth, "D": e.act_depth, "O": e.act_depth, "W": e.weight_depth,
+                "G": e.weight_depth, "B": e.bias_depth}[buf]
+
+    def usage(self) -> dict:
+        return {b: {"used": self.top[b], "depth": self.depth(b)} for b in BUFS}
+
+    def overflow(self) -> list:
+        return [b for b in BUFS if self.top[b] > self.depth(b)]

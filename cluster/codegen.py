@@ -1,0 +1,314 @@
+"""Per-node code generation: one node program (:mod:`pymtl_fp.cluster.isa`) from a partition.
+
+Pipelining (layer level, per image within a mini-batch): each node runs, per step, the forward
+pass of each image (receive the input, run its layers, send the output on) and its backward pass
+(receive the output gradient, run its layers backwards, send the input gradient on), in the order
+of the ``schedule`` (:func:`~pymtl_fp.cluster.schedule.step_order`), then the weight gradients over
+the whole batch and the updates.  Node ``i`` works on image ``b`` while node ``i+1`` works on
+image ``b-1``.
+
+A layer writes its result where the next layer on the node reads it (command field ``dsel``): a
+forward result into the next item's input in X, a data gradient into the previous item's output
+gradient in D.  Only a pooled output still goes through the DMA (STORE to its scratch FIFO and
+LOAD back) where pool_fwd's argmax takes X's write port.
+
+Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
+
+* weight gradients: every node keeps each conv/fc layer input ``x`` and output gradient ``dy`` of
+  every image of the batch on chip (X and D) and runs ``bwd_weight`` once over the batch (command
+  field ``n = B``), so the sum over the batch is requantized once, as in the golden model;
+* stochastic rounding of slices: :func:`~pymtl_fp.cluster.dma.slice_seed`; ``bwd_weight`` has one
+  seed for ``dw`` and ``db``, so a piece at ``k0 > 0`` runs a second, small ``bwd_weight`` (``1x1``
+  kernel, one input channel) for ``db`` with its own seed;
+* the loss gradient is the host's (golden ``softmax_xent_grad`` per image, :mod:`pymtl_fp.cluster.host`);
+* biases: the router's scalar unit (``BIAS``) applies the golden ``sgd_update`` to ``b`` and
+  ``db`` STOREd to its scratch FIFO, and ``b`` is LOADed back.
+
+Nodes with different array sides: a tensor is re-laid out on the receiving side
+(:meth:`~pymtl_fp.cluster.emit.NodeEmitter.load_from`); a split layer's cut ``k0`` is a multiple
+of both holders' ``P`` (:func:`pymtl_fp.cluster.partition.grid_unit`), so both pieces are whole
+tiles in both layouts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.buffers import Alloc
+from pymtl_fp.cluster.dma import elems, slice_seed
+from pymtl_fp.cluster.emit import NodeEmitter
+from pymtl_fp.cluster.partition import _Shape
+from pymtl_fp.cluster.node_program import NodeProgram
+from pymtl_fp.cluster.regions import NodeRegions
+from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
+from pymtl_fp.golden.train import tensor_id
+
+
+class NodeCodegen(NodeEmitter, NodeRegions):
+    """Code generation context of one node."""
+
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False):
+        self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
+        self.P = ecfg.P
+        self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
+        self.shifts, self.fmt = shifts, fmt
+        self.items = part.nodes[j]
+        self.B = part.batch
+        self.ovl = int(bool(overlap))
+        #: words of the largest one-image result in O; with overlap, image b's results go to
+        #: O slot b % 2, so image b+1's compute never waits for image b's results to be read out
+        self.A = Alloc(ecfg)
+        # O's result slots first (ob), so regions allocated in O later never share their words:
+        # the largest one-image result each direction writes to O
+        self.o_fwd, self.o_bwd = self._o_results()
+        if self.ovl:  # two slots per direction
+            self.A.get("O", "slots", 2 * (self.o_fwd + self.o_bwd))
+        else:
+            self.A.get("O", "slots", max(self.o_fwd, self.o_bwd))
+        self.prog = NodeProgram(j, alloc=self.A)
+        self.in_loop = False
+        self._init_emitter()
+
+
+    def receive(self, b):
+        """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
+        second piece, the first holder's output (next to which the fwd writes its own)."""
+        it = self.items[0]
+        f, kind = self.info(it.layer), self.kind(it)
+        self.load_from("X", self.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
+        if kind == "second":
+            self.load_from("X", self.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+
+    def forward(self, b, seed, received=False):
+        items, P = self.items, self.P
+        self.input_sent = None  # a first piece whose input went out with the copy that made it
+        for idx, it in enumerate(items):
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            if idx == 0 and not received:
+                self.receive(b)
+            nxt = items[idx + 1] if idx + 1 < len(items) else None
+            if kind == "pool":
+                ow = self.out_words(li)
+                case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
+                amsel = int(self.am_in_o(it))
+                dsel, d0 = (msgs.DSEL_X, self.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, self.ob(b))
+                self.compute("pool_fwd", n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
+                             pk=f["pk"], a0=self.x_addr(it, b), d0=d0, d1=self.am_addr(it, b), dsel=dsel,
+                             amsel=amsel)
+                out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, ow)
+            else:
+                p = f["p"]
+                name = self.net.layers[li].name
+                _, wpiece, _ = self.w_region(it)
+                bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
+                off = b * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
+                case = self.case(it, 1, it.k0, it.k1)
+                pw = self.out_words(li, it.k0, it.k1)
+                if kind == "second":
+                    stage = self.stage(it, b)
+                    first_words = (it.k0 // P) * f["ho"] * f["wo"]
+                    if idx > 0:
+                        self.load_from("X", stage, "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+                # the result goes where it is read next (dsel): the next item's input in X (for a
+                # second piece: behind the first piece's output), else O, to be sent on
+                if kind == "second":
+                    dsel, d0 = msgs.DSEL_X, stage + first_words
+                elif kind == "whole" and nxt is not None:
+                    dsel, d0 = msgs.DSEL_X, self.x_addr(nxt, b)
+                else:
+                    dsel, d0 = msgs.DSEL_O, self.ob(b)
+                self.compute("fwd", program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
+                             shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
+                             stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
+                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece,
+                             d0=d0, dsel=dsel)
+                if kind == "second":
+                    out = ("X", stage, self.out_words(li))
+                elif kind == "first":
+                    if self.input_sent is not it:  # the second holder computes from it too
+                        self.store("X", self.x_addr(it, b), self.in_words(li) * P, "fwd_out")
+                    self.store("O", self.ob(b), pw * P, "fwd_out")
+                    continue
+                else:
+                    out = ("X" if dsel == msgs.DSEL_X else "O", d0, pw)
+            buf, addr, words = out
+            if nxt is not None:
+                dst = self.x_addr(nxt, b)
+                if not (buf == "X" and addr == dst):
+                    # a first piece next sends its input on too: in the same STORE
+                    sent = self.kind(nxt) == "first"
+                    self.copy(buf, addr, "X", dst, words * P, also="fwd_out" if sent else None)
+                    self.input_sent = nxt if sent else None
+            else:
+                self.store(buf, addr, words * P, "fwd_out")
+
+    def backward(self, b, seed, then=None):
+        """Image b's backward pass; ``then(b)`` (e.g. the next forward pass's :meth:`receive`)
+        is emitted right after its last compute command, so its LOADs run beside that command
+        (or at the end, if the pass computes nothing)."""
+        start = len(self.ops)
+        self._backward(b, seed)
+        if then is not None:
+            last = max((i + 1 for i in range(start, len(self.ops)) if self.ops[i].kind == isa.ENG),
+                       default=len(self.ops))
+            tail = self.ops[last:]
+            del self.ops[last:]
+            then()
+            self.ops.extend(tail)
+
+    def _pool_bwd(self, it, b, t0, t1, dsel, d0):
+        """pool_bwd of image b over channel tiles ``[t0, t1)`` (channels are independent; a tile
+        range is contiguous in every operand), the result to ``d0`` in O or D."""
+        f, P = self.info(it.layer), self.P
+        c = min(f["c"], t1 * P) - t0 * P
+        case = dict(dy=_Shape(1, c, f["ho"], f["wo"]), k=f["pk"])
+        self.compute("pool_bwd", n=1, c=c, ct=t1 - t0, h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"], pk=f["pk"],
+                     a0=self.dy_in(it, b) + t0 * f["ho"] * f["wo"], a1=self.am_addr(it, b) + t0 * f["ho"] * f["wo"],
+                     d0=d0, dsel=dsel, amsel=int(self.am_in_o(it)))
+
+    def _backward(self, b, seed):
+        items, P = self.items, self.P
+        self.dy_ready = None  # a second piece whose output gradient is already in place
+        for idx in reversed(range(len(items))):
+            it = items[idx]
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            prev = items[idx - 1] if idx > 0 else None
+            if idx == len(items) - 1:
+                kk = it.k1 - it.k0 if kind == "first" else f["k"]
+                self.load_from("D", self.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
+            out = None
+            if kind == "pool" and prev is not None and self.kind(prev) == "second":
+                # the gradient of a second piece: pooled back in channel-tile ranges straight to
+                # where each part goes (no D-to-D copy, no STORE from D while bwd_data reads it):
+                # the first holder's tiles to O (sent on), the own tiles to the batch slot, and,
+                # where bwd_data needs them together, all tiles to the one-image slot
+                pf, kt0 = self.info(prev.layer), prev.k0 // P
+                first_words = kt0 * pf["ho"] * pf["wo"]
+                o_first = self.A.get("O", "dyfirst", 2 * first_words) + (b % 2) * first_words * self.ovl
+                self._pool_bwd(it, b, 0, kt0, msgs.DSEL_O, o_first)
+                self.store("O", o_first, first_words * P, "bwd_out")
+                self._pool_bwd(it, b, kt0, tiles(f["c"], P), msgs.DSEL_D, self.dy_keep(prev, b))
+                if pf["p"] > 0:
+                    self._pool_bwd(it, b, 0, tiles(f["c"], P), msgs.DSEL_D, self.dy_in(prev, b))
+                self.dy_ready = prev
+                continue
+            if kind == "pool":
+                dsel, d0 = self.dx_dest(prev, b)
+                self._pool_bwd(it, b, 0, tiles(f["c"], P), dsel, d0)
+                out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
+            else:
+                p = f["p"]
+                name = self.net.layers[li].name
+                if kind == "second" and self.dy_ready is not it:
+                    first_words = (it.k0 // P) * f["ho"] * f["wo"]
+                    dyt = self.dy_in(it, b)
+                    self.store("D", dyt, first_words * P, "bwd_out")
+                    self.copy("D", dyt + first_words, "D", self.dy_keep(it, b),
+                              self.out_words(li, it.k0, it.k1) * P)
+                if kind == "first":
+                    if p > 0:  # the second holder computed dx: it follows dy[k0:k1] on bwd_in
+                        dx = (1, f["c"], f["h"], f["w"])
+                        if prev is not None:
+                            self.load_from("D", self.dy_in(prev, b), "bwd_in", dx)
+                        else:  # in the second holder's layout, re-laid out by node j-1 if needed
+                            self.move("bwd_in", "bwd_out", elems("act", dx, self.src_P("bwd_in")))
+                    continue
+                if p > 0:
+                    wfull, _, _ = self.w_region(it)
+                    case = self.case(it, 1)
+                    case["dy"] = None
+                    prev_relu = self.net.param_layers()[p - 1].relu
+                    dsel, d0 = self.dx_dest(prev, b)
+                    self.compute("bwd_data", program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
+                                 shift=self.shifts[name].bwd_data, relu=int(prev_relu),
+                                 stoch=self.mode("grad_mode"),
+                                 seed=slice_seed(seed, b * f["c"] * f["h"] * f["w"]),
+                                 tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
+                                 a2=self.x_addr(it, b), d0=d0, dsel=dsel)
+                    out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
+            if out is None:
+                continue
+            buf, addr, words = out
+            if prev is not None:
+                if not (buf == "D" and addr == self.dy_in(prev, b)):
+                    self.copy(buf, addr, "D", self.dy_in(prev, b), words * P)
+            else:
+                self.store(buf, addr, words * P, "bwd_out")
+
+    def weight_phase(self, seed):
+        P, B = self.P, self.B
+        for it in self.items:
+            if it.pool:
+                continue
+            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            p, sh = f["p"], self.shifts[self.net.layers[li].name]
+            kk = it.k1 - it.k0
+            CRS = f["c"] * f["r"] * f["s"]
+            _, wpiece, wwords = self.w_region(it)
+            g = self.A.get("G", f"g{li}", wwords)
+            bb = self.A.get("B", f"b{li}", tiles(kk, P))
+            db = self.A.get("B", f"db{li}", tiles(kk, P))
+            case = self.case(it, B, it.k0, it.k1)
+            d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
+            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), **self.conv_fields(it, B, it.k0, it.k1),
+                         shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "DW"),
+                         btid=tensor_id(p, "DB"), a0=self.x_addr(it, 0), a1=self.dy_keep(it, 0), d0=g, d1=d1)
+            if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
+                ho, wo = f["ho"], f["wo"]
+                xa = self.x_addr(it, 0) if B * ho * wo <= B * self.in_words(li) else \
+                    self.A.get("X", f"dbx{li}", B * ho * wo)
+                gs = self.A.get("G", f"gs{li}", tiles(kk, P))
+                case1 = dict(x=_Shape(B, 1, ho, wo), w_shape=(kk, 1, 1, 1), stride=1, pad=0)
+                self.compute("bwd_weight", 0,
+                             n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
+                             lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                             seed=slice_seed(seed, it.k0), tid=0, btid=tensor_id(p, "DB"),
+                             a0=xa, a1=self.dy_keep(it, 0), d0=gs, d1=db)
+            ucase = dict(w=_Shape(kk, f["c"], f["r"], f["s"]))
+            self.compute("update", 0,
+                         k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
+                         shift=sh.update_w, stoch=self.mode("update_mode"),
+                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
+                         a0=wpiece, a1=g, d0=wpiece)
+            # bias SGD in the DMA's scalar unit
+            nb = tiles(kk, P) * P
+            self.store("B", bb, nb, "scratch")
+            self.store("B", db, nb, "scratch")
+            self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(seed, it.k0),
+                             tensor_id(p, "UPDATE_B"), self.fmt.bias_bits)
+            self.load("B", bb, nb, "scratch")
+            if kind == "first":
+                self.store("W", wpiece, wwords * P * P, "fwd_out")
+            elif kind == "second":
+                wfull, _, _ = self.w_region(it)
+                self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
+
+    def initial(self, params):
+        P = self.P
+        for it in self.items:
+            if it.pool:
+                continue
+            li = it.layer
+            name = self.net.layers[li].name
+            w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
+            wfull, wpiece, _ = self.w_region(it)
+            if self.kind(it) == "second":
+                self.host_load("W", wfull, pack_weight(w[: it.k1], P).reshape(-1))
+            else:
+                self.host_load("W", wpiece, pack_weight(w[it.k0: it.k1], P).reshape(-1))
+            self.host_load("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
+                           pack_bias(b[it.k0: it.k1], P).reshape(-1))
+
+    def final(self):
+        P = self.P
+        for it in self.items:
+            if it.pool:
+                continue
+            li = it.layer
+            _, wpiece, wwords = self.w_region(it)
+            self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
+            self.store("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
+                       tiles(it.k1 - it.k0, P) * P, ("host", ("b", li, it.k0, it.k1)))

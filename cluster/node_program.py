@@ -1,0 +1,60 @@
+"""What the compiler produces: one program per node and the cluster-wide figures around them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.buffers import Alloc
+
+
+@dataclass
+class NodeProgram:
+    node: int
+    ops: list = field(default_factory=list)       #: :class:`~pymtl_fp.cluster.isa.Instr`, HALT last
+    table: list = field(default_factory=list)     #: gather-table words
+    host_in: list = field(default_factory=list)   #: what the host streams to the node (initial weights)
+    host_out: list = field(default_factory=list)  #: (key, elements) the node streams back, in order
+    alloc: Alloc | None = None
+    scratch_peak: int = 0                         #: elements the scratch FIFO must hold
+    #: modelled serial cycles per step: compute and LOAD/STORE occupancy (the engine's timing model)
+    compute_cycles: int = 0
+    io_cycles: int = 0
+    macs: int = 0
+    link_elems: dict = field(default_factory=dict)  # per step: port -> elements
+    #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), wg
+    phase_compute: dict = field(default_factory=dict)
+    loop: tuple = (0, 0)  #: the step loop's first and last instruction
+
+    def words(self) -> list:
+        """The program as binary instruction words."""
+        return [isa.encode(i) for i in self.ops]
+
+    def op_counts(self, steps: int) -> dict:
+        """Engine commands executed per kind (``fwd``, ``load``, ...) over the run."""
+        lo, hi = self.loop
+        out = {}
+        for i, ins in enumerate(self.ops):
+            if ins.kind not in (isa.ENG, isa.LOAD, isa.STORE):
+                continue
+            name = {isa.LOAD: "load", isa.STORE: "store"}.get(ins.kind) or isa_op_name(ins)
+            out[name] = out.get(name, 0) + (steps if lo <= i <= hi else 1)
+        return out
+
+
+def isa_op_name(ins) -> str:
+    from pymtl_fp.engine.msgs import OP_NAMES
+
+    return OP_NAMES[ins.field("op")]
+
+
+@dataclass
+class ClusterProgram:
+    nodes: list
+    host_in_elems: int       #: elements of one image as node 0 receives it
+    logit_elems: int         #: elements of one image's logits / dlogits
+    out_shape: tuple         #: (K, Ho, Wo) of the network output
+    steps: int
+    batch: int
+    overlap: bool = False    #: engine commands carry ovl = 1
+    schedule: str = "1f1b"   #: order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`)
