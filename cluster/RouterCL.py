@@ -388,7 +388,7 @@ class RouterCL(Component):
                 raise RuntimeError(f"{s.node_name}: BIAS over {n} elements with {len(vals)} in the scratch FIFO")
             out = bias_update(vals[:n], vals[n:], ins.field("k"), ins.field("shift"), ins.field("stoch"),
                               (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32, ins.field("tid"),
-                              ins.bits)
+                              ins.bits, ins.field("bshift"))
             s.unit_left = isa.bias_cycles(n) - 1
         else:
             if len(vals) != ins.count:
@@ -447,16 +447,19 @@ def _dst_names(dmask: int) -> str:
     return "+".join(n for b, n in isa.DST_NAMES.items() if dmask & b)
 
 
-def bias_update(b, db, k, shift, stoch, seed, tid, bits) -> list:
-    """The scalar unit's result: ``saturate(b - requantize(db, shift), bits)`` for the first ``k``
-    biases (the golden ``sgd_update`` for values in range; any value for the RTL's twin), 0 for
-    the padding after them."""
+def bias_update(b, db, k, shift, stoch, seed, tid, bits, lshift=0) -> list:
+    """The scalar unit's result: ``saturate(b - requantize(db, shift), bits)`` (``lshift > 0``:
+    ``saturate(b - (db << lshift), bits)``) for the first ``k`` biases (the golden ``sgd_update``
+    for values in range; any value for the RTL's twin), 0 for the padding after them."""
     import numpy as np
 
     from pymtl_fp.numerics import requantize, saturate
 
     n = len(b)
-    q = requantize(np.asarray(db[:k], dtype=np.int64), shift, 64, "stochastic" if stoch else "nearest",
-                   seed=seed, tensor_id=tid)
-    nb = saturate(np.asarray(b[:k], dtype=np.int64) - q, bits)
-    return [int(v) for v in nb] + [0] * (n - k)
+    d = np.asarray(db[:k], dtype=np.int64)
+    if lshift:
+        q = [int(v) << lshift for v in d]
+    else:
+        q = [int(v) for v in requantize(d, shift, 64, "stochastic" if stoch else "nearest", seed=seed, tensor_id=tid)]
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return [min(hi, max(lo, int(bv) - qv)) for bv, qv in zip(b[:k], q)] + [0] * (n - k)

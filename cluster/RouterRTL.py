@@ -245,6 +245,7 @@ class RouterRTL(Component):
             s.unit.n @= s.count
             s.unit.k @= s.ins.cmd.k
             s.unit.shift @= s.ins.cmd.shift
+            s.unit.lshift @= s.ins.cmd.bshift
             s.unit.stoch @= s.ins.cmd.stoch
             s.unit.seed @= s.seed
             s.unit.tid @= s.ins.cmd.tid

@@ -8,7 +8,8 @@ then, at the edge after its last element, drops its input from the FIFO's head a
 
 * ``BIAS`` (``n`` biases; the FIFO holds ``[b[0..n), db[0..n)]``): element ``i`` is
   ``saturate(b[i] - requantize(db[i], shift, stoch, seed, tid, index=i), bits)`` for ``i < k``
-  (the golden ``sgd_update``) and 0 for the padding ``k <= i < n``; it drops ``2n``;
+  (the golden ``sgd_update``; with ``lshift > 0``, a learning rate above one, ``db[i] << lshift``
+  instead of the requantization) and 0 for the padding ``k <= i < n``; it drops ``2n``;
 * ``GATHER`` (the FIFO holds ``n`` elements): for each gather-table entry ``[tbase, tbase +
   tlen)`` (:mod:`pymtl_fp.cluster.isa`: zero flag, run length, offset from the head) the run's
   elements, or zeros; it drops ``n``.
@@ -30,7 +31,8 @@ from pymtl_fp.primitives.RequantRTL import RequantRTL
 class RouterUnitRTL(Component):
     def construct(s, bits=32, count_bits=12, table_bits=8):
         T = mk_bits(bits)
-        D = mk_bits(bits + 1)
+        DW = max(bits, 63) + 2  # b - (db << lshift) exactly (the golden update keeps |db << s| < 2**62)
+        D = mk_bits(DW)
         CT = mk_bits(count_bits)
         AT = mk_bits(count_bits - 1)  # scratch addresses (count_bits = address bits + 1)
         TT = mk_bits(table_bits)
@@ -38,7 +40,7 @@ class RouterUnitRTL(Component):
         T1 = Bits16(1)
         ZERO_T = T(0)
         ONE_D = D(1)
-        SIGN_D = D(1 << bits)  # the sign bit of a D value
+        SIGN_D = D(1 << (DW - 1))  # the sign bit of a D value
         B7_1 = mk_bits(7)(1)
         s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits)
 
@@ -47,6 +49,7 @@ class RouterUnitRTL(Component):
         s.n = InPort(24)
         s.k = InPort(16)
         s.shift = InPort(6)
+        s.lshift = InPort(6)
         s.stoch = InPort()
         s.seed = InPort(32)
         s.tid = InPort(8)
@@ -75,6 +78,7 @@ class RouterUnitRTL(Component):
         s.roff = Wire(8)      # GATHER: element within the run
         s.r_k = Wire(16)
         s.r_shift = Wire(6)
+        s.r_lshift = Wire(6)
         s.r_stoch = Wire()
         s.r_seed = Wire(32)
         s.r_tid = Wire(8)
@@ -93,14 +97,15 @@ class RouterUnitRTL(Component):
         s.zero_run = Wire()
         s.run_len = Wire(8)
         s.run_off = Wire(23)
-        s.diff = Wire(bits + 1)
-        s.hi = Wire(bits + 1)
-        s.lo = Wire(bits + 1)
+        s.diff = Wire(DW)
+        s.hi = Wire(DW)
+        s.lo = Wire(DW)
+        s.q = Wire(DW)
         s.sat = Wire(bits)
         s.bm1 = Wire(7)
-        s.diff_f = Wire(bits + 1)
-        s.hi_f = Wire(bits + 1)
-        s.lo_f = Wire(bits + 1)
+        s.diff_f = Wire(DW)
+        s.hi_f = Wire(DW)
+        s.lo_f = Wire(DW)
         s.bias_val = Wire(bits)
         s.more = Wire()       # the unit pushes an element at this edge
         s.last_run_elem = Wire()
@@ -136,7 +141,11 @@ class RouterUnitRTL(Component):
         def up_unit_bias():
             # b - q, then saturate to sat_bits (runtime): hi = 2**(sat_bits-1) - 1, lo = -hi - 1;
             # signed compares as unsigned ones on sign-flipped values
-            s.diff @= sext(s.rdata0, D) - sext(s.rq.out, D)
+            if s.r_lshift != Bits6(0):
+                s.q @= sext(s.rdata1, D) << zext(s.r_lshift, D)
+            else:
+                s.q @= sext(s.rq.out, D)
+            s.diff @= sext(s.rdata0, D) - s.q
             s.bm1 @= s.r_bits - B7_1
             s.hi @= (ONE_D << zext(s.bm1, D)) - ONE_D
             s.lo @= ~s.hi
@@ -177,6 +186,7 @@ class RouterUnitRTL(Component):
                 s.roff <<= Bits8(0)
                 s.r_k <<= s.k
                 s.r_shift <<= s.shift
+                s.r_lshift <<= s.lshift
                 s.r_stoch <<= s.stoch
                 s.r_seed <<= s.seed
                 s.r_tid <<= s.tid

@@ -17,6 +17,7 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.buffers import BUF_ID
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.dma import elems, relayout_indices
+from pymtl_fp.cluster.node_program import Relayout
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import tiles
 
@@ -155,6 +156,7 @@ class NodeEmitter:
             self.prog.table.extend(words)
         tbase, tlen = self.tables[key]
         self.emit(isa.gather(n_a, tbase, tlen))
+        self.prog.relayouts.append(Relayout(*key))
         self._scratch(n_b - n_a, peak=self.scratch + n_b)
         self.load(buf, addr, n_b, "scratch")
 
@@ -176,8 +178,7 @@ class NodeEmitter:
 
     def bias_update(self, n, k, shift, stoch, seed, tid, bits):
         """The scalar unit's bias SGD on ``[b, db]`` in the scratch FIFO (``n`` elements each)."""
-        if shift < 0:
-            raise ClusterError(f"node {self.j}: the bias-update shift {shift} is negative; the scalar unit "
-                               f"shifts right only")
+        if not -63 <= shift <= 63:
+            raise ClusterError(f"node {self.j}: the bias-update shift {shift} is outside -63..63")
         self.emit(isa.bias(n, k, shift, stoch, seed, tid, bits).with_(seedstep=int(self.in_loop)))
         self._scratch(-n, peak=self.scratch + n)

@@ -48,7 +48,8 @@ Fields every instruction has (applied when the instruction becomes current, i.e.
 Binary form: an instruction is one program-memory word of :data:`INSTR_BITS` bits, packed as the
 PyMTL3 bitstruct :func:`instr_type` (first field in the most significant bits; the engine command
 ``cmd`` is the :func:`pymtl_fp.engine.msgs.cmd_type` struct).  ``BIAS`` reuses ``cmd``'s ``count``
-(elements of ``b``), ``k`` (real channels), ``shift``, ``stoch``, ``seed`` and ``tid`` fields.
+(elements of ``b``), ``k`` (real channels), ``shift`` (right shift of ``db``), ``bshift`` (left
+shift instead, for a learning rate above one), ``stoch``, ``seed`` and ``tid`` fields.
 A gather-table entry is a 32-bit word: ``zero`` (1 bit: the run is zero padding), ``length``
 (8 bits, 1..255 elements), ``offset`` (23 bits, from the scratch head).
 
@@ -183,6 +184,10 @@ def move(src: int, dmask: int, n: int) -> Instr:
 
 
 def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:
+    """``shift``: the learning-rate shift (negative: a left shift by ``-shift``, in ``bshift``)."""
+    if shift < 0:
+        return Instr(BIAS, _checked_cmd(dict(count=n, k=k, bshift=-shift, stoch=stoch, seed=seed, tid=tid)),
+                     bits=bits)
     return Instr(BIAS, _checked_cmd(dict(count=n, k=k, shift=shift, stoch=stoch, seed=seed, tid=tid)),
                  bits=bits)
 

@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.buffers import Alloc
+
+
+class Relayout(NamedTuple):
+    """What a GATHER re-lays out: a tensor of ``kind`` (``act``/``weight``) and ``shape`` from
+    array side ``pa``'s layout to ``pb``'s."""
+
+    kind: str
+    shape: tuple
+    pa: int
+    pb: int
 
 
 @dataclass
@@ -17,6 +28,7 @@ class NodeProgram:
     host_out: list = field(default_factory=list)  #: (key, elements) the node streams back, in order
     alloc: Alloc | None = None
     scratch_peak: int = 0                         #: elements the scratch FIFO must hold
+    relayouts: list = field(default_factory=list)  #: a :class:`Relayout` per GATHER, in program order
     #: modelled serial cycles per step: compute and LOAD/STORE occupancy (the engine's timing model)
     compute_cycles: int = 0
     io_cycles: int = 0

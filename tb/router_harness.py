@@ -185,7 +185,7 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
                 out.append(isa.Instr(isa.NOP))
             elif scratch_ok and tally > 0 and tally % 2 == 0 and 3 * tally // 2 <= scratch_depth and r < 0.9:
                 nb = tally // 2
-                out.append(isa.bias(nb, rng.randint(0, nb), rng.randrange(8), rng.randrange(2), rng.getrandbits(32),
+                out.append(isa.bias(nb, rng.randint(0, nb), rng.randrange(-4, 8), rng.randrange(2), rng.getrandbits(32),
                                     rng.randrange(256), rng.randint(2, 32)))
                 tally = nb
             elif scratch_ok and tally > 0:

@@ -7,13 +7,13 @@ import argparse
 import numpy as np
 import pytest
 
-from pymtl_fp.cluster.compile import _Relayout, compile_cluster
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.compile import compile_cluster
 from pymtl_fp.cluster.config import (
     ClusterConfig,
     ClusterError,
     default_link,
     engine_for_net,
-    engine_level_available,
 )
 from pymtl_fp.cluster.partition import grid_unit, partition
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
@@ -76,8 +76,6 @@ def test_two_nodes_p4_p2_fl_equal_golden(data):
 
 @pytest.mark.cl
 def test_three_nodes_p2_p4_p2_with_a_split_layer_cl_equal_golden(data):
-    if not engine_level_available("cl"):
-        pytest.skip("EngineCL is not available")
     part = partition(NET, _ccfg((2, 4, 2)), 2)
     assert part.split_layers(), "the case must exercise a split layer between nodes of different P"
     _check(data, (2, 4, 2), "cl")
@@ -123,8 +121,9 @@ def _relayouts(Ps):
     ccfg = _ccfg(Ps)
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     prog = compile_cluster(NET, ccfg, partition(NET, ccfg, 2), params, TCFG, steps=1)
-    return [[op[1] for op in node.ops if op[0] == "call" and isinstance(op[1], _Relayout)]
-            for node in prog.nodes]
+    for node in prog.nodes:  # every relayout is a GATHER of the router's relayout unit
+        assert len(node.relayouts) == sum(op.kind == isa.GATHER for op in node.ops)
+    return [node.relayouts for node in prog.nodes]
 
 
 def test_relayout_happens_on_the_receiving_side_only_where_p_differs():

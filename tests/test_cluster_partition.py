@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster.compile import compile_cluster, slice_seed
+from pymtl_fp.cluster.compile import compile_cluster
+from pymtl_fp.cluster.dma import slice_seed
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
 from pymtl_fp.cluster.host import row_grad
 from pymtl_fp.cluster.partition import partition
@@ -124,14 +125,18 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
     part = partition(NET, ccfg, batch=2)
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     prog = compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1).nodes[0]
+    from pymtl_fp.cluster import isa
+    from pymtl_fp.cluster.emit import MARK_LABELS
+
     ops = prog.ops
     phase = {}
     cur = None
     for i, op in enumerate(ops):
-        if op[0] == "mark" and op[1][0] in ("step", "bwd", "wg", "end"):
-            cur = op[1][0]
+        if op.mark:
+            cur = MARK_LABELS[op.mark]
         phase[i] = cur
-    cmds = [(phase[i], msgs.cmd_fields(op[1])) for i, op in enumerate(ops) if op[0] == "cmd"]
+    cmds = [(phase[i], op.cmd) for i, op in enumerate(ops) if op.kind == isa.ENG]
+    cmds = [(ph, {name: c.get(name, 0) for name, _ in msgs.CMD_FIELDS}) for ph, c in cmds]
     by_op = {}
     for ph, f in cmds:
         by_op.setdefault((ph, msgs.OP_NAMES[f["op"]]), []).append(f["dsel"])
@@ -140,7 +145,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
     assert by_op[("bwd", "bwd_data")] == [msgs.DSEL_D] * 4                        # fc, conv2 -> D
     assert by_op[("bwd", "pool_bwd")] == [msgs.DSEL_D] * 4
     assert all(f["amsel"] == 1 for _, f in cmds if msgs.OP_NAMES[f["op"]] in ("pool_fwd", "pool_bwd"))
-    scratch_stores = [phase[i] for i, op in enumerate(ops) if op[0] == "move" and op[2] == "scratch"]
+    scratch_stores = [phase[i] for i, op in enumerate(ops) if op.kind == isa.STORE and op.dmask & isa.DST_SCRATCH]
     assert scratch_stores.count("step") == 0 and scratch_stores.count("bwd") == 0
 
 
@@ -149,7 +154,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
 def test_step_orders_run_every_pass_once_forward_first(n, batch, schedule):
     """Every node runs each image's forward pass before its backward pass, each once, in image
     order per direction; in 1f1b a node has at most n - j + 1 images between the two passes."""
-    from pymtl_fp.cluster.compile import step_order
+    from pymtl_fp.cluster.schedule import step_order
     for j in range(n):
         order = step_order(schedule, j, n, batch)
         assert sorted(order) == sorted([("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)])

@@ -4,7 +4,7 @@ same cycles), mixed levels, and the PyMTL3-simulated RTL (slow: ~5 min per test 
 
 import pytest
 
-from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, engine_level_available
+from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
@@ -42,9 +42,8 @@ def test_two_verilated_nodes_equal_golden(data):
     assert rep["link_level"] == "rtl" and rep["partition"]["split_layers"] == ["conv2"]
     # the RTL's compute time is what the partitioner's timing model predicts
     assert 0.5 < rep["bound"]["efficiency_vs_bound"] <= 1.0
-    if engine_level_available("cl"):  # CL engines + CL links: the same cluster, cycle for cycle
-        cl = _check(data, ["cl", "cl"])
-        assert cl.cycles == run.cycles and cl.report["cycles_per_step"] == rep["cycles_per_step"]
+    cl = _check(data, ["cl", "cl"])  # CL engines + CL links: the same cluster, cycle for cycle
+    assert cl.cycles == run.cycles and cl.report["cycles_per_step"] == rep["cycles_per_step"]
 
 
 @pytest.mark.verilator

@@ -131,36 +131,26 @@ def test_ring_attaches_the_host_to_node_0_only(data, n):
 
 
 def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
-    import pymtl_fp.cluster.compile as C
+    from pymtl_fp.cluster import isa
+    from pymtl_fp.cluster.codegen import NodeCodegen
 
-    real = C._Node.forward
+    real = NodeCodegen.forward
 
-    def broken(self, b, seed, **kw):  # node 1 never sends image 1's output downstream
+    def broken(self, b, seed, **kw):  # node 0 never sends image 1's output downstream
         real(self, b, seed, **kw)
         if self.j == 0 and b == 1:
-            while self.ops[-1][0] != "move" or self.ops[-1][2] != "fwd_out":
+            while not (self.ops[-1].kind == isa.STORE and self.ops[-1].dmask & isa.DST_FWD_OUT):
                 self.ops.pop()
-            self.ops.pop()
-            self.ops.pop()  # the STORE command feeding that move
-    monkeypatch.setattr(C._Node, "forward", broken)
+            self.ops.pop()  # the STORE feeding the link
+    monkeypatch.setattr(NodeCodegen, "forward", broken)
     images, labels = data
     ccfg = ClusterConfig.homogeneous(2, ENGINE)
-    with pytest.raises(SimulationHang, match=r"stuck: .*node1: op \d+/\d+ [^;]*move fwd_in->din 0/\d+"):
+    with pytest.raises(SimulationHang, match=r"stuck: .*node1: instruction \d+/\d+ [^;]*move fwd_in->din 0/\d+"):
         train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, steps=1, batch=2, levels=["fl", "fl"],
                          idle_limit=2000)
 
 
-def test_cl_cluster_equals_golden_and_is_refused_without_engine_cl(data, monkeypatch):
-    import pymtl_fp.cluster.run
-    from pymtl_fp.cluster.config import engine_level_available
-
-    images, labels = data
-    with monkeypatch.context() as m:
-        m.setattr(pymtl_fp.cluster.run, "engine_level_available", lambda level: False)
-        with pytest.raises(ClusterError, match="cl is not available"):
-            train_on_cluster(NET, _params(), images, labels, TCFG, ClusterConfig.homogeneous(2, ENGINE),
-                             steps=1, batch=2, levels=node_levels("cl", 2))
-    assert engine_level_available("cl")
+def test_cl_and_fl_nodes_in_one_cluster_equal_golden(data):
     run = _check(data, 2, steps=1, batch=2, levels=["cl", "fl"])
     assert run.report["levels"] == ["cl", "fl"] and run.report["link_level"] == "cl"
 

@@ -73,7 +73,7 @@ def test_gather_runs_reproduce_the_index_list(indices):
     assert isa.gather_cycles(table) == len(indices) + 2
 
 
-@given(st.integers(1, 12), st.integers(0, 7), st.booleans(), st.integers(0, 2**32 - 1), st.integers(0, 255),
+@given(st.integers(1, 12), st.integers(-7, 7), st.booleans(), st.integers(0, 2**32 - 1), st.integers(0, 255),
        st.integers(0, 2**31))
 @settings(max_examples=examples(40))
 def test_bias_unit_is_the_golden_sgd_update(n, shift, stoch, seed, tid, vseed):
@@ -81,7 +81,8 @@ def test_bias_unit_is_the_golden_sgd_update(n, shift, stoch, seed, tid, vseed):
     k = int(rng.integers(0, n + 1))
     b = rng.integers(-2**20, 2**20, size=n)
     db = rng.integers(-2**28, 2**28, size=n)
-    got = bias_update(list(b), list(db), k, shift, int(stoch), seed, tid, 22)
+    ins = isa.bias(n, k, shift, int(stoch), seed, tid, 22)  # a negative shift travels in bshift
+    got = bias_update(list(b), list(db), k, ins.field("shift"), int(stoch), seed, tid, 22, ins.field("bshift"))
     want = golden.sgd_update(b[:k], db[:k], lr_shift=shift, bits=22, mode="stochastic" if stoch else "nearest",
                              seed=seed, tensor_id=tid)
     assert got == [int(v) for v in want] + [0] * (n - k)
