@@ -90,7 +90,15 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
-                     router: RouterConfig | None = None) -> ClusterRun:
+                     router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None) -> ClusterRun:
+    """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
+    weights the nodes send back, the losses, the cycles and the report.
+
+    ``levels``: one engine level per node (``fl``, ``cl``, ``rtl``, ``verilator``).  With every
+    node at ``verilator`` (and ``fast``), the whole RTL cluster is one Verilated model run by a
+    compiled bench (:mod:`pymtl_fp.cluster.verilated`); otherwise PyMTL3 simulates the cluster,
+    ``verilator`` nodes imported one by one.  ``faults`` (compiled cluster only): link fault
+    injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -103,6 +111,11 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
     rcfgs = router_configs(ccfg, cprog, router)
     fmt = net.precision(tcfg.precision)
+    if fast and all(lv == "verilator" for lv in levels):
+        return _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels,
+                                max_cycles, idle_limit, faults)
+    if faults is not None:
+        raise ClusterError("link faults need every node at level verilator (the compiled cluster)")
     t0 = time.time()
     top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall)
     t_build = time.time() - t0
@@ -144,6 +157,37 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
                          t_build, t_sim)
     return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits))
+
+
+def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels, max_cycles,
+                     idle_limit, faults) -> ClusterRun:
+    from pymtl_fp.cluster.host import HostModel
+    from pymtl_fp.cluster.verilated import VerilatedCluster
+
+    t0 = time.time()
+    vc = VerilatedCluster(ccfg, rcfgs, faults=faults)
+    vc.load(cprog)
+    t_build = time.time() - t0
+    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.engines[-1].P)
+    t0 = time.time()
+    try:
+        cycles = vc.train(cprog, host, max_cycles=max_cycles, idle_limit=idle_limit)
+        t_sim = time.time() - t0
+        if vc.errors():
+            raise ClusterError(f"router overflow flagged on node(s) {vc.errors()}: the program does not fit")
+        logs = vc.logs(cprog, steps, cycles)
+        new_params = host_out_params(net, part, cprog, [e.P for e in ccfg.engines], vc.host_streams(), params)
+        links = vc.link_status()
+    finally:
+        vc.close()
+    if host.unexpected:
+        raise ClusterError(f"node 0 sent {host.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim)
+    report["simulator"] = "verilated cluster (compiled C++ bench)"
+    report["link_status"] = links
+    if faults is not None:
+        report["faults"] = dict(faults)
+    return ClusterRun(new_params, list(host.losses), cycles, report, list(host.logits))
 
 
 # ---- report ------------------------------------------------------------------------------------
