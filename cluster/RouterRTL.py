@@ -127,8 +127,6 @@ class RouterRTL(Component):
             s.feed.in_msg[i] //= p.msg
         for i, p in enumerate((s.fwd_out, s.bwd_out, s.host_out)):
             p.msg //= s.outs[i].head
-            s.st_out_peak[i] //= s.outs[i].peak
-        s.st_scratch_peak //= s.scratch.peak
 
         # ---- sequencer -------------------------------------------------------------------------
         s.pc = Wire(PCB)
@@ -337,6 +335,8 @@ class RouterRTL(Component):
             for i in range(3):
                 s.st_sent[i] @= s.sent[i]
                 s.st_recv[i] @= s.recv[i]
+                s.st_out_peak[i] @= zext(s.outs[i].peak, Bits32)
+            s.st_scratch_peak @= zext(s.scratch.peak, Bits32)
 
         @update_ff
         def up_seq_regs():

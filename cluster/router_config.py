@@ -65,14 +65,15 @@ PRESETS = {
 
 
 def status_ports(cfg: RouterConfig) -> list:
-    """The router's status outputs, the same at every level: ``(name, bits, count)`` (``count``
-    None: one port; else a list of that many).  Codes and meanings: :mod:`pymtl_fp.cluster.RouterRTL`."""
+    """The router's status outputs, the same at every level and for every configuration (so nodes
+    of different configurations share one interface): ``(name, bits, count)`` (``count`` None: one
+    port; else a list of that many).  Codes and meanings: :mod:`pymtl_fp.cluster.RouterRTL`."""
     return [
         ("st_state", 3, None), ("st_cnt", 32, len(STATES)), ("st_mark_val", 1, None),
         ("st_mark_id", isa.MARK_BITS, None), ("st_done_val", 1, None), ("st_done_id", isa.DONE_BITS, None),
         ("st_cycle", 32, None), ("st_halted", 1, None), ("st_pc", isa.PC_BITS, None), ("st_iter", 16, None),
-        ("st_sent", 32, 3), ("st_recv", 32, 3), ("st_out_peak", cfg.out_depth.bit_length(), 3),
-        ("st_scratch_peak", cfg.scratch_depth.bit_length(), None), ("st_error", 1, None),
+        ("st_sent", 32, 3), ("st_recv", 32, 3), ("st_out_peak", 32, 3),
+        ("st_scratch_peak", 32, None), ("st_error", 1, None),
     ]
 
 

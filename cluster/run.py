@@ -360,7 +360,9 @@ def format_report(rep: dict) -> str:
     lines += [f"  {x}" for x in rep["partition"]["nodes"]]
     b = rep["bound"]
     steady = rep["cycles_per_step"][-1]
-    lines.append(f"cycles per step: {rep['cycles_per_step']} (total {rep['cycles_total']}); "
+    cps = rep["cycles_per_step"]
+    cps_text = str(cps) if len(cps) <= 8 else f"[{cps[0]}, {cps[1]}, ..., {cps[-1]}] ({len(cps)} steps)"
+    lines.append(f"cycles per step: {cps_text} (total {rep['cycles_total']}); "
                  f"{rep['images_per_s']:.0f} images/s at {rep['clock_mhz']:.0f} MHz")
     lines.append(f"analytical bound per step: slowest node compute {b['node_compute_cycles_per_step']}, "
                  f"slowest node compute+stream I/O one after the other {b['node_serial_cycles_per_step']}, busiest link "
@@ -395,6 +397,25 @@ def format_report(rep: dict) -> str:
     lines.append("link                 elements/step  bandwidth utilization")
     for lk in rep["links"]:
         lines.append(f"  {lk['link']:<18} {lk['elements_per_step']:>12}  {100 * lk['bandwidth_utilization']:6.1f}%")
+    if rep.get("link_status"):
+        ls = rep["link_status"]
+        tot = {k: sum(d.get(k, 0) for d in ls) for k in ("dropped", "flipped", "retransmissions", "crc_errors",
+                                                           "frame_errors", "naks", "timeouts")}
+        if rep.get("faults"):
+            lines.append(f"link faults injected: {tot['dropped']} flits lost, {tot['flipped']} corrupted; the links "
+                         f"detected {tot['crc_errors']} CRC and {tot['frame_errors']} framing errors, sent "
+                         f"{tot['naks']} NAKs, timed out {tot['timeouts']} times and retransmitted "
+                         f"{tot['retransmissions']} frames")
     if rep.get("losses"):
-        lines.append("losses per step: " + ", ".join(f"{x:.4f}" for x in rep["losses"]))
+        if len(rep["losses"]) > 8:
+            lo = rep["losses"]
+            lines.append(f"losses per step: {lo[0]:.4f} (first), ..., {lo[-1]:.4f} (last of {len(lo)}); "
+                         f"mean of the last 10: {sum(lo[-10:]) / len(lo[-10:]):.4f}")
+        else:
+            lines.append("losses per step: " + ", ".join(f"{x:.4f}" for x in rep["losses"]))
+    sim = rep.get("simulator", "PyMTL3")
+    rate = rep.get("sim_cycles_per_second")
+    ws = rep.get("wall_seconds", {})
+    lines.append(f"simulated by {sim}: build {ws.get('build', 0):.1f} s, simulation {ws.get('simulate', 0):.2f} s"
+                 + (f" ({rate:,.0f} cycles/s)" if rate else ""))
     return "\n".join(lines)

@@ -7,9 +7,11 @@ and optionally writes learning curves (``--plot``) and a JSON report (``--report
 
 ``--engine cluster`` trains on a simulated cluster of FPGAs (:mod:`cluster`): the net is
 partitioned over ``--nodes`` nodes (FPDeep balancing), one program is compiled per node, and
-``--steps`` mini-batches of the digits training set run through the pipelined cluster at
-``--level`` (fl, cl, rtl, verilator or mixed); ``--arrays 4,4,2,2`` gives every node its own MAC
-array side (default: ``--array`` for all).  It prints where the cycles go and whether the
+``--steps`` mini-batches of the digits training set (``--steps epoch``: the whole training set
+once) run through the pipelined cluster at ``--level`` (fl, cl, rtl, verilator or mixed): ``rtl``
+simulates the RTL nodes (engine + router/DMA) and links in PyMTL3, ``verilator`` runs the whole RTL
+cluster as one Verilated model (``--faults RATE`` injects link faults there); ``--arrays 4,4,2,2``
+gives every node its own MAC array side (default: ``--array`` for all).  It prints where the cycles go and whether the
 final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
 ``--steps`` times); exit status 1 if they do not.
 
@@ -30,9 +32,7 @@ HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed
 
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
-#: engines that exist; others are refused with a clear message
 ENGINES = ("golden", "cluster")
-PLANNED_ENGINES = {}
 CLUSTER_LEVELS = ("fl", "cl", "rtl", "verilator", "mixed")
 
 
@@ -60,7 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"simulation level: {', '.join(CLUSTER_LEVELS)} (mixed: node 0 rtl, the "
                           "others fl, or as --node-levels says; default cl)")
     grp.add_argument("--node-levels", metavar="L0,L1,...", help="engine level of every node (e.g. rtl,fl,fl,fl)")
-    grp.add_argument("--steps", type=int, default=2, metavar="S", help="training steps to simulate (default 2)")
+    grp.add_argument("--steps", default="2", metavar="S|epoch",
+                     help="training steps to simulate (default 2; epoch: every training image once, "
+                          "the last partial batch dropped)")
+    grp.add_argument("--faults", type=float, default=0.0, metavar="RATE",
+                     help="--level verilator: link faults per flit on every link (a third each lost "
+                          "flits, bursts, single-bit flips; e.g. 1e-3); the links' CRC and "
+                          "retransmission must keep the weights exact (default 0: off)")
+    grp.add_argument("--fault-seed", type=int, default=1, metavar="S", help="seed of the injected faults")
     grp.add_argument("--array", type=int, default=4, metavar="P", help="MAC array side of every node (default 4)")
     grp.add_argument("--arrays", metavar="P0,P1,...",
                      help="MAC array side of each node, one per node (e.g. 4,4,2,2; overrides --array)")
@@ -196,6 +203,17 @@ def _arrays(text: str, nodes: int) -> list:
     return arrays
 
 
+def _faults(args):
+    """``--faults RATE`` as the fault injectors' per-flit rates (units of 2**-16), or None."""
+    rate = args.faults
+    if not (rate == rate and 0.0 <= rate <= 0.5):
+        raise UserError(f"--faults {rate}: a per-flit probability in [0, 0.5]")
+    if rate == 0:
+        return None
+    each = max(1, round(rate * 65536 / 3))
+    return dict(seed=args.fault_seed & 0xFFFFFFFF, drop=each, burst=each, flip=each)
+
+
 def _run_cluster(args, net) -> int:
     import numpy as np
 
@@ -204,7 +222,6 @@ def _run_cluster(args, net) -> int:
         ClusterError,
         default_link,
         engine_for_net,
-        engine_level_available,
         node_levels,
     )
     from pymtl_fp.cluster.run import format_report, golden_steps, params_equal, train_on_cluster
@@ -225,7 +242,16 @@ def _run_cluster(args, net) -> int:
     settings = _settings(args, net)
     if args.batch is None:
         settings["batch"] = 8
-    batch, steps = settings["batch"], _positive(args.steps, "--steps")
+    batch = settings["batch"]
+    split = load_digits_split(seed=0)
+    if args.steps == "epoch":
+        steps = len(split.y_train) // batch
+    else:
+        try:
+            steps = _positive(int(args.steps), "--steps")
+        except ValueError:
+            raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
+    faults = _faults(args)
     _positive(args.nodes, "--nodes")
     if net.input_shape != (1, 8, 8) or net.classes != 10:
         raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
@@ -239,10 +265,8 @@ def _run_cluster(args, net) -> int:
         cuts = [int(v) for v in args.cuts.split(",")] if args.cuts else None
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
-    if "cl" in levels and not engine_level_available("cl"):
-        raise UserError("--level cl: the engine's cycle-level model (EngineCL) is not available yet; "
-                        "use fl, rtl, verilator or mixed")
-    split = load_digits_split(seed=0)
+    if faults is not None and levels != ["verilator"] * args.nodes:
+        raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
     fmt = net.precision(precision)
     order = np.random.default_rng(settings["seed"]).permutation(len(split.y_train))[: steps * batch]
     if len(order) < steps * batch:
@@ -253,12 +277,14 @@ def _run_cluster(args, net) -> int:
     tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
                        seed=settings["seed"])
     print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
-          f"{args.nodes} nodes at level {args.level} (arrays {','.join(str(e.P) for e in ccfg.engines)})",
-          flush=True)
+          f"{args.nodes} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
+          f"(arrays {','.join(str(e.P) for e in ccfg.engines)})"
+          + (f"; link faults {args.faults:g} per flit (seed {args.fault_seed})" if faults else ""), flush=True)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                                overlap=args.overlap, schedule=args.schedule,
-                               levels=levels, cuts=cuts, split=not args.no_split)
+                               levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
+                               max_cycles=max(20_000_000, 200_000 * steps))
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
@@ -284,9 +310,7 @@ def main(args: argparse.Namespace) -> int:
     from pymtl_fp.net import NetError, load_net
 
     if args.engine not in ENGINES:
-        planned = PLANNED_ENGINES.get(args.engine)
-        when = f" (arrives with {planned})" if planned else ""
-        raise UserError(f"--engine {args.engine} is not available{when}; available: {', '.join(ENGINES)}")
+        raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
         try:
             net = load_net(args.net)
