@@ -34,11 +34,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pymtl_fp.toolchain import setup_verilator
+from pymtl_fp.toolchain import make_env, setup_verilator
 from pymtl_fp.verilate import build_dir
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
-MAKE_VARS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"
+MAKE_VARS = "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"
 WHY = {0: "max_cycles", 1: "count", 2: "done", 3: "idle"}
 
 
@@ -283,7 +283,7 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
         return lib
     out.mkdir(parents=True, exist_ok=True)
     obj = out / "obj"
-    env = dict(os.environ, MAKEFLAGS=MAKE_VARS)
+    env = make_env(dict(os.environ, MAKEFLAGS=MAKE_VARS))
     cmd = [info.executable, *flags, "--Mdir", str(obj), "--top-module", top, "--prefix", f"V{top}"]
     if vlt:
         cmd.append(str(vlt))

@@ -147,6 +147,31 @@ def link_resources(cfg) -> Resources:
     return r
 
 
+INSTR_BITS = 489  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
+
+
+def router_resources(cfg) -> Resources:
+    """Estimate for a router/DMA (``pymtl_fp.cluster.router_config.RouterConfig``): program memory
+    and gather table (asynchronous reads: LUT RAM), output buffers and scratch FIFO (as written
+    with asynchronous reads they map to LUT RAM too; a block-RAM version needs a registered read),
+    the scalar unit's requantizer and hash, the sequencer's registers and counters."""
+    sb = cfg.stream_bits
+    r = Resources()
+
+    def lutram(width, depth):
+        luts = math.ceil(depth / 64) * math.ceil(width / 3) * 4
+        return Resources(luts=luts, lutram_luts=luts)
+    r.add(lutram(INSTR_BITS, cfg.prog_depth), f"program memory ({cfg.prog_depth} x {INSTR_BITS} bits)")
+    r.add(lutram(32, cfg.table_depth), f"gather table ({cfg.table_depth} x 32 bits)")
+    r.add(lutram(sb, 3 * cfg.out_depth), f"3 output buffers ({cfg.out_depth} x {sb} bits each)")
+    r.add(lutram(sb, cfg.scratch_depth), f"scratch FIFO ({cfg.scratch_depth} x {sb} bits)")
+    r.add(requant_resources(sb, sb), "bias unit: requantizer and hash")
+    r.add(Resources(luts=4 * 66 + 2 * 32, ffs=300), "bias unit: 66-bit subtract and saturation, unit registers")
+    r.add(Resources(ffs=32 * 20 + 4 * 76 + 2 * sb + 200, luts=32 * 12 + 800),
+          "sequencer, feeder, drainer: counters, queues, skid FIFO, status counters")
+    return r
+
+
 def requant_resources(acc_bits: int, out_bits: int, stochastic: bool = True) -> Resources:
     """Estimate for one combinational :class:`~pymtl_fp.primitives.RequantRTL.RequantRTL`."""
     r = Resources(luts=requant_luts(acc_bits, out_bits))
@@ -156,10 +181,33 @@ def requant_resources(acc_bits: int, out_bits: int, stochastic: bool = True) -> 
     return r
 
 
+def node_resources(ecfg, rcfg) -> Resources:
+    """A node: its engine and its router/DMA."""
+    r = Resources()
+    r.add(engine_resources(ecfg), "engine")
+    r.add(router_resources(rcfg), "router/DMA")
+    return r
+
+
 def estimate(unit: str, cfg) -> Resources:
-    """The analytical estimate of ``unit`` (``engine``, ``link``, ``requant``) built from ``cfg``."""
+    """The analytical estimate of ``unit`` (``engine``, ``link``, ``requant``, ``router``, ``node``:
+    ``(EngineConfig, RouterConfig)``, ``cluster``: ``(engines, router configs, [(link name,
+    LinkConfig)])``) built
+    from ``cfg``."""
     if unit == "engine":
         return engine_resources(cfg)
+    if unit == "router":
+        return router_resources(cfg)
+    if unit == "node":
+        return node_resources(*cfg)
+    if unit == "cluster":
+        engines, rcfgs, links = cfg
+        r = Resources()
+        for j, (e, rc) in enumerate(zip(engines, rcfgs)):
+            r.add(node_resources(e, rc), f"node {j}")
+        for name, lc in links:
+            r.add(link_resources(lc), f"link {name}")
+        return r
     if unit == "link":
         return link_resources(cfg)
     if unit == "requant":

