@@ -1,6 +1,6 @@
-"""The cluster with RTL engines: 2 nodes through Verilator (default suite; a CL cluster takes the
-same cycles), mixed levels, and the PyMTL3-simulated RTL (slow: ~5 min per test on a shared
-2-core machine, behind the ``slow`` marker)."""
+"""The cluster with RTL nodes simulated through PyMTL3: a Verilated node imported among FL nodes
+(the per-cycle path a mixed cluster takes), and the PyMTL3-simulated RTL nodes and links (slow,
+behind the ``slow`` marker).  The compiled all-Verilator cluster: ``test_cluster_verilated.py``."""
 
 import pytest
 
@@ -36,17 +36,6 @@ def _check(data, levels, *, steps=1, batch=2, cuts=None):
 
 
 @pytest.mark.verilator
-def test_two_verilated_nodes_equal_golden(data):
-    run = _check(data, ["verilator", "verilator"])
-    rep = run.report
-    assert rep["link_level"] == "rtl" and rep["partition"]["split_layers"] == ["conv2"]
-    # the RTL's compute time is what the partitioner's timing model predicts
-    assert 0.5 < rep["bound"]["efficiency_vs_bound"] <= 1.0
-    cl = _check(data, ["cl", "cl"])  # CL engines + CL links: the same cluster, cycle for cycle
-    assert cl.cycles == run.cycles and cl.report["cycles_per_step"] == rep["cycles_per_step"]
-
-
-@pytest.mark.verilator
 def test_mixed_verilator_and_fl_nodes_equal_golden(data):
     run = _check(data, ["fl", "verilator", "fl"], batch=1)
     assert run.report["levels"] == ["fl", "verilator", "fl"]
@@ -60,5 +49,8 @@ def test_mixed_rtl_node_with_fl_nodes_equal_golden(data):
 
 @pytest.mark.slow
 @pytest.mark.rtl
-def test_two_rtl_nodes_equal_golden(data):
-    _check(data, ["rtl", "rtl"], batch=1)
+def test_two_rtl_nodes_equal_golden_and_the_cl_cluster_cycles(data):
+    run = _check(data, ["rtl", "rtl"], batch=1)
+    cl = _check(data, ["cl", "cl"], batch=1)
+    assert run.report["link_level"] == "rtl" and cl.report["link_level"] == "cl"
+    assert run.cycles == cl.cycles and run.report["node"][1]["cycles"] == cl.report["node"][1]["cycles"]

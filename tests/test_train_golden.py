@@ -184,7 +184,7 @@ def test_cli_short_run_writes_report_and_plot(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,match", [
     (["--engine", "cluster", "--level", "gates"], "choose one of"),
-    (["--engine", "fpga"], "available: golden"),
+    (["--engine", "fpga"], "choose one of golden, cluster"),
     (["--precision", "4"], "offers float64, 16, 8"),
     (["--net", "no-such-net"], "no preset"),
     (["--epochs", "0"], "--epochs"),

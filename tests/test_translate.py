@@ -1,7 +1,6 @@
 """``pymtl-fp translate``: Verilog + parameter JSON + Verilator lint, optional Verilator build with a
 VCD of a smoke run read back with tb.vcd, optional Yosys estimate beside the analytical resource
-model (pymtl_fp.resources); clear one-line errors for unknown presets, units not built yet and
-missing tools."""
+model (pymtl_fp.resources); clear one-line errors for unknown presets, bad options and missing tools."""
 
 import json
 import shutil
@@ -29,11 +28,28 @@ def test_unknown_preset_is_one_line_listing_the_valid_ones(tmp_path, capsys):
     assert "fpdeep_6x10g" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("unit", ["node", "cluster"])
-def test_units_not_built_yet_say_so(unit, tmp_path, capsys):
-    assert run("--unit", unit, "--config", "tiny", "--out", str(tmp_path)) == 1
+def test_node_and_cluster_options_are_checked(tmp_path, capsys):
+    assert run("--unit", "node", "--out", str(tmp_path)) == 1
+    assert "needs --config" in capsys.readouterr().err
+    assert run("--unit", "cluster", "--config", "tiny", "--out", str(tmp_path)) == 1
+    assert "takes --nodes" in capsys.readouterr().err
+    assert run("--unit", "cluster", "--nodes", "2", "--arrays", "4", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err
-    assert "not available yet" in err and "Traceback" not in err
+    assert "1 array sides for --nodes 2" in err and "Traceback" not in err
+
+
+@pytest.mark.verilator
+def test_node_translates_lint_clean_and_builds_plainly_with_its_waiver_file_alone(tmp_path, capsys):
+    """The node's Verilog: lint clean under -Wall with the shared waivers, and a plain
+    `verilator --cc --build -Wall` with only the emitted waiver file builds it (no blanket -Wno)."""
+    assert run("--unit", "node", "--config", "tiny", "--out", str(tmp_path), "--build", "--no-synth") == 0
+    out = capsys.readouterr().out
+    assert "): clean" in out and "plain build:" in out and "-> clean" in out
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["lint"]["clean"] and rep["build"]["clean"] and "-Wno" not in rep["build"]["command"]
+    vlt = next(tmp_path.glob("*_waivers.vlt")).read_text()
+    assert "lint_off -rule DECLFILENAME" in vlt and vlt.count("// ") >= len(rep["lint"]["waivers"])
+    assert "LUTs" in out  # the resource estimate
 
 
 def test_missing_verilator_is_reported_with_install_advice(tmp_path, capsys, monkeypatch):
