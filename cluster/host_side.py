@@ -39,11 +39,15 @@ class HostSideCL(Component):
                     if s.from_node[j].val & s.from_node[j].rdy:
                         s.received[j].append(from_word(int(s.from_node[j].msg), s.bits))
                 q = s.pending[j]
-                s.to_node[j].val <<= 1 if q and not s.reset else 0
-                s.to_node[j].msg <<= s.T(to_word(q[0], s.bits)) if q else s.T(0)
-                s.from_node[j].rdy <<= 0 if s.reset else 1
+                out = (1, q[0]) if q else (0, 0)
+                if out != s.driven[j]:  # (ports written only when they change)
+                    s.driven[j] = out
+                    s.to_node[j].val <<= out[0]
+                    s.to_node[j].msg <<= s.T(to_word(out[1], s.bits))
+                s.from_node[j].rdy <<= 1
 
     def _reset_state(s):
+        s.driven = [None] * s.n
         s.pending = [deque(q) for q in s.queues]
         s.received = [[] for _ in range(s.n)]
 

@@ -12,7 +12,9 @@
 * :class:`NodeRTL` -- :class:`~pymtl_fp.engine.EngineRTL.EngineRTL` +
   :class:`~pymtl_fp.cluster.RouterRTL.RouterRTL`: synthesizable, translatable as one Verilog top
   (:func:`node_module_name`);
-* :class:`NodeCL` -- :class:`~pymtl_fp.engine.EngineCL.EngineCL` + :class:`~pymtl_fp.cluster.RouterCL.RouterCL`;
+* :class:`NodeCL` -- :class:`~pymtl_fp.engine.EngineCL.EngineCL` + :class:`~pymtl_fp.cluster.RouterCL.RouterCL`
+  (``status=False``, the cluster's default: the status ports other than ``st_state`` stay 0 and
+  the report reads the router's Python counters, which hold the same figures);
 * :class:`NodeFL` -- :class:`~pymtl_fp.engine.EngineFL.EngineFL` + ``RouterCL`` timing compute
   commands with the engine's timing model ("FL with timed compute").
 
@@ -103,22 +105,23 @@ class NodeRTL(_Node):
 
 
 class NodeCL(_Node):
-    def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None):
+    def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None, status=False):
         from pymtl_fp.cluster.RouterCL import RouterCL
         from pymtl_fp.engine.EngineCL import EngineCL
 
         rcfg = router_config_for(ecfg, rcfg)
-        s._wire(ecfg, rcfg, EngineCL(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P))
+        s._wire(ecfg, rcfg, EngineCL(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P,
+                                                     status_ports=status))
 
 
 class NodeFL(_Node):
-    def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None):
+    def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None, status=False):
         from pymtl_fp.cluster.RouterCL import RouterCL
         from pymtl_fp.engine.EngineFL import EngineFL
 
         rcfg = router_config_for(ecfg, rcfg)
         s._wire(ecfg, rcfg, EngineFL(ecfg), RouterCL(rcfg, prog, table, timed=True, name=name, stall=stall,
-                                                     P=ecfg.P))
+                                                     P=ecfg.P, status_ports=status))
 
 
 #: level -> node class (``verilator``: NodeRTL translated and imported)
