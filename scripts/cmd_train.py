@@ -292,8 +292,16 @@ def _run_cluster(args, net) -> int:
     want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch)
     equal = params_equal(run.params, want)
     print(format_report(run.report))
+    shown = golden_losses if len(golden_losses) <= 8 else golden_losses[:2] + golden_losses[-2:]
     print(f"final weights equal the golden model's: {'yes' if equal else 'NO'} "
-          f"(golden losses {', '.join(f'{x:.4f}' for x in golden_losses)})")
+          f"(golden losses {', '.join(f'{x:.4f}' for x in shown)}{', ...' if len(shown) < len(golden_losses) else ''})")
+    from pymtl_fp.golden.study import accuracy
+
+    acc0 = accuracy(net, params, quantize_images(split.x_test, fmt.act), split.y_test, precision)
+    acc = accuracy(net, run.params, quantize_images(split.x_test, fmt.act), split.y_test, precision)
+    run.report["test_accuracy"] = {"before": acc0, "after": acc, "test_images": len(split.y_test)}
+    print(f"test accuracy of the trained weights: {100 * acc:.1f}% on the {len(split.y_test)} test images "
+          f"({100 * acc0:.1f}% before training)")
     if report_path:
         rep = dict(run.report, engine="cluster", precision=precision, settings=settings,
                    weights_equal_golden=equal, golden_losses=golden_losses)
