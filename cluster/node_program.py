@@ -37,6 +37,7 @@ class NodeProgram:
     #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), wg
     phase_compute: dict = field(default_factory=dict)
     loop: tuple = (0, 0)  #: the step loop's first and last instruction
+    longest_command: int = 0  #: cycles of the longest engine command (the watchdog's yardstick)
 
     def words(self) -> list:
         """The program as binary instruction words."""

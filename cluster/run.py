@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pymtl_fp.cluster.compile import compile_cluster, host_out_params
-from pymtl_fp.cluster.config import ClusterError, link_plan
+from pymtl_fp.cluster.config import ClusterError, link_names, link_plan
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
@@ -47,6 +47,19 @@ class ClusterRun:
     cycles: int
     report: dict = field(default_factory=dict)
     logits: list = field(default_factory=list)
+
+
+def watchdog_limit(ccfg, cprog, stall=None) -> int:
+    """Cycles without progress after which a run is a deadlock, derived from the programs: a node
+    may legitimately wait for its own longest engine command plus a neighbour's (which its input
+    waits behind) and a few link round trips (with retransmission timeouts); random stalls stretch
+    all of it."""
+    longest = max(p.longest_command for p in cprog.nodes)
+    links = max(ccfg.link_cfg(n).round_trip + ccfg.link_cfg(n).timeout for n in link_names(ccfg.n, ccfg.topology))
+    limit = 2 * longest + 8 * links + 2000
+    if stall and stall[0] > 0:
+        limit = int(limit / (1.0 - min(stall[0], 0.95)))
+    return max(limit, 20_000)
 
 
 def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
@@ -88,7 +101,7 @@ def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, sta
 
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
-                     stall=None, max_cycles: int = 20_000_000, idle_limit: int = 20_000,
+                     stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
@@ -110,6 +123,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
     rcfgs = router_configs(ccfg, cprog, router)
+    if idle_limit is None:
+        idle_limit = watchdog_limit(ccfg, cprog, stall)
     fmt = net.precision(tcfg.precision)
     if fast and all(lv == "verilator" for lv in levels):
         return _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels,

@@ -244,3 +244,21 @@ def test_cl_steady_state_is_at_least_90_percent_of_the_compute_or_link_bound():
     assert ss["1f1b"]["efficiency"] >= 0.9
     assert ss["1f1b"]["cycles_per_image"] < ss["gpipe"]["cycles_per_image"]
     assert ss["1f1b"]["bound_cycles_per_image"] == ss["gpipe"]["bound_cycles_per_image"]
+
+
+def test_watchdog_allows_the_longest_command_and_still_catches_a_deadlock():
+    """The idle limit comes from the programs: a node waiting for a neighbour's longest engine
+    command (here a 51k-cycle bwd_weight of 16 images on a 2x2 array) is not a deadlock; the
+    limit stays a small multiple of it, so a real deadlock is still caught."""
+    from pymtl_fp.cluster.compile import compile_cluster
+    from pymtl_fp.cluster.partition import partition
+    from pymtl_fp.cluster.run import watchdog_limit
+
+    eng = engine_for_net(NET, "8", P=2, act_depth=8192)
+    ccfg = ClusterConfig.homogeneous(3, eng)
+    cprog = compile_cluster(NET, ccfg, partition(NET, ccfg, 16, split=False), _params(), TCFG, 1)
+    longest = max(p.longest_command for p in cprog.nodes)
+    assert longest > 50_000
+    limit = watchdog_limit(ccfg, cprog)
+    assert 2 * longest < limit < 3 * longest
+    assert watchdog_limit(ccfg, cprog, stall=(0.5, 1)) >= 2 * limit
