@@ -29,18 +29,18 @@ import dataclasses
 from dataclasses import dataclass
 
 from pymtl_fp.engine.config import EngineConfig
+from pymtl_fp.levels import LEVELS
 from pymtl_fp.link.config import LinkConfig
 
 TOPOLOGIES = ("chain", "ring")
-#: what each cluster level runs: (engine level, link level)
-LEVELS = {
-    "fl": ("fl", "cl"),          # golden-model engines, cycle-level links ("FL with timed links")
-    "cl": ("cl", "cl"),          # EngineCL (not built yet) + LinkCL
-    "rtl": ("rtl", "rtl"),       # EngineRTL + LinkRTL, simulated by PyMTL3
-    "verilator": ("verilator", "rtl"),  # EngineRTL through Verilator, LinkRTL in PyMTL3
+#: what each cluster level runs: (node level, link level)
+CLUSTER_LEVELS = {
+    "fl": ("fl", "cl"),          # EngineFL + RouterCL (timed compute), LinkCL
+    "cl": ("cl", "cl"),          # EngineCL + RouterCL, LinkCL
+    "rtl": ("rtl", "rtl"),       # NodeRTL (EngineRTL + RouterRTL) and LinkRTL, simulated by PyMTL3
+    "verilator": ("verilator", "rtl"),  # the whole RTL cluster in Verilator (or a NodeRTL imported alone)
 }
-ENGINE_LEVELS = ("fl", "cl", "rtl", "verilator")
-LINK_LEVELS = ("fl", "cl", "rtl")
+ENGINE_LEVELS = LEVELS
 
 
 class ClusterError(ValueError):
@@ -185,20 +185,11 @@ def node_levels(level: str, n: int, node_levels: str | list | None = None) -> li
             raise ClusterError(f"{len(levels)} node levels given for {n} nodes")
     elif level == "mixed":
         levels = ["rtl"] + ["fl"] * (n - 1) if n > 1 else ["rtl"]
-    elif level in LEVELS:
-        levels = [LEVELS[level][0]] * n
+    elif level in CLUSTER_LEVELS:
+        levels = [CLUSTER_LEVELS[level][0]] * n
     else:
-        raise ClusterError(f"unknown level {level!r}; choose one of {', '.join(list(LEVELS) + ['mixed'])}")
+        raise ClusterError(f"unknown level {level!r}; choose one of {', '.join(list(CLUSTER_LEVELS) + ['mixed'])}")
     for lv in levels:
         if lv not in ENGINE_LEVELS:
             raise ClusterError(f"unknown engine level {lv!r}; choose from {', '.join(ENGINE_LEVELS)}")
     return levels
-
-
-def engine_level_available(level: str) -> bool:
-    if level == "cl":
-        try:
-            import pymtl_fp.engine.EngineCL  # noqa: F401
-        except ImportError:
-            return False
-    return True

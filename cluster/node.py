@@ -96,31 +96,31 @@ class NodeRTL(_Node):
         from pymtl3.passes.backends.verilog import VerilogTranslationPass
 
         from pymtl_fp.cluster.RouterRTL import RouterRTL
-        from pymtl_fp.engine.EngineRTL import EngineRTL
+        from pymtl_fp.engine.registry import engine_class
 
         rcfg = router_config_for(ecfg, rcfg)
         s.params = node_params(ecfg, rcfg)
-        s._wire(ecfg, rcfg, EngineRTL(ecfg), RouterRTL(rcfg))
+        s._wire(ecfg, rcfg, engine_class("rtl")(ecfg), RouterRTL(rcfg))
         s.set_metadata(VerilogTranslationPass.explicit_module_name, node_module_name(ecfg, rcfg))
 
 
 class NodeCL(_Node):
     def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None, status=False):
         from pymtl_fp.cluster.RouterCL import RouterCL
-        from pymtl_fp.engine.EngineCL import EngineCL
+        from pymtl_fp.engine.registry import engine_class
 
         rcfg = router_config_for(ecfg, rcfg)
-        s._wire(ecfg, rcfg, EngineCL(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P,
+        s._wire(ecfg, rcfg, engine_class("cl")(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P,
                                                      status_ports=status))
 
 
 class NodeFL(_Node):
     def construct(s, ecfg, rcfg: RouterConfig, prog=None, table=None, name="node", stall=None, status=False):
         from pymtl_fp.cluster.RouterCL import RouterCL
-        from pymtl_fp.engine.EngineFL import EngineFL
+        from pymtl_fp.engine.registry import engine_class
 
         rcfg = router_config_for(ecfg, rcfg)
-        s._wire(ecfg, rcfg, EngineFL(ecfg), RouterCL(rcfg, prog, table, timed=True, name=name, stall=stall,
+        s._wire(ecfg, rcfg, engine_class("fl")(ecfg), RouterCL(rcfg, prog, table, timed=True, name=name, stall=stall,
                                                      P=ecfg.P, status_ports=status))
 
 

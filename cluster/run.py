@@ -22,6 +22,7 @@ from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.router_config import STATES, RouterConfig
 from pymtl_fp.cluster.top import ClusterTop, load_programs
+from pymtl_fp.levels import RTL_LEVELS
 from pymtl_fp.sim import run_until
 from pymtl_fp.golden.train import TrainConfig, train_step
 
@@ -115,7 +116,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
-        link_level = "rtl" if all(lv in ("rtl", "verilator") for lv in levels) else "cl"
+        link_level = "rtl" if all(lv in RTL_LEVELS for lv in levels) else "cl"
     images, labels = np.asarray(images), np.asarray(labels)
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")

@@ -39,10 +39,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    import tomli as tomllib
+import tomllib
 
 from pymtl_fp.golden.geometry import check_stride_pad, conv_out_size, pool_out_size
 from pymtl_fp.numerics import MAX_SHIFT, QFormat, _is_int, check_bits

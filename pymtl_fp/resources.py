@@ -211,5 +211,5 @@ def estimate(unit: str, cfg) -> Resources:
     if unit == "link":
         return link_resources(cfg)
     if unit == "requant":
-        return requant_resources(cfg["acc_bits"], cfg["out_bits"])
+        return requant_resources(cfg.acc_bits, cfg.out_bits)
     raise ValueError(f"no resource model for unit {unit!r}")

@@ -49,8 +49,11 @@ from dataclasses import dataclass
 #: compute overhead: command register + stage B + return to idle
 PIPE = 3
 
-OPS = ("load", "store", "fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+#: the engine's operations, defined once (the command encoding numbers them in this order)
+COMPUTE_OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
 CONV_OPS = ("fwd", "bwd_data", "bwd_weight")
+POOL_OPS = ("pool_fwd", "pool_bwd")
+OPS = ("load", "store") + COMPUTE_OPS
 
 
 def cdiv(a: int, b: int) -> int:
@@ -153,7 +156,7 @@ def compute_cycles(P: int, op: str, f: dict) -> int:
         return conv_steps(P, op, f) + PIPE
     if op == "bwd_weight":
         return bwd_weight_cycles(P, f)
-    if op in ("pool_fwd", "pool_bwd"):
+    if op in POOL_OPS:
         pk = int(f["pk"])
         return int(f["n"]) * int(f["ct"]) * int(f["ho"]) * int(f["wo"]) * pk * pk + PIPE
     if op == "update":

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
-OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+from pymtl_fp.timing import COMPUTE_OPS as OPS
 
 
 def add_arguments(parser):

@@ -27,7 +27,8 @@ import time
 import numpy as np
 
 HELP = "engine CL vs RTL vs Verilator speed; timing model vs RTL cycles; MAC utilization per op"
-OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+from pymtl_fp.timing import COMPUTE_OPS as OPS
+from pymtl_fp.timing import POOL_OPS
 
 #: name -> (n, c, k, h, w, r, s, stride, pad): three layer shapes that fit the ``small`` preset
 SHAPES = {
@@ -50,7 +51,7 @@ def layer_case(cfg, op, shape, rng):
     from pymtl_fp.tb.engine_harness import random_case
 
     n, c, k, h, w, r, s, stride, pad = SHAPES[shape]
-    if op in ("pool_fwd", "pool_bwd"):
+    if op in POOL_OPS:
         h, w = h - h % 2, w - w % 2
     return random_case(cfg, op, rng, n=n, c=c, k=k, h=h, w=w, r=r, s=s, stride=stride, pad=pad,
                        mode="stochastic")

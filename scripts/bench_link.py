@@ -21,6 +21,7 @@ import random
 import time
 
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.levels import LEVELS
 
 HELP = "link bandwidth / latency / retransmissions sweep and the credit knee, measured vs analytical"
 
@@ -36,7 +37,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def add_arguments(parser):
-    parser.add_argument("--level", choices=("fl", "cl", "rtl", "verilator"), default="rtl",
+    parser.add_argument("--level", choices=LEVELS, default="rtl",
                         help="model to measure (default rtl; faults need rtl)")
     parser.add_argument("--msg-bits", type=int, default=64, help="message width (default 64)")
     parser.add_argument("--phits", default="8,16,64", help="phit widths, bits/cycle (default 8,16,64)")

@@ -19,7 +19,7 @@ from pathlib import Path
 from pymtl_fp.cli.errors import UserError
 
 HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
-LEVELS = ("fl", "cl", "rtl", "verilator")
+from pymtl_fp.levels import LEVELS
 
 
 def add_arguments(parser):
@@ -30,6 +30,9 @@ def add_arguments(parser):
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, help="time budget in minutes (default 2)")
     budget.add_argument("--seconds", type=float, help="time budget in seconds (for quick runs and tests)")
+    parser.add_argument("--max-examples", type=int, metavar="N",
+                        help="stop after N examples in all (the time budget, then, is a safety net); a "
+                             "campaign bound by examples runs the same cases whatever the machine's speed")
     parser.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     parser.add_argument("--seed", type=int, help="base random seed (default: random, printed)")
     parser.add_argument("--out", default="fuzz-results",
@@ -48,11 +51,7 @@ def _list() -> int:
     from pymtl_fp.tb.fuzz import targets
 
     for name in targets.names():
-        try:
-            t = targets.get(name)
-        except targets.TargetUnavailable as exc:
-            print(f"{name:<9} -- {exc}")
-            continue
+        t = targets.get(name)
         print(f"{name:<9} {t.description}")
         print(f"{'':<9} levels: {', '.join(t.levels)}")
         for m in t.mutations.values():
@@ -79,12 +78,14 @@ def main(args) -> int:
     if args.workers < 1:
         raise UserError("--workers must be at least 1")
     seconds = args.seconds if args.seconds is not None else 60.0 * (args.minutes if args.minutes is not None else 2.0)
-    if seconds <= 0:
-        raise UserError("the time budget must be positive")
+    if not (seconds > 0 and seconds != float("inf")):
+        raise UserError(f"the time budget must be a positive number of seconds, got {seconds}")
+    if args.max_examples is not None and args.max_examples < 1:
+        raise UserError(f"--max-examples must be >= 1, got {args.max_examples}")
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
         out_dir=str(Path(args.out).resolve()), inject_bug=args.inject_bug,
-        shrink_seconds=args.shrink_seconds)
+        shrink_seconds=args.shrink_seconds, max_examples=args.max_examples)
     try:
         summary = campaign.run_campaign(cfg, stream=sys.stderr)
     except targets.TargetUnavailable as exc:

@@ -21,11 +21,12 @@ import numpy as np
 from pymtl_fp.cli.errors import UserError
 
 HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
-OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+from pymtl_fp.levels import LEVELS
+from pymtl_fp.timing import COMPUTE_OPS as OPS
 
 
 def add_arguments(parser):
-    parser.add_argument("--level", choices=("fl", "cl", "rtl", "verilator"), default="fl")
+    parser.add_argument("--level", choices=LEVELS, default="fl")
     parser.add_argument("--config", default="tiny", help="engine preset: tiny (2x2), small (4x4), medium (8x8)")
     parser.add_argument("--op", choices=OPS, required=True)
     parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: see README")

@@ -27,13 +27,14 @@ import json
 from pathlib import Path
 
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.levels import LEVELS
 
 HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
 
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
-CLUSTER_LEVELS = ("fl", "cl", "rtl", "verilator", "mixed")
+CLUSTER_LEVELS = LEVELS + ("mixed",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -121,17 +121,16 @@ def _link_unit():
 
 
 def _requant_unit():
-    presets = {"small": dict(acc_bits=32, out_bits=8), "wide": dict(acc_bits=48, out_bits=16)}
+    def presets():
+        from pymtl_fp.primitives.RequantRTL import PRESETS
+        return dict(PRESETS)
 
     def build(cfg):
         from pymtl_fp.primitives.RequantRTL import RequantRTL
-        return RequantRTL(**cfg)
+        return RequantRTL(cfg.acc_bits, cfg.out_bits)
 
-    def module(cfg):
-        from pymtl_fp.verilate import module_name
-        return module_name("RequantRTL", cfg)
-
-    return Unit("requant", lambda: dict(presets), build, module, dict, lambda cfg: {}, "requant")
+    return Unit("requant", presets, build, lambda cfg: cfg.module_name(), lambda cfg: cfg.params(),
+                lambda cfg: {}, "requant")
 
 
 def _node_unit():

@@ -25,8 +25,7 @@ from pymtl_fp.engine.cases import CaseError, golden_op, result_bits, validate_ca
 from pymtl_fp.engine.msgs import from_word, to_word
 from pymtl_fp.sim import SimulationHang, stall_pattern
 
-LEVELS = ("fl", "cl", "rtl", "verilator")
-TIMED = ("cl", "rtl", "verilator")
+from pymtl_fp.levels import LEVELS, TIMED_LEVELS as TIMED
 OPS = tuple(msgs.OPS)
 
 def assert_results(prog, out, want: dict) -> None:
@@ -54,25 +53,16 @@ def get_model(level: str, cfg):
     if key in _MODELS:
         return _MODELS[key]
     from pymtl3 import DefaultPassGroup
-    if level == "fl":
-        from pymtl_fp.engine.EngineFL import EngineFL
-        m = EngineFL(cfg)
-        m.elaborate()
-        m.apply(DefaultPassGroup())
-    elif level == "cl":
-        from pymtl_fp.engine.EngineCL import EngineCL
-        m = EngineCL(cfg)
-        m.elaborate()
-        m.apply(DefaultPassGroup())
-    elif level == "rtl":
-        from pymtl_fp.engine.EngineRTL import EngineRTL
-        m = EngineRTL(cfg)
-        m.elaborate()
-        m.apply(DefaultPassGroup())
-    else:
-        from pymtl_fp.engine.EngineRTL import EngineRTL
+
+    from pymtl_fp.engine.registry import engine_class
+
+    if level == "verilator":
         from pymtl_fp.verilate import translate_import
-        m = translate_import(EngineRTL(cfg), cfg.module_name(), params=cfg.params())
+        m = translate_import(engine_class(level)(cfg), cfg.module_name(), params=cfg.params())
+    else:
+        m = engine_class(level)(cfg)
+        m.elaborate()
+        m.apply(DefaultPassGroup())
     _MODELS[key] = m
     return m
 

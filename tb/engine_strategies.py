@@ -8,6 +8,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from pymtl_fp.timing import POOL_OPS
+
 STALLS = st.sampled_from([0.0, 0.3, 0.7])
 
 
@@ -47,7 +49,7 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
         else:
             case.update(x=x, dy=_vals(rng, (n, k, ho, wo), cfg.grad_bits, extremes),
                         w_shape=np.array([k, c, r, s]), bias_shift=draw(st.sampled_from([0, 2, 7, 32])))
-    elif op in ("pool_fwd", "pool_bwd"):
+    elif op in POOL_OPS:
         pk = draw(st.sampled_from([1, 2, 2, 3]))
         ho, wo = draw(st.integers(1, 3)), draw(st.integers(1, 3))
         if op == "pool_fwd":

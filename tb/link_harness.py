@@ -26,7 +26,7 @@ from pymtl_fp.tb.scoreboard import compare
 from pymtl_fp.sim import run_until
 from pymtl_fp.tb.stream import StallSink, StallSource
 
-LEVELS = ("fl", "cl", "rtl", "verilator")
+from pymtl_fp.levels import LEVELS
 
 
 @dataclasses.dataclass

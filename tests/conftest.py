@@ -15,3 +15,27 @@ PROFILE = hypothesis_profiles.load()
 def pytest_report_header(config):
     return [f"pymtl-fp: hypothesis profile '{PROFILE}' (set PYMTL_FP_PROFILE=ci|dev|campaign); "
             f"Verilator builds in {os.environ.get('PYMTL_FP_BUILD_DIR') or '~/.cache/pymtl-fp/build'}"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test whose parameters name a simulation level with that level's marker (``fl``,
+    ``cl``, ``rtl``, ``verilator``), so ``pytest -m verilator`` selects every such case: a
+    parameter called ``level``/``levels`` or ending in ``_level``, holding a level or a list of
+    levels, or a test class (one class per level, inheriting one suite) with a ``level`` or
+    ``LEVEL`` attribute."""
+    import pytest
+
+    from pymtl_fp.levels import LEVELS
+
+    for item in items:
+        params = dict(getattr(getattr(item, "callspec", None), "params", {}))
+        cls = getattr(item, "cls", None)
+        for attr in ("level", "LEVEL"):
+            if cls is not None and isinstance(getattr(cls, attr, None), str):
+                params["level"] = getattr(cls, attr)
+        for name, value in params.items():
+            if not (name in ("level", "levels") or name.endswith("_level")):
+                continue
+            for v in value if isinstance(value, (list, tuple)) else (value,):
+                if v in LEVELS and not item.get_closest_marker(v):
+                    item.add_marker(getattr(pytest.mark, v))

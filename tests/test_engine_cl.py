@@ -22,9 +22,10 @@ from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.tb.engine_harness import get_model, handshake_trace, random_case, run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.timing import COMPUTE_OPS
 
 CFG = preset("tiny")
-OPS = ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]
+OPS = list(COMPUTE_OPS)
 
 
 def _compare(level, cfg, op, case, stall, seed):

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.timing import COMPUTE_OPS
 from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.tb.engine_harness import run_op
@@ -89,23 +90,20 @@ class EngineOpsSuite:
         _check(self._level(cmdline_opts), "update", data.draw(engine_cases(CFG, "update")))
 
 
-@pytest.mark.fl
 class TestEngineFL(EngineOpsSuite):
     level = "fl"
 
 
-@pytest.mark.rtl
 class TestEngineRTL(EngineOpsSuite):
     level = "rtl"
 
 
-@pytest.mark.verilator
 class TestEngineVerilator(EngineOpsSuite):
     level = "verilator"
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("op", ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"])
+@pytest.mark.parametrize("op", COMPUTE_OPS)
 def test_extremes_saturate_both_modes(cmdline_opts, op):
     """All operands at a format extreme with shift 0: results saturate at both ends."""
     level = "verilator" if cmdline_opts.get("test_verilog") else "rtl"
@@ -142,7 +140,7 @@ def test_small_engine_larger_shapes(cmdline_opts, data):
     """A 4x4 engine, larger shapes (slow: PyMTL3 simulation of a 16-MAC array)."""
     cfg = preset("small")
     level = "verilator" if cmdline_opts.get("test_verilog") else "rtl"
-    op = data.draw(st.sampled_from(["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]))
+    op = data.draw(st.sampled_from(COMPUTE_OPS))
     case, stall, seed = data.draw(engine_cases(cfg, op, max_hw=8, max_ch=9))
     want = golden_op(cfg, op, validate_case(cfg, op, case))
     got = run_op(level, cfg, op, stall=stall, stall_seed=seed, **case)
@@ -156,7 +154,7 @@ MIXED = preset("tiny").replace(rows=3, cols=3, act_bits=6, weight_bits=7, grad_b
 
 @pytest.mark.parametrize("level", [pytest.param("rtl", marks=pytest.mark.rtl),
                                    pytest.param("verilator", marks=pytest.mark.verilator)])
-@pytest.mark.parametrize("op", ["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"])
+@pytest.mark.parametrize("op", COMPUTE_OPS)
 def test_mixed_widths_3x3_array(cmdline_opts, level, op):
     """A 3x3 array (not a power of two) with different activation/weight/gradient widths and a
     40-bit accumulator: every operation, both modes, stride 1 with padding and stride 2."""

@@ -13,6 +13,7 @@ from pymtl_fp.engine.cases import validate_case
 from pymtl_fp.tb.engine_harness import run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.timing import COMPUTE_OPS
 
 CFG = preset("tiny")
 
@@ -21,7 +22,7 @@ CFG = preset("tiny")
 @settings(max_examples=examples(25))
 @given(data=st.data())
 def test_compute_cycles_closed_form(cmdline_opts, data):
-    op = data.draw(st.sampled_from(["fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update"]))
+    op = data.draw(st.sampled_from(COMPUTE_OPS))
     case, stall, seed = data.draw(engine_cases(CFG, op))
     res = run_op("verilator", CFG, op, stall=stall, stall_seed=seed, **case)
     assert res["compute_cycles"] == program.compute_cycles(CFG, op, validate_case(CFG, op, case))

@@ -29,10 +29,11 @@ def _col(res, link, key):
     return res.series(link, key)[1]
 
 
-def test_sweep_is_fast(vgg16_sweep):
-    res, wall = vgg16_sweep
+def test_sweep_covers_every_fpga_count_and_link(vgg16_sweep):
+    """(Its wall time is a benchmark figure in the README, never asserted: no test passes or
+    fails with the machine's speed.)"""
+    res, _ = vgg16_sweep
     assert len(res.rows) == 128 * len(LINKS)
-    assert wall < 20, f"VGG-16 sweep over 1..128 FPGAs took {wall:.1f} s"
 
 
 def test_one_fpga_is_compute_bound_and_below_peak(vgg16_sweep):

@@ -96,17 +96,14 @@ class BaseLinkTests:
         assert len(traces) > 1  # the trace shows activity
 
 
-@pytest.mark.fl
 class TestLinkFL(BaseLinkTests):
     level = "fl"
 
 
-@pytest.mark.cl
 class TestLinkCL(BaseLinkTests):
     level = "cl"
 
 
-@pytest.mark.rtl
 class TestLinkRTL(BaseLinkTests):
     level = "rtl"
 

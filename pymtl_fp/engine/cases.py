@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp import golden
+from pymtl_fp.timing import POOL_OPS
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.geometry import conv_out_size
@@ -165,7 +166,7 @@ def validate_case(cfg, op: str, case: dict) -> dict:
         if bound >= acc_lim:
             raise CaseError(f"the {op} accumulator could reach {bound}, beyond the {cfg.acc_bits}-bit "
                             f"accumulator of this configuration")
-    elif op in ("pool_fwd", "pool_bwd"):
+    elif op in POOL_OPS:
         pk = out["k"] = _scalar(case, "k", 1, 8)
         if pk * pk - 1 > (1 << (cfg.act_bits - 1)) - 1:
             raise CaseError(f"pool k={pk} gives argmax values that do not fit {cfg.act_bits}-bit words")

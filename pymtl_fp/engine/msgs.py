@@ -47,10 +47,12 @@ from __future__ import annotations
 import numpy as np
 from pymtl3 import mk_bits, mk_bitstruct
 
+from pymtl_fp import timing
+
 # operation codes
 OP_LOAD, OP_STORE, OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT, OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = range(8)
-OPS = {"fwd": OP_FWD, "bwd_data": OP_BWD_DATA, "bwd_weight": OP_BWD_WEIGHT,
-       "pool_fwd": OP_POOL_FWD, "pool_bwd": OP_POOL_BWD, "update": OP_UPDATE}
+#: compute operation name -> op code (the names: :data:`pymtl_fp.timing.COMPUTE_OPS`, in code order)
+OPS = {name: code for code, name in enumerate(timing.COMPUTE_OPS, OP_FWD)}
 OP_NAMES = {v: k for k, v in OPS.items()} | {OP_LOAD: "load", OP_STORE: "store"}
 
 # buffer ids

@@ -108,7 +108,7 @@ def build(cfg, op: str, case: dict) -> Program:
             nw = tiles(k, P) * tiles(c, P) * r * s
             _store(prog, "dw", BUF_G, 0, nw, P * P, lambda a, sh=w_shape: unpack_weight(a, sh, P))
             _store(prog, "db", BUF_B, 0, tiles(k, P), P, lambda a, kk=k: unpack_bias(a, kk, P))
-    elif op in ("pool_fwd", "pool_bwd"):
+    elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         if op == "pool_fwd":
@@ -174,7 +174,7 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
         return timing.conv_cycles(P, op, _conv_shape(op, case))
-    if op in ("pool_fwd", "pool_bwd"):
+    if op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]

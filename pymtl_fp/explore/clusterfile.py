@@ -53,14 +53,8 @@ def _load_text(path: Path) -> dict:
         except json.JSONDecodeError as exc:
             raise ClusterFileError(f"{path.name}: bad JSON: {exc.msg} at line {exc.lineno}") \
                 from None
-    try:
-        import tomllib  # Python >= 3.11
-    except ModuleNotFoundError:  # pragma: no cover - older Pythons
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise ClusterFileError(f"{path.name}: reading TOML needs Python 3.11+ or the "
-                                   "'tomli' package; or give a .json file") from None
+    import tomllib
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

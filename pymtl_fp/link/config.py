@@ -209,6 +209,16 @@ class LinkConfig:
         return dict(msg=self.msg_bits, phit=self.phit_bits, lat=self.latency, cred=self.credits,
                     crc=self.crc, win=self.window, clat=self.credit_latency, to=self.timeout)
 
+    def params(self) -> dict:
+        """Every elaboration parameter (the same method as every unit's configuration)."""
+        return self.elab_params()
+
+    def module_name(self) -> str:
+        """The Verilog module name of ``LinkRTL(Bits<msg_bits>, self)``."""
+        from pymtl_fp.verilate import module_name
+
+        return module_name("LinkRTL", dict(self.elab_params(), type=f"Bits{self.msg_bits}", tbits=self.msg_bits))
+
     def describe(self) -> str:
         return (f"{self.msg_bits}b msg / {self.phit_bits}b phit ({self.flits} flits), L={self.latency}, "
                 f"credits={self.credits}, window={self.window}, credit L={self.credit_latency}, "

@@ -25,6 +25,8 @@ offset comes from a :class:`StochasticHashRTL` child.  :func:`requant_ref` is th
 on Python ints.
 """
 
+import dataclasses
+
 from pymtl3 import Bits1, Bits6, Component, InPort, OutPort, Wire, mk_bits, sext, trunc, update, zext
 
 from pymtl_fp.primitives.StochasticHashRTL import StochasticHashRTL, hash32
@@ -46,6 +48,36 @@ def requant_ref(acc: int, shift: int, out_bits: int, *, stochastic: bool = False
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
     q = max(lo, min(hi, q))
     return 0 if (relu and q < 0) else q
+
+
+@dataclasses.dataclass(frozen=True)
+class RequantConfig:
+    """Elaboration parameters of a requantizer (the same methods as every unit's configuration)."""
+
+    acc_bits: int = 32
+    out_bits: int = 8
+
+    def __post_init__(self):
+        if not (isinstance(self.acc_bits, int) and isinstance(self.out_bits, int)
+                and 2 <= self.out_bits <= self.acc_bits <= 128):
+            raise ValueError(f"RequantConfig needs 2 <= out_bits <= acc_bits <= 128, got {self}")
+
+    def params(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def module_name(self) -> str:
+        from pymtl_fp.verilate import module_name
+
+        return module_name("RequantRTL", self.params())
+
+
+PRESETS = {"small": RequantConfig(32, 8), "wide": RequantConfig(48, 16)}
+
+
+def preset(name: str) -> RequantConfig:
+    if name not in PRESETS:
+        raise ValueError(f"unknown requant preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]
 
 
 class RequantRTL(Component):

@@ -51,6 +51,7 @@ class CampaignConfig:
     out_dir: str = "fuzz-results"
     inject_bug: str | None = None
     shrink_seconds: float = 120.0
+    max_examples: int | None = None  #: stop after this many examples in all (None: the time budget only)
     build_base: str | None = None  #: default: $PYMTL_FP_BUILD_DIR or ~/.cache/pymtl-fp/build
     db_path: str | None = None  #: default: the campaign profile's database
     command: str = "pymtl-fp"  #: how to spell the CLI in printed commands
@@ -95,7 +96,9 @@ class Summary:
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.worker_errors
+        """No failure, no worker error, and at least one example ran (a campaign that checked
+        nothing is no pass)."""
+        return not self.failures and not self.worker_errors and self.examples > 0
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -131,6 +134,8 @@ class Summary:
                 lines.append(f"    {'replay:' if j == 0 else 'also:  '}  {c}")
             if f.notes:
                 lines.append(f"    note:    {f.notes}")
+        if self.examples == 0 and not self.failures:
+            lines.append("  no example ran within the budget: nothing was checked")
         lines.append("  result: " + ("PASS" if self.ok else "FAIL"))
         return "\n".join(lines)
 
@@ -187,9 +192,16 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
             st["new"] = []
             st["last"] = now
 
+    # an example budget, shared evenly by the workers (the time budget stays a safety net)
+    per_worker = None
+    if cfg.max_examples is not None:
+        per_worker = cfg.max_examples // cfg.workers + (wid < cfg.max_examples % cfg.workers)
+
     def prop(case):
         now = time.monotonic()
         if now > (deadline if st["failing"] is None else shrink_deadline):
+            raise _Budget()
+        if per_worker is not None and st["failing"] is None and st["examples"] >= per_worker:
             raise _Budget()
         st["examples"] += 1
         if st["failing"] is not None:
@@ -212,7 +224,8 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
     db_key = f"pymtl-fp-fuzz:{cfg.target}:{cfg.level}:{cfg.inject_bug or ''}".encode()
     shrunk = False
     rnd = 0
-    while time.monotonic() < deadline and st["failing"] is None:
+    while (time.monotonic() < deadline and st["failing"] is None
+           and (per_worker is None or st["examples"] < per_worker)):
         # no "explain" phase: it re-runs the failing case under sys.settrace, which makes a
         # PyMTL3 simulation crawl; the shrunk case and the replay command are what we report
         s = settings(profile, max_examples=10**9, deadline=None, verbosity=Verbosity.quiet,

@@ -24,6 +24,8 @@ import re
 import sys
 from pathlib import Path
 
+from pymtl_fp.levels import RTL_LEVELS
+
 
 @dataclasses.dataclass(frozen=True)
 class Mutation:
@@ -34,7 +36,7 @@ class Mutation:
     module: str  #: dotted name of the module to copy, e.g. ``pymtl_fp.primitives.RequantRTL``
     replacements: tuple  #: ``((old, new), ...)`` exact text replacements in that module
     patch: tuple  #: ``((dotted module, attribute, class name in the copy), ...)`` to redirect
-    levels: tuple = ("rtl", "verilator")  #: levels at which the mutant can be built
+    levels: tuple = RTL_LEVELS  #: levels at which the mutant can be built
 
     @property
     def tag(self) -> str:

@@ -19,17 +19,10 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
+from pymtl_fp.levels import LEVELS, RTL_LEVELS
 
 NET_NAME = "lenet-digits"
 PREC = "8"
-
-
-def _available():
-    try:
-        import pymtl_fp.cluster.run  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return f"{exc.name} is not built yet"
-    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,7 +39,7 @@ def _fixture():
 
 @st.composite
 def case_strategy(draw, level):
-    max_nodes = 2 if level in ("rtl", "verilator") else 4
+    max_nodes = 2 if level in RTL_LEVELS else 4
     return dict(
         nodes=draw(st.integers(1, max_nodes)),
         latency=draw(st.integers(1, 12)),
@@ -102,9 +95,8 @@ def coverage(case):
 TARGET = FuzzTarget(
     name="cluster",
     description="training steps of LeNet on 1-4 simulated nodes vs the golden model's weights",
-    levels=("fl", "cl", "rtl", "verilator"),
+    levels=LEVELS,
     strategy=strategy,
     check=check,
     coverage=coverage,
-    available=_available,
 )

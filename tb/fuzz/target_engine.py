@@ -25,7 +25,7 @@ requantizer lane is ``2**(s-1) - 1``).
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 import numpy as np
 from hypothesis import assume
@@ -35,20 +35,10 @@ from hypothesis.extra import numpy as hnp
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget, Reproducer
 
-#: ``cl`` once the cycle-level engine exists
-LEVELS = (("fl", "cl", "rtl", "verilator") if importlib.util.find_spec("pymtl_fp.engine.EngineCL")
-          else ("fl", "rtl", "verilator"))
-OPS = ("fwd", "bwd_data", "bwd_weight", "pool_fwd", "pool_bwd", "update")
+from pymtl_fp.levels import LEVELS
+from pymtl_fp.timing import COMPUTE_OPS as OPS
+from pymtl_fp.timing import POOL_OPS
 STALLS = (0.0, 0.3, 0.7)
-
-
-def _available():
-    try:
-        import pymtl_fp.engine.EngineRTL  # noqa: F401
-        import pymtl_fp.tb.engine_harness  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return f"{exc.name} is not built yet"
-    return None
 
 
 def _values(shape, bits):
@@ -90,7 +80,7 @@ def case_strategy(draw, level):
         else:
             case.update(x=x, dy=draw(_values((n, k, ho, wo), cfg.grad_bits)), w_shape=np.array([k, c, r, s]),
                         bias_shift=draw(st.integers(0, 8)))
-    elif op in ("pool_fwd", "pool_bwd"):
+    elif op in POOL_OPS:
         pk = draw(st.integers(1, 3))
         ho, wo = draw(st.integers(1, 3)), draw(st.integers(1, 3))
         if op == "pool_fwd":
@@ -128,7 +118,9 @@ def _model(level, cfg):
         from pymtl_fp.tb.engine_harness import get_model
 
         return get_model(level, cfg)
-    name = {"rtl": "EngineRTL", "fl": "EngineFL", "cl": "EngineCL"}[level]
+    from pymtl_fp.engine.registry import engine_class
+
+    name = engine_class(level).__name__
     cls = getattr(importlib.import_module(f"pymtl_fp.engine.{name}"), name)  # looked up now: mutations
     m = cls(cfg)
     m.elaborate()
@@ -229,6 +221,5 @@ TARGET = FuzzTarget(
     coverage=coverage,
     reproducer=reproducer,
     mutations=MUTATIONS,
-    available=_available,
     describe=describe,
 )

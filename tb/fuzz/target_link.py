@@ -21,17 +21,9 @@ from hypothesis import strategies as st
 
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
+from pymtl_fp.levels import LEVELS
 
 STALLS = (0.0, 0.2, 0.5, 0.8)
-
-
-def _available():
-    try:
-        import pymtl_fp.link.LinkRTL  # noqa: F401
-        import pymtl_fp.tb.link_harness  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return f"{exc.name} is not built yet"
-    return None
 
 
 def _cfg(d):
@@ -119,10 +111,9 @@ MUTATIONS = {
 TARGET = FuzzTarget(
     name="link",
     description="one link: exact delivery under stalls and faults; RTL cycle-exact with the timing model",
-    levels=("fl", "cl", "rtl", "verilator"),
+    levels=LEVELS,
     strategy=strategy,
     check=check,
     coverage=coverage,
     mutations=MUTATIONS,
-    available=_available,
 )

@@ -20,6 +20,7 @@ from pymtl_fp import numerics
 from pymtl_fp.primitives import RequantRTL as requant_mod
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
+from pymtl_fp.levels import LEVELS
 
 M32 = 2**32 - 1
 #: Verilator builds are seconds each: the verilator level draws from these configurations only
@@ -126,7 +127,7 @@ MUTATIONS = {
 TARGET = FuzzTarget(
     name="requant",
     description="requantizer RTL (rounding, saturation, ReLU) vs numerics.requantize",
-    levels=("fl", "rtl", "verilator"),
+    levels=tuple(lv for lv in LEVELS if lv != "cl"),  # no CL twin: combinational
     strategy=strategy,
     check=check,
     coverage=coverage,
