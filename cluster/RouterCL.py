@@ -466,7 +466,7 @@ def bias_update(b, db, k, shift, stoch, seed, tid, bits, lshift=0) -> list:
     for values in range; any value for the RTL's twin), 0 for the padding after them."""
     import numpy as np
 
-    from pymtl_fp.numerics import requantize, saturate
+    from pymtl_fp.numerics import requantize
 
     n = len(b)
     d = np.asarray(db[:k], dtype=np.int64)

@@ -29,7 +29,6 @@ class RouterFeedRTL(Component):
     def construct(s, bits=32, count_bits=12):
         T = mk_bits(bits)
         CT = mk_bits(count_bits)  # the scratch FIFO's count width
-        ZERO = T(0)
         N0 = Bits24(0)
         N1 = Bits24(1)
         s.params = dict(bits=bits)

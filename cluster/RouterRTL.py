@@ -25,8 +25,22 @@ should have refused).  Elaboration parameters: :class:`~pymtl_fp.cluster.router_
 """
 
 from pymtl3 import (
-    Bits1, Bits2, Bits3, Bits4, Bits12, Bits16, Bits24, Bits32, Component, InPort, OutPort, Wire, mk_bits, trunc,
-    update, update_ff, zext,
+    Bits2,
+    Bits3,
+    Bits4,
+    Bits12,
+    Bits16,
+    Bits24,
+    Bits32,
+    Component,
+    InPort,
+    OutPort,
+    Wire,
+    mk_bits,
+    trunc,
+    update,
+    update_ff,
+    zext,
 )
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 

@@ -20,11 +20,24 @@ width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table a
 """
 
 from pymtl3 import (
-    Bits1, Bits6, Bits8, Bits16, Bits24, Bits32, Component, InPort, OutPort, Wire, mk_bits, sext, trunc, update,
-    update_ff, zext,
+    Bits1,
+    Bits6,
+    Bits8,
+    Bits16,
+    Bits24,
+    Bits32,
+    Component,
+    InPort,
+    OutPort,
+    Wire,
+    mk_bits,
+    sext,
+    trunc,
+    update,
+    update_ff,
+    zext,
 )
 
-from pymtl_fp.cluster import isa
 from pymtl_fp.primitives.RequantRTL import RequantRTL
 
 

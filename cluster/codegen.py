@@ -38,8 +38,8 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.buffers import Alloc
 from pymtl_fp.cluster.dma import elems, slice_seed
 from pymtl_fp.cluster.emit import NodeEmitter
-from pymtl_fp.cluster.partition import _Shape
 from pymtl_fp.cluster.node_program import NodeProgram
+from pymtl_fp.cluster.partition import _Shape
 from pymtl_fp.cluster.regions import NodeRegions
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
@@ -163,7 +163,6 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         range is contiguous in every operand), the result to ``d0`` in O or D."""
         f, P = self.info(it.layer), self.P
         c = min(f["c"], t1 * P) - t0 * P
-        case = dict(dy=_Shape(1, c, f["ho"], f["wo"]), k=f["pk"])
         self.compute("pool_bwd", n=1, c=c, ct=t1 - t0, h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"], pk=f["pk"],
                      a0=self.dy_in(it, b) + t0 * f["ho"] * f["wo"], a1=self.am_addr(it, b) + t0 * f["ho"] * f["wo"],
                      d0=d0, dsel=dsel, amsel=int(self.am_in_o(it)))
@@ -261,13 +260,11 @@ class NodeCodegen(NodeEmitter, NodeRegions):
                 xa = self.x_addr(it, 0) if B * ho * wo <= B * self.in_words(li) else \
                     self.A.get("X", f"dbx{li}", B * ho * wo)
                 gs = self.A.get("G", f"gs{li}", tiles(kk, P))
-                case1 = dict(x=_Shape(B, 1, ho, wo), w_shape=(kk, 1, 1, 1), stride=1, pad=0)
                 self.compute("bwd_weight", 0,
                              n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
                              lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
                              seed=slice_seed(seed, it.k0), tid=0, btid=tensor_id(p, "DB"),
                              a0=xa, a1=self.dy_keep(it, 0), d0=gs, d1=db)
-            ucase = dict(w=_Shape(kk, f["c"], f["r"], f["s"]))
             self.compute("update", 0,
                          k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
                          shift=sh.update_w, stoch=self.mode("update_mode"),

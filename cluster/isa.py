@@ -144,7 +144,8 @@ class Instr:
         if self.kind in (ENG, LOAD, STORE):
             op = msgs.OP_NAMES[self.field("op")]
             if self.kind == LOAD:
-                return f"load {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- {SRC_NAMES[self.src]}"
+                return (f"load {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- "
+                        f"{SRC_NAMES[self.src]}")
             if self.kind == STORE:
                 return (f"store {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
                         + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b))

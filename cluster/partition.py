@@ -41,6 +41,7 @@ engine's timing model, and it may choose row splits, which this cluster does not
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -187,7 +188,7 @@ def items_from_cuts(net, P: int, cuts) -> list:
         pos += tiles(layer_info(net, li)["k"], P)
     total = pos
     cuts = [int(c) for c in cuts]
-    if cuts[0] != 0 or cuts[-1] != total or any(b < a for a, b in zip(cuts, cuts[1:])):
+    if cuts[0] != 0 or cuts[-1] != total or any(b < a for a, b in itertools.pairwise(cuts)):
         raise ClusterError(f"cuts {cuts} must rise from 0 to {total} (tiles of {P} channels)")
     nodes = []
     for j in range(len(cuts) - 1):

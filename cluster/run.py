@@ -22,9 +22,9 @@ from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.router_config import STATES, RouterConfig
 from pymtl_fp.cluster.top import ClusterTop, load_programs
+from pymtl_fp.golden.train import TrainConfig, train_step
 from pymtl_fp.levels import RTL_LEVELS
 from pymtl_fp.sim import run_until
-from pymtl_fp.golden.train import TrainConfig, train_step
 
 
 def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int):
@@ -367,7 +367,8 @@ def _step_breakdown(router, steps: int) -> list:
 
 
 def format_report(rep: dict) -> str:
-    lines = [(f"cluster: {rep['nodes']} nodes ({rep.get('topology', 'chain')}), levels {','.join(rep['levels'])}, links {rep['link_level']} "
+    lines = [(f"cluster: {rep['nodes']} nodes ({rep.get('topology', 'chain')}), levels {','.join(rep['levels'])}, "
+              f"links {rep['link_level']} "
               f"({rep['link']['msg_bits']}-bit messages, {rep['link']['elements_per_cycle']:.2f} elements/cycle, "
               f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"),
              (f"partition ({rep['partition']['method']}, balance max/mean = "

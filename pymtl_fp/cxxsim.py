@@ -116,7 +116,7 @@ def generate(top: str, ports: Ports, trace: bool) -> str:
     for i, (p, _, idx) in enumerate(ins):
         drive.append(f"{s(p, idx, 'val')} = !q_in[{i}].empty(); "
                      f"if (!q_in[{i}].empty()) {s(p, idx, 'msg')} = q_in[{i}].front();")
-    for i, (p, _, idx) in enumerate(outs):
+    for p, _, idx in outs:
         drive.append(f"{s(p, idx, 'rdy')} = 1;")
     sample = []
     for i, (p, _, idx) in enumerate(ins):
@@ -162,7 +162,9 @@ struct Sim {{
   std::vector<uint32_t> ev[{nev}];
 }};
 
-static inline uint32_t* grow(std::vector<uint32_t>& v, size_t n) {{ size_t k = v.size(); v.resize(k + n); return v.data() + k; }}
+static inline uint32_t* grow(std::vector<uint32_t>& v, size_t n) {{
+  size_t k = v.size(); v.resize(k + n); return v.data() + k;
+}}
 
 static inline void half(Sim* S, int clk) {{
   V{top}* m = S->m;
@@ -396,7 +398,7 @@ class StreamSim:
 
     def events(self, e: int) -> list:
         """Event ``e``'s records: ``[(cycle, value, ...)]``."""
-        strobe, vals = self.ports.events[e]
+        _strobe, vals = self.ports.events[e]
         nw = int(self.lib.sim_event_words(self.h, e))
         if not nw:
             return []

@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-
-import tomllib
 
 from pymtl_fp.golden.geometry import check_stride_pad, conv_out_size, pool_out_size
 from pymtl_fp.numerics import MAX_SHIFT, QFormat, _is_int, check_bits

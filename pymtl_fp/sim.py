@@ -22,7 +22,7 @@ import random
 from collections import deque
 from pathlib import Path
 
-from pymtl_fp.levels import LEVELS  # noqa: E402  (re-exported for build_sim's callers)
+from pymtl_fp.levels import LEVELS
 
 
 def stall_pattern(seed: int, stall_prob: float):

@@ -125,7 +125,7 @@ def _geo(f: dict):
 
 def conv_steps(P: int, op: str, f: dict) -> int:
     """Loop-nest steps of a conv operation (``fwd``, ``bwd_data``) from its command fields."""
-    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    n, _c, _k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
     if op == "fwd":
         return n * kt * ct * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
     if op == "bwd_data":
@@ -135,7 +135,7 @@ def conv_steps(P: int, op: str, f: dict) -> int:
 
 def bwd_weight_cycles(P: int, f: dict) -> int:
     """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles)."""
-    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    n, _c, _k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
     L = [[n * max(1, outs(h, ho, i, st, pad)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
          for i in range(r)]
     groups = kt * ct  # tile groups (kt, ct), each of R*S tiles
@@ -178,7 +178,7 @@ def useful_macs(op: str, f: dict) -> int:
     """Multiply-accumulates the operation needs (real channels, taps inside the input only)."""
     if op not in CONV_OPS:
         return 0
-    n, c, k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    n, c, k, _ct, _kt, h, w, ho, wo, r, s, st, pad = _geo(f)
     return n * k * c * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
 
 

@@ -142,7 +142,9 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
     top with the default pass group applied."""
     from pymtl3 import DefaultPassGroup
     from pymtl3.passes.backends.verilog import (
-        VerilogTranslationImportPass, VerilogTranslationPass, VerilogVerilatorImportPass,
+        VerilogTranslationImportPass,
+        VerilogTranslationPass,
+        VerilogVerilatorImportPass,
     )
 
     setup_verilator()

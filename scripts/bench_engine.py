@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 
-HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
 from pymtl_fp.timing import COMPUTE_OPS as OPS
+
+HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
 
 
 def add_arguments(parser):
@@ -33,9 +34,9 @@ def layer_case(cfg, op, channels, size, rng):
 
 
 def main(args) -> int:
-    from pymtl_fp.engine.config import preset
     from pymtl_fp.cli.errors import UserError
     from pymtl_fp.engine.cases import CaseError, validate_case
+    from pymtl_fp.engine.config import preset
     from pymtl_fp.tb import engine_harness as eh
 
     try:

@@ -26,9 +26,10 @@ import time
 
 import numpy as np
 
-HELP = "engine CL vs RTL vs Verilator speed; timing model vs RTL cycles; MAC utilization per op"
 from pymtl_fp.timing import COMPUTE_OPS as OPS
 from pymtl_fp.timing import POOL_OPS
+
+HELP = "engine CL vs RTL vs Verilator speed; timing model vs RTL cycles; MAC utilization per op"
 
 #: name -> (n, c, k, h, w, r, s, stride, pad): three layer shapes that fit the ``small`` preset
 SHAPES = {
@@ -98,7 +99,6 @@ def speed(cfg, op="fwd", shape="vgg-like", pymtl=True, out=print) -> dict:
 
 def accuracy(cfg, ops=OPS, out=print) -> dict:
     """Per shape and op: RTL (Verilator) vs CL vs closed form; utilization."""
-    from pymtl_fp import timing
     from pymtl_fp.engine import program
     from pymtl_fp.engine.cases import validate_case
 
@@ -174,7 +174,7 @@ def validate(cfg, n, ops=OPS, out=print, seed=0) -> dict:
         @hseed(seed)
         @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(data=st.data())
-        def one(data):
+        def one(data, op=op, errs=errs):  # (bound now: the loop moves on after one() returns)
             case, stall, sseed = data.draw(engine_cases(cfg, op))
             for stl in (stall, (0.0, 0.0, 0.0)):
                 rtl = _run("verilator", cfg, op, case, stall=stl, stall_seed=sseed)

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.levels import LEVELS
 
 HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
-from pymtl_fp.levels import LEVELS
 
 
 def add_arguments(parser):

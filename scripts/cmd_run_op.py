@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from pymtl_fp.cli.errors import UserError
-
-HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.timing import COMPUTE_OPS as OPS
+
+HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
 
 
 def add_arguments(parser):
@@ -67,9 +67,9 @@ def _load_case(path: Path) -> dict:
 def _inject_bug(name: str, level: str) -> list:
     """Point the engine at a mutant copy of one RTL module (this process only; files untouched);
     returns the undo list of :func:`pymtl_fp.tb.fuzz.mutate.undo`."""
-    from pymtl_fp.verilate import build_dir
     from pymtl_fp.tb.fuzz import mutate
     from pymtl_fp.tb.fuzz.target_engine import MUTATIONS
+    from pymtl_fp.verilate import build_dir
 
     if name not in MUTATIONS:
         raise UserError(f"unknown bug {name!r}; injectable: {', '.join(MUTATIONS)}")
@@ -82,8 +82,8 @@ def _inject_bug(name: str, level: str) -> list:
 
 
 def main(args) -> int:
-    from pymtl_fp.engine.config import preset
     from pymtl_fp.engine.cases import CaseError, validate_case
+    from pymtl_fp.engine.config import preset
     from pymtl_fp.tb import engine_harness as eh
 
     try:

@@ -78,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
                      help="clock for images/s (default 200)")
     grp.add_argument("--cuts", metavar="T0,T1,...",
-                     help="force the partition: N+1 cut positions in tiles of P output channels (mixed --arrays: tiles of their lcm)")
+                     help="force the partition: N+1 cut positions in tiles of P output channels "
+                          "(mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
     grp.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "

@@ -27,15 +27,14 @@ step on the Verilated cluster checked against the golden model.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import random
 import re
 import shutil
 import subprocess
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from pymtl_fp.cli.errors import UserError
 
@@ -420,7 +419,7 @@ def main(args) -> int:
     if unit.resource_key:
         try:
             model = resources.estimate(unit.resource_key, model_cfg)
-        except Exception as exc:  # noqa: BLE001 -- an estimate must never stop the translation
+        except Exception as exc:
             print(f"analytical resource model failed: {exc}")
     params_json = out / f"{name}.json"
     params_json.write_text(json.dumps(dict(
@@ -484,7 +483,7 @@ def _build(unit, cfg, name, out, args) -> dict:
     t0 = time.perf_counter()
     try:
         sim = translate_import(unit.build(cfg), name, params=None, vcd=args.vcd, vcd_file=str(stem) + ".vcd")
-    except Exception as exc:  # noqa: BLE001 -- a failed C++ build is reported, not a traceback
+    except Exception as exc:
         raise UserError(f"Verilator build of {name} failed: {str(exc).strip()[:800]}") from None
     seconds = time.perf_counter() - t0
     sim.sim_reset()

@@ -57,7 +57,7 @@ def _load(name: str):
         if exc.name == modname:
             return None
         return _Broken(modname, exc)
-    except Exception as exc:  # noqa: BLE001 -- one broken command must not take down the rest
+    except Exception as exc:
         return _Broken(modname, exc)
 
 

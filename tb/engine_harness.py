@@ -23,9 +23,10 @@ import numpy as np
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.cases import CaseError, golden_op, result_bits, validate_case
 from pymtl_fp.engine.msgs import from_word, to_word
+from pymtl_fp.levels import LEVELS
+from pymtl_fp.levels import TIMED_LEVELS as TIMED
 from pymtl_fp.sim import SimulationHang, stall_pattern
 
-from pymtl_fp.levels import LEVELS, TIMED_LEVELS as TIMED
 OPS = tuple(msgs.OPS)
 
 def assert_results(prog, out, want: dict) -> None:

@@ -18,15 +18,14 @@ import statistics
 
 from pymtl3 import Component, DefaultPassGroup, mk_bits
 
+from pymtl_fp.levels import LEVELS
 from pymtl_fp.link import LINK_LEVELS, LinkConfig, LinkRTL
 from pymtl_fp.link.LinkRTL import link_module_name
 from pymtl_fp.link.status import status_dict
+from pymtl_fp.sim import run_until
 from pymtl_fp.tb.link_faults import FaultPlan, faulty_channel
 from pymtl_fp.tb.scoreboard import compare
-from pymtl_fp.sim import run_until
 from pymtl_fp.tb.stream import StallSink, StallSource
-
-from pymtl_fp.levels import LEVELS
 
 
 @dataclasses.dataclass

@@ -1,7 +1,6 @@
 """The `pymtl-fp` dispatcher: every subcommand is listed, missing ones say so and exit 2, a
 broken one does not take the others down, user errors are one line without a traceback."""
 
-import argparse
 import subprocess
 import sys
 
@@ -46,7 +45,7 @@ def test_broken_subcommand_module_does_not_break_the_others(monkeypatch, capsys)
     monkeypatch.setattr(cli.importlib, "import_module", fake_import)
     assert cli.main(["doctor"]) == 1
     assert "failed to import" in capsys.readouterr().err
-    parser, modules = cli.build_parser()  # the parser still builds, other commands intact
+    _parser, modules = cli.build_parser()  # the parser still builds, other commands intact
     assert modules["doctor"].HELP.startswith("(failed to load")
     assert not isinstance(modules["train"], cli._Broken)
 

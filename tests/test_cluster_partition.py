@@ -1,14 +1,16 @@
 """The cluster's partitioner and compiler, without simulation: FPDeep balance, splits, buffer checks,
 stochastic-rounding slice seeds, the host's per-image loss gradient."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster.compile import compile_cluster
-from pymtl_fp.cluster.dma import slice_seed
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
+from pymtl_fp.cluster.dma import slice_seed
 from pymtl_fp.cluster.host import row_grad
 from pymtl_fp.cluster.partition import partition
 from pymtl_fp.golden.loss import softmax_xent_grad
@@ -30,7 +32,7 @@ def test_fpdeep_partition_covers_every_channel_once(n):
         li = NET.layers.index(layer)
         pieces = sorted((it.k0, it.k1) for items in part.nodes for it in items if it.layer == li and not it.pool)
         assert pieces[0][0] == 0 and pieces[-1][1] == K
-        assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(pieces))
         assert len(pieces) <= 2
     assert part.balance >= 1.0
     if n == 2:  # FPDeep splits conv2 to balance two nodes within 10%

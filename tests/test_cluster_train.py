@@ -2,6 +2,7 @@
 layers, random stalls and link latencies, mixed levels; a deadlock is a clear failure naming the
 stuck node; the report holds the throughput figures."""
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -14,14 +15,13 @@ from pymtl_fp.cluster.config import (
     ClusterError,
     default_link,
     engine_for_net,
-    node_levels,
 )
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
-from pymtl_fp.tb.hypothesis_profiles import examples
 from pymtl_fp.sim import SimulationHang
+from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET = load_net("lenet-digits")
 PREC = "8"
@@ -91,7 +91,7 @@ def test_report_holds_throughput_against_the_bound(data):
     ss = rep["steady_state"]
     for phase in ("fwd", "bwd"):
         t = ss[phase]["completions"]
-        assert all(a < b for a, b in zip(t, t[1:])), (phase, t)
+        assert all(a < b for a, b in itertools.pairwise(t)), (phase, t)
         assert ss[phase]["bound_cycles_per_image"] <= ss[phase]["interval_cycles_per_image"]
     assert ss["schedule"] == "1f1b"  # one forward and one backward pass per node and image
     assert ss["cycles_per_image"] == ss["fwd"]["interval_cycles_per_image"]

@@ -122,7 +122,7 @@ def test_stream_bench_matches_pymtl3_arrival_cycles_and_caches_builds(tmp_path):
     sim.tick(2)
     sim.set("reset", 0)
     sim.push("recv", msgs)
-    n, why = sim.run(10_000, until=("send", None, len(msgs)))
+    _n, why = sim.run(10_000, until=("send", None, len(msgs)))
     got = sim.pop("send")
     sim.close()
     assert why == "count" and [m for m, _ in got] == msgs

@@ -15,10 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp import timing
 from pymtl_fp.engine import program
-from pymtl_fp.engine.config import EngineConfig, preset
 from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.engine.config import EngineConfig, preset
 from pymtl_fp.tb.engine_harness import get_model, handshake_trace, random_case, run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
 from pymtl_fp.engine.cases import CaseError, validate_case
+from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
 from pymtl_fp.tb.engine_harness import random_case, run_op
 
 CFG = preset("tiny")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.msgs import (
     BUF_D,
@@ -25,7 +26,6 @@ from pymtl_fp.engine.msgs import (
     cmd_fields,
     make_cmd,
 )
-from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.tb.engine_harness import assert_results, drive, get_model, random_case
 
 CFG = preset("tiny")

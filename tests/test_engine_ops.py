@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.timing import COMPUTE_OPS
-from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.cases import golden_op, validate_case
+from pymtl_fp.engine.config import preset
 from pymtl_fp.tb.engine_harness import run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.timing import COMPUTE_OPS
 
 CFG = preset("tiny")
 #: the suite's methods run from several classes (one per level): Hypothesis flags that

@@ -22,12 +22,22 @@ from hypothesis import strategies as st
 
 from pymtl_fp import timing
 from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.msgs import (
-    BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OP_LOAD, OP_STORE, cmd_fields, make_cmd, pack_act,
+    BUF_B,
+    BUF_D,
+    BUF_G,
+    BUF_O,
+    BUF_W,
+    BUF_X,
+    OP_LOAD,
+    OP_STORE,
+    cmd_fields,
+    make_cmd,
+    pack_act,
     unpack_act,
 )
-from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.tb.engine_harness import assert_results, drive, get_model, random_case
 from pymtl_fp.tb.hypothesis_profiles import examples
 
@@ -213,7 +223,7 @@ def _hazard_program(setup, follow):
 @pytest.mark.cl
 @pytest.mark.parametrize("name,setup,follow,held", HAZARDS, ids=[h[0] for h in HAZARDS])
 def test_hazard_holds_the_command_at_cl(name, setup, follow, held):
-    prog, f, occ = _hazard_program(setup, follow)
+    prog, _f, occ = _hazard_program(setup, follow)
     out_fl = _run("fl", prog)[0]
     out, _, _, acc = _run("cl", prog)
     assert out == out_fl
@@ -224,11 +234,11 @@ def test_hazard_holds_the_command_at_cl(name, setup, follow, held):
 @pytest.mark.cl
 @pytest.mark.verilator
 def test_hazards_cl_equals_verilator(cmdline_opts):
-    for name, setup, follow, held in HAZARDS:
-        prog, f, occ = _hazard_program(setup, follow)
+    for name, setup, follow, _held in HAZARDS:
+        prog, _f, _occ = _hazard_program(setup, follow)
         out_fl = _run("fl", prog)[0]
         for stall, seed in ((NO_STALL, 0), ((0.3, 0.3, 0.3), 7)):
-            out, _, acc = _compare_cl_rtl("verilator", prog, stall, seed)
+            out, _, _acc = _compare_cl_rtl("verilator", prog, stall, seed)
             assert out == out_fl, name
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.engine import program
-from pymtl_fp.engine.config import preset
 from pymtl_fp.engine.cases import validate_case
+from pymtl_fp.engine.config import preset
 from pymtl_fp.tb.engine_harness import run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples

@@ -81,8 +81,8 @@ def test_update_uses_gradients_held_on_chip(cmdline_opts):
     """One program: bwd_weight writes dw into buffer G, update reads it there (never leaving the
     chip) and rewrites the weights in W; only then are W and G stored."""
     from pymtl_fp.engine import msgs
-    from pymtl_fp.engine.program import Program, Store, build
     from pymtl_fp.engine.cases import validate_case
+    from pymtl_fp.engine.program import Program, Store, build
     from pymtl_fp.tb.engine_harness import drive, get_model
 
     rng = np.random.default_rng(21)

@@ -7,7 +7,12 @@ from hypothesis import strategies as st
 from pymtl3 import Component, InPort, OutPort, update
 
 from pymtl_fp.lint import (
-    PYMTL3_WAIVERS, LintError, lint, lint_component, parse_verilator_output, translate_verilog,
+    PYMTL3_WAIVERS,
+    LintError,
+    lint,
+    lint_component,
+    parse_verilator_output,
+    translate_verilog,
 )
 from pymtl_fp.primitives.MacRTL import MacRTL
 from pymtl_fp.primitives.MaxSelectRTL import MaxSelectRTL

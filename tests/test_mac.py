@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pymtl_fp.primitives.MacRTL import MacRTL
-from pymtl_fp.verilate import module_name
 from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.vcd import read_vcd, values_at_edges
+from pymtl_fp.verilate import module_name
 
 CONFIGS = [dict(a_bits=8, b_bits=8, acc_bits=24), dict(a_bits=5, b_bits=11, acc_bits=40)]
 

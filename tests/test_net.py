@@ -164,7 +164,7 @@ def test_loading_errors(tmp_path):
         load_net(bad)
     other = tmp_path / "net.yaml"
     other.write_text("name: x")
-    with pytest.raises(NetError, match=".toml or .json"):
+    with pytest.raises(NetError, match=r"\.toml or \.json"):
         load_net(other)
     net = net_from_dict(GOOD)
     with pytest.raises(NetError, match="no precision"):
@@ -173,7 +173,7 @@ def test_loading_errors(tmp_path):
     d = edit(["formats", "8", "wgrad"], [8, 7])
     d["formats"]["8"]["act"] = [8, 0]
     d["formats"]["8"]["grad"] = [8, 2]  # wgrad shift = 0 + 2 - 7 < 0
-    with pytest.raises(NetError, match="bgrad|wgrad"):
+    with pytest.raises(NetError, match=r"bgrad|wgrad"):
         net_from_dict(d).shifts("8", lr_log2=3)
 
 

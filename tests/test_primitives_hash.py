@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from pymtl_fp import numerics
 from pymtl_fp.primitives.StochasticHashRTL import StochasticHashRTL, hash32
-from pymtl_fp.verilate import module_name
 from pymtl_fp.sim import build_sim
+from pymtl_fp.verilate import module_name
 
 M32 = 2**32 - 1
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from pymtl_fp.golden.pool import max_pool_windows
 from pymtl_fp.primitives.MaxSelectRTL import MaxSelectRTL
-from pymtl_fp.verilate import module_name
 from pymtl_fp.sim import build_sim
+from pymtl_fp.verilate import module_name
 
 CONFIG = dict(bits=8, idx_bits=4)
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from pymtl_fp import numerics
 from pymtl_fp.primitives.RequantRTL import RequantRTL, requant_ref
-from pymtl_fp.verilate import module_name
-from pymtl_fp.tb.hypothesis_profiles import examples
 from pymtl_fp.sim import build_sim
+from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.verilate import module_name
 
 M32 = 2**32 - 1
 VERILATOR_CONFIGS = [dict(acc_bits=24, out_bits=8), dict(acc_bits=48, out_bits=16)]

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pymtl_fp.primitives.SramRTL import SramRTL, addr_bits
-from pymtl_fp.verilate import module_name
 from pymtl_fp.sim import build_sim
+from pymtl_fp.verilate import module_name
 
 VERILATOR_CONFIGS = [dict(width=16, depth=64), dict(width=8, depth=20)]
 

@@ -119,7 +119,7 @@ def test_random_programs_exercise_every_kind():
     marks, scratch traffic, and the engine sees the seeds advance with the loop iteration."""
     kinds = set()
     for seed in range(40):
-        prog, table = random_program(random.Random(seed), 40, scratch_depth=CFG.scratch_depth)
+        prog, _table = random_program(random.Random(seed), 40, scratch_depth=CFG.scratch_depth)
         kinds |= {i.kind for i in prog}
     assert kinds == set(isa.KIND_NAMES)
     prog = [isa.eng(op=msgs.OP_FWD, seed=100).with_(seedstep=1, mark=1),

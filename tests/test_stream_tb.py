@@ -10,10 +10,9 @@ from hypothesis import strategies as st
 from pymtl3 import Bits16, Component
 from pymtl3.stdlib.stream.queues import NormalQueueRTL
 
-from pymtl_fp.verilate import module_name
-from pymtl_fp.sim import SimulationHang, build_sim, run_until
-from pymtl_fp.sim import stall_pattern
+from pymtl_fp.sim import SimulationHang, build_sim, run_until, stall_pattern
 from pymtl_fp.tb.stream import StallSink, StallSource
+from pymtl_fp.verilate import module_name
 
 
 class QueueBench(Component):
@@ -66,6 +65,6 @@ def test_watchdog_turns_a_hang_into_a_clear_error():
     # The sink waits for one message more than is ever sent: a hang the watchdog must name.
     bench = QueueBench([Bits16(1), Bits16(2)], 0.0, 0.0, 0, count=3)
     sim = build_sim(bench, "rtl")
-    with pytest.raises(SimulationHang, match="no progress for 50 cycles.*stuck: sink has 2 of 3"):
+    with pytest.raises(SimulationHang, match=r"no progress for 50 cycles.*stuck: sink has 2 of 3"):
         run_until(sim, sim.sink.done, max_cycles=10_000, progress=lambda: len(sim.sink.received),
                   idle_limit=50, describe_stuck=lambda: f"sink has {len(sim.sink.received)} of 3")

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from pymtl_fp import timing
 from pymtl_fp.engine import program
-from pymtl_fp.engine.config import EngineConfig, preset
 from pymtl_fp.engine.cases import CaseError, validate_case
+from pymtl_fp.engine.config import EngineConfig, preset
 from pymtl_fp.tb.engine_harness import random_case, run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples

@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
+from pymtl_fp.cli import cmd_train
+from pymtl_fp.cli.errors import UserError
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden import conv_bwd_data, conv_bwd_weight, pool_bwd, softmax_xent_grad
 from pymtl_fp.golden import train as T
 from pymtl_fp.golden.study import fit
 from pymtl_fp.net import load_net
-from pymtl_fp.cli import cmd_train
-from pymtl_fp.cli.errors import UserError
 
 NET = load_net("lenet-digits")
 

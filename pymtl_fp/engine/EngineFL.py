@@ -19,8 +19,17 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 from pymtl_fp import golden
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import (
-    cmd_fields, cmd_type, data_type, from_word, pack_act, pack_bias, pack_weight, to_word,
-    unpack_act, unpack_bias, unpack_weight,
+    cmd_fields,
+    cmd_type,
+    data_type,
+    from_word,
+    pack_act,
+    pack_bias,
+    pack_weight,
+    to_word,
+    unpack_act,
+    unpack_bias,
+    unpack_weight,
 )
 
 MODES = ("nearest", "stochastic")

@@ -10,4 +10,4 @@ command format, buffer layout).
 
 from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
 
-__all__ = ["EngineConfig", "PRESETS", "preset"]
+__all__ = ["PRESETS", "EngineConfig", "preset"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp import golden
-from pymtl_fp.timing import POOL_OPS
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.geometry import conv_out_size
+from pymtl_fp.timing import POOL_OPS
 
 OPS = tuple(msgs.OPS)
 
@@ -27,7 +27,7 @@ REQUIRED = {
     "pool_bwd": (("dy", "argmax"), ("k",)),
     "update": (("w", "dw"), ("lr_shift",)),
 }
-OPTIONAL = {"mode", "seed", "tensor_id"} 
+OPTIONAL = {"mode", "seed", "tensor_id"}
 OPTIONAL_OP = {"bwd_weight": {"bias_tensor_id"}}
 RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
            "pool_bwd": ("dx",), "update": ("w",)}

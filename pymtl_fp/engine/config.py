@@ -101,7 +101,7 @@ class EngineConfig:
                      sb=self.stream_bits, sto=self.stochastic)
         return module_name("EngineRTL", short)
 
-    def replace(self, **changes) -> "EngineConfig":
+    def replace(self, **changes) -> EngineConfig:
         return dataclasses.replace(self, **changes)
 
 

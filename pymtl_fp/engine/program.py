@@ -16,8 +16,21 @@ import numpy as np
 from pymtl_fp import timing
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import (
-    BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OPS, make_cmd, pack_act, pack_bias, pack_weight,
-    tiles, unpack_act, unpack_bias, unpack_weight,
+    BUF_B,
+    BUF_D,
+    BUF_G,
+    BUF_O,
+    BUF_W,
+    BUF_X,
+    OPS,
+    make_cmd,
+    pack_act,
+    pack_bias,
+    pack_weight,
+    tiles,
+    unpack_act,
+    unpack_bias,
+    unpack_weight,
 )
 
 

@@ -15,5 +15,7 @@ Analytic, shape-level models only -- nothing here simulates hardware:
 * :mod:`.report`                   -- CSV / Markdown tables and PNG plots.
 """
 
-from pymtl_fp.explore.layers import Layer, Network  # noqa: F401
-from pymtl_fp.explore.zoo import NETWORKS, get_network  # noqa: F401
+from pymtl_fp.explore.layers import Layer, Network
+from pymtl_fp.explore.zoo import NETWORKS, get_network
+
+__all__ = ["NETWORKS", "Layer", "Network", "get_network"]

@@ -201,7 +201,7 @@ class Chain:
             units[-1][1].extend(lead)
         self.units = []
         unit_of = {"input": -1}
-        for u, (mac, members) in enumerate(units):
+        for u, (_mac, members) in enumerate(units):
             for ly in members:
                 unit_of[ly.name] = u
         for u, (mac, members) in enumerate(units):

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.cluster.partition import nearest_positions
-
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.links import Link
@@ -134,7 +133,7 @@ def evaluate(chain, cluster: Cluster, cuts, method: str = "") -> Evaluation:
     stage_cycles = np.zeros(n)
     storage = np.zeros(n)
     fine = chain.fine_storage()
-    for i, (dev, arr) in enumerate(zip(cluster.devices, cluster.arrays)):
+    for i, (_dev, arr) in enumerate(zip(cluster.devices, cluster.arrays)):
         stage_cycles[i] = chain.cycles(arr).vec([cuts[i]], [cuts[i + 1]])[0]
         storage[i] = fine.vec([cuts[i]], [cuts[i + 1]])[0]
     clocks = np.array([d.clock_hz for d in cluster.devices])

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.cluster.partition import nearest_positions
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
-from pymtl_fp.cluster.partition import nearest_positions
 from pymtl_fp.explore.partition import work_curve
 
 #: "linear" scaling: parallel efficiency (GOPS / (N x one FPGA's GOPS)) at least this

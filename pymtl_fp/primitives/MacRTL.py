@@ -43,4 +43,5 @@ class MacRTL(Component):
                 s.acc <<= 0
 
     def line_trace(s):
-        return f"{'en' if s.en else '  '}{'c' if s.clear else ' '} {int(s.a.int()):>5}*{int(s.b.int()):>5} acc={int(s.acc.int()):>10}"
+        flags = f"{'en' if s.en else '  '}{'c' if s.clear else ' '}"
+        return f"{flags} {int(s.a.int()):>5}*{int(s.b.int()):>5} acc={int(s.acc.int()):>10}"

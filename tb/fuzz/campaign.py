@@ -155,7 +155,7 @@ def _worker(wid: int, cfg: CampaignConfig, seed: int, deadline_wall: float, out_
         os.environ["PYMTL_FP_HYPOTHESIS_DB"] = cfg.db_path
     try:
         _worker_body(wid, cfg, seed, deadline_wall, out_q)
-    except BaseException as exc:  # noqa: BLE001 -- reported to the parent, never lost
+    except BaseException as exc:
         out_q.put(("error", wid, f"{_short_error(exc)}\n{traceback.format_exc()[-2000:]}"))
     finally:
         out_q.put(("done", wid))
@@ -165,8 +165,8 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
     from hypothesis import Phase, Verbosity, given, settings
     from hypothesis.errors import UnsatisfiedAssumption
 
-    from pymtl_fp.verilate import build_dir
     from pymtl_fp.tb import hypothesis_profiles
+    from pymtl_fp.verilate import build_dir
 
     hypothesis_profiles.register()
     profile = settings.get_profile("campaign")
@@ -255,7 +255,7 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
         try:
             rep = target.write_reproducer(case, cfg.level, out, cfg.replay_prefix(), cfg.inject_bug)
             files, commands, notes = [str(p) for p in rep.files], rep.commands, rep.notes
-        except Exception as exc:  # noqa: BLE001 -- still report the failure itself
+        except Exception as exc:
             files, commands, notes = [], [], f"could not write a reproducer: {_short_error(exc)}"
         out_q.put(("failure", wid, dict(error=st["error"], case=case, description=target.describe(case),
                                         shrunk=shrunk, files=files, commands=commands, notes=notes)))
@@ -360,7 +360,7 @@ def replay(target_name: str, level: str, case_path, inject_bug: str | None = Non
         target.check(case, level, ctx)
     except UnsatisfiedAssumption:
         return False, "the case is not a valid test case for this target (the check rejected it)"
-    except Exception as exc:  # noqa: BLE001 -- the point is to show it
+    except Exception as exc:
         return False, _short_error(exc)
     finally:
         mutate.undo(undo)

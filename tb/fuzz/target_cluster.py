@@ -18,8 +18,8 @@ import functools
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from pymtl_fp.tb.fuzz.targets import FuzzTarget
 from pymtl_fp.levels import LEVELS, RTL_LEVELS
+from pymtl_fp.tb.fuzz.targets import FuzzTarget
 
 NET_NAME = "lenet-digits"
 PREC = "8"

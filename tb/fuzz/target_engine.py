@@ -32,12 +32,12 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from pymtl_fp.levels import LEVELS
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget, Reproducer
-
-from pymtl_fp.levels import LEVELS
 from pymtl_fp.timing import COMPUTE_OPS as OPS
 from pymtl_fp.timing import POOL_OPS
+
 STALLS = (0.0, 0.3, 0.7)
 
 
@@ -132,8 +132,8 @@ def check(case, level, ctx):
     """Run the case (the steps of :func:`pymtl_fp.tb.engine_harness.run_op`, on a fresh model) and compare
     every result array with the golden model."""
     from pymtl_fp.engine import program
-    from pymtl_fp.engine.config import preset
     from pymtl_fp.engine.cases import golden_op, validate_case
+    from pymtl_fp.engine.config import preset
     from pymtl_fp.tb.engine_harness import drive
 
     cfg, op = preset(case["config"]), case["op"]

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from pymtl_fp.levels import LEVELS
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
-from pymtl_fp.levels import LEVELS
 
 STALLS = (0.0, 0.2, 0.5, 0.8)
 

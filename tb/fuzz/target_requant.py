@@ -17,10 +17,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from pymtl_fp import numerics
+from pymtl_fp.levels import LEVELS
 from pymtl_fp.primitives import RequantRTL as requant_mod
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
-from pymtl_fp.levels import LEVELS
 
 M32 = 2**32 - 1
 #: Verilator builds are seconds each: the verilator level draws from these configurations only
@@ -76,8 +76,8 @@ def strategy(level):
 def _sim(ctx, level, acc_bits, out_bits):
     key = ("requant", level, acc_bits, out_bits, ctx.tag)
     if key not in ctx.cache:
-        from pymtl_fp.verilate import module_name
         from pymtl_fp.sim import build_sim
+        from pymtl_fp.verilate import module_name
 
         cls = requant_mod.RequantRTL  # looked up now: a mutation may have redirected it
         params = dict(acc_bits=acc_bits, out_bits=out_bits)

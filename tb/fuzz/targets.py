@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from pymtl_fp.tb.fuzz import cases as case_files
 
