@@ -24,8 +24,10 @@ ENGINE_WAIVERS = {
         "are unused by design"
     ),
     ("UNUSEDSIGNAL", "Bits of signal are not used: 'cmd'*"): (
-        "the address generator receives the whole command register and uses only its geometry and "
-        "address fields (op code, load/store target/count, rounding fields belong to other blocks)"
+        "each unit receives the whole command (the offered one, or EX's command register) and decodes "
+        "only its own fields: the address generator geometry and addresses, the range unit no "
+        "rounding fields, the loader/storer target/addr/count, the drain the op code, the write-back "
+        "the op, rounding and stride fields; only ports named cmd are waived"
     ),
 }
 

@@ -1,0 +1,132 @@
+"""Compute controller (RTL): the EX unit's command register and its two-stage pipeline around
+:class:`AddrGenRTL` and :class:`MacArrayRTL`.
+
+Started by ``go`` with a compute command (kept in ``cmd_r`` while ``busy``), it starts the
+address generator (``ag_start``), then advances it one step per cycle (``adv``: stage A; every
+read port of EX is enabled with it, ``o_ren`` only for a ``pool_bwd`` reading its argmax from O).
+Stage B, one cycle later, holds that step's flags and indices (``vB`` ... ``rowB``) while the
+buffers' registered read data arrive, and drives the MAC array (``mac_*``; the operand ``v`` is
+X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes each finished tile
+back over ``P`` (``P + 1`` with a db row) cycles from drain registers (:class:`EngineDrainRTL`):
+the cool-down counter ``cool`` holds the next tile's last step until the previous drain is done.
+The command is done when the generator has no step left, stage B is empty and the drain is idle
+(``dr_busy`` low).
+"""
+
+from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import cmd_type
+
+
+class EngineComputeCtrlRTL(Component):
+    def construct(s, P=2, data_bits=8):
+        s.params = dict(P=P, data_bits=data_bits)
+        ZD = mk_bits(data_bits)(0)
+        Z16, ONE16 = Bits16(0), Bits16(1)
+        COOL, COOL_DB = Bits16(P - 1), Bits16(P)
+        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
+        OP_POOL_BWD = msgs.OP_POOL_BWD
+
+        s.cmd = InPort(cmd_type())  # the offered command
+        s.go = InPort()  # accept it
+        s.busy = OutPort()
+        s.cmd_r = OutPort(cmd_type())  # the command being executed
+        s.dr_busy = InPort()  # the bwd_weight drain is writing a tile back
+        # address generator
+        s.ag_start, s.ag_advance = OutPort(), OutPort()
+        s.ag_active, s.ag_first, s.ag_last, s.ag_zero = InPort(), InPort(), InPort(), InPort()
+        s.ag_db_acc, s.ag_db_first, s.ag_db_end = InPort(), InPort(), InPort()
+        s.ag_wr_addr, s.ag_wr_addr2, s.ag_idx, s.ag_idx2 = InPort(32), InPort(32), InPort(32), InPort(32)
+        s.ag_tap = InPort(8)
+        s.ag_row = InPort(16)
+        s.ren, s.o_ren = OutPort(), OutPort()  # EX's buffer reads this cycle (O: the pool argmax)
+        # stage B
+        s.vB, s.firstB, s.lastB = OutPort(), OutPort(), OutPort()
+        s.dbaccB, s.dbfirstB, s.dbendB = OutPort(), OutPort(), OutPort()
+        s.wr_addrB, s.wr_addr2B, s.idxB, s.idx2B = OutPort(32), OutPort(32), OutPort(32), OutPort(32)
+        s.tapB = OutPort(8)
+        s.rowB = OutPort(16)
+        # MAC array
+        s.x_rd = [InPort(data_bits) for _ in range(P)]
+        s.d_rd = [InPort(data_bits) for _ in range(P)]
+        s.mac_en, s.mac_first, s.mac_outer, s.mac_transpose, s.mac_use_bias = (
+            OutPort(), OutPort(), OutPort(), OutPort(), OutPort())
+        s.mac_v = [OutPort(data_bits) for _ in range(P)]
+
+        s.zeroB = Wire()  # the step is in the padding: products forced to 0
+        s.cool = Wire(16)
+        s.stall = Wire()
+        s.adv = Wire()
+        s.done = Wire()
+
+        # ---- stage A ------------------------------------------------------------------------
+        @update
+        def up_stage_a():
+            s.ag_start @= s.go
+            s.stall @= (s.cmd_r.op == OP_BWD_WEIGHT) & s.ag_last & (s.cool != Z16)
+            s.adv @= s.busy & s.ag_active & ~s.stall
+            s.ag_advance @= s.adv
+            s.ren @= s.adv
+            s.o_ren @= s.adv & (s.cmd_r.op == OP_POOL_BWD) & s.cmd_r.amsel
+            s.done @= ~s.ag_active & ~s.vB & ~s.dr_busy
+
+        @update_ff
+        def up_ex_regs():
+            if s.reset:
+                s.busy <<= 0
+            elif s.busy:
+                if s.done:
+                    s.busy <<= 0
+            elif s.go:
+                s.cmd_r <<= s.cmd
+                s.busy <<= 1
+
+        @update_ff
+        def up_stage_b():
+            if s.reset:
+                s.vB <<= 0
+                s.cool <<= Z16
+            else:
+                s.vB <<= s.adv
+                s.firstB <<= s.ag_first
+                s.lastB <<= s.ag_last
+                s.zeroB <<= s.ag_zero
+                s.dbaccB <<= s.ag_db_acc
+                s.dbfirstB <<= s.ag_db_first
+                s.dbendB <<= s.ag_db_end
+                s.wr_addrB <<= s.ag_wr_addr
+                s.wr_addr2B <<= s.ag_wr_addr2
+                s.idxB <<= s.ag_idx
+                s.idx2B <<= s.ag_idx2
+                s.tapB <<= s.ag_tap
+                s.rowB <<= s.ag_row
+                if s.adv & s.ag_last & (s.cmd_r.op == OP_BWD_WEIGHT):
+                    if s.ag_db_end:
+                        s.cool <<= COOL_DB
+                    else:
+                        s.cool <<= COOL
+                elif s.cool != Z16:
+                    s.cool <<= s.cool - ONE16
+
+        # ---- stage B: MAC array control and operand ----------------------------------------
+        @update
+        def up_mac_ctrl():
+            s.mac_en @= s.vB & ((s.cmd_r.op == OP_FWD) | (s.cmd_r.op == OP_BWD_DATA)
+                                | (s.cmd_r.op == OP_BWD_WEIGHT))
+            s.mac_first @= s.firstB
+            s.mac_outer @= s.cmd_r.op == OP_BWD_WEIGHT
+            s.mac_transpose @= s.cmd_r.op == OP_BWD_DATA
+            s.mac_use_bias @= s.cmd_r.op == OP_FWD
+            for j in range(P):
+                if s.zeroB:
+                    s.mac_v[j] @= ZD
+                elif s.cmd_r.op == OP_BWD_DATA:
+                    s.mac_v[j] @= s.d_rd[j]
+                else:
+                    s.mac_v[j] @= s.x_rd[j]
+
+    def line_trace(s):
+        op = msgs.OP_NAMES.get(int(s.cmd_r.op), "?") if s.busy else "."
+        return (f"X {op:<10} {'A' if s.adv else ('s' if s.stall else '.')}{'B' if s.vB else '.'}"
+                f"{'f' if s.firstB else ' '}{'l' if s.lastB else ' '} cool{int(s.cool)}")

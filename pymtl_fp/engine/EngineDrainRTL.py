@@ -1,0 +1,94 @@
+"""``bwd_weight`` drain (RTL): the finished ``dw`` tile and the ``db`` sums, held for write-back.
+
+The MAC array accumulates one ``P x P`` ``dw`` tile at a time.  In the stage-B cycle of a tile's
+last step (``vB & lastB``) the tile (the array's result ``mac_res`` after that step's products)
+is copied into the drain registers ``dr`` with its G word (``addr``) and element index (``idx``),
+and ``busy`` stays high for ``P`` cycles, one ``dw`` row each (``row`` = 0 .. P-1), while the
+array already accumulates the next tile.  The bias gradient needs no pass of its own: during the
+``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` (``d_rd``, sign-extended) once
+(``dbaccB``: the first valid tap of its output position; ``dbfirstB`` restarts the sums), and the
+tile that completes kt's sums (``dbendB``) copies them into ``dbdr`` (B word ``db_addr``, index
+``db_idx``) and drains them as one more row (``row`` = P).  The write-back
+(:class:`EngineWritebackRTL`) requantizes and writes the current row.
+"""
+
+from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import cmd_type
+from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
+
+
+class EngineDrainRTL(Component):
+    def construct(s, P=2, data_bits=8, acc_bits=32):
+        s.params = dict(P=P, data_bits=data_bits, acc_bits=acc_bits)
+        PP = P * P
+        ZA = mk_bits(acc_bits)(0)
+        Z16, ONE16, LP, LP1 = Bits16(0), Bits16(1), Bits16(P), Bits16(P + 1)
+        OP_BWD_WEIGHT = msgs.OP_BWD_WEIGHT
+
+        s.cmd = InPort(cmd_type())  # the command being executed (op)
+        s.vB, s.firstB, s.lastB = InPort(), InPort(), InPort()
+        s.dbaccB, s.dbfirstB, s.dbendB = InPort(), InPort(), InPort()
+        s.wr_addrB, s.wr_addr2B, s.idxB, s.idx2B = InPort(32), InPort(32), InPort(32), InPort(32)
+        s.mac_res = [InPort(acc_bits) for _ in range(PP)]
+        s.d_rd = [InPort(data_bits) for _ in range(P)]  # dy, for the db sums
+        s.busy = OutPort()  # a row is drained this cycle
+        s.row = OutPort(16)  # which: 0 .. P-1 dw, P db
+        s.dr = [OutPort(acc_bits) for _ in range(PP)]
+        s.addr, s.idx = OutPort(32), OutPort(32)  # G word and first element index of the dw tile
+        s.dbdr = [OutPort(acc_bits) for _ in range(P)]
+        s.db_addr, s.db_idx = OutPort(32), OutPort(32)  # B word and first element index of db
+
+        s.left = Wire(16)  # rows left: P dw rows, then (if the tile ends kt's db) 1 db row
+        s.dbacc = [Wire(acc_bits) for _ in range(P)]
+        s.dbacc_n = [Wire(acc_bits) for _ in range(P)]
+        s.dy = SignExtendRTL(data_bits, acc_bits, P)
+        for i in range(P):
+            s.dy.in_[i] //= s.d_rd[i]
+
+        @update
+        def up_db_sum():
+            for i in range(P):
+                if s.firstB & s.dbfirstB:
+                    s.dbacc_n[i] @= ZA
+                else:
+                    s.dbacc_n[i] @= s.dbacc[i]
+                if s.dbaccB:
+                    s.dbacc_n[i] @= s.dbacc_n[i] + s.dy.out[i]
+
+        @update_ff
+        def up_db_regs():
+            for i in range(P):
+                if s.vB & (s.cmd.op == OP_BWD_WEIGHT):
+                    s.dbacc[i] <<= s.dbacc_n[i]
+
+        @update
+        def up_drain_busy():
+            s.busy @= s.left != Z16
+
+        @update_ff
+        def up_drain():
+            if s.reset:
+                s.left <<= Z16
+                s.row <<= Z16
+            elif s.vB & s.lastB & (s.cmd.op == OP_BWD_WEIGHT):
+                for lv in range(PP):
+                    s.dr[lv] <<= s.mac_res[lv]
+                s.addr <<= s.wr_addrB
+                s.idx <<= s.idxB
+                s.row <<= Z16
+                if s.dbendB:
+                    for i in range(P):
+                        s.dbdr[i] <<= s.dbacc_n[i]
+                    s.db_addr <<= s.wr_addr2B
+                    s.db_idx <<= s.idx2B
+                    s.left <<= LP1
+                else:
+                    s.left <<= LP
+            elif s.left != Z16:
+                s.left <<= s.left - ONE16
+                s.row <<= s.row + ONE16
+
+    def line_trace(s):
+        return f"dr{int(s.left)}" + (f"r{int(s.row)}" if s.busy else "  ")

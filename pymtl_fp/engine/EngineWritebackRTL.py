@@ -1,0 +1,320 @@
+"""Write-back (RTL): what the requantizer rounds this cycle, and EX's writes to the buffers.
+
+Requantizer operands (to :class:`RequantBankRTL`, outside): a ``bwd_weight`` drain row (``dw``
+row ``dr_row`` of the drain registers, or the ``db`` row after them, with ``bshift``/``btid``),
+else for ``update`` the ``dw`` row ``rowB`` of the G word read, else the MAC array's finished
+outputs ``acc`` (lane ``i`` = accumulator ``(i, 0)``).  Each lane's stochastic-rounding index
+is ``idx_base + i * idx_stride`` (the element's flat index in its result tensor).
+
+The requantized values ``q`` are saturated to the result's width (:class:`SaturateRTL`: act for
+``fwd``, grad for ``bwd_data``/``dw``/``db``; ``update`` first subtracts ``q`` from the weight
+row and saturates to the weight width) and sign-extended to the buffer's element width.  EX's
+writes, one request per buffer (``<b>_we`` with ``<b>_addr`` and every lane's ``<b>_wen`` /
+``<b>_wdata``, for the write ports :class:`EngineWritePortRTL`):
+
+* the ``d0`` result of ``fwd`` / ``bwd_data`` (ReLU mask: forward input ``x <= 0`` gives 0) /
+  ``pool_fwd`` (the maximum) in the stage-B cycle of an output's last step, and of ``pool_bwd``
+  (``dy`` where the tap is the window's argmax, else 0) every step: to O, X or D (field ``dsel``);
+* ``pool_fwd``'s argmax tap to X or O (field ``amsel``; ``pool_bwd`` reads it from there);
+* ``update``: the new weight row ``rowB`` of W word ``wr_addrB``;
+* the ``bwd_weight`` drain: ``dw`` row ``dr_row`` to G word ``dr_addr``, the ``db`` row to B.
+
+A later request for a buffer overrides an earlier one in this order: drain, pool argmax /
+update, ``d0`` result (valid commands never make two in one cycle: :func:`msgs.check_cmd`).
+"""
+
+from pymtl3 import (
+    Bits1,
+    Bits32,
+    Component,
+    InPort,
+    OutPort,
+    Wire,
+    mk_bits,
+    trunc,
+    update,
+    zext,
+)
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import cmd_type
+from pymtl_fp.engine.RequantBankRTL import SaturateRTL
+from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
+
+#: the buffers EX writes: name, buffer id, lanes (in units of P), element width ("d" or "acc")
+WRITE_BUFS = (("x", msgs.BUF_X), ("d", msgs.BUF_D), ("o", msgs.BUF_O), ("w", msgs.BUF_W),
+              ("g", msgs.BUF_G), ("b", msgs.BUF_B))
+
+
+class EngineWritebackRTL(Component):
+    def construct(s, P=2, act_bits=8, weight_bits=8, grad_bits=8, acc_bits=32, act_addr_bits=8,
+                  weight_addr_bits=6, bias_addr_bits=4, stochastic=True):
+        s.params = dict(P=P, act_bits=act_bits, weight_bits=weight_bits, grad_bits=grad_bits,
+                        acc_bits=acc_bits, act_addr_bits=act_addr_bits,
+                        weight_addr_bits=weight_addr_bits, bias_addr_bits=bias_addr_bits,
+                        stochastic=stochastic)
+        PP = P * P
+        D = max(act_bits, weight_bits, grad_bits)
+        AB = acc_bits
+        DT, AccT = mk_bits(D), mk_bits(AB)
+        XAT, WAT, BAT = mk_bits(act_addr_bits), mk_bits(weight_addr_bits), mk_bits(bias_addr_bits)
+        B32 = Bits32
+        ZD, ZA = DT(0), AccT(0)
+        LP = mk_bits(16)(P)
+        ACT_SIGN = D - 1
+        STO_EN = Bits1(1 if stochastic else 0)  # stochastic rounding built (else tied off)
+        OP_FWD, OP_BWD_DATA, OP_POOL_FWD = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_POOL_FWD
+        OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_BWD, msgs.OP_UPDATE
+        DSEL_X, DSEL_D = msgs.DSEL_X, msgs.DSEL_D
+
+        # ---- inputs ------------------------------------------------------------------------
+        s.cmd = InPort(cmd_type())  # the command being executed
+        s.ex_busy = InPort()
+        s.vB, s.lastB = InPort(), InPort()
+        s.rowB = InPort(16)
+        s.tapB = InPort(8)
+        s.wr_addrB, s.wr_addr2B, s.idxB = InPort(32), InPort(32), InPort(32)
+        s.acc = [InPort(AB) for _ in range(P)]  # the MAC array's finished outputs
+        s.dr_busy = InPort()  # bwd_weight drain (EngineDrainRTL)
+        s.dr_row = InPort(16)
+        s.dr = [InPort(AB) for _ in range(PP)]
+        s.dbdr = [InPort(AB) for _ in range(P)]
+        s.dr_addr, s.dr_idx, s.db_addr, s.db_idx = InPort(32), InPort(32), InPort(32), InPort(32)
+        s.pm_n = [InPort(D) for _ in range(P)]  # pool_fwd maximum and argmax (EnginePoolRTL)
+        s.pi_n = [InPort(8) for _ in range(P)]
+        s.x_rd = [InPort(D) for _ in range(P)]  # buffer read data
+        s.o_rd = [InPort(D) for _ in range(P)]
+        s.d_rd = [InPort(D) for _ in range(P)]
+        s.w_rd = [InPort(D) for _ in range(PP)]
+        s.g_rd = [InPort(D) for _ in range(PP)]
+        # ---- requantizer -------------------------------------------------------------------
+        s.rq_acc = [OutPort(AB) for _ in range(P)]
+        s.rq_idx_base, s.rq_idx_stride = OutPort(32), OutPort(32)
+        s.rq_shift = OutPort(6)
+        s.rq_stochastic, s.rq_relu = OutPort(), OutPort()
+        s.rq_seed = OutPort(32)
+        s.rq_tensor_id = OutPort(8)
+        s.q = [InPort(AB) for _ in range(P)]
+        # ---- EX write requests, one per buffer ---------------------------------------------
+        for name, buf in WRITE_BUFS:
+            lanes = PP if buf in (msgs.BUF_W, msgs.BUF_G) else P
+            width = AB if buf == msgs.BUF_B else D
+            abits = {msgs.BUF_W: weight_addr_bits, msgs.BUF_G: weight_addr_bits,
+                     msgs.BUF_B: bias_addr_bits}.get(buf, act_addr_bits)
+            setattr(s, f"{name}_we", OutPort())
+            setattr(s, f"{name}_addr", OutPort(abits))
+            setattr(s, f"{name}_wen", [OutPort() for _ in range(lanes)])
+            setattr(s, f"{name}_wdata", [OutPort(width) for _ in range(lanes)])
+
+        # ---- internals ---------------------------------------------------------------------
+        s.HOWO, s.HW, s.RS, s.CRS = Wire(32), Wire(32), Wire(32), Wire(32)  # element strides
+        s.row_ok = Wire()  # rowB names a row of the P x P word (update)
+        s.g_row = [Wire(D) for _ in range(P)]  # update: row rowB of the G / W words read
+        s.w_row = [Wire(D) for _ in range(P)]
+        s.g_ext = SignExtendRTL(D, AB, P)
+        s.w_ext = SignExtendRTL(D, AB, P)
+        s.upd_w = [Wire(AB) for _ in range(P)]  # update: w - q
+        s.sat_a = [SaturateRTL(AB, act_bits) for _ in range(P)]
+        s.sat_g = [SaturateRTL(AB, grad_bits) for _ in range(P)]
+        s.sat_w = [SaturateRTL(AB, weight_bits) for _ in range(P)]
+        s.y_a = SignExtendRTL(act_bits, D, P)  # saturated results, sign-extended to the buffers
+        s.y_g = SignExtendRTL(grad_bits, D, P)
+        s.y_gb = SignExtendRTL(grad_bits, AB, P)
+        s.y_w = SignExtendRTL(weight_bits, D, P)
+        s.mask = [Wire() for _ in range(P)]  # bwd_data ReLU mask
+        s.am_rd = [Wire(D) for _ in range(P)]  # pool_bwd: the argmax read (X or O)
+        s.wb_en = Wire()  # the d0 result: enable, word, lanes (routed to O, X or D by dsel)
+        s.wb_addr = Wire(act_addr_bits)
+        s.wb_data = [Wire(D) for _ in range(P)]
+        for i in range(P):
+            s.g_ext.in_[i] //= s.g_row[i]
+            s.w_ext.in_[i] //= s.w_row[i]
+            s.sat_a[i].in_ //= s.q[i]
+            s.sat_g[i].in_ //= s.q[i]
+            s.sat_w[i].in_ //= s.upd_w[i]
+            s.y_a.in_[i] //= s.sat_a[i].out
+            s.y_g.in_[i] //= s.sat_g[i].out
+            s.y_gb.in_[i] //= s.sat_g[i].out
+            s.y_w.in_[i] //= s.sat_w[i].out
+
+        @update
+        def up_strides():
+            s.HOWO @= zext(s.cmd.ho, B32) * zext(s.cmd.wo, B32)
+            s.HW @= zext(s.cmd.h, B32) * zext(s.cmd.w, B32)
+            s.RS @= zext(s.cmd.r, B32) * zext(s.cmd.s, B32)
+            s.CRS @= zext(s.cmd.c, B32) * s.RS
+
+        @update
+        def up_update_rows():
+            s.row_ok @= s.rowB < LP
+            for j in range(P):
+                s.g_row[j] @= ZD
+                s.w_row[j] @= ZD
+            for r in range(P):
+                if s.rowB == r:
+                    for j in range(P):
+                        s.g_row[j] @= s.g_rd[r * P + j]
+                        s.w_row[j] @= s.w_rd[r * P + j]
+
+        @update
+        def up_requant_inputs():
+            s.rq_shift @= s.cmd.shift
+            s.rq_stochastic @= s.cmd.stoch & STO_EN
+            s.rq_seed @= s.cmd.seed
+            s.rq_tensor_id @= s.cmd.tid
+            s.rq_relu @= (s.cmd.op == OP_FWD) & s.cmd.relu
+            s.rq_idx_base @= s.idxB
+            s.rq_idx_stride @= s.HOWO
+            for i in range(P):
+                s.rq_acc[i] @= s.acc[i]
+            if s.dr_busy:
+                if s.dr_row == LP:  # the db row after the P dw rows
+                    s.rq_shift @= s.cmd.bshift
+                    s.rq_tensor_id @= s.cmd.btid
+                    s.rq_idx_base @= s.db_idx
+                    s.rq_idx_stride @= B32(1)
+                    for i in range(P):
+                        s.rq_acc[i] @= s.dbdr[i]
+                else:
+                    s.rq_idx_base @= s.dr_idx + zext(s.dr_row, B32) * s.CRS
+                    s.rq_idx_stride @= s.RS
+                    for r in range(P):
+                        if s.dr_row == r:
+                            for j in range(P):
+                                s.rq_acc[j] @= s.dr[r * P + j]
+            elif s.cmd.op == OP_UPDATE:
+                s.rq_idx_stride @= s.RS
+                if s.row_ok:
+                    for j in range(P):
+                        s.rq_acc[j] @= s.g_ext.out[j]
+            elif s.cmd.op == OP_BWD_DATA:
+                s.rq_idx_stride @= s.HW
+
+        @update
+        def up_update_values():
+            for j in range(P):
+                if s.row_ok:
+                    s.upd_w[j] @= s.w_ext.out[j] - s.q[j]
+                else:
+                    s.upd_w[j] @= ZA
+
+        @update
+        def up_operands():
+            for i in range(P):
+                # bwd_data ReLU mask: the forward input x <= 0
+                s.mask[i] @= s.cmd.relu & (s.x_rd[i][ACT_SIGN] | (s.x_rd[i] == ZD))
+                if s.cmd.amsel:
+                    s.am_rd[i] @= s.o_rd[i]
+                else:
+                    s.am_rd[i] @= s.x_rd[i]
+
+        @update
+        def up_result():
+            # EX's d0 result of this cycle (up_ex_writes routes it to O, X or D)
+            s.wb_en @= 0
+            s.wb_addr @= trunc(s.wr_addrB, XAT)
+            for i in range(P):
+                s.wb_data[i] @= ZD
+            if s.ex_busy & s.vB:
+                if (s.cmd.op == OP_FWD) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        s.wb_data[i] @= s.y_a.out[i]
+                elif (s.cmd.op == OP_BWD_DATA) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        if ~s.mask[i]:
+                            s.wb_data[i] @= s.y_g.out[i]
+                elif (s.cmd.op == OP_POOL_FWD) & s.lastB:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        s.wb_data[i] @= s.pm_n[i]
+                elif s.cmd.op == OP_POOL_BWD:
+                    s.wb_en @= 1
+                    for i in range(P):
+                        if s.am_rd[i] == zext(s.tapB, DT):
+                            s.wb_data[i] @= s.d_rd[i]
+
+        @update
+        def up_ex_writes():
+            # no request by default (the write ports then serve the loader)
+            s.x_we @= 0
+            s.d_we @= 0
+            s.o_we @= 0
+            s.w_we @= 0
+            s.g_we @= 0
+            s.b_we @= 0
+            s.x_addr @= s.wb_addr
+            s.d_addr @= s.wb_addr
+            s.o_addr @= s.wb_addr
+            s.w_addr @= trunc(s.wr_addrB, WAT)
+            s.g_addr @= trunc(s.dr_addr, WAT)
+            s.b_addr @= trunc(s.db_addr, BAT)
+            for i in range(P):
+                s.x_wen[i] @= 0
+                s.d_wen[i] @= 0
+                s.o_wen[i] @= 0
+                s.b_wen[i] @= 0
+                s.x_wdata[i] @= s.wb_data[i]
+                s.d_wdata[i] @= s.wb_data[i]
+                s.o_wdata[i] @= s.wb_data[i]
+                s.b_wdata[i] @= s.y_gb.out[i]
+            for r in range(P):
+                for j in range(P):
+                    s.w_wen[r * P + j] @= 0
+                    s.g_wen[r * P + j] @= 0
+                    s.w_wdata[r * P + j] @= s.y_w.out[j]
+                    s.g_wdata[r * P + j] @= s.y_g.out[j]
+            if s.ex_busy:
+                # drain of bwd_weight: dw rows to G, db to B
+                if s.dr_busy:
+                    if s.dr_row == LP:
+                        s.b_we @= 1
+                        for i in range(P):
+                            s.b_wen[i] @= 1
+                    else:
+                        s.g_we @= 1
+                        for r in range(P):
+                            for j in range(P):
+                                s.g_wen[r * P + j] @= s.dr_row == r
+                if s.vB:
+                    if (s.cmd.op == OP_POOL_FWD) & s.lastB:  # the argmax, to X or O (amsel)
+                        if s.cmd.amsel:
+                            s.o_we @= 1
+                            s.o_addr @= trunc(s.wr_addr2B, XAT)
+                            for i in range(P):
+                                s.o_wen[i] @= 1
+                                s.o_wdata[i] @= zext(s.pi_n[i], DT)
+                        else:
+                            s.x_we @= 1
+                            s.x_addr @= trunc(s.wr_addr2B, XAT)
+                            for i in range(P):
+                                s.x_wen[i] @= 1
+                                s.x_wdata[i] @= zext(s.pi_n[i], DT)
+                    elif s.cmd.op == OP_UPDATE:
+                        s.w_we @= 1
+                        for r in range(P):
+                            for j in range(P):
+                                s.w_wen[r * P + j] @= s.rowB == r
+            # the d0 result (fwd, bwd_data, pool_fwd, pool_bwd) to the buffer dsel names
+            if s.wb_en:
+                if s.cmd.dsel == DSEL_X:
+                    s.x_we @= 1
+                    s.x_addr @= s.wb_addr
+                    for i in range(P):
+                        s.x_wen[i] @= 1
+                        s.x_wdata[i] @= s.wb_data[i]
+                elif s.cmd.dsel == DSEL_D:
+                    s.d_we @= 1
+                    for i in range(P):
+                        s.d_wen[i] @= 1
+                else:
+                    s.o_we @= 1
+                    s.o_addr @= s.wb_addr
+                    for i in range(P):
+                        s.o_wen[i] @= 1
+                        s.o_wdata[i] @= s.wb_data[i]
+
+    def line_trace(s):
+        we = "".join(n.upper() if getattr(s, f"{n}_we") else "." for n, _ in WRITE_BUFS)
+        return f"wb[{we}]{'r' if s.wb_en else ' '}"
