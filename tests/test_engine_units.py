@@ -18,6 +18,7 @@
 """
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -36,9 +37,28 @@ from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
 from pymtl_fp.engine.msgs import (
-    BUF_B, BUF_D, BUF_G, BUF_O, BUF_W, BUF_X, OP_BWD_DATA, OP_BWD_WEIGHT, OP_FWD, OP_LOAD, OP_POOL_BWD,
-    OP_POOL_FWD, OP_STORE, OP_UPDATE, access_ranges, buffer_lanes, cmd_fields, from_word, make_cmd,
-    ranges_conflict, to_word, unit_of,
+    BUF_B,
+    BUF_D,
+    BUF_G,
+    BUF_O,
+    BUF_W,
+    BUF_X,
+    OP_BWD_DATA,
+    OP_BWD_WEIGHT,
+    OP_FWD,
+    OP_LOAD,
+    OP_POOL_BWD,
+    OP_POOL_FWD,
+    OP_STORE,
+    OP_UPDATE,
+    access_ranges,
+    buffer_lanes,
+    cmd_fields,
+    from_word,
+    make_cmd,
+    ranges_conflict,
+    to_word,
+    unit_of,
 )
 from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
 from pymtl_fp.sim import build_sim
@@ -47,7 +67,7 @@ from pymtl_fp.tb.hypothesis_profiles import examples
 pytestmark = pytest.mark.rtl
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unit(cls, *args):
     """One elaborated simulator per (component, parameters), reset by each test."""
     return build_sim(cls(*args), "rtl")
@@ -363,11 +383,11 @@ def test_compute_ctrl_holds_bwd_weight_tiles_for_the_drain(P):
     # three one-step tiles (last = 1), the second ending a db sum: it waits P - 1, then P cycles
     adv, done = _run_ex(m, OP_BWD_WEIGHT, [dict(first=1, last=1), dict(first=1, last=1, db_end=1),
                                            dict(first=1, last=1)])
-    assert [b - a for a, b in zip(adv, adv[1:])] == [P, P + 1]
+    assert [b - a for a, b in itertools.pairwise(adv)] == [P, P + 1]
     assert done == adv[-1] + 3  # last step, its stage B, done: busy falls the cycle after
     m = fresh(EngineComputeCtrlRTL, P, 8)
     adv, _ = _run_ex(m, OP_FWD, [dict(first=1, last=1)] * 3)
-    assert [b - a for a, b in zip(adv, adv[1:])] == [1, 1]  # no cool-down outside bwd_weight
+    assert [b - a for a, b in itertools.pairwise(adv)] == [1, 1]  # no cool-down outside bwd_weight
 
 
 def test_compute_ctrl_waits_for_the_drain_and_selects_the_mac_operand():
