@@ -33,6 +33,9 @@ from pymtl_fp.levels import LEVELS
 from pymtl_fp.link.config import LinkConfig
 
 TOPOLOGIES = ("chain", "ring")
+#: most nodes in one cluster: the host and node ids travel in 8-bit fields nowhere, but a
+#: simulated cluster elaborates every node, so a typo (500 nodes) is refused before that
+MAX_NODES = 64
 #: what each cluster level runs: (node level, link level)
 CLUSTER_LEVELS = {
     "fl": ("fl", "cl"),          # EngineFL + RouterCL (timed compute), LinkCL
@@ -86,6 +89,8 @@ class ClusterConfig:
         object.__setattr__(self, "engines", engines)
         if not engines:
             raise ClusterError("a cluster needs at least one node")
+        if len(engines) > MAX_NODES:
+            raise ClusterError(f"{len(engines)} nodes; a cluster has at most {MAX_NODES}")
         for i, e in enumerate(engines):
             if not isinstance(e, EngineConfig):
                 raise ClusterError(f"node {i}: engine must be an EngineConfig, got {e!r}")
@@ -114,8 +119,8 @@ class ClusterConfig:
             if not isinstance(lc, LinkConfig) or lc.msg_bits != first.stream_bits:
                 raise ClusterError(f"link_overrides[{name!r}] must be a LinkConfig with msg_bits="
                                    f"{first.stream_bits}, got {lc!r}")
-        if not self.clock_mhz > 0:
-            raise ClusterError(f"clock_mhz must be > 0, got {self.clock_mhz}")
+        if not 0 < self.clock_mhz < float("inf"):
+            raise ClusterError(f"clock_mhz must be a finite number > 0, got {self.clock_mhz}")
 
     @property
     def n(self) -> int:

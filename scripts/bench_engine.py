@@ -18,6 +18,12 @@ from pymtl_fp.timing import COMPUTE_OPS as OPS
 HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
 
 
+#: bounds of the benchmark layer, checked before any array is drawn (the presets' buffers hold far
+#: less: the exact fit is then checked by the case validation)
+MAX_CHANNELS = 1024
+MAX_SIZE = 1024
+
+
 def add_arguments(parser):
     parser.add_argument("--config", default="small", help="engine preset (default: small, 4x4)")
     parser.add_argument("--channels", type=int, default=8, help="C = K of the layer (default 8)")
@@ -47,6 +53,10 @@ def main(args) -> int:
     bad = [o for o in ops if o not in OPS]
     if bad:
         raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
+    from pymtl_fp.cli import validate
+
+    validate.integer(args.channels, "--channels", 1, MAX_CHANNELS)
+    validate.integer(args.size, "--size", 1, MAX_SIZE)
     rng = np.random.default_rng(2024)
     cases = {op: layer_case(cfg, op, args.channels, args.size, rng) for op in ops}
     for op, case in cases.items():  # every case must fit before anything is simulated

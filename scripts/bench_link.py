@@ -26,13 +26,20 @@ from pymtl_fp.levels import LEVELS
 HELP = "link bandwidth / latency / retransmissions sweep and the credit knee, measured vs analytical"
 
 
-def _int_list(text: str) -> list[int]:
+#: the sweep's defaults, and --quick's (explicit options override either)
+FULL = dict(phits="8,16,64", latencies="4,32", credits="2,8,32", messages=200)
+QUICK = dict(phits="8,32", latencies="4", credits="2,8", messages=60)
+MAX_MESSAGES = 100_000
+MAX_SWEEP_VALUE = 4096
+
+
+def _int_list(text: str, option: str) -> list[int]:
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise UserError(f"expected a comma-separated list of integers, got {text!r}") from None
-    if not vals or any(v < 1 for v in vals):
-        raise UserError(f"expected positive integers, got {text!r}")
+        raise UserError(f"{option} {text}: expected a comma-separated list of integers") from None
+    if not vals or any(not 1 <= v <= MAX_SWEEP_VALUE for v in vals):
+        raise UserError(f"{option} {text}: expected integers in 1..{MAX_SWEEP_VALUE}")
     return vals
 
 
@@ -40,12 +47,12 @@ def add_arguments(parser):
     parser.add_argument("--level", choices=LEVELS, default="rtl",
                         help="model to measure (default rtl; faults need rtl)")
     parser.add_argument("--msg-bits", type=int, default=64, help="message width (default 64)")
-    parser.add_argument("--phits", default="8,16,64", help="phit widths, bits/cycle (default 8,16,64)")
-    parser.add_argument("--latencies", default="4,32", help="channel latencies, cycles (default 4,32)")
+    parser.add_argument("--phits", default=None, help="phit widths, bits/cycle (default 8,16,64)")
+    parser.add_argument("--latencies", default=None, help="channel latencies, cycles (default 4,32)")
     parser.add_argument("--credit-latency", type=int, default=None,
                         help="return-path latency (default: equal to the channel latency)")
-    parser.add_argument("--credits", default="2,8,32", help="credit counts to sweep (default 2,8,32)")
-    parser.add_argument("--messages", type=int, default=200, help="messages per run (default 200)")
+    parser.add_argument("--credits", default=None, help="credit counts to sweep (default 2,8,32)")
+    parser.add_argument("--messages", type=int, default=None, help="messages per run (default 200)")
     parser.add_argument("--load", type=float, default=0.5,
                         help="offered load of the latency run, as a fraction of the bound (default 0.5)")
     parser.add_argument("--fault-rate", type=float, default=1e-3,
@@ -91,18 +98,20 @@ def _latency(level, cfg, n, seed, faults, load):
 
 
 def main(args) -> int:
+    from pymtl_fp.cli import validate
     from pymtl_fp.link import LinkConfig, LinkConfigError
     from pymtl_fp.tb.link_faults import FaultPlan
 
-    if args.quick:
-        args.phits, args.latencies, args.credits, args.messages = "8,32", "4", "2,8", 60
-    phits, lats, credits = _int_list(args.phits), _int_list(args.latencies), _int_list(args.credits)
-    if args.messages < 8:
-        raise UserError("--messages must be at least 8")
-    if not 0.0 < args.load <= 1.0:
-        raise UserError("--load must be in (0, 1]")
-    if not 0.0 <= args.fault_rate <= 0.1:
-        raise UserError("--fault-rate must be in [0, 0.1]")
+    sweep = QUICK if args.quick else FULL  # --quick changes the defaults; options given explicitly win
+    for name, value in sweep.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    phits = _int_list(args.phits, "--phits")
+    lats = _int_list(args.latencies, "--latencies")
+    credits = _int_list(args.credits, "--credits")
+    validate.integer(args.messages, "--messages", 8, MAX_MESSAGES)
+    validate.number(args.load, "--load", 0.0, 1.0, lo_open=True)
+    validate.number(args.fault_rate, "--fault-rate", 0.0, 0.1)
     if args.fault_rate and args.level != "rtl":
         print(f"(--fault-rate ignored at level {args.level}: only the RTL models faults)")
     crc = not args.no_crc

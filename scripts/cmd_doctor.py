@@ -37,6 +37,8 @@ def main(args) -> int:
         print(f"verilator     NOT FOUND: {exc}")
         return 1
     print(f"verilator     {info.version} ({info.origin})")
+    for note in info.notes:
+        print(f"  note      {note}")
     print(f"  binary    {info.executable}")
     print(f"  root      {info.root}")
     print(f"  include   {info.include_dir}")

@@ -21,12 +21,14 @@ import re
 import time
 from pathlib import Path
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.explore.clusterfile import MAX_FPGAS
 
 HELP = "design-space and scaling studies: scaling, partition, design, zoo"
 
 DEFAULT_LINKS = "6x10G,6x13.1G,250G,500G,inf"
-MAX_FPGAS = 4096
+
 
 
 # -- argument helpers -----------------------------------------------------------------------------
@@ -65,9 +67,17 @@ def _network(name):
     from pymtl_fp.explore.zoo import NETWORKS, get_network
     try:
         return get_network(name)
-    except KeyError:
+    except KeyError as exc:
+        if str(exc.args[0]).startswith("net "):  # a net file that does not load: its own message
+            raise UserError(f"--{exc.args[0]}") from None
         raise UserError(f"unknown network {name!r}; known: {', '.join(NETWORKS)}, or a "
                         "pymtl_fp.net preset or net file (.toml/.json)") from None
+
+
+def _stem(*parts) -> str:
+    """An output file stem from names (zoo or net-file names may hold spaces or brackets): only
+    letters, digits, '.', '_' and '-' survive, so a name never reaches outside the folder."""
+    return "_".join(re.sub(r"[^A-Za-z0-9._-]+", "-", str(p)).strip("-.") or "x" for p in parts)
 
 
 def _device(name, array=None):
@@ -105,14 +115,15 @@ def _links(text):
     return links
 
 
-def _positive(name, value, lo=1):
-    if value < lo:
-        raise UserError(f"{name} must be >= {lo}, not {value}")
-    return value
+#: most pieces a layer may be split into (the cut positions, and the DP's work, grow with it)
+MAX_PIECES = 1024
+#: largest mini-batch of the analytic studies
+MAX_BATCH = 1 << 20
 
 
 def _out_dir(args) -> Path:
-    out = Path(args.out)
+    """The output folder, probed first and created when the study is about to write."""
+    out = validate.output_dir(args.out, "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -198,12 +209,12 @@ def _scaling(args) -> int:
     prec = _precision(args.bits)
     sizes = parse_fpgas(args.fpgas)
     links = _links(args.link or [DEFAULT_LINKS])
-    _positive("--batch", args.batch)
-    _positive("--pieces", args.pieces)
+    validate.integer(args.batch, "--batch", 1, MAX_BATCH)
+    validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
     out = _out_dir(args)
     res = sweep(net, dev, sizes, links, prec, args.batch, args.pieces, args.split,
                 optimal=args.optimal)
-    stem = f"scaling_{net.name}_{dev.name}"
+    stem = _stem("scaling", net.name, dev.name)
     files = [report.write_csv(out / f"{stem}.csv", res.rows)]
     md = report.scaling_markdown(res)
     (out / f"{stem}.md").write_text(md + "\n", encoding="utf-8")
@@ -241,8 +252,8 @@ def _partition(args) -> int:
 
     net = _network(args.net)
     prec = _precision(args.bits)
-    _positive("--batch", args.batch)
-    _positive("--pieces", args.pieces)
+    validate.integer(args.batch, "--batch", 1, MAX_BATCH)
+    validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
     path = Path(args.devices) if args.devices else example_path()
     try:
         cluster, name, desc = load_cluster(path, prec, args.memory_limit)
@@ -253,7 +264,7 @@ def _partition(args) -> int:
     chain = Chain(net, prec, args.batch, args.pieces, args.split)
     evals = compare(chain, cluster)
     seconds = time.perf_counter() - t0
-    stem = f"partition_{net.name}_{name}"
+    stem = _stem("partition", net.name, name)
     rows = report.partition_rows(chain, cluster, evals)
     summary = report.partition_summary(evals)
     files = [report.write_csv(out / f"{stem}.csv", rows)]
@@ -313,15 +324,14 @@ def _design(args) -> int:
     net = _network(args.net)
     dev = _device(args.device)
     prec = _precision(args.bits)
-    _positive("--batch", args.batch)
-    _positive("--top", args.top)
-    if args.dram_gbs is not None and not args.dram_gbs > 0:
-        raise UserError("--dram-gbs must be > 0")
+    validate.integer(args.batch, "--batch", 1, MAX_BATCH)
+    validate.integer(args.top, "--top", 1)
+    validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     out = _out_dir(args)
     res = search(net, dev, args.batch, prec, args.dram_gbs)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
-    stem = f"design_{net.name}_{dev.name}_b{args.batch}"
+    stem = _stem("design", net.name, dev.name, f"b{args.batch}")
     best, front = res.best(args.top), res.front()
     files = [report.write_csv(out / f"{stem}_pareto.csv", front, report.DESIGN_COLUMNS),
              report.write_csv(out / f"{stem}_best.csv", best, report.DESIGN_COLUMNS)]
@@ -374,7 +384,7 @@ def _zoo(args) -> int:
     files = [report.write_csv(out / "zoo.csv", rows, cols)]
     if args.layers:
         for name in names:
-            files.append(report.write_csv(out / f"zoo_{name}_layers.csv",
+            files.append(report.write_csv(out / f"{_stem('zoo', name, 'layers')}.csv",
                                           _network(name).per_layer_table()))
     for f in files:
         print(f"  wrote {f}")

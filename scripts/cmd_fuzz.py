@@ -13,11 +13,20 @@ mutation check: the campaign must fail).  ``--replay CASE`` runs one case file o
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.levels import LEVELS
+
+#: the time budget's range: below a second the workers do not start; a week is a long campaign
+MIN_SECONDS = 1.0
+MAX_SECONDS = 7 * 86400.0
+#: most workers even with --force-workers
+MAX_WORKERS = 256
 
 HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
 
@@ -33,7 +42,10 @@ def add_arguments(parser):
     parser.add_argument("--max-examples", type=int, metavar="N",
                         help="stop after N examples in all (the time budget, then, is a safety net); a "
                              "campaign bound by examples runs the same cases whatever the machine's speed")
-    parser.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="parallel worker processes (default 1; at most the cores this process may use)")
+    parser.add_argument("--force-workers", action="store_true",
+                        help="allow more --workers than cores (they then share the cores and run slower each)")
     parser.add_argument("--seed", type=int, help="base random seed (default: random, printed)")
     parser.add_argument("--out", default="fuzz-results",
                         help="directory for reproducers of failures (default ./fuzz-results)")
@@ -59,6 +71,21 @@ def _list() -> int:
     return 0
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _check_database() -> None:
+    """The campaign profile's example database must be writable: a failure found once is replayed
+    first next time only if it was saved (Hypothesis ignores an unwritable one silently)."""
+    from pymtl_fp.tb.hypothesis_profiles import campaign_db_path
+
+    validate.output_dir(campaign_db_path(), "example database (set $PYMTL_FP_HYPOTHESIS_DB to move it)")
+
+
 def main(args) -> int:
     from pymtl_fp.tb.fuzz import campaign, targets
 
@@ -75,16 +102,25 @@ def main(args) -> int:
             raise UserError(str(exc)) from None
         print(("PASS: " if ok else "FAIL: ") + msg)
         return 0 if ok else 1
-    if args.workers < 1:
-        raise UserError("--workers must be at least 1")
+    cores = _cores()
+    validate.integer(args.workers, "--workers", 1, MAX_WORKERS if args.force_workers else None)
+    if args.workers > cores and not args.force_workers:
+        raise UserError(f"--workers {args.workers}: this process may use {cores} cores; give at most {cores} "
+                        "(or --force-workers)")
     seconds = args.seconds if args.seconds is not None else 60.0 * (args.minutes if args.minutes is not None else 2.0)
-    if not (seconds > 0 and seconds != float("inf")):
-        raise UserError(f"the time budget must be a positive number of seconds, got {seconds}")
-    if args.max_examples is not None and args.max_examples < 1:
-        raise UserError(f"--max-examples must be >= 1, got {args.max_examples}")
+    option = "--seconds" if args.seconds is not None else "--minutes"
+    if not (math.isfinite(seconds) and MIN_SECONDS <= seconds <= MAX_SECONDS):
+        raise UserError(f"{option}: the time budget must be a finite {MIN_SECONDS:g}..{MAX_SECONDS:g} seconds, "
+                        f"got {seconds:g} s")
+    validate.integer(args.max_examples, "--max-examples", 1)
+    validate.number(args.shrink_seconds, "--shrink-seconds", 0, MAX_SECONDS)
+    validate.integer(args.seed, "--seed", 0, 2**32 - 1)
+    out_dir = validate.output_dir(args.out, "--out")
+    validate.output_file(args.json, "--json", ".json")
+    _check_database()
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
-        out_dir=str(Path(args.out).resolve()), inject_bug=args.inject_bug,
+        out_dir=str(out_dir.resolve()), inject_bug=args.inject_bug,
         shrink_seconds=args.shrink_seconds, max_examples=args.max_examples)
     try:
         summary = campaign.run_campaign(cfg, stream=sys.stderr)

@@ -18,9 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.timing import COMPUTE_OPS as OPS
+
+#: highest stall probability: at 0.95 a transfer waits 20 cycles on average; above, a run of a
+#: few thousand transfers can outlast any watchdog a real deadlock should trip
+MAX_STALL = 0.95
 
 HELP = "run one engine operation (fwd, bwd_data, bwd_weight, pool_fwd, pool_bwd, update) from a case file"
 
@@ -46,13 +51,12 @@ def add_arguments(parser):
 
 
 def _load_case(path: Path) -> dict:
-    if not path.is_file():
-        raise UserError(f"case file {path} does not exist")
+    from pymtl_fp.documents import DocumentError, read_npz
+
     try:
-        with np.load(path, allow_pickle=False) as z:
-            case = {k: z[k] for k in z.files}
-    except Exception as exc:  # a corrupt or non-npz file
-        raise UserError(f"cannot read case file {path}: {exc}") from None
+        case = read_npz(path)
+    except DocumentError as exc:
+        raise UserError(f"--case {exc}") from None
     out = {}
     for k, v in case.items():
         if v.dtype.kind in "US":
@@ -84,13 +88,19 @@ def _inject_bug(name: str, level: str) -> list:
 def main(args) -> int:
     from pymtl_fp.engine.cases import CaseError, validate_case
     from pymtl_fp.engine.config import preset
+    from pymtl_fp.sim import SimulationHang
     from pymtl_fp.tb import engine_harness as eh
 
     try:
         cfg = preset(args.config)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    for name, p in zip(("P_CMD", "P_DIN", "P_DOUT"), args.stall):
+        validate.number(p, f"--stall {name}", 0.0, MAX_STALL)
+    validate.integer(args.stall_seed, "--stall-seed", 0, 2**32 - 1)
     if args.make_case:
+        validate.integer(args.seed, "--seed", 0, 2**32 - 1)
+        validate.output_file(args.make_case, "--make-case", ".npz")
         rng = np.random.default_rng(args.seed)
         case = eh.random_case(cfg, args.op, rng, mode=args.mode)
         np.savez(args.make_case, **{k: np.asarray(v) for k, v in case.items()})
@@ -99,14 +109,12 @@ def main(args) -> int:
         return 0
     if args.case is None or args.out is None:
         raise UserError("--case and --out are required (or use --make-case OUT.npz)")
+    validate.output_file(args.out, "--out", ".npz")
     case = _load_case(args.case)
     try:
         validate_case(cfg, args.op, case)
     except CaseError as exc:
         raise UserError(f"bad {args.op} case {args.case}: {exc}") from None
-    for p in args.stall:
-        if not 0.0 <= p < 1.0:
-            raise UserError(f"stall probabilities must be in [0, 1), got {p}")
     undo = _inject_bug(args.inject_bug, args.level) if args.inject_bug else None
     start = time.perf_counter()
     try:
@@ -116,6 +124,8 @@ def main(args) -> int:
                         check=args.check, **case)
     except AssertionError as exc:
         raise UserError(f"mismatch with the golden model: {exc}") from None
+    except SimulationHang as exc:
+        raise UserError(str(exc).splitlines()[0]) from None
     finally:
         if undo is not None:
             from pymtl_fp.tb.fuzz import mutate
@@ -123,7 +133,6 @@ def main(args) -> int:
             mutate.undo(undo)
             eh.drop_model(args.level, cfg)  # nor leave the mutant cached for later runs
     seconds = time.perf_counter() - start
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.out, **{k: np.asarray(v) for k, v in res.items()})
     shapes = ", ".join(f"{k} {tuple(v.shape)}" for k, v in res.items() if isinstance(v, np.ndarray))
     timing = ""

@@ -23,10 +23,13 @@ in ``ENGINES``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.config import MAX_NODES
 from pymtl_fp.levels import LEVELS
 
 HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
@@ -35,6 +38,11 @@ DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
+#: deepest activation buffer a node may ask for (words; an FPGA's BRAM holds ~10 M bits)
+MAX_ACT_DEPTH = 1 << 20
+MAX_LINK_LATENCY = 4096
+#: largest MAC array side (the engine's limit: EngineConfig)
+MAX_ARRAY = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,21 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
 
 
-def _check_output(path: str | None, suffix: str, option: str) -> Path | None:
-    if path is None:
-        return None
-    out = Path(path)
-    if out.suffix.lower() != suffix:
-        raise UserError(f"{option} {path}: the file name must end in {suffix}")
-    if not out.parent.is_dir():
-        raise UserError(f"{option} {path}: directory {out.parent} does not exist")
-    return out
-
-
 def _positive(value, option: str):
-    if value is not None and value < 1:
-        raise UserError(f"{option} must be >= 1, got {value}")
-    return value
+    return validate.integer(value, option, 1)
 
 
 def _settings(args, net) -> dict:
@@ -205,6 +200,23 @@ def _arrays(text: str, nodes: int) -> list:
     return arrays
 
 
+def _cuts(text: str | None, nodes: int) -> list | None:
+    """``--cuts T0,T1,...``: N + 1 rising tile positions starting at 0 (the end is checked
+    against the net's tiles by the partition)."""
+    if not text:
+        return None
+    try:
+        cuts = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UserError(f"--cuts {text}: give {nodes + 1} integer tile positions, e.g. 0,3,6,9 for 3 nodes") from None
+    if len(cuts) != nodes + 1:
+        raise UserError(f"--cuts {text}: {len(cuts)} positions for --nodes {nodes}; give {nodes + 1} "
+                        "(0, the inner cuts, the number of tiles)")
+    if cuts[0] != 0 or any(b <= a for a, b in itertools.pairwise(cuts)):
+        raise UserError(f"--cuts {text}: positions must rise from 0, strictly (every node gets work)")
+    return cuts
+
+
 def _faults(args):
     """``--faults RATE`` as the fault injectors' per-flit rates (units of 2**-16), or None."""
     rate = args.faults
@@ -231,12 +243,20 @@ def _run_cluster(args, net) -> int:
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.sim import SimulationHang
 
-    report_path = _check_output(args.report, ".json", "--report")
-    weights_path = _check_output(args.save_weights, ".npz", "--save-weights")
+    report_path = validate.output_file(args.report, "--report", ".json")
+    weights_path = validate.output_file(args.save_weights, "--save-weights", ".npz")
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
     if args.level not in CLUSTER_LEVELS:
         raise UserError(f"--level {args.level}: choose one of {', '.join(CLUSTER_LEVELS)}")
+    if args.node_levels and args.level != "mixed":
+        raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
+    validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
+    validate.integer(args.array, "--array", 1, MAX_ARRAY)
+    validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
+    validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
+    validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
+    cuts = _cuts(args.cuts, args.nodes)
     precision = "8" if args.precision == "all" else args.precision
     if precision not in net.formats:
         raise UserError(f"--precision {precision}: the cluster runs a fixed-point precision of the net "
@@ -264,7 +284,6 @@ def _run_cluster(args, net) -> int:
         ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency),
                              clock_mhz=args.clock_mhz, topology=args.topology)
         levels = node_levels(args.level, args.nodes, args.node_levels)
-        cuts = [int(v) for v in args.cuts.split(",")] if args.cuts else None
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
     if faults is not None and levels != ["verilator"] * args.nodes:
@@ -316,23 +335,25 @@ def _run_cluster(args, net) -> int:
     return 0 if equal else 1
 
 
-def main(args: argparse.Namespace) -> int:
+def _net(name: str):
     from pymtl_fp.net import NetError, load_net
 
+    try:
+        return load_net(name)
+    except NetError as exc:
+        raise UserError(f"--net {name}: {exc}") from None
+
+
+def main(args: argparse.Namespace) -> int:
     if args.engine not in ENGINES:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
-        try:
-            net = load_net(args.net)
-        except NetError as exc:
-            raise UserError(f"--net {args.net}: {exc}") from None
-        return _run_cluster(args, net)
-    plot_path = _check_output(args.plot, ".png", "--plot")
-    report_path = _check_output(args.report, ".json", "--report")
-    try:
-        net = load_net(args.net)
-    except NetError as exc:
-        raise UserError(f"--net {args.net}: {exc}") from None
+        return _run_cluster(args, _net(args.net))
+    plot_path = validate.output_file(args.plot, "--plot", ".png")
+    report_path = validate.output_file(args.report, "--report", ".json")
+    if args.save_weights:
+        raise UserError("--save-weights is for --engine cluster")
+    net = _net(args.net)
     settings = _settings(args, net)
     precisions = _precisions(args.precision, net)
     histories = _run_golden(args, net, settings, precisions)

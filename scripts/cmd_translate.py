@@ -36,7 +36,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+
+#: longest smoke run (cycles) of --build: the smoke run checks the build, it is no benchmark
+MAX_SMOKE_CYCLES = 1_000_000
 
 HELP = "Verilog of a unit at a preset configuration, linted by Verilator (optional build, VCD, yosys)"
 
@@ -171,13 +175,12 @@ def _cluster_unit():
 
 def _cluster_config(args):
     """(ClusterConfig, router configs, faults) from the cluster options."""
-    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
+    from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, default_link, engine_for_net
     from pymtl_fp.cluster.node import router_config_for
     from pymtl_fp.cluster.router_config import RouterConfig
     from pymtl_fp.net import load_net
 
-    if args.nodes < 1:
-        raise UserError(f"--nodes must be >= 1, got {args.nodes}")
+    validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     try:
         arrays = [int(v) for v in args.arrays.split(",")] if args.arrays else [4] * args.nodes
     except ValueError:
@@ -372,6 +375,9 @@ def main(args) -> int:
     from pymtl_fp.toolchain import ToolchainError, setup_verilator
 
     unit = get_unit(args.unit)
+    validate.integer(args.cycles, "--cycles", 1, MAX_SMOKE_CYCLES)
+    validate.number(args.synth_timeout, "--synth-timeout", 0, 7 * 86400, lo_open=True)
+    out = validate.output_dir(args.out, "--out")
     if unit.name == "cluster":
         if args.config not in (None, "lenet8"):
             raise UserError(f"--unit cluster takes --nodes/--arrays/--topology, not --config {args.config}")
@@ -385,7 +391,7 @@ def main(args) -> int:
         info = setup_verilator()
     except ToolchainError as exc:
         raise UserError(f"{exc}") from None
-    out = Path(args.out).resolve()
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     if unit.name == "cluster":
         from pymtl_fp.cluster.ClusterNet import ClusterRTL, cluster_module_name, cluster_params

@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pymtl-fp {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
         print(f"pymtl-fp {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

@@ -54,7 +54,8 @@ def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
     (["--nodes", "20", "--batch", "2"], "at most"),
     (["--act-depth", "128", "--batch", "8"], "does not fit"),
     (["--precision", "float64"], "fixed-point precision"),
-    (["--nodes", "2", "--node-levels", "rtl"], "1 node levels given for 2 nodes"),
+    (["--nodes", "2", "--level", "mixed", "--node-levels", "rtl"], "1 node levels given for 2 nodes"),
+    (["--nodes", "2", "--node-levels", "rtl,fl"], "needs --level mixed"),
     (["--cuts", "0,5,3,9", "--nodes", "3"], "rise from 0"),
     (["--save-weights", "w.txt"], ".npz"),
 ])

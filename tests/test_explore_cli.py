@@ -72,7 +72,7 @@ def test_partition_with_a_json_devices_file(tmp_path, capsys):
     (["scaling", "--batch", "0"], "--batch"),
     (["design", "--device", "nope"], "unknown device"),
     (["design", "--dram-gbs", "-1"], "--dram-gbs"),
-    (["partition", "--devices", "/nonexistent/file.toml"], "cannot read"),
+    (["partition", "--devices", "/nonexistent/file.toml"], "no such file"),
 ])
 def test_bad_input_is_one_line(argv, needle, tmp_path, capsys):
     rc, _, err = _run(argv + ["--out", str(tmp_path)], capsys)

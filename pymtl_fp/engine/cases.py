@@ -58,13 +58,15 @@ def _array(case, key, ndim, bits=None, what=None):
         raise CaseError(f"{key} must be {ndim}-D, got shape {arr.shape}")
     if arr.size == 0:
         raise CaseError(f"{key} is empty (shape {arr.shape})")
-    arr = arr.astype(np.int64)
+    amin, amax = int(arr.min()), int(arr.max())  # in the array's own dtype: a uint64 2**64-1 stays so
     if bits is not None:
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-        if int(arr.min()) < lo or int(arr.max()) > hi:
-            raise CaseError(f"{key} has values in [{int(arr.min())}, {int(arr.max())}], outside its "
+        if amin < lo or amax > hi:
+            raise CaseError(f"{key} has values in [{amin}, {amax}], outside its "
                             f"{bits}-bit {what or ''} format [{lo}, {hi}]".replace("  ", " "))
-    return arr
+    elif amax > np.iinfo(np.int64).max:
+        raise CaseError(f"{key} has values up to {amax}, outside int64 (at most 2**63-1)")
+    return arr.astype(np.int64)
 
 
 def _maxabs(a):

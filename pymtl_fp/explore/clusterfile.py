@@ -30,12 +30,18 @@ JSON files hold the same structure (``{"link": {...}, "fpga": [...], "links": [.
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 
+from pymtl_fp.documents import DocumentError, read_document
 from pymtl_fp.explore.devices import DeviceError, Precision, device_from_dict
 from pymtl_fp.explore.links import ENCODING_64B66B, Link, LinkError
 from pymtl_fp.explore.partition import Cluster
+
+#: most FPGAs in a chain (as ``explore scaling --fpgas``): the DP partition is quadratic in it
+MAX_FPGAS = 4096
+#: a cluster name names the output files: one plain file-name component
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
 class ClusterFileError(ValueError):
@@ -44,21 +50,9 @@ class ClusterFileError(ValueError):
 
 def _load_text(path: Path) -> dict:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ClusterFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ClusterFileError(f"{path.name}: bad JSON: {exc.msg} at line {exc.lineno}") \
-                from None
-    import tomllib
-
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ClusterFileError(f"{path.name}: bad TOML: {exc}") from None
+        return read_document(path)
+    except DocumentError as exc:
+        raise ClusterFileError(str(exc)) from None
 
 
 def _link(spec: dict, dev_a, dev_b, where: str) -> Link:
@@ -94,6 +88,10 @@ def cluster_from_dict(data: dict, precision: Precision | None = None,
     unknown = set(data) - {"name", "description", "link", "fpga", "links"}
     if unknown:
         raise ClusterFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    name = data.get("name")
+    if name is not None and (not isinstance(name, str) or not NAME.fullmatch(name)):
+        raise ClusterFileError(f"{where}: name {name!r} names the output files: give 1-64 letters, digits, "
+                               "'.', '_' or '-' (no '/', no leading '.')")
     entries = data.get("fpga")
     if not isinstance(entries, list) or not entries:
         raise ClusterFileError(f"{where}: needs at least one [[fpga]] entry")
@@ -105,6 +103,9 @@ def cluster_from_dict(data: dict, precision: Precision | None = None,
         count = entry.pop("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ClusterFileError(f"{where}: fpga entry {i}: count must be a positive integer")
+        if len(devices) + count > MAX_FPGAS:
+            raise ClusterFileError(f"{where}: fpga entry {i}: count {count} makes more than {MAX_FPGAS} "
+                                   f"FPGAs; the chain holds at most {MAX_FPGAS}")
         try:
             dev = device_from_dict(entry, f"{where}: fpga entry {i}")
         except DeviceError as exc:
@@ -130,7 +131,8 @@ def load_cluster(path, precision: Precision | None = None, memory_limit: bool = 
     path = Path(path)
     data = _load_text(path)
     cluster = cluster_from_dict(data, precision, memory_limit, path.name)
-    return cluster, str(data.get("name", path.stem)), str(data.get("description", ""))
+    default = re.sub(r"[^A-Za-z0-9._-]", "_", path.stem).lstrip(".")[:64] or "cluster"
+    return cluster, data.get("name", default), str(data.get("description", ""))
 
 
 def example_path() -> Path:

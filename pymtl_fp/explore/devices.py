@@ -24,6 +24,7 @@ A devices file (TOML or JSON) may define further parts with the same fields, see
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from pymtl_fp.explore.fpga_model import EngineArray, engines_for
@@ -173,6 +174,11 @@ def device_from_dict(d: dict, where: str = "device") -> Device:
         except (TypeError, ValueError):
             raise DeviceError(f"{where}: field {key!r} must be {typ.__name__}, not {val!r}") \
                 from None
+        if typ in (int, float):
+            lo_open = key == "clock_mhz"
+            if not math.isfinite(kw[key]) or kw[key] < 0 or (lo_open and kw[key] == 0):
+                raise DeviceError(f"{where}: field {key!r} must be a finite number "
+                                  f"{'> 0' if lo_open else '>= 0'}, not {val!r}")
     if part is not None:
         base = get_device(str(part))
         dev = replace(base, **kw)

@@ -40,6 +40,8 @@ class Link:
     def __post_init__(self):
         if not self.gbps > 0:
             raise LinkError(f"link {self.name!r}: bandwidth must be > 0, not {self.gbps}")
+        if not (0 <= self.latency_ns < float("inf")):
+            raise LinkError(f"link {self.name!r}: latency_ns must be a finite number >= 0, not {self.latency_ns}")
 
     @property
     def bits_per_s(self) -> float:

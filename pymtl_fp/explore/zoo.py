@@ -167,20 +167,18 @@ def get_network(name: str) -> Network:
     """A fresh :class:`Network` by zoo name (case-insensitive; a few aliases accepted).
 
     A name that is not in the zoo is tried as a :mod:`pymtl_fp.net` preset or net file
-    (``.toml`` / ``.json``) when that module is available.
+    (``.toml`` / ``.json``); a net file that does not load raises its own message.
     """
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key in NETWORKS:
         return NETWORKS[key]()
-    try:
-        from pymtl_fp.net import NetError, load_net
-    except ImportError:
-        load_net = None
-    if load_net is not None:
+    from pymtl_fp.net import NetError, load_net, presets
+
+    if key in presets() or name.lower().endswith((".toml", ".json")):
         try:
             return from_sequential(load_net(name))
-        except NetError:
-            pass
+        except NetError as exc:  # a net file with a problem: say which, not "unknown network"
+            raise KeyError(f"net {name}: {exc}") from None
     raise KeyError(f"unknown network {name!r}; known: {', '.join(NETWORKS)} "
                    "(or a pymtl_fp.net preset / net file)")

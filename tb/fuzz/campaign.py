@@ -26,6 +26,7 @@ import multiprocessing as mp
 import os
 import queue as queue_mod
 import shlex
+import signal
 import sys
 import time
 import traceback
@@ -148,6 +149,7 @@ def _short_error(exc: BaseException) -> str:
 
 def _worker(wid: int, cfg: CampaignConfig, seed: int, deadline_wall: float, out_q) -> None:
     """One worker process (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     base = Path(cfg.build_base or os.environ.get("PYMTL_FP_BUILD_DIR")
                 or Path.home() / ".cache" / "pymtl-fp" / "build").expanduser()
     os.environ["PYMTL_FP_BUILD_DIR"] = str(base / f"fuzz-w{wid}")
@@ -285,11 +287,42 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
              for w in range(cfg.workers)]
     for p in procs:
         p.start()
-    examples, shrinks, coverage, failures, errors = 0, 0, {}, [], []
+    coverage, failures, errors = {}, [], []
     done, failing_workers = set(), set()
+    hard_stop = deadline_wall + cfg.shrink_seconds + 120  # startup + a last slow example
+    try:
+        examples, shrinks = _collect(procs, out_q, stream, start, deadline_wall, hard_stop,
+                                     coverage, failures, errors, done, failing_workers)
+    except KeyboardInterrupt:
+        _stop_workers(procs, out_q)
+        raise
+    for p in procs:
+        p.join(timeout=10)
+    wall = time.time() - start
+    return Summary(cfg.target, cfg.level, cfg.workers, seed, cfg.seconds, wall, examples,
+                   sorted(coverage), failures, cfg.inject_bug, errors, shrinks)
+
+
+def _stop_workers(procs, out_q) -> None:
+    """After Ctrl-C: further Ctrl-C are ignored while the workers are stopped and the queue closed,
+    so a second one cannot interrupt the clean-up (and the interpreter's exit handlers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+    out_q.cancel_join_thread()
+    out_q.close()
+
+
+def _collect(procs, out_q, stream, start, deadline_wall, hard_stop, coverage, failures, errors, done,
+             failing_workers):
+    """Gather the workers' reports until all are done (or the hard stop); returns
+    ``(examples, shrinks)`` and fills the other collections."""
+    examples = shrinks = 0
     tty = hasattr(stream, "isatty") and stream.isatty()
     last_print = 0.0
-    hard_stop = deadline_wall + cfg.shrink_seconds + 120  # startup + a last slow example
     while len(done) < len(procs):
         try:
             msg = out_q.get(timeout=0.5)
@@ -331,11 +364,7 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
             stream.flush()
     if tty:
         stream.write("\n")
-    for p in procs:
-        p.join(timeout=10)
-    wall = time.time() - start
-    return Summary(cfg.target, cfg.level, cfg.workers, seed, cfg.seconds, wall, examples,
-                   sorted(coverage), failures, cfg.inject_bug, errors, shrinks)
+    return examples, shrinks
 
 
 def replay(target_name: str, level: str, case_path, inject_bug: str | None = None):
@@ -347,6 +376,10 @@ def replay(target_name: str, level: str, case_path, inject_bug: str | None = Non
         raise targets.TargetUnavailable(
             f"fuzz target {target_name!r} runs at levels {', '.join(target.levels)}, not {level!r}")
     case = case_files.read_case(case_path)
+    missing = [k for k in target.case_keys if k not in case]
+    if missing:
+        raise ValueError(f"--replay {case_path}: not a {target_name} case: no {', '.join(map(repr, missing))} "
+                         f"(a {target_name} case has {', '.join(target.case_keys)})")
     ctx = targets.FuzzContext()
     undo = []
     if inject_bug:

@@ -29,7 +29,13 @@ def _encode(obj):
 def _decode(obj):
     if isinstance(obj, dict):
         if "__ndarray__" in obj:
-            return np.array(obj["__ndarray__"], dtype=obj["dtype"]).reshape(obj["shape"])
+            try:
+                dtype = np.dtype(obj["dtype"])
+                if dtype.kind not in "biu":
+                    raise ValueError(f"dtype {dtype} (cases hold integers and booleans)")
+                return np.array(obj["__ndarray__"], dtype=dtype).reshape(obj["shape"])
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"an array that does not decode: {exc}") from None
         return {k: _decode(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_decode(v) for v in obj]
@@ -52,11 +58,14 @@ def write_case(case: dict, path) -> Path:
 
 
 def read_case(path) -> dict:
-    path = Path(path)
+    """A case file, read with the limits of every input document (:mod:`pymtl_fp.documents`)."""
+    from pymtl_fp.documents import DocumentError, read_document
+
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read case file {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"case file {path} does not hold a JSON object")
-    return _decode(data)
+        data = read_document(path, suffixes=(".json",))
+    except DocumentError as exc:
+        raise ValueError(f"--replay {exc}") from None
+    try:
+        return _decode(data)
+    except ValueError as exc:
+        raise ValueError(f"--replay {path}: {exc}") from None

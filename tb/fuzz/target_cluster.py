@@ -99,4 +99,6 @@ TARGET = FuzzTarget(
     strategy=strategy,
     check=check,
     coverage=coverage,
+    case_keys=("nodes", "latency", "extra_credits", "split", "steps", "batch", "param_seed", "first_image",
+               "lr_log2", "train_seed", "stall", "stall_seed"),
 )

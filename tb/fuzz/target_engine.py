@@ -221,5 +221,6 @@ TARGET = FuzzTarget(
     coverage=coverage,
     reproducer=reproducer,
     mutations=MUTATIONS,
+    case_keys=("config", "op", "stall", "stall_seed", "case"),
     describe=describe,
 )

@@ -116,4 +116,5 @@ TARGET = FuzzTarget(
     check=check,
     coverage=coverage,
     mutations=MUTATIONS,
+    case_keys=("cfg", "msgs", "src_stall", "sink_stall", "seed", "faults"),
 )

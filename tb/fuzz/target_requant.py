@@ -132,4 +132,5 @@ TARGET = FuzzTarget(
     check=check,
     coverage=coverage,
     mutations=MUTATIONS,
+    case_keys=("acc_bits", "out_bits", "vectors"),
 )

@@ -14,6 +14,8 @@ A target is a :class:`FuzzTarget`:
 * ``reproducer(case, level, out_dir, inject_bug)`` (optional) -- writes the files that replay a
   failing case and returns a :class:`Reproducer` (files + commands).  The default writes the
   case as JSON (:mod:`pymtl_fp.tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
+* ``case_keys`` -- the keys every case has: ``--replay`` refuses a file that lacks one (a
+  malformed file is the user's error, not a hardware failure);
 * ``mutations`` -- known bugs (:class:`pymtl_fp.tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
 * ``available()`` -- ``None`` when the target can run, else why not (a unit not built yet).
 
@@ -73,6 +75,7 @@ class FuzzTarget:
     coverage: Callable
     reproducer: Callable | None = None
     mutations: dict = dataclasses.field(default_factory=dict)
+    case_keys: tuple = ()  #: top-level keys every case holds (a replayed file is checked for them)
     describe: Callable = lambda case: case_files.dumps(case).replace("\n", "")[:400]
 
     def write_reproducer(self, case: dict, level: str, out_dir, replay_cmd: str,

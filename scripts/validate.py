@@ -1,0 +1,123 @@
+"""The validation layer at the edge of every command: options, output paths and input files.
+
+Every check here runs before any elaboration or simulation and raises :class:`UserError` with one
+line naming the option (or file and field) and the limit.  Commands call these helpers instead of
+testing values themselves, so a limit is stated once:
+
+* numbers: :func:`integer`, :func:`number` (finite, in a range);
+* output paths: :func:`output_file`, :func:`output_dir` probe that the target can be written
+  (an existing parent that is a directory and writable, a target that is not a directory) without
+  leaving anything behind, so a bad path fails before the work and not after it;
+* input documents: :func:`read_document` (:mod:`pymtl_fp.documents`) reads a TOML or JSON file of
+  bounded size, UTF-8, with a bounded nesting depth;
+* names from user data that become file names: :func:`file_name` refuses anything but one plain
+  path component, so nothing is ever written outside the output folder the user chose.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from pymtl_fp.cli.errors import UserError
+
+#: a name that becomes a file name: letters, digits, '.', '_', '-' (not leading '.'), at most 64
+FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def integer(value, option: str, lo: int | None = None, hi: int | None = None):
+    """``value`` (an int or None) within ``lo..hi``; the message names the option and the range."""
+    if value is None:
+        return None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if hi is None:
+            raise UserError(f"{option} must be >= {lo}, got {value}")
+        if lo is None:
+            raise UserError(f"{option} must be at most {hi}, got {value}")
+        raise UserError(f"{option} must be in {lo}..{hi}, got {value}")
+    return value
+
+
+def number(value, option: str, lo: float | None = None, hi: float | None = None, *,
+           lo_open: bool = False, hi_open: bool = False):
+    """A finite float in ``[lo, hi]`` (an open end with ``lo_open``/``hi_open``); None passes."""
+    if value is None:
+        return None
+    low = "(" if lo_open else "["
+    high = ")" if hi_open else "]"
+    span = f"{low}{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}{high}"
+    if not math.isfinite(value):
+        raise UserError(f"{option} must be a finite number in {span}, got {value}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise UserError(f"{option} must be in {span}, got {value:g}")
+    if hi is not None and (value > hi or (hi_open and value == hi)):
+        raise UserError(f"{option} must be in {span}, got {value:g}")
+    return value
+
+
+def _writable_dir(directory: Path, option: str, path) -> None:
+    if not directory.exists():
+        raise UserError(f"{option} {path}: directory {directory} does not exist")
+    if not directory.is_dir():
+        raise UserError(f"{option} {path}: {directory} is not a writable directory (it is a file)")
+    try:  # os.access says yes to root even on a read-only mount: really create (and remove) a file
+        fd, probe = tempfile.mkstemp(prefix=".pymtl-fp-probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: {directory} is not a writable directory "
+                        f"({exc.strerror or exc})") from None
+
+
+def output_file(path, option: str, suffix: str | None = None) -> Path | None:
+    """An output file that can be written: its directory exists and is writable, it is not a
+    directory, its name ends in ``suffix`` (when given).  Nothing is created."""
+    if path is None:
+        return None
+    out = Path(path)
+    if suffix is not None and out.suffix.lower() != suffix:
+        raise UserError(f"{option} {path}: the file name must end in {suffix}")
+    if out.is_dir():
+        raise UserError(f"{option} {path}: is a directory; give a file name")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise UserError(f"{option} {path}: the file exists and is not writable")
+    _writable_dir(out.parent if str(out.parent) else Path("."), option, path)
+    return out
+
+
+def output_dir(path, option: str) -> Path:
+    """An output folder that exists as a writable directory or can be created (its nearest
+    existing ancestor is a writable directory).  Nothing is created."""
+    out = Path(path).absolute()
+    if out.exists():
+        if not out.is_dir():
+            raise UserError(f"{option} {path}: exists and is not a directory")
+        _writable_dir(out, option, path)
+        return out
+    ancestor = out.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    _writable_dir(ancestor, option, path)
+    return out
+
+
+def file_name(value, what: str) -> str:
+    """A name taken from user data that becomes (part of) a file name: one plain component."""
+    if not isinstance(value, str) or not FILE_NAME.fullmatch(value):
+        raise UserError(f"{what} {value!r}: a name used for output files must be 1-64 letters, digits, "
+                        "'.', '_' or '-' (no '/', no leading '.')")
+    return value
+
+
+def read_document(path, what: str, suffixes=(".toml", ".json")) -> dict:
+    """:func:`pymtl_fp.documents.read_document` with its error as a one-line :class:`UserError`."""
+    from pymtl_fp.documents import DocumentError
+    from pymtl_fp.documents import read_document as read
+
+    try:
+        return read(path, suffixes)
+    except DocumentError as exc:
+        raise UserError(f"{what} {exc}") from None
