@@ -50,6 +50,8 @@ def main(args) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     ops = [o for o in args.ops.split(",") if o]
+    if not ops:
+        raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")
     bad = [o for o in ops if o not in OPS]
     if bad:
         raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")

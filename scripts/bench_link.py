@@ -112,6 +112,8 @@ def main(args) -> int:
     validate.integer(args.messages, "--messages", 8, MAX_MESSAGES)
     validate.number(args.load, "--load", 0.0, 1.0, lo_open=True)
     validate.number(args.fault_rate, "--fault-rate", 0.0, 0.1)
+    validate.integer(args.seed, "--seed", 0, 2**32 - 1)
+    validate.integer(args.credit_latency, "--credit-latency", 1, MAX_SWEEP_VALUE)
     if args.fault_rate and args.level != "rtl":
         print(f"(--fault-rate ignored at level {args.level}: only the RTL models faults)")
     crc = not args.no_crc

@@ -93,7 +93,9 @@ def main(args) -> int:
         return _list()
     if not args.target:
         raise UserError("--target is required (or --list)")
-    if args.replay:
+    if args.inject_bug == "":
+        raise UserError("--inject-bug: empty name; see --list for the injectable bugs")
+    if args.replay is not None:
         try:
             ok, msg = campaign.replay(args.target, args.level, args.replay, args.inject_bug)
         except targets.TargetUnavailable as exc:

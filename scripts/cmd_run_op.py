@@ -115,7 +115,7 @@ def main(args) -> int:
         validate_case(cfg, args.op, case)
     except CaseError as exc:
         raise UserError(f"bad {args.op} case {args.case}: {exc}") from None
-    undo = _inject_bug(args.inject_bug, args.level) if args.inject_bug else None
+    undo = _inject_bug(args.inject_bug, args.level) if args.inject_bug is not None else None
     start = time.perf_counter()
     try:
         if undo is not None:

@@ -41,6 +41,10 @@ CLUSTER_LEVELS = LEVELS + ("mixed",)
 #: deepest activation buffer a node may ask for (words; an FPGA's BRAM holds ~10 M bits)
 MAX_ACT_DEPTH = 1 << 20
 MAX_LINK_LATENCY = 4096
+#: most epochs of the golden model's training study (lenet-digits converges in 10)
+MAX_EPOCHS = 1000
+#: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
+CLUSTER_OPTIONS: dict = {}
 #: largest MAC array side (the engine's limit: EngineConfig)
 MAX_ARRAY = 32
 
@@ -101,6 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "full, each node alternates one image's forward pass with an earlier one's "
                           "backward pass) or gpipe (all forward passes, then all backward passes)")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
+    CLUSTER_OPTIONS.update({a.dest: (a.option_strings[0], a.default) for a in grp._group_actions})
 
 
 def _positive(value, option: str):
@@ -110,7 +115,7 @@ def _positive(value, option: str):
 def _settings(args, net) -> dict:
     defaults = net.train
     settings = {
-        "epochs": _positive(args.epochs, "--epochs") or defaults.epochs,
+        "epochs": validate.integer(args.epochs, "--epochs", 1, MAX_EPOCHS) or defaults.epochs,
         "batch": _positive(args.batch, "--batch") or defaults.batch,
         "lr_log2": defaults.lr_log2 if args.lr_log2 is None else args.lr_log2,
         "momentum": _positive(args.momentum, "--momentum") or defaults.momentum,
@@ -349,10 +354,12 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
         return _run_cluster(args, _net(args.net))
+    given = [flag for dest, (flag, default) in CLUSTER_OPTIONS.items() if getattr(args, dest, default) != default]
+    if given:
+        raise UserError(f"{', '.join(given)}: option{'s' if len(given) > 1 else ''} of --engine cluster, "
+                        f"not of --engine {args.engine}")
     plot_path = validate.output_file(args.plot, "--plot", ".png")
     report_path = validate.output_file(args.report, "--report", ".json")
-    if args.save_weights:
-        raise UserError("--save-weights is for --engine cluster")
     net = _net(args.net)
     settings = _settings(args, net)
     precisions = _precisions(args.precision, net)

@@ -77,6 +77,8 @@ def output_file(path, option: str, suffix: str | None = None) -> Path | None:
     directory, its name ends in ``suffix`` (when given).  Nothing is created."""
     if path is None:
         return None
+    if not str(path):
+        raise UserError(f"{option}: empty path")
     out = Path(path)
     if suffix is not None and out.suffix.lower() != suffix:
         raise UserError(f"{option} {path}: the file name must end in {suffix}")
@@ -91,6 +93,8 @@ def output_file(path, option: str, suffix: str | None = None) -> Path | None:
 def output_dir(path, option: str) -> Path:
     """An output folder that exists as a writable directory or can be created (its nearest
     existing ancestor is a writable directory).  Nothing is created."""
+    if not str(path):
+        raise UserError(f"{option}: empty path")
     out = Path(path).absolute()
     if out.exists():
         if not out.is_dir():
