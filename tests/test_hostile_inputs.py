@@ -69,6 +69,11 @@ def _npz_float(path):
              b=np.zeros(1, np.int64), stride=1, pad=1, shift=0, relu=0)
 
 
+def _npz_text_member(path):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("readme.txt", "not an array")
+
+
 def _devices(**over):
     d = {"name": "rack", "description": "d", "fpga": [{"part": "xcvu9p", "count": 2}],
          "link": {"gbps": 10.0}}
@@ -92,6 +97,7 @@ FILES = {
     "obj.npz": _npz_object,
     "bomb.npz": _npz_bomb,
     "float.npz": _npz_float,
+    "text.npz": _npz_text_member,
     "replay_dtype.json": b'{"acc_bits": 8, "out_bits": 4, "vectors": {"__ndarray__": [1], "dtype": "object", "shape": [1]}}',
     "dot.json": _devices(name="..").encode(),
     "nan.toml": b'name = "r"\n[[fpga]]\npart = "xcvu9p"\ncount = 2\nclock_mhz = nan\n',
@@ -166,6 +172,7 @@ ROWS = [
     ("case-uint64", RUN + ["--case", "{f:u64.npz}", "--out", "{tmp}/o.npz"], 1, r"x .*2\*\*63|x .*outside"),
     ("case-object", RUN + ["--case", "{f:obj.npz}", "--out", "{tmp}/o.npz"], 1, r"case .*x"),
     ("case-bomb", RUN + ["--case", "{f:bomb.npz}", "--out", "{tmp}/o.npz"], 1, r"200000000 elements"),
+    ("case-text-member", RUN + ["--case", "{f:text.npz}", "--out", "{tmp}/o.npz"], 1, r"readme.txt' is not an \.npy"),
     ("case-not-npz", RUN + ["--case", "{f:not_npz.npz}", "--out", "{tmp}/o.npz"], 1, r"not_npz.npz"),
     ("case-missing", RUN + ["--case", "{tmp}/none.npz", "--out", "{tmp}/o.npz"], 1, r"none.npz"),
     ("stall-high", RUN + ["--make-case", "{tmp}/c.npz", "--stall", "0.9999", "0", "0"], 1, r"--stall"),
