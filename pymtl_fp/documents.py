@@ -69,9 +69,12 @@ def read_document(path, suffixes=(".toml", ".json")) -> dict:
     suffix = path.suffix.lower()
     if suffix not in suffixes:
         raise DocumentError(f"{path}: the file name must end in {' or '.join(suffixes)}")
-    if not path.is_file():
-        raise DocumentError(f"{path}: no such file")
-    size = path.stat().st_size
+    try:
+        if not path.is_file():
+            raise DocumentError(f"{path}: no such file")
+        size = path.stat().st_size
+    except OSError as exc:  # a name too long, a path through a file, ...
+        raise DocumentError(f"{str(path)[:200]}: {exc.strerror or exc}") from None
     if size > MAX_DOCUMENT_BYTES:
         raise DocumentError(f"{path}: {size} bytes; at most {MAX_DOCUMENT_BYTES} bytes are read")
     try:
@@ -117,8 +120,11 @@ def read_npz(path, max_elements: int = MAX_NPZ_ELEMENTS) -> dict:
     import numpy as np
 
     path = Path(path)
-    if not path.is_file():
-        raise DocumentError(f"{path}: no such file")
+    try:
+        if not path.is_file():
+            raise DocumentError(f"{path}: no such file")
+    except OSError as exc:
+        raise DocumentError(f"{str(path)[:200]}: {exc.strerror or exc}") from None
     try:
         with zipfile.ZipFile(path) as z:
             members = z.infolist()

@@ -444,6 +444,13 @@ def presets() -> list:
     return sorted(p.stem for p in NETS_DIR.glob("*.toml"))
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, ...: no such file either
+        return False
+
+
 def load_net(path_or_preset) -> Net:
     """Load a net from a preset name (``presets()``), a ``.toml`` file or a ``.json`` file."""
     if isinstance(path_or_preset, Net):
@@ -452,8 +459,8 @@ def load_net(path_or_preset) -> Net:
     path = Path(text)
     if text in presets():
         path = NETS_DIR / f"{text}.toml"
-    elif not path.is_file():
-        raise NetError(f"no preset or file named {text!r}; presets: {', '.join(presets())}")
+    elif not _is_file(path):
+        raise NetError(f"no preset or file named {text[:200]!r}; presets: {', '.join(presets())}")
     try:
         doc = read_document(path)
     except DocumentError as exc:

@@ -102,17 +102,21 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"pymtl-fp {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # the operating system refused a file (a name too long, a full disk, ...)
+        where = f": {str(exc.filename)[:200]}" if exc.filename else ""
+        print(f"pymtl-fp {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
         print(f"pymtl-fp {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # output piped into `head` and closed early: not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -72,7 +72,28 @@ def _writable_dir(directory: Path, option: str, path) -> None:
                         f"({exc.strerror or exc})") from None
 
 
+def _path_error(option: str, path, exc: OSError) -> UserError:
+    return UserError(f"{option} {str(path)[:200]}{'...' if len(str(path)) > 200 else ''}: "
+                     f"{exc.strerror or exc}")
+
+
 def output_file(path, option: str, suffix: str | None = None) -> Path | None:
+    """See :func:`_output_file`; an operating-system refusal (a name too long, ...) is one line too."""
+    try:
+        return _output_file(path, option, suffix)
+    except OSError as exc:
+        raise _path_error(option, path, exc) from None
+
+
+def output_dir(path, option: str) -> Path:
+    """See :func:`_output_dir`; an operating-system refusal (a name too long, ...) is one line too."""
+    try:
+        return _output_dir(path, option)
+    except OSError as exc:
+        raise _path_error(option, path, exc) from None
+
+
+def _output_file(path, option: str, suffix: str | None = None) -> Path | None:
     """An output file that can be written: its directory exists and is writable, it is not a
     directory, its name ends in ``suffix`` (when given).  Nothing is created."""
     if path is None:
@@ -90,7 +111,7 @@ def output_file(path, option: str, suffix: str | None = None) -> Path | None:
     return out
 
 
-def output_dir(path, option: str) -> Path:
+def _output_dir(path, option: str) -> Path:
     """An output folder that exists as a writable directory or can be created (its nearest
     existing ancestor is a writable directory).  Nothing is created."""
     if not str(path):

@@ -110,6 +110,7 @@ FILES = {
 }
 
 C = ["train", "--engine", "cluster"]
+LONG = "L" * 300  # longer than a file name may be (255 bytes on Linux file systems)
 RUN = ["run-op", "--op", "fwd"]
 FZ = ["fuzz", "--target", "requant", "--level", "fl"]
 ROWS = [
@@ -150,6 +151,11 @@ ROWS = [
     ("weights-notadir", C + ["--save-weights", "{tmp}/NOTADIR/w.npz"], 1, r"--save-weights"),
     ("report-is-dir", C + ["--report", "{tmp}/adir.json"], 1, r"--report .*is a directory"),
     ("engine-bad", ["train", "--engine", "fpga"], 1, r"--engine fpga"),
+    ("report-long-name", C + ["--report", "{tmp}/" + LONG + ".json"], 1, r"--report .*File name too long"),
+    ("net-long-name", ["train", "--net", "{tmp}/" + LONG + ".toml"], 1, r"--net .*no preset or file named"),
+    ("out-long-name", ["explore", "zoo", "--out", "{tmp}/" + LONG], 1, r"--out .*File name too long"),
+    ("replay-long-name", FZ + ["--replay", "{tmp}/" + LONG + ".json"], 1, r"--replay .*File name too long"),
+    ("case-long-name", RUN + ["--case", "{tmp}/" + LONG + ".npz", "--out", "{tmp}/o.npz"], 1, r"File name too long"),
     # train: net files
     ("net-missing", ["train", "--net", "{tmp}/none.toml"], 1, r"--net .*none.toml"),
     ("net-utf8", ["train", "--net", "{f:bad_utf8.toml}"], 1, r"--net .*UTF-8"),
