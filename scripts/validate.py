@@ -10,22 +10,18 @@ testing values themselves, so a limit is stated once:
   leaving anything behind, so a bad path fails before the work and not after it;
 * input documents: :func:`read_document` (:mod:`pymtl_fp.documents`) reads a TOML or JSON file of
   bounded size, UTF-8, with a bounded nesting depth;
-* names from user data that become file names: :func:`file_name` refuses anything but one plain
-  path component, so nothing is ever written outside the output folder the user chose.
+* names from user data that become file names are checked where they are read (a devices file's
+  ``name``: :mod:`pymtl_fp.explore.clusterfile`), so nothing is written outside the chosen folder.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import tempfile
 from pathlib import Path
 
 from pymtl_fp.cli.errors import UserError
-
-#: a name that becomes a file name: letters, digits, '.', '_', '-' (not leading '.'), at most 64
-FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
 def integer(value, option: str, lo: int | None = None, hi: int | None = None):
@@ -127,14 +123,6 @@ def _output_dir(path, option: str) -> Path:
         ancestor = ancestor.parent
     _writable_dir(ancestor, option, path)
     return out
-
-
-def file_name(value, what: str) -> str:
-    """A name taken from user data that becomes (part of) a file name: one plain component."""
-    if not isinstance(value, str) or not FILE_NAME.fullmatch(value):
-        raise UserError(f"{what} {value!r}: a name used for output files must be 1-64 letters, digits, "
-                        "'.', '_' or '-' (no '/', no leading '.')")
-    return value
 
 
 def read_document(path, what: str, suffixes=(".toml", ".json")) -> dict:
