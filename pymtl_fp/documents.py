@@ -62,6 +62,17 @@ def _where_non_finite(text: str, token: str) -> str:
     return f"line {line}: {token}"
 
 
+def _existing_file(path: Path):
+    """``os.stat`` of a regular file; :class:`DocumentError` if there is none (or the operating
+    system refuses the name: too long, a path through a file, ...)."""
+    try:
+        if not path.is_file():
+            raise DocumentError(f"{path}: no such file")
+        return path.stat()
+    except OSError as exc:
+        raise DocumentError(f"{str(path)[:200]}: {exc.strerror or exc}") from None
+
+
 def read_document(path, suffixes=(".toml", ".json")) -> dict:
     """Parse a TOML or JSON input file (by suffix) into a dict; one-line errors for a missing,
     oversized, non-UTF-8, too deeply nested or malformed file."""
@@ -69,12 +80,7 @@ def read_document(path, suffixes=(".toml", ".json")) -> dict:
     suffix = path.suffix.lower()
     if suffix not in suffixes:
         raise DocumentError(f"{path}: the file name must end in {' or '.join(suffixes)}")
-    try:
-        if not path.is_file():
-            raise DocumentError(f"{path}: no such file")
-        size = path.stat().st_size
-    except OSError as exc:  # a name too long, a path through a file, ...
-        raise DocumentError(f"{str(path)[:200]}: {exc.strerror or exc}") from None
+    size = _existing_file(path).st_size
     if size > MAX_DOCUMENT_BYTES:
         raise DocumentError(f"{path}: {size} bytes; at most {MAX_DOCUMENT_BYTES} bytes are read")
     try:
@@ -120,25 +126,20 @@ def read_npz(path, max_elements: int = MAX_NPZ_ELEMENTS) -> dict:
     import numpy as np
 
     path = Path(path)
-    try:
-        if not path.is_file():
-            raise DocumentError(f"{path}: no such file")
-    except OSError as exc:
-        raise DocumentError(f"{str(path)[:200]}: {exc.strerror or exc}") from None
+    _existing_file(path)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         with zipfile.ZipFile(path) as z:
             members = z.infolist()
             if len(members) > MAX_NPZ_MEMBERS:
                 raise DocumentError(f"{path}: {len(members)} members; at most {MAX_NPZ_MEMBERS}")
-            out = {}
+            keys = []
             for info in members:
                 name = info.filename
                 if not name.endswith(".npy"):
                     raise DocumentError(f"{path}: member {name!r} is not an .npy array")
                 with z.open(info) as f:
                     version = np.lib.format.read_magic(f)
-                    readers = {(1, 0): np.lib.format.read_array_header_1_0,
-                               (2, 0): np.lib.format.read_array_header_2_0}
                     if version not in readers:
                         raise DocumentError(f"{path}: member {name!r} is .npy format {version}; 1.0 or 2.0 are read")
                     shape, _, dtype = readers[version](f)
@@ -150,9 +151,9 @@ def read_npz(path, max_elements: int = MAX_NPZ_ELEMENTS) -> dict:
                     if n > max_elements:
                         raise DocumentError(f"{path}: {key} declares shape {shape} = {n} elements; "
                                             f"at most {max_elements}")
-                out[key] = None
+                keys.append(key)
             with np.load(path, allow_pickle=False) as npz:
-                return {k: npz[k] for k in out}
+                return {k: npz[k] for k in keys}
     except DocumentError:
         raise
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:

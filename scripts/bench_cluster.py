@@ -23,6 +23,7 @@ import json
 import time
 from pathlib import Path
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 
 HELP = "cluster simulation speed: CL, PyMTL3 RTL, per-cycle Verilator, compiled Verilated cluster, plain C++"
@@ -104,7 +105,6 @@ def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
 
 
 def main(args) -> int:
-    from pymtl_fp.cli import validate
     from pymtl_fp.cluster.config import MAX_NODES
     from pymtl_fp.cluster.host import HostModel
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster

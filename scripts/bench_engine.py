@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from pymtl_fp.cli import validate
 from pymtl_fp.timing import COMPUTE_OPS as OPS
 
 HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Verilator speed"
@@ -55,8 +56,6 @@ def main(args) -> int:
     bad = [o for o in ops if o not in OPS]
     if bad:
         raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
-    from pymtl_fp.cli import validate
-
     validate.integer(args.channels, "--channels", 1, MAX_CHANNELS)
     validate.integer(args.size, "--size", 1, MAX_SIZE)
     rng = np.random.default_rng(2024)

@@ -210,7 +210,7 @@ def bench(config="small", ops=OPS, pymtl=True, speed_op="fwd", n_validate=0, out
 
 
 def main(args) -> int:
-    from pymtl_fp.cli import validate
+    from pymtl_fp.cli import validate as check  # (this module has a validate() of its own)
     from pymtl_fp.cli.errors import UserError
 
     ops = [o for o in args.ops.split(",") if o]
@@ -219,7 +219,7 @@ def main(args) -> int:
     bad = [o for o in ops + [args.speed_op] if o not in OPS]
     if bad:
         raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
-    validate.integer(args.validate, "--validate", 0, 10_000)
+    check.integer(args.validate, "--validate", 0, 10_000)
     try:
         bench(args.config, ops, pymtl=not args.no_pymtl, speed_op=args.speed_op, n_validate=args.validate)
     except ValueError as exc:

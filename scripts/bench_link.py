@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 import time
 
+from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.levels import LEVELS
 
@@ -98,7 +99,6 @@ def _latency(level, cfg, n, seed, faults, load):
 
 
 def main(args) -> int:
-    from pymtl_fp.cli import validate
     from pymtl_fp.link import LinkConfig, LinkConfigError
     from pymtl_fp.tb.link_faults import FaultPlan
 

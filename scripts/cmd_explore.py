@@ -23,17 +23,17 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
-from pymtl_fp.explore.clusterfile import MAX_FPGAS
 
 HELP = "design-space and scaling studies: scaling, partition, design, zoo"
 
 DEFAULT_LINKS = "6x10G,6x13.1G,250G,500G,inf"
 
 
-
 # -- argument helpers -----------------------------------------------------------------------------
 def parse_fpgas(text: str) -> list:
     """``"1..128"``, ``"1..128:4"``, ``"1,2,4,8"`` or a mix (``"1..8,16,32"``) -> sorted sizes."""
+    from pymtl_fp.explore.clusterfile import MAX_FPGAS
+
     out = set()
     for part in str(text).replace(" ", "").split(","):
         if not part:
@@ -65,11 +65,12 @@ def parse_fpgas(text: str) -> list:
 
 def _network(name):
     from pymtl_fp.explore.zoo import NETWORKS, get_network
+    from pymtl_fp.net import NetError
     try:
         return get_network(name)
-    except KeyError as exc:
-        if str(exc.args[0]).startswith("net "):  # a net file that does not load: its own message
-            raise UserError(f"--{exc.args[0]}") from None
+    except NetError as exc:  # a net file that does not load: its own message
+        raise UserError(f"--net {name}: {exc}") from None
+    except KeyError:
         raise UserError(f"unknown network {name!r}; known: {', '.join(NETWORKS)}, or a "
                         "pymtl_fp.net preset or net file (.toml/.json)") from None
 

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
-from pymtl_fp.cluster.config import MAX_NODES
 from pymtl_fp.levels import LEVELS
 
 HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
@@ -45,8 +44,6 @@ MAX_LINK_LATENCY = 4096
 MAX_EPOCHS = 1000
 #: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
 CLUSTER_OPTIONS: dict = {}
-#: largest MAC array side (the engine's limit: EngineConfig)
-MAX_ARRAY = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,17 +105,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     CLUSTER_OPTIONS.update({a.dest: (a.option_strings[0], a.default) for a in grp._group_actions})
 
 
-def _positive(value, option: str):
-    return validate.integer(value, option, 1)
-
-
 def _settings(args, net) -> dict:
     defaults = net.train
     settings = {
         "epochs": validate.integer(args.epochs, "--epochs", 1, MAX_EPOCHS) or defaults.epochs,
-        "batch": _positive(args.batch, "--batch") or defaults.batch,
+        "batch": validate.integer(args.batch, "--batch", 1) or defaults.batch,
         "lr_log2": defaults.lr_log2 if args.lr_log2 is None else args.lr_log2,
-        "momentum": _positive(args.momentum, "--momentum") or defaults.momentum,
+        "momentum": validate.integer(args.momentum, "--momentum", 1) or defaults.momentum,
         "lr_halve_every": defaults.lr_halve_every,
         "seed": defaults.seed if args.seed is None else args.seed,
     }
@@ -237,6 +230,7 @@ def _run_cluster(args, net) -> int:
     import numpy as np
 
     from pymtl_fp.cluster.config import (
+        MAX_NODES,
         ClusterConfig,
         ClusterError,
         default_link,
@@ -245,6 +239,7 @@ def _run_cluster(args, net) -> int:
     )
     from pymtl_fp.cluster.run import format_report, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.sim import SimulationHang
 
@@ -257,7 +252,7 @@ def _run_cluster(args, net) -> int:
     if args.node_levels and args.level != "mixed":
         raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
-    validate.integer(args.array, "--array", 1, MAX_ARRAY)
+    validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
@@ -275,11 +270,10 @@ def _run_cluster(args, net) -> int:
         steps = len(split.y_train) // batch
     else:
         try:
-            steps = _positive(int(args.steps), "--steps")
+            steps = validate.integer(int(args.steps), "--steps", 1)
         except ValueError:
             raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
     faults = _faults(args)
-    _positive(args.nodes, "--nodes")
     if net.input_shape != (1, 8, 8) or net.classes != 10:
         raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
                         "the digits data needs (1, 8, 8) -> 10")

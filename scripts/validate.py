@@ -8,8 +8,8 @@ testing values themselves, so a limit is stated once:
 * output paths: :func:`output_file`, :func:`output_dir` probe that the target can be written
   (an existing parent that is a directory and writable, a target that is not a directory) without
   leaving anything behind, so a bad path fails before the work and not after it;
-* input documents: :func:`read_document` (:mod:`pymtl_fp.documents`) reads a TOML or JSON file of
-  bounded size, UTF-8, with a bounded nesting depth;
+* input files are read by :mod:`pymtl_fp.documents` (bounded size, UTF-8, nesting, finite numbers,
+  ``.npz`` headers checked before reading);
 * names from user data that become file names are checked where they are read (a devices file's
   ``name``: :mod:`pymtl_fp.explore.clusterfile`), so nothing is written outside the chosen folder.
 """
@@ -123,14 +123,3 @@ def _output_dir(path, option: str) -> Path:
         ancestor = ancestor.parent
     _writable_dir(ancestor, option, path)
     return out
-
-
-def read_document(path, what: str, suffixes=(".toml", ".json")) -> dict:
-    """:func:`pymtl_fp.documents.read_document` with its error as a one-line :class:`UserError`."""
-    from pymtl_fp.documents import DocumentError
-    from pymtl_fp.documents import read_document as read
-
-    try:
-        return read(path, suffixes)
-    except DocumentError as exc:
-        raise UserError(f"{what} {exc}") from None

@@ -44,14 +44,10 @@ grad = [16, 10]
 """
 
 
-def _npz_uint64(path):
-    np.savez(path, x=np.full((1, 1, 3, 3), 2**64 - 1, dtype=np.uint64), w=np.zeros((1, 1, 3, 3), np.int64),
-             b=np.zeros(1, np.int64), stride=1, pad=1, shift=0, relu=0)
-
-
-def _npz_object(path):
-    np.savez(path, x=np.array([{"a": 1}], dtype=object), w=np.zeros((1, 1, 3, 3), np.int64),
-             b=np.zeros(1, np.int64), stride=1, pad=1, shift=0, relu=0)
+def _fwd_case(x):
+    """A writer of an ``fwd`` case file whose input ``x`` is the given array (the rest valid)."""
+    return lambda path: np.savez(path, x=x, w=np.zeros((1, 1, 3, 3), np.int64), b=np.zeros(1, np.int64),
+                                 stride=1, pad=1, shift=0, relu=0)
 
 
 def _npz_bomb(path):
@@ -62,11 +58,6 @@ def _npz_bomb(path):
         with z.open("x.npy", "w", force_zip64=True) as f:
             np.lib.format.write_array_header_1_0(f, header)
             f.write(b"\0" * 1024)
-
-
-def _npz_float(path):
-    np.savez(path, x=np.zeros((1, 1, 3, 3)), w=np.zeros((1, 1, 3, 3), np.int64),
-             b=np.zeros(1, np.int64), stride=1, pad=1, shift=0, relu=0)
 
 
 def _npz_text_member(path):
@@ -93,10 +84,10 @@ FILES = {
     "sub.json": _devices(name="lab/rack1").encode(),
     "many.json": _devices(fpga=[{"part": "xcvu9p", "count": 100_000_000}]).encode(),
     "nanclk.json": _devices().replace('"count": 2}', '"count": 2, "clock_mhz": NaN}').encode(),
-    "u64.npz": _npz_uint64,
-    "obj.npz": _npz_object,
+    "u64.npz": _fwd_case(np.full((1, 1, 3, 3), 2**64 - 1, dtype=np.uint64)),
+    "obj.npz": _fwd_case(np.array([{"a": 1}], dtype=object)),
     "bomb.npz": _npz_bomb,
-    "float.npz": _npz_float,
+    "float.npz": _fwd_case(np.zeros((1, 1, 3, 3))),
     "text.npz": _npz_text_member,
     "replay_dtype.json": b'{"acc_bits": 8, "out_bits": 4, "vectors": {"__ndarray__": [1], "dtype": "object", "shape": [1]}}',
     "dot.json": _devices(name="..").encode(),
@@ -113,6 +104,7 @@ C = ["train", "--engine", "cluster"]
 LONG = "L" * 300  # longer than a file name may be (255 bytes on Linux file systems)
 RUN = ["run-op", "--op", "fwd"]
 FZ = ["fuzz", "--target", "requant", "--level", "fl"]
+EP = ["explore", "partition", "--out", "{tmp}/r", "--devices"]
 ROWS = [
     # train --engine cluster: options
     ("cuts-index", C + ["--cuts", "0,9", "--nodes", "2"], 1, r"--cuts"),
@@ -242,10 +234,10 @@ ROWS = [
                           "{tmp}/NOTADIR/o"], 1, r"--out"),
     ("fuzz-target", ["fuzz", "--target", "nope"], 2, r"invalid choice"),
     # explore
-    ("devices-traversal", ["explore", "partition", "--devices", "{f:trav.json}", "--out", "{tmp}/r"], 1, r"name"),
-    ("devices-subdir", ["explore", "partition", "--devices", "{f:sub.json}", "--out", "{tmp}/r"], 1, r"name"),
-    ("devices-count", ["explore", "partition", "--devices", "{f:many.json}", "--out", "{tmp}/r"], 1, r"count .*at most"),
-    ("devices-nan-clock", ["explore", "partition", "--devices", "{f:nanclk.json}", "--out", "{tmp}/r"], 1, r"clock_mhz"),
+    ("devices-traversal", EP + ["{f:trav.json}"], 1, r"name"),
+    ("devices-subdir", EP + ["{f:sub.json}"], 1, r"name"),
+    ("devices-count", EP + ["{f:many.json}"], 1, r"count .*at most"),
+    ("devices-nan-clock", EP + ["{f:nanclk.json}"], 1, r"clock_mhz"),
     ("fpgas-zero", ["explore", "scaling", "--fpgas", "0..5", "--out", "{tmp}/r"], 1, r"--fpgas"),
     ("fpgas-huge", ["explore", "scaling", "--fpgas", "1..100000", "--out", "{tmp}/r"], 1, r"--fpgas"),
     ("link-bad", ["explore", "scaling", "--link", "fast", "--out", "{tmp}/r"], 1, r"--link|link"),
@@ -256,15 +248,15 @@ ROWS = [
     ("dram-inf", ["explore", "design", "--dram-gbs", "inf", "--out", "{tmp}/r"], 1, r"--dram-gbs .*finite"),
     ("pieces-huge", ["explore", "scaling", "--pieces", "100000", "--out", "{tmp}/r"], 1, r"--pieces must be in 1\.\.1024"),
     ("explore-batch-huge", ["explore", "scaling", "--batch", "10000000000", "--out", "{tmp}/r"], 1, r"--batch"),
-    ("devices-dotname", ["explore", "partition", "--devices", "{f:dot.json}", "--out", "{tmp}/r"], 1, r"name '\.\.'"),
-    ("devices-nan-toml", ["explore", "partition", "--devices", "{f:nan.toml}", "--out", "{tmp}/r"], 1,
+    ("devices-dotname", EP + ["{f:dot.json}"], 1, r"name '\.\.'"),
+    ("devices-nan-toml", EP + ["{f:nan.toml}"], 1,
      r"clock_mhz = nan is not a finite number"),
-    ("devices-neg-clock", ["explore", "partition", "--devices", "{f:negclk.json}", "--out", "{tmp}/r"], 1,
+    ("devices-neg-clock", EP + ["{f:negclk.json}"], 1,
      r"clock_mhz' must be a finite number > 0"),
-    ("devices-latency", ["explore", "partition", "--devices", "{f:latency.json}", "--out", "{tmp}/r"], 1, r"latency_ns"),
-    ("devices-utf8", ["explore", "partition", "--devices", "{f:bad_utf8.toml}", "--out", "{tmp}/r"], 1, r"UTF-8"),
-    ("devices-suffix", ["explore", "partition", "--devices", "{f:NOTADIR}", "--out", "{tmp}/r"], 1, r"\.toml or \.json"),
-    ("devices-big", ["explore", "partition", "--devices", "{f:big.toml}", "--out", "{tmp}/r"], 1, r"at most 4194304 bytes"),
+    ("devices-latency", EP + ["{f:latency.json}"], 1, r"latency_ns"),
+    ("devices-utf8", EP + ["{f:bad_utf8.toml}"], 1, r"UTF-8"),
+    ("devices-suffix", EP + ["{f:NOTADIR}"], 1, r"\.toml or \.json"),
+    ("devices-big", EP + ["{f:big.toml}"], 1, r"at most 4194304 bytes"),
     ("zoo-netfile-bad", ["explore", "zoo", "--net", "{f:huge_ch.toml}", "--out", "{tmp}/r"], 1, r"--net .*at most 16384"),
     # bench
     ("bench-size", ["bench", "engine", "--size", "100000"], 1, r"--size"),

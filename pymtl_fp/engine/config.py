@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from pymtl_fp.verilate import module_name
 
+#: largest MAC array side the engine is built with
+MAX_ARRAY_SIDE = 32
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -53,8 +56,8 @@ class EngineConfig:
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
         if not isinstance(self.stochastic, bool):
             raise TypeError(f"EngineConfig.stochastic must be a bool, got {self.stochastic!r}")
-        if not 1 <= self.rows <= 32 or not 1 <= self.cols <= 32:
-            raise ValueError(f"array must be 1..32 x 1..32, got {self.rows}x{self.cols}")
+        if not 1 <= self.rows <= MAX_ARRAY_SIDE or not 1 <= self.cols <= MAX_ARRAY_SIDE:
+            raise ValueError(f"array must be 1..{MAX_ARRAY_SIDE} x 1..{MAX_ARRAY_SIDE}, got {self.rows}x{self.cols}")
         if self.rows != self.cols:
             raise ValueError(
                 f"the engine needs a square MAC array (rows == cols; bwd_data reads the weight "

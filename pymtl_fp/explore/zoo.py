@@ -167,18 +167,16 @@ def get_network(name: str) -> Network:
     """A fresh :class:`Network` by zoo name (case-insensitive; a few aliases accepted).
 
     A name that is not in the zoo is tried as a :mod:`pymtl_fp.net` preset or net file
-    (``.toml`` / ``.json``); a net file that does not load raises its own message.
+    (``.toml`` / ``.json``); a net file that does not load raises its
+    :class:`~pymtl_fp.net.NetError`.
     """
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key in NETWORKS:
         return NETWORKS[key]()
-    from pymtl_fp.net import NetError, load_net, presets
+    from pymtl_fp.net import load_net, presets
 
     if key in presets() or name.lower().endswith((".toml", ".json")):
-        try:
-            return from_sequential(load_net(name))
-        except NetError as exc:  # a net file with a problem: say which, not "unknown network"
-            raise KeyError(f"net {name}: {exc}") from None
+        return from_sequential(load_net(name))  # a net file with a problem raises its NetError
     raise KeyError(f"unknown network {name!r}; known: {', '.join(NETWORKS)} "
                    "(or a pymtl_fp.net preset / net file)")
