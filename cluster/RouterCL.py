@@ -48,6 +48,7 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.router_config import STATES, RouterConfig, declare_status_ports
+from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd, to_word
 from pymtl_fp.sim import stall_pattern
@@ -91,7 +92,6 @@ class RouterCL(Component):
         s.status_ports = status_ports  # drive the st_mark/st_done/st_halted ports (tests compare them)
         s.node_name = name
         s.stall = stall
-        s._Z = s.DataT(0)
         s._msgs, s._msgs_prog, s._last_msg = {}, None, None
         s._reset_state()
 
@@ -115,14 +115,15 @@ class RouterCL(Component):
             if cmd_val and cmd_msg is not s._last_msg:  # (written only when it changes)
                 s.cmd.msg <<= cmd_msg
                 s._last_msg = cmd_msg
+            DataT = s.DataT
             s.din.val <<= din[0]
-            s.din.msg <<= din[1]
+            s.din.msg <<= DataT(din[1])
             s.fwd_out.val <<= outs[0][0]
-            s.fwd_out.msg <<= outs[0][1]
+            s.fwd_out.msg <<= DataT(outs[0][1])
             s.bwd_out.val <<= outs[1][0]
-            s.bwd_out.msg <<= outs[1][1]
+            s.bwd_out.msg <<= DataT(outs[1][1])
             s.host_out.val <<= outs[2][0]
-            s.host_out.msg <<= outs[2][1]
+            s.host_out.msg <<= DataT(outs[2][1])
             s.dout.rdy <<= dout_rdy
             s.fwd_in.rdy <<= rdy[0]
             s.bwd_in.rdy <<= rdy[1]
@@ -438,8 +439,8 @@ class RouterCL(Component):
         if s.stall_gen is not None and not in_reset and next(s.stall_gen):
             cmd_val, dout_rdy, rdy, on = False, 0, [0, 0, 0], 0
         msg = s._cmd_msg(ins) if cmd_val else None
-        din = (on if s.skid else 0, s.DataT(to_word(s.skid[0], s.bits)) if s.skid else s._Z)
-        outs = [(on if q else 0, s.DataT(to_word(q[0], s.bits)) if q else s._Z) for q in s.outq]
+        din = (on if s.skid else 0, to_word(s.skid[0], s.bits) if s.skid else 0)
+        outs = [(on if q else 0, to_word(q[0], s.bits) if q else 0) for q in s.outq]
         if s.status_ports:
             mark = ins.mark if (ins is not None and s.fresh) else 0
             ready = bool(s.pending) and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]
@@ -447,6 +448,68 @@ class RouterCL(Component):
         else:
             status = (0, 0, 0, 0, 0)
         return int(cmd_val), msg, din, outs, dout_rdy, rdy, status
+
+    # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
+    DIRECT_PORTS = {"cmd": "send", "din": "send", "dout": "recv", "busy": "in", "fwd_in": "recv",
+                    "bwd_in": "recv", "host_in": "recv", "fwd_out": "send", "bwd_out": "send", "host_out": "send"}
+
+    def direct_bind(s, ch):
+        s._dc = tuple(ch[n] for n in ("cmd", "din", "dout", "fwd_in", "bwd_in", "host_in", "fwd_out", "bwd_out",
+                                       "host_out"))
+        s._dbusy = ch["busy"]
+
+    def direct_reset(s):
+        s._reset_state()
+        s._direct_write(s._outputs(in_reset=True))
+
+    def direct_edge(s):
+        chs = s._dc
+        dout, fin, bin_, hin = chs[2], chs[3], chs[4], chs[5]
+        s._edge(tuple(bool(c.val and c.rdy) for c in chs), dout.msg, (fin.msg, bin_.msg, hin.msg),
+                bool(s._dbusy.value))
+
+    def direct_drive(s):
+        s._direct_write(s._outputs())
+
+    def _direct_write(s, o):
+        cmd_val, cmd_msg, din, outs, dout_rdy, rdy, _ = o
+        cmd, din_ch, dout, fin, bin_, hin, fout, bout, hout = s._dc
+        cmd.val = cmd_val
+        if cmd_val:
+            cmd.msg = cmd_msg
+        din_ch.val, din_ch.msg = din
+        fout.val, fout.msg = outs[0]
+        bout.val, bout.msg = outs[1]
+        hout.val, hout.msg = outs[2]
+        dout.rdy = dout_rdy
+        fin.rdy, bin_.rdy, hin.rdy = rdy
+
+    def direct_quiet(s):
+        """Quiet while nothing moves and only a timed (FL) compute wait counts down (or nothing
+        at all): no fresh instruction, no pending done mark ready, no scalar unit, no scratch
+        feed, no handshake, no random stall, the engine's busy as last seen."""
+        if (s.stall_gen is not None or s.fresh or s.unit_left or s.q_io or s.q_compute or s.q_unit
+                or bool(s._dbusy.value) != s.q_busy):
+            return 0
+        for c in s._dc:
+            if c.val and c.rdy:
+                return 0
+        if s.pending and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]:
+            return 0
+        if s._kind() in (isa.BIAS, isa.GATHER, isa.NOP):
+            return 0
+        head = s.feed[0] if s.feed else None
+        if head is not None and head[0] == isa.SRC_SCRATCH and head[2] < head[1] and s.scratch and len(s.skid) < 2:
+            return 0
+        if s._state() != s.state:
+            return 0
+        return s.wait - 1 if s.wait > 0 else QUIET_FOREVER
+
+    def direct_skip(s, n):
+        s.cycle += n
+        s.stats[s.state] += n
+        if s.wait > 0:
+            s.wait -= n
 
     def line_trace(s):
         return f"{s.node_name}:{s.pc}.{s.iter}"

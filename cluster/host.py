@@ -23,6 +23,7 @@ import numpy as np
 from pymtl3 import Component, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
+from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine.msgs import (
     data_type,
     from_word,
@@ -155,6 +156,36 @@ class HostCL(Component):
             s.model.unexpected += 1
         if logit_fired:
             s.grad_queue.extend(s.model.logit(from_word(int(logit_msg), s.bits), s.cycle))
+
+    # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
+    DIRECT_PORTS = {"img_out": "send", "logit_in": "recv", "grad_out": "send", "up_in": "recv"}
+
+    def direct_bind(s, ch):
+        s._dc = (ch["img_out"], ch["logit_in"], ch["grad_out"], ch["up_in"])
+
+    def direct_reset(s):
+        s._reset_state()
+        s.direct_drive()
+
+    def direct_edge(s):
+        img, logit, grad, up = s._dc
+        s._step(img.val and img.rdy, grad.val and grad.rdy, logit.val and logit.rdy, logit.msg, up.val and up.rdy)
+
+    def direct_drive(s):
+        img, logit, grad, up = s._dc
+        iq, gq = s.img_queue, s.grad_queue
+        img.val, img.msg = (1, to_word(iq[0], s.bits)) if iq else (0, 0)
+        grad.val, grad.msg = (1, to_word(gq[0], s.bits)) if gq else (0, 0)
+        logit.rdy = up.rdy = 1
+
+    def direct_quiet(s):
+        img, logit, grad, up = s._dc
+        if (img.val and img.rdy) or (grad.val and grad.rdy) or (logit.val and logit.rdy) or (up.val and up.rdy):
+            return 0
+        return QUIET_FOREVER
+
+    def direct_skip(s, n):
+        s.cycle += n
 
     def line_trace(s):
         return f"host:{s.model.done_images()}"

@@ -14,6 +14,7 @@ from collections import deque
 from pymtl3 import Component, mk_bits, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
+from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine.msgs import from_word, to_word
 
 
@@ -50,6 +51,38 @@ class HostSideCL(Component):
         s.driven = [None] * s.n
         s.pending = [deque(q) for q in s.queues]
         s.received = [[] for _ in range(s.n)]
+
+    # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
+    DIRECT_PORTS = {"to_node": "send", "from_node": "recv"}
+
+    def direct_bind(s, ch):
+        s._dc = [(ch[f"to_node[{j}]"], ch[f"from_node[{j}]"]) for j in range(s.n)]
+
+    def direct_reset(s):
+        s._reset_state()
+        s.direct_drive()
+
+    def direct_edge(s):
+        for j, (to, frm) in enumerate(s._dc):
+            if to.val and to.rdy:
+                s.pending[j].popleft()
+            if frm.val and frm.rdy:
+                s.received[j].append(from_word(int(frm.msg), s.bits))
+
+    def direct_drive(s):
+        for j, (to, frm) in enumerate(s._dc):
+            q = s.pending[j]
+            to.val, to.msg = (1, to_word(q[0], s.bits)) if q else (0, 0)
+            frm.rdy = 1
+
+    def direct_quiet(s):
+        for to, frm in s._dc:
+            if (to.val and to.rdy) or (frm.val and frm.rdy):
+                return 0
+        return QUIET_FOREVER
+
+    def direct_skip(s, n):
+        pass
 
     def line_trace(s):
         return " ".join(f"h{j}:{len(q)}" for j, q in enumerate(s.pending))

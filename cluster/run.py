@@ -79,11 +79,23 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall):
+def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel="pymtl", skip=True):
+    """The simulated cluster, reset and released: ticked by PyMTL3 (``kernel="pymtl"``: any mix of
+    levels) or directly (``"direct"``: every node at fl/cl, links at cl; :mod:`pymtl_fp.direct`)."""
     from pymtl3 import DefaultPassGroup
 
     top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
     top.elaborate()
+    if kernel == "direct":
+        from pymtl_fp.cluster.ClusterNet import ClusterNet
+        from pymtl_fp.direct import DirectSim
+
+        for j, prog in enumerate(cprog.nodes):
+            top.cnet.nodes[j].router.load_program(prog.ops, prog.table)
+        sim = DirectSim(top, ignore=(ClusterNet,), skip=skip)  # (ClusterNet: the RTL program-bus select)
+        sim.reset()
+        sim.host, sim.side, sim.cnet = top.host, top.side, top.cnet
+        return sim
     if "verilator" in levels:
         from pymtl_fp.verilate import translate_import_units
 
@@ -100,11 +112,17 @@ def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, sta
     return top
 
 
+def direct_possible(levels, link_level) -> bool:
+    """Can the direct scheduler tick this cluster (behavioural nodes and links only)?"""
+    return all(lv in ("fl", "cl") for lv in levels) and link_level == "cl"
+
+
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
                      levels: list, link_level: str | None = None, cuts=None, split: bool = True,
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
-                     router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None) -> ClusterRun:
+                     router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
+                     kernel: str | None = None, skip: bool = True) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -112,7 +130,12 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     node at ``verilator`` (and ``fast``), the whole RTL cluster is one Verilated model run by a
     compiled bench (:mod:`pymtl_fp.cluster.verilated`); otherwise PyMTL3 simulates the cluster,
     ``verilator`` nodes imported one by one.  ``faults`` (compiled cluster only): link fault
-    injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit."""
+    injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit.
+
+    ``kernel``: what ticks a PyMTL3-built cluster: ``direct`` (default where every node is fl/cl
+    and the links cl: :mod:`pymtl_fp.direct`, the same models without PyMTL3's signals) or
+    ``pymtl`` (PyMTL3's simulator; any mix of levels).  ``skip``: the direct scheduler skips
+    quiet spans (cycle-identical; off to compare)."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -132,8 +155,14 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                                 max_cycles, idle_limit, faults)
     if faults is not None:
         raise ClusterError("link faults need every node at level verilator (the compiled cluster)")
+    if kernel is None:
+        kernel = "direct" if direct_possible(levels, link_level) else "pymtl"
+    if kernel not in ("direct", "pymtl"):
+        raise ClusterError(f"unknown simulation kernel {kernel!r}; choose direct or pymtl")
+    if kernel == "direct" and not direct_possible(levels, link_level):
+        raise ClusterError("the direct kernel needs every node at fl or cl and cl links")
     t0 = time.time()
-    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall)
+    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip)
     t_build = time.time() - t0
     nodes = top.cnet.nodes
     cl = {j: nodes[j].router for j, lv in enumerate(levels) if lv in ("fl", "cl")}
@@ -161,17 +190,24 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         return "; ".join(parts) or "nothing (all nodes done)"
 
     progress()  # the first cycle after reset
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     cycles = run_until(top, done, max_cycles=max_cycles, progress=progress, idle_limit=idle_limit,
-                       describe_stuck=stuck)
-    t_sim = time.time() - t0
+                       describe_stuck=stuck, check_every=64 if kernel == "direct" else 1)
+    t_sim, cpu_sim = time.time() - t0, time.process_time() - c0
     logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else pollers[j].log(steps, cprog.nodes[j])
             for j in range(ccfg.n)]
     new_params = host_out_params(net, part, cprog, [e.P for e in ccfg.engines], top.side.received, params)
     if top.host.model.unexpected:
         raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
-                         t_build, t_sim)
+                         t_build, t_sim, cpu_sim)
+    if kernel == "direct":
+        report["simulator"] = ("direct scheduler (the CL/FL models without PyMTL3's signals), quiet-cycle skipping "
+                               + (f"on ({top.skipped:,} cycles in {top.skips:,} quiet spans, "
+                                  f"{top.quiet_edges / max(1, (cycles - top.skipped) * len(top.comps)):.0%} of the "
+                                  "other component edges quiet)" if skip else "off"))
+        report["skipped_cycles"] = top.skipped
+        report["skipped_component_edges"] = top.quiet_edges
     return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits))
 
 
@@ -209,7 +245,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt,
 # ---- report ------------------------------------------------------------------------------------
 
 def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycles, steps, batch,
-                t_build, t_sim) -> dict:
+                t_build, t_sim, cpu_sim=None) -> dict:
     """The run's report; ``routers``: one :class:`~pymtl_fp.cluster.observe.RouterLog` per node,
     ``host``: the :class:`~pymtl_fp.cluster.host.HostModel`."""
     clock = ccfg.clock_mhz * 1e6
@@ -307,6 +343,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "losses": list(host.losses),
         "wall_seconds": {"build": round(t_build, 2), "simulate": round(t_sim, 2)},
         "sim_cycles_per_second": cycles / t_sim if t_sim > 0 else None,
+        "cpu_seconds": {"simulate": round(cpu_sim, 2)} if cpu_sim is not None else {},
+        "sim_cycles_per_cpu_second": cycles / cpu_sim if cpu_sim else None,
     }
 
 
@@ -432,7 +470,10 @@ def format_report(rep: dict) -> str:
             lines.append("losses per step: " + ", ".join(f"{x:.4f}" for x in rep["losses"]))
     sim = rep.get("simulator", "PyMTL3")
     rate = rep.get("sim_cycles_per_second")
+    cpu_rate = rep.get("sim_cycles_per_cpu_second")
     ws = rep.get("wall_seconds", {})
+    cpu = rep.get("cpu_seconds", {}).get("simulate")
     lines.append(f"simulated by {sim}: build {ws.get('build', 0):.1f} s, simulation {ws.get('simulate', 0):.2f} s"
-                 + (f" ({rate:,.0f} cycles/s)" if rate else ""))
+                 + (f" ({rate:,.0f} cycles/s)" if rate else "")
+                 + (f", {cpu:.2f} s of CPU ({cpu_rate:,.0f} cycles per CPU second)" if cpu and cpu_rate else ""))
     return "\n".join(lines)

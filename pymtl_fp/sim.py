@@ -68,36 +68,44 @@ def build_sim(top, level: str, *, dut: str | None = None, name: str | None = Non
 
 
 def run_until(top, done, *, max_cycles=100_000, progress=None, idle_limit=5_000, trace=False,
-              keep_traces=0, describe_stuck=None) -> int:
+              keep_traces=0, describe_stuck=None, check_every=1) -> int:
     """Tick ``top`` until ``done()``; return the number of cycles ticked.
 
-    ``trace`` prints every cycle's line trace; ``keep_traces=N`` keeps the last N for the hang
-    message (building a line trace every cycle costs time, so by default only the line trace
-    at the moment of the hang is shown)."""
+    ``top.sim_tick()`` may return how many cycles it advanced (the direct scheduler of
+    :mod:`pymtl_fp.direct` skips quiet spans, during which ``done()`` and ``progress()`` cannot
+    change); PyMTL3's returns nothing (one cycle).  ``progress()`` is compared every
+    ``check_every`` ticks (building it costs time; the watchdog's limit is then met to within
+    that many ticks).  ``trace`` prints every tick's line trace; ``keep_traces=N`` keeps the last
+    N for the hang message (building a line trace every cycle costs time, so by default only the
+    line trace at the moment of the hang is shown)."""
     history = deque(maxlen=keep_traces)
     last = progress() if progress else None
-    idle = 0
-    for cycle in range(max_cycles):
+    idle = since = ticks = 0
+    cycle = 0
+    while cycle < max_cycles:
         if done():
             return cycle
-        top.sim_tick()
+        cycle += top.sim_tick() or 1
+        ticks += 1
         if trace or keep_traces > 0:
-            line = f"{cycle:6d}: {top.line_trace()}"
+            line = f"{cycle - 1:6d}: {top.line_trace()}"
             history.append(line)
             if trace:
                 print(line)
         if progress is not None:
-            now = progress()
-            if now == last:
-                idle += 1
-                if idle >= idle_limit:
-                    raise SimulationHang(_hang_message(
-                        f"no progress for {idle_limit} cycles at cycle {cycle}", top, history,
-                        describe_stuck))
-            else:
-                idle, last = 0, now
+            if ticks % check_every == 0:
+                now = progress()
+                if now == last:
+                    idle += cycle - since
+                    if idle >= idle_limit:
+                        raise SimulationHang(_hang_message(
+                            f"no progress for {idle_limit} cycles at cycle {cycle - 1}", top, history,
+                            describe_stuck))
+                else:
+                    idle, last = 0, now
+                since = cycle
     if done():
-        return max_cycles
+        return cycle
     raise SimulationHang(_hang_message(f"not done after {max_cycles} cycles", top, history,
                                        describe_stuck))
 

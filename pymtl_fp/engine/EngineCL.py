@@ -34,6 +34,7 @@ from __future__ import annotations
 from pymtl3 import update, update_ff
 
 from pymtl_fp import timing
+from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.EngineFL import EngineFL
 from pymtl_fp.engine.msgs import UNIT_EX, UNIT_LD, UNIT_ST, cmd_fields, from_word, to_word
@@ -67,8 +68,8 @@ class EngineCL(EngineFL):
         #: (op name, accepted cycle, occupancy in cycles) of every compute command
         s.compute_log = []
         s._reset_state()
-        sb = cfg.stream_bits
-        DataT = s.DataT
+        s._decoded = (None, None)  # direct scheduler: (command object, its fields)
+        s._rdy_key = None  # direct scheduler: (command, LD, ST, EX state, cmd.rdy)
 
         @update
         def up_cl_rdy():
@@ -78,37 +79,96 @@ class EngineCL(EngineFL):
         def up_cl():
             if s.reset:
                 s._reset_state()
-                s.din.rdy <<= 0
-                s.dout.val <<= 0
-                s.busy <<= 0
-                return
-            go = bool(s.cmd.val & s.cmd.rdy)  # cmd.rdy: this cycle's, from up_cl_rdy
-            f = cmd_fields(s.cmd.msg) if go else None
-            if s.ld is not None and s.din.val:
-                s._write_elem(s.ld, from_word(int(s.din.msg), sb))
-                if s.ld.advance():
-                    s.ld = None
-            if s.st is not None:
-                if not s.st.phase:
-                    s.st.phase = 1
-                elif s.dout.rdy:
-                    if s.st.advance():
-                        s.st = None
-            if s.ex is not None:
-                s.ex_left -= 1
-                if s.ex_left == 0:
-                    s.ex = None
-            if go:
-                s._accept(f)
-            s.cycle += 1
-            # registered outputs of the next cycle
-            s.din.rdy <<= s.ld is not None
-            s.busy <<= s._busy()
-            if s.st is not None and s.st.phase:
-                s.dout.val <<= 1
-                s.dout.msg <<= DataT(to_word(s._read_elem(s.st), sb))
             else:
-                s.dout.val <<= 0
+                # cmd.rdy: this cycle's, from up_cl_rdy; the port's value object may be updated
+                # in place, so it is decoded here, not cached
+                go = bool(s.cmd.val & s.cmd.rdy)
+                s._edge(go, cmd_fields(s.cmd.msg) if go else None, bool(s.din.val & s.din.rdy), s.din.msg,
+                        bool(s.dout.val & s.dout.rdy))
+            _, din_rdy, busy, dval, dword = s._drive()
+            s.din.rdy <<= din_rdy
+            s.busy <<= busy
+            s.dout.val <<= dval
+            if dval:
+                s.dout.msg <<= s.DataT(dword)
+
+    # ---- one clock edge (shared by the PyMTL3 blocks and the direct scheduler) ---------------
+    def _edge(s, go, f, din_fire, din_msg, dout_fire):
+        """``f``: the fields of the command accepted at this edge (``go``)."""
+        if s.ld is not None and din_fire:
+            s._write_elem(s.ld, from_word(int(din_msg), s.cfg.stream_bits))
+            if s.ld.advance():
+                s.ld = None
+        st = s.st
+        if st is not None:
+            if not st.phase:
+                st.phase = 1
+            elif dout_fire:
+                if st.advance():
+                    s.st = None
+        if s.ex is not None:
+            s.ex_left -= 1
+            if s.ex_left == 0:
+                s.ex = None
+        if go:
+            s._accept(f)
+        s.cycle += 1
+
+    def _drive(s) -> tuple:
+        """The registered outputs after the edge: (None: cmd.rdy is combinational, din.rdy, busy,
+        dout.val, dout word)."""
+        st = s.st
+        busy = 1 if (s.ld is not None or st is not None or s.ex is not None) else 0
+        if st is not None and st.phase:
+            return None, 1 if s.ld is not None else 0, busy, 1, to_word(s._read_elem(st), s.cfg.stream_bits)
+        return None, 1 if s.ld is not None else 0, busy, 0, 0
+
+    # ---- the direct protocol (pymtl_fp.direct; ports and bind from EngineFL) ----------------
+    def _fields(s, msg):
+        """The fields of a command object of the direct scheduler (immutable: the router builds
+        one per instruction), decoded once."""
+        m, f = s._decoded
+        if m is not msg:
+            f = cmd_fields(msg)
+            s._decoded = (msg, f)
+        return f
+
+    def direct_reset(s):
+        s._reset_state()
+        cmd, din, dout, busy = s._dc
+        din.rdy = dout.val = busy.value = 0
+
+    def direct_edge(s):
+        cmd, din, dout, _ = s._dc
+        go = cmd.val and cmd.rdy
+        s._edge(go, s._fields(cmd.msg) if go else None, din.val and din.rdy, din.msg, dout.val and dout.rdy)
+
+    def direct_drive(s):
+        _, din, dout, busy = s._dc
+        _, din.rdy, busy.value, dout.val, w = s._drive()
+        if dout.val:
+            dout.msg = w
+
+    def direct_comb(s):
+        cmd = s._dc[0]
+        if not cmd.val:
+            cmd.rdy = 0
+            return
+        msg, k = cmd.msg, s._rdy_key  # the answer changes only with the command or a unit's state
+        if k is None or k[0] is not msg or k[1] is not s.ld or k[2] is not s.st or k[3] is not s.ex:
+            s._rdy_key = k = (msg, s.ld, s.st, s.ex, 1 if s._accepts(s._fields(msg)) else 0)
+        cmd.rdy = k[4]
+
+    def direct_quiet(s):
+        cmd = s._dc[0]
+        if s.ld is not None or s.st is not None or (cmd.val and cmd.rdy):
+            return 0
+        return QUIET_FOREVER if s.ex is None else s.ex_left - 1
+
+    def direct_skip(s, n):
+        s.cycle += n
+        if s.ex is not None:
+            s.ex_left -= n
 
     # ---- state ---------------------------------------------------------------------------
     def _reset_state(s):
@@ -124,7 +184,14 @@ class EngineCL(EngineFL):
             return True
         if not msg.ovl:
             return False
-        f = cmd_fields(msg)
+        return s._accepts(cmd_fields(msg))
+
+    def _accepts(s, f):
+        """May the command with fields ``f`` be accepted now?"""
+        if not s._busy():
+            return True
+        if not f["ovl"]:
+            return False
         unit = msgs.unit_of(f["op"])
         running = {UNIT_LD: s.ld and s.ld.ranges, UNIT_ST: s.st and s.st.ranges, UNIT_EX: s.ex}
         if running[unit]:

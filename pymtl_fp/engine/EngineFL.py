@@ -17,6 +17,7 @@ from pymtl3 import Component, OutPort, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp import golden
+from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import (
     cmd_fields,
@@ -61,36 +62,73 @@ class EngineFL(Component):
         def up_fl():
             if s.reset:
                 s.cur = None
-                s.cmd.rdy <<= 0
-                s.din.rdy <<= 0
-                s.dout.val <<= 0
-                s.busy <<= 0
-                return
-            if s.cmd.val & s.cmd.rdy:
-                f = cmd_fields(s.cmd.msg)
-                if f["op"] in (msgs.OP_LOAD, msgs.OP_STORE):
-                    s.cur = dict(f, e=0)
-                    if f["count"] == 0:
-                        s.cur = None
-                else:
-                    s._compute(f)
-                    s.ops_done += 1
-            elif s.cur is not None and s.cur["op"] == msgs.OP_LOAD and s.din.val & s.din.rdy:
-                s._put(s.cur, from_word(int(s.din.msg), cfg.stream_bits))
-            elif s.cur is not None and s.cur["op"] == msgs.OP_STORE and s.dout.val & s.dout.rdy:
-                s.cur["e"] += 1
-                if s.cur["e"] == s.cur["count"]:
-                    s.cur = None
-            # next-cycle outputs
-            idle = s.cur is None
-            s.cmd.rdy <<= 1 if idle else 0
-            s.din.rdy <<= 1 if (not idle and s.cur["op"] == msgs.OP_LOAD) else 0
-            if not idle and s.cur["op"] == msgs.OP_STORE:
-                s.dout.val <<= 1
-                s.dout.msg <<= s.DataT(to_word(s._get(s.cur), cfg.stream_bits))
             else:
-                s.dout.val <<= 0
-            s.busy <<= 0 if idle else 1
+                s._edge(bool(s.cmd.val & s.cmd.rdy), s.cmd.msg, bool(s.din.val & s.din.rdy), s.din.msg,
+                        bool(s.dout.val & s.dout.rdy))
+            cmd_rdy, din_rdy, busy, dval, dword = s._drive()
+            if s.reset:
+                cmd_rdy = 0
+            s.cmd.rdy <<= cmd_rdy
+            s.din.rdy <<= din_rdy
+            s.dout.val <<= dval
+            if dval:
+                s.dout.msg <<= s.DataT(dword)
+            s.busy <<= busy
+
+    # ---- one clock edge (shared by the PyMTL3 block and the direct scheduler) ---------------
+    def _edge(s, cmd_fire, cmd_msg, din_fire, din_msg, dout_fire):
+        if cmd_fire:
+            f = cmd_fields(cmd_msg)
+            if f["op"] in (msgs.OP_LOAD, msgs.OP_STORE):
+                s.cur = dict(f, e=0)
+                if f["count"] == 0:
+                    s.cur = None
+            else:
+                s._compute(f)
+                s.ops_done += 1
+        elif s.cur is not None and s.cur["op"] == msgs.OP_LOAD and din_fire:
+            s._put(s.cur, from_word(int(din_msg), s.cfg.stream_bits))
+        elif s.cur is not None and s.cur["op"] == msgs.OP_STORE and dout_fire:
+            s.cur["e"] += 1
+            if s.cur["e"] == s.cur["count"]:
+                s.cur = None
+
+    def _drive(s) -> tuple:
+        """The registered outputs after the edge: (cmd.rdy, din.rdy, busy, dout.val, dout word)."""
+        cur = s.cur
+        if cur is None:
+            return 1, 0, 0, 0, 0
+        if cur["op"] == msgs.OP_STORE:
+            return 0, 0, 1, 1, to_word(s._get(cur), s.cfg.stream_bits)
+        return 0, 1 if cur["op"] == msgs.OP_LOAD else 0, 1, 0, 0
+
+    # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
+    DIRECT_PORTS = {"cmd": "recv", "din": "recv", "dout": "send", "busy": "out"}
+
+    def direct_bind(s, ch):
+        s._dc = (ch["cmd"], ch["din"], ch["dout"], ch["busy"])
+
+    def direct_reset(s):
+        s.cur = None
+        cmd, din, dout, busy = s._dc
+        cmd.rdy = din.rdy = dout.val = busy.value = 0
+
+    def direct_edge(s):
+        cmd, din, dout, _ = s._dc
+        s._edge(cmd.val and cmd.rdy, cmd.msg, din.val and din.rdy, din.msg, dout.val and dout.rdy)
+
+    def direct_drive(s):
+        cmd, din, dout, busy = s._dc
+        cmd.rdy, din.rdy, busy.value, dout.val, w = s._drive()
+        if dout.val:
+            dout.msg = w
+
+    def direct_quiet(s):
+        cmd = s._dc[0]  # (idle: cmd.rdy high, as every edge drives it; low only after reset)
+        return 0 if s.cur is not None or not cmd.rdy or cmd.val else QUIET_FOREVER
+
+    def direct_skip(s, n):
+        pass
 
     # ---- buffers -------------------------------------------------------------------------
     def _loc(s, cur):
