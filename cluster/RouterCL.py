@@ -92,6 +92,7 @@ class RouterCL(Component):
         s.status_ports = status_ports  # drive the st_mark/st_done/st_halted ports (tests compare them)
         s.node_name = name
         s.stall = stall
+        s.tracing = False  # record a timeline (cluster/trace.py) from the next reset on
         s._msgs, s._msgs_prog, s._last_msg = {}, None, None
         s._reset_state()
 
@@ -190,6 +191,10 @@ class RouterCL(Component):
         s.scratch_max = 0
         s.host_out_elems = []
         s.state = s._state()
+        #: timeline records (tracing): ("S", cycle, state) from that cycle on; ("C", cycle, pc,
+        #: iteration) an ENG/LOAD/STORE handed to the engine; ("F"/"D", cycle) the next LOAD/STORE
+        #: move done (its last element on din/dout in that cycle)
+        s.trace = [("S", 0, s.state)] if s.tracing else None
 
     def is_done(s) -> bool:
         return (s._kind() == isa.HALT and not s.feed and not s.drain and not any(s.outq)
@@ -257,9 +262,12 @@ class RouterCL(Component):
         io = f_din or f_dout
         compute_fired = False
         retire = False
+        tr = s.trace
         if f_cmd:
             ins = prog[s.pc]
             retire = True
+            if tr is not None:
+                tr.append(("C", cyc, s.pc, s.iter))
             if ins.kind == isa.ENG:
                 compute_fired = True
                 if s.timed:
@@ -279,6 +287,8 @@ class RouterCL(Component):
             if head[3] == head[1]:
                 s.feed.popleft()
                 s.n_feed_done += 1
+                if tr is not None:
+                    tr.append(("F", cyc))
         for src, f in ((isa.SRC_FWD_IN, f_fin), (isa.SRC_BWD_IN, f_bin), (isa.SRC_HOST, f_hin)):
             if not f:
                 continue
@@ -306,6 +316,8 @@ class RouterCL(Component):
             if head[2] == head[1]:
                 s.drain.popleft()
                 s.n_drain_done += 1
+                if tr is not None:
+                    tr.append(("D", cyc))
         # 3. the feeder from the scratch FIFO (one element per edge)
         if scratch_take:  # (from the head move before the edge, which cannot have retired)
             s.skid.append(s.scratch.popleft())
@@ -341,7 +353,10 @@ class RouterCL(Component):
             s.scratch_max = max(s.scratch_max, len(s.scratch))
         # 6. the state of the next cycle (from the registers after the edge, as the RTL's st_state)
         s.q_compute, s.q_io, s.q_unit, s.q_busy = compute_fired, io, unit, busy
-        s.state = s._state()
+        state = s._state()
+        if tr is not None and state != s.state:
+            tr.append(("S", s.cycle, state))
+        s.state = state
         if s.state == S_DONE and s.done_cycle is None:
             s.done_cycle = s.cycle
 
@@ -450,8 +465,9 @@ class RouterCL(Component):
         return int(cmd_val), msg, din, outs, dout_rdy, rdy, status
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = {"cmd": "send", "din": "send", "dout": "recv", "busy": "in", "fwd_in": "recv",
-                    "bwd_in": "recv", "host_in": "recv", "fwd_out": "send", "bwd_out": "send", "host_out": "send"}
+    DIRECT_PORTS = (("cmd", "send"), ("din", "send"), ("dout", "recv"), ("busy", "in"), ("fwd_in", "recv"),
+                    ("bwd_in", "recv"), ("host_in", "recv"), ("fwd_out", "send"), ("bwd_out", "send"),
+                    ("host_out", "send"))
 
     def direct_bind(s, ch):
         s._dc = tuple(ch[n] for n in ("cmd", "din", "dout", "fwd_in", "bwd_in", "host_in", "fwd_out", "bwd_out",

@@ -77,6 +77,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         second piece, the first holder's output (next to which the fwd writes its own)."""
         it = self.items[0]
         f, kind = self.info(it.layer), self.kind(it)
+        self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
         self.load_from("X", self.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
         if kind == "second":
             self.load_from("X", self.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
@@ -86,6 +87,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         self.input_sent = None  # a first piece whose input went out with the copy that made it
         for idx, it in enumerate(items):
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             if idx == 0 and not received:
                 self.receive(b)
             nxt = items[idx + 1] if idx + 1 < len(items) else None
@@ -162,6 +164,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         """pool_bwd of image b over channel tiles ``[t0, t1)`` (channels are independent; a tile
         range is contiguous in every operand), the result to ``d0`` in O or D."""
         f, P = self.info(it.layer), self.P
+        self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
         c = min(f["c"], t1 * P) - t0 * P
         self.compute("pool_bwd", n=1, c=c, ct=t1 - t0, h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"], pk=f["pk"],
                      a0=self.dy_in(it, b) + t0 * f["ho"] * f["wo"], a1=self.am_addr(it, b) + t0 * f["ho"] * f["wo"],
@@ -173,6 +176,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         for idx in reversed(range(len(items))):
             it = items[idx]
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             prev = items[idx - 1] if idx > 0 else None
             if idx == len(items) - 1:
                 kk = it.k1 - it.k0 if kind == "first" else f["k"]
@@ -242,6 +246,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             if it.pool:
                 continue
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             p, sh = f["p"], self.shifts[self.net.layers[li].name]
             kk = it.k1 - it.k0
             CRS = f["c"] * f["r"] * f["s"]
@@ -289,6 +294,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             if it.pool:
                 continue
             li = it.layer
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             name = self.net.layers[li].name
             w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
             wfull, wpiece, _ = self.w_region(it)
@@ -305,6 +311,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             if it.pool:
                 continue
             li = it.layer
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             _, wpiece, wwords = self.w_region(it)
             self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
             self.store("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),

@@ -171,6 +171,7 @@ class NodeEmitter:
         ins = isa.eng(**f).with_(seedstep=int(self.in_loop))
         cycles = program.command_cycles(self.P, {name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS})
         self.prog.longest_command = max(self.prog.longest_command, cycles)
+        self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
         self.emit(ins)
         if self.counting:
             self.prog.compute_cycles += cycles

@@ -158,7 +158,7 @@ class HostCL(Component):
             s.grad_queue.extend(s.model.logit(from_word(int(logit_msg), s.bits), s.cycle))
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = {"img_out": "send", "logit_in": "recv", "grad_out": "send", "up_in": "recv"}
+    DIRECT_PORTS = (("img_out", "send"), ("logit_in", "recv"), ("grad_out", "send"), ("up_in", "recv"))
 
     def direct_bind(s, ch):
         s._dc = (ch["img_out"], ch["logit_in"], ch["grad_out"], ch["up_in"])

@@ -53,7 +53,7 @@ class HostSideCL(Component):
         s.received = [[] for _ in range(s.n)]
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = {"to_node": "send", "from_node": "recv"}
+    DIRECT_PORTS = (("to_node", "send"), ("from_node", "recv"))
 
     def direct_bind(s, ch):
         s._dc = [(ch[f"to_node[{j}]"], ch[f"from_node[{j}]"]) for j in range(s.n)]

@@ -38,6 +38,7 @@ class NodeProgram:
     phase_compute: dict = field(default_factory=dict)
     loop: tuple = (0, 0)  #: the step loop's first and last instruction
     longest_command: int = 0  #: cycles of the longest engine command (the watchdog's yardstick)
+    notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command
 
     def words(self) -> list:
         """The program as binary instruction words."""

@@ -48,6 +48,7 @@ class ClusterRun:
     cycles: int
     report: dict = field(default_factory=dict)
     logits: list = field(default_factory=list)
+    trace: dict | None = None  #: the Chrome / Perfetto trace-event document (``trace=True``)
 
 
 def watchdog_limit(ccfg, cprog, stall=None) -> int:
@@ -79,13 +80,19 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel="pymtl", skip=True):
+def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel="pymtl", skip=True,
+           trace=False):
     """The simulated cluster, reset and released: ticked by PyMTL3 (``kernel="pymtl"``: any mix of
     levels) or directly (``"direct"``: every node at fl/cl, links at cl; :mod:`pymtl_fp.direct`)."""
     from pymtl3 import DefaultPassGroup
 
     top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
     top.elaborate()
+    if trace:  # (recorded from the reset on)
+        for node in top.cnet.nodes:
+            node.router.tracing = True
+        for lk in top.cnet.links:
+            lk.tracing = True
     if kernel == "direct":
         from pymtl_fp.cluster.ClusterNet import ClusterNet
         from pymtl_fp.direct import DirectSim
@@ -122,7 +129,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
-                     kernel: str | None = None, skip: bool = True) -> ClusterRun:
+                     kernel: str | None = None, skip: bool = True, trace: bool = False) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -132,10 +139,14 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     ``verilator`` nodes imported one by one.  ``faults`` (compiled cluster only): link fault
     injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit.
 
+    ``progress_cb(images_done, cycle)``: called as the watchdog checks progress (every few
+    hundred cycles at most; PyMTL3-ticked clusters every cycle).
+
     ``kernel``: what ticks a PyMTL3-built cluster: ``direct`` (default where every node is fl/cl
     and the links cl: :mod:`pymtl_fp.direct`, the same models without PyMTL3's signals) or
     ``pymtl`` (PyMTL3's simulator; any mix of levels).  ``skip``: the direct scheduler skips
-    quiet spans (cycle-identical; off to compare)."""
+    quiet spans (cycle-identical; off to compare).  ``trace``: record a timeline
+    (:mod:`pymtl_fp.cluster.trace`; fl/cl nodes and cl links) into ``ClusterRun.trace``."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -161,8 +172,10 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         raise ClusterError(f"unknown simulation kernel {kernel!r}; choose direct or pymtl")
     if kernel == "direct" and not direct_possible(levels, link_level):
         raise ClusterError("the direct kernel needs every node at fl or cl and cl links")
+    if trace and not direct_possible(levels, link_level):
+        raise ClusterError("a trace is recorded by the CL routers and links: every node at fl or cl, cl links")
     t0 = time.time()
-    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip)
+    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip, trace)
     t_build = time.time() - t0
     nodes = top.cnet.nodes
     cl = {j: nodes[j].router for j, lv in enumerate(levels) if lv in ("fl", "cl")}
@@ -171,9 +184,13 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     def done():
         return (all(r.is_done() for r in cl.values()) and all(bool(nodes[j].st_halted) for j in pollers))
 
+    first_cl = next(iter(cl.values()), None)
+
     def progress():
         for p in pollers.values():
             p.poll()
+        if progress_cb is not None:
+            progress_cb(top.host.done_images(), first_cl.cycle if first_cl is not None else None)
         return (tuple(r._progress() for r in cl.values())
                 + tuple((int(nodes[j].st_pc), int(nodes[j].st_iter), tuple(int(x) for x in nodes[j].st_sent),
                          tuple(int(x) for x in nodes[j].st_recv)) for j in pollers)
@@ -208,7 +225,14 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                                   "other component edges quiet)" if skip else "off"))
         report["skipped_cycles"] = top.skipped
         report["skipped_component_edges"] = top.quiet_edges
-    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits))
+    doc = None
+    if trace:
+        from pymtl_fp.cluster.trace import chrome_trace
+
+        doc = chrome_trace([(cl[j].trace, ccfg.engines[j].P) for j in range(ccfg.n)], cprog,
+                           [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
+                           cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
+    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
 
 
 def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels, max_cycles,

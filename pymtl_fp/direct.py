@@ -7,7 +7,7 @@ machinery costs far more than the behaviour.  A component that implements the *d
 protocol* keeps its behaviour in plain Python methods that its own ``update_ff`` block also
 calls, so the two ways of ticking it run the same code:
 
-* ``DIRECT_PORTS``: ``{port name: kind}`` with kind ``recv`` / ``send`` (a val/rdy stream
+* ``DIRECT_PORTS``: ``((port name, kind), ...)`` with kind ``recv`` / ``send`` (a val/rdy stream
   interface; a list of interfaces is named ``name[i]``), ``in`` / ``out`` (a one-bit wire);
 * ``direct_bind(ch)``: keep the :class:`Channel` / :class:`Wire` objects of those ports;
 * ``direct_reset()``: the reset edge (state and the outputs in reset);
@@ -46,7 +46,7 @@ class DirectError(RuntimeError):
 class Channel:
     """A val/rdy stream between two direct components (plain Python values)."""
 
-    __slots__ = ("val", "rdy", "msg", "name")
+    __slots__ = ("msg", "name", "rdy", "val")
 
     def __init__(self, name):
         self.val, self.rdy, self.msg, self.name = 0, 0, 0, name
@@ -61,7 +61,7 @@ class Channel:
 class Wire:
     """A one-bit wire between two direct components."""
 
-    __slots__ = ("value", "name")
+    __slots__ = ("name", "value")
 
     def __init__(self, name):
         self.value, self.name = 0, name
@@ -70,7 +70,7 @@ class Wire:
 def _ports(comp):
     """(name, kind, val-or-wire signal, rdy signal or None) of each port of the protocol."""
     out = []
-    for name, kind in comp.DIRECT_PORTS.items():
+    for name, kind in comp.DIRECT_PORTS:
         obj = getattr(comp, name)
         items = [(f"{name}[{i}]", o) for i, o in enumerate(obj)] if isinstance(obj, list) else [(name, obj)]
         for nm, o in items:

@@ -2,7 +2,9 @@
 cluster, measured side by side in one run on one configuration (the ``train --engine cluster``
 defaults unless options say otherwise).
 
-* ``cl``: the CL cluster (PyMTL3 simulating CL engines, CL routers, CL links), the whole run;
+* ``cl``: the CL cluster (CL engines, CL routers, CL links), the whole run, three ways: ticked by
+  PyMTL3's simulator, by the direct scheduler (:mod:`pymtl_fp.direct`), and by the direct
+  scheduler skipping quiet cycles (the ``train`` default); the three reports must be identical;
 * ``rtl``: the RTL cluster simulated by PyMTL3 (RTL nodes and links), the first ``--pymtl-cycles``
   cycles of the same run;
 * ``verilator-per-cycle``: every RTL node translated and imported into Verilator one by one
@@ -119,37 +121,47 @@ def main(args) -> int:
     print(f"cluster: lenet-digits, {args.nodes} nodes of 4x4, batch {args.batch}, {args.steps} steps, "
           f"overlapping engines, 1f1b", flush=True)
     rows = {}
-    for level in ("cl", "verilator"):
+    reports = {}
+    for key, level, kernel, skip in (("cl-pymtl", "cl", "pymtl", False), ("cl-direct", "cl", "direct", False),
+                                     ("cl", "cl", "direct", True), ("verilator", "verilator", None, True)):
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=args.steps, batch=args.batch,
-                               levels=[level] * args.nodes, overlap=True)
+                               levels=[level] * args.nodes, overlap=True, kernel=kernel, skip=skip)
         if not params_equal(run.params, want):
-            raise UserError(f"bench cluster: the {level} run does not equal the golden model")
-        ws = run.report["wall_seconds"]
-        rows[level] = dict(cycles=run.cycles, seconds=ws["simulate"], build_seconds=ws["build"],
-                           rate=run.cycles / ws["simulate"], golden=True)
-        print(f"  measured {level}: {run.cycles} cycles in {ws['simulate']:.2f} s", flush=True)
+            raise UserError(f"bench cluster: the {key} run does not equal the golden model")
+        ws, cpu = run.report["wall_seconds"], run.report.get("cpu_seconds", {}).get("simulate")
+        rows[key] = dict(cycles=run.cycles, seconds=ws["simulate"], build_seconds=ws["build"], cpu_seconds=cpu,
+                         rate=run.cycles / ws["simulate"], golden=True)
+        reports[key] = {k: v for k, v in run.report.items() if k in ("cycles_per_step", "node", "links", "losses")}
+        print(f"  measured {key}: {run.cycles} cycles in {ws['simulate']:.2f} s", flush=True)
         if level == "verilator":
             host = HostModel(ccfg.engines[0], net, fmt, images, labels, args.batch, ccfg.engines[-1].P)
             grads = [g for y in run.logits for g in host.image_done(_logit_elements(y, host), 0)]
     if rows["cl"]["cycles"] != rows["verilator"]["cycles"]:
         raise UserError("bench cluster: CL and Verilated cycles differ")
+    if not reports["cl-pymtl"] == reports["cl-direct"] == reports["cl"]:
+        raise UserError("bench cluster: the CL reports of the three schedulers differ")
     if args.pymtl_cycles:
         for level in ("rtl", "verilator-per-cycle"):
             rows[level] = _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args,
                                       "rtl" if level == "rtl" else "verilator")
             print(f"  measured {level}: {rows[level]['cycles']} cycles in {rows[level]['seconds']:.2f} s", flush=True)
     rows["plain C++"] = _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads)
-    names = {"cl": "CL cluster (PyMTL3)", "rtl": "RTL cluster in PyMTL3",
+    names = {"cl-pymtl": "CL cluster, PyMTL3's scheduler", "cl-direct": "CL cluster, direct scheduler",
+             "cl": "CL, direct, quiet cycles skipped (default)", "rtl": "RTL cluster in PyMTL3",
              "verilator-per-cycle": "RTL nodes via PyMTL3's Verilator import",
              "verilated": "Verilated cluster (compiled bench)", "plain C++": "same model, one C++ call"}
     rows["verilated"] = rows.pop("verilator")
-    print(f"  {'simulator':<42}{'cycles':>9}{'sim s':>9}{'cycles/s':>12}{'vs CL':>9}")
-    for key in ("cl", "rtl", "verilator-per-cycle", "verilated", "plain C++"):
+    print(f"  {'simulator':<44}{'cycles':>9}{'sim s':>9}{'CPU s':>8}{'cycles/s':>12}{'vs CL/PyMTL3':>14}")
+    for key in ("cl-pymtl", "cl-direct", "cl", "rtl", "verilator-per-cycle", "verilated", "plain C++"):
         if key not in rows:
             continue
         r = rows[key]
-        print(f"  {names[key]:<42}{r['cycles']:>9}{r['seconds']:>9.2f}{r['rate']:>12,.0f}"
-              f"{r['rate'] / rows['cl']['rate']:>8.1f}x")
+        cpu = f"{r['cpu_seconds']:8.2f}" if r.get("cpu_seconds") is not None else f"{'':8}"
+        print(f"  {names[key]:<44}{r['cycles']:>9}{r['seconds']:>9.2f}{cpu}{r['rate']:>12,.0f}"
+              f"{r['rate'] / rows['cl-pymtl']['rate']:>13.1f}x")
+    base, fast = rows["cl-pymtl"], rows["cl"]
+    print(f"  CL simulation CPU time: {base['cpu_seconds']:.2f} s with PyMTL3's scheduler, {fast['cpu_seconds']:.2f} s "
+          f"direct with skipping ({base['cpu_seconds'] / fast['cpu_seconds']:.1f}x less); the three CL reports equal")
     ratio = rows["plain C++"]["rate"] / rows["verilated"]["rate"]
     print(f"  the Python crossings (one per image) cost {ratio:.2f}x against one C++ call; "
           f"builds (cached after the first): verilated {rows['verilated']['build_seconds']:.1f} s")

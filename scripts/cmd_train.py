@@ -102,6 +102,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "full, each node alternates one image's forward pass with an earlier one's "
                           "backward pass) or gpipe (all forward passes, then all backward passes)")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
+    grp.add_argument("--trace", metavar="FILE.json",
+                     help="write the run's timeline as a Chrome/Perfetto trace-event file (open it in "
+                          "ui.perfetto.dev): per node engine commands, LOAD/STORE and router states, per link "
+                          "transfers and messages in flight, host events (fl/cl nodes)")
+    grp.add_argument("--kernel", choices=("direct", "pymtl"),
+                     help="what ticks a fl/cl cluster: direct (default: the same models without PyMTL3's "
+                          "signals) or pymtl (PyMTL3's simulator; always used with rtl/verilator nodes in the mix)")
+    grp.add_argument("--skip", action=argparse.BooleanOptionalAction, default=True,
+                     help="direct kernel: skip quiet cycles (default; cycle-identical, --no-skip to compare)")
+    grp.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="a progress bar on standard error (default: when it is a terminal)")
     CLUSTER_OPTIONS.update({a.dest: (a.option_strings[0], a.default) for a in grp._group_actions})
 
 
@@ -245,6 +256,7 @@ def _run_cluster(args, net) -> int:
 
     report_path = validate.output_file(args.report, "--report", ".json")
     weights_path = validate.output_file(args.save_weights, "--save-weights", ".npz")
+    trace_path = validate.output_file(args.trace, "--trace", ".json")
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
     if args.level not in CLUSTER_LEVELS:
@@ -285,6 +297,10 @@ def _run_cluster(args, net) -> int:
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
+    if trace_path and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError("--trace records the CL routers and links: every node at fl or cl")
+    if args.kernel == "direct" and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError("--kernel direct ticks fl/cl nodes only; use --kernel pymtl (or leave it out)")
     if faults is not None and levels != ["verilator"] * args.nodes:
         raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
     fmt = net.precision(precision)
@@ -300,15 +316,21 @@ def _run_cluster(args, net) -> int:
           f"{args.nodes} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
           f"(arrays {','.join(str(e.P) for e in ccfg.engines)})"
           + (f"; link faults {args.faults:g} per flit (seed {args.fault_seed})" if faults else ""), flush=True)
+    from pymtl_fp.cli.progress import SimProgress
+
+    bar = SimProgress(steps * batch, args.progress)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                                overlap=args.overlap, schedule=args.schedule,
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
-                               max_cycles=max(20_000_000, 200_000 * steps))
+                               max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
+                               trace=bool(trace_path), progress_cb=bar)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
         raise UserError(str(exc).splitlines()[0]) from None
+    finally:
+        bar.close()
     want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch)
     equal = params_equal(run.params, want)
     print(format_report(run.report))
@@ -327,6 +349,11 @@ def _run_cluster(args, net) -> int:
                    weights_equal_golden=equal, golden_losses=golden_losses)
         report_path.write_text(json.dumps(rep, indent=2, default=float) + "\n")
         print(f"  wrote {report_path}")
+    if trace_path:
+        from pymtl_fp.cluster.trace import write_trace
+
+        write_trace(run.trace, trace_path)
+        print(f"  wrote {trace_path} (open it in ui.perfetto.dev)")
     if weights_path:
         flat = {f"{name}.{k}": np.asarray(v) for name, p in run.params.items() for k, v in p.items()}
         np.savez(weights_path, **flat)

@@ -110,7 +110,7 @@ def test_a_component_without_the_protocol_is_refused():
 
     top = Top()
     top.elaborate()
-    with pytest.raises(DirectError, match="Plain .* has update blocks but no direct protocol"):
+    with pytest.raises(DirectError, match=r"Plain .* has update blocks but no direct protocol"):
         DirectSim(top)
 
 

@@ -135,7 +135,7 @@ class EngineCL(EngineFL):
 
     def direct_reset(s):
         s._reset_state()
-        cmd, din, dout, busy = s._dc
+        _, din, dout, busy = s._dc
         din.rdy = dout.val = busy.value = 0
 
     def direct_edge(s):

@@ -103,7 +103,7 @@ class EngineFL(Component):
         return 0, 1 if cur["op"] == msgs.OP_LOAD else 0, 1, 0, 0
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = {"cmd": "recv", "din": "recv", "dout": "send", "busy": "out"}
+    DIRECT_PORTS = (("cmd", "recv"), ("din", "recv"), ("dout", "send"), ("busy", "out"))
 
     def direct_bind(s, ch):
         s._dc = (ch["cmd"], ch["din"], ch["dout"], ch["busy"])

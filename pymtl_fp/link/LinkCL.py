@@ -23,6 +23,7 @@ class LinkCL(Component):
         declare_fault_free_ports(s, MsgType, cfg, "LinkCL")
         s.F, s.L, s.Lr, s.W = cfg.flits, cfg.latency, cfg.credit_latency, cfg.window
         W = s.W
+        s.tracing = False  # record transfers (cluster/trace.py) from the next reset on
         s._reset_state()
 
         @update_ff
@@ -56,6 +57,8 @@ class LinkCL(Component):
         if recv_fire:
             s.unsent.append((c, msg))
             s.occupancy += 1
+            if s.trace is not None:
+                s.trace[0].append(c)
         if send_fire:
             s.rxq.popleft()
             s.credit_returns.append(c + s.Lr)
@@ -63,6 +66,8 @@ class LinkCL(Component):
         while s.in_flight and s.in_flight[0][0] == c:
             s.rxq.append(s.in_flight.popleft()[1])
             s.ack_returns.append(c + s.Lr)
+            if s.trace is not None:
+                s.trace[1].append(c)
         # return path arrivals in cycle c (effective from c+1)
         while s.credit_returns and s.credit_returns[0] == c:
             s.credit_returns.popleft()
@@ -73,7 +78,7 @@ class LinkCL(Component):
         s.cycle = c + 1
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = {"recv": "recv", "send": "send"}
+    DIRECT_PORTS = (("recv", "recv"), ("send", "send"))
 
     def direct_bind(s, ch):
         s._dc = (ch["recv"], ch["send"])
@@ -125,6 +130,8 @@ class LinkCL(Component):
         s.credit_returns = deque()  # cycles credits arrive back at the sender
         s.ack_returns = deque()  # cycles ACKs arrive back at the sender
         s.frame_starts = 0
+        #: timeline (tracing): the cycles messages were taken, the cycles they arrived
+        s.trace = ([], []) if s.tracing else None
 
     def stats(s) -> dict:
         return status_dict(s.status)
