@@ -106,6 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="write the run's timeline as a Chrome/Perfetto trace-event file (open it in "
                           "ui.perfetto.dev): per node engine commands, LOAD/STORE and router states, per link "
                           "transfers and messages in flight, host events (fl/cl nodes)")
+    grp.add_argument("--timeline", metavar="FILE.png",
+                     help="draw the run's timeline (the trace's events: engine commands, LOAD/STORE, router "
+                          "states per node; messages in flight per link) as a PNG (fl/cl nodes)")
     grp.add_argument("--kernel", choices=("direct", "pymtl"),
                      help="what ticks a fl/cl cluster: direct (default: the same models without PyMTL3's "
                           "signals) or pymtl (PyMTL3's simulator; always used with rtl/verilator nodes in the mix)")
@@ -257,6 +260,7 @@ def _run_cluster(args, net) -> int:
     report_path = validate.output_file(args.report, "--report", ".json")
     weights_path = validate.output_file(args.save_weights, "--save-weights", ".npz")
     trace_path = validate.output_file(args.trace, "--trace", ".json")
+    timeline_path = validate.output_file(args.timeline, "--timeline", ".png")
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
     if args.level not in CLUSTER_LEVELS:
@@ -297,8 +301,9 @@ def _run_cluster(args, net) -> int:
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
-    if trace_path and not all(lv in ("fl", "cl") for lv in levels):
-        raise UserError("--trace records the CL routers and links: every node at fl or cl")
+    if (trace_path or timeline_path) and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError(f"{'--trace' if trace_path else '--timeline'} records the CL routers and links: every node "
+                        "at fl or cl")
     if args.kernel == "direct" and not all(lv in ("fl", "cl") for lv in levels):
         raise UserError("--kernel direct ticks fl/cl nodes only; use --kernel pymtl (or leave it out)")
     if faults is not None and levels != ["verilator"] * args.nodes:
@@ -324,7 +329,7 @@ def _run_cluster(args, net) -> int:
                                overlap=args.overlap, schedule=args.schedule,
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
-                               trace=bool(trace_path), progress_cb=bar)
+                               trace=bool(trace_path or timeline_path), progress_cb=bar)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
@@ -354,6 +359,12 @@ def _run_cluster(args, net) -> int:
 
         write_trace(run.trace, trace_path)
         print(f"  wrote {trace_path} (open it in ui.perfetto.dev)")
+    if timeline_path:
+        from pymtl_fp.cluster.trace_plot import plot_timeline
+
+        plot_timeline(run.trace, timeline_path, f"{net.name}: {args.nodes} nodes at {','.join(levels)}, batch {batch}, "
+                      f"{steps} steps ({run.cycles:,} cycles)")
+        print(f"  wrote {timeline_path}")
     if weights_path:
         flat = {f"{name}.{k}": np.asarray(v) for name, p in run.params.items() for k, v in p.items()}
         np.savez(weights_path, **flat)

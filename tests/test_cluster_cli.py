@@ -62,3 +62,26 @@ def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
 def test_cluster_bad_options_are_user_errors(argv, match):
     with pytest.raises(UserError, match=match):
         run_cli(*argv)
+
+
+def test_trace_timeline_and_kernels_from_the_command_line(tmp_path, capsys):
+    """--trace writes trace-event JSON, --timeline a PNG drawn from it; --kernel pymtl and
+    --no-skip give the same report (but the simulator line) as the default direct kernel."""
+    import matplotlib.image
+
+    trace, png, rep = tmp_path / "run.json", tmp_path / "run.png", tmp_path / "r.json"
+    args = ("--nodes", "2", "--level", "cl", "--batch", "2", "--steps", "1")
+    assert run_cli(*args, "--trace", str(trace), "--timeline", str(png), "--report", str(rep), "--no-progress") == 0
+    out = capsys.readouterr().out
+    assert "simulated by direct scheduler" in out and "quiet-cycle skipping on" in out
+    doc = json.loads(trace.read_text())
+    assert any(e["ph"] == "X" and e.get("cat") == "compute" for e in doc["traceEvents"])
+    height, width = matplotlib.image.imread(png).shape[:2]
+    assert width > 1000 and height > 500
+    default = json.loads(rep.read_text())
+    for extra in (("--kernel", "pymtl"), ("--no-skip",)):
+        assert run_cli(*args, "--report", str(rep), *extra) == 0
+        other = json.loads(rep.read_text())
+        for key in ("cycles_per_step", "node", "links", "steady_state", "losses"):
+            assert other[key] == default[key], (extra, key)
+    assert "simulated by PyMTL3" not in out
