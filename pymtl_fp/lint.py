@@ -28,6 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from pymtl_fp import verilog_paths
 from pymtl_fp.toolchain import setup_verilator
 
 #: Warnings PyMTL3's generated Verilog triggers whatever the RTL: waived for every unit.
@@ -238,6 +239,7 @@ def translate_verilog(component, name: str, out_dir) -> Path:
     component.set_metadata(VerilogTranslationPass.explicit_module_name, name)
     component.set_metadata(VerilogTranslationPass.explicit_file_name, f"{name}.v")
     component.set_metadata(VerilogTranslationPass.enable, True)
+    verilog_paths.install()
     old = os.getcwd()
     os.chdir(out)
     try:
@@ -250,18 +252,7 @@ def translate_verilog(component, name: str, out_dir) -> Path:
     top = component.get_metadata(VerilogTranslationPass.translated_top_module)
     if written != out / f"{name}.v" or top != name or not written.is_file():
         raise LintError(f"translation wrote {written} with top {top!r}, expected {name}.v / {name!r}")
-    _relative_source_paths(written)
     return written
-
-
-def _relative_source_paths(verilog: Path) -> None:
-    """PyMTL3 writes ``// At /absolute/path/File.py:line`` comments; a file users take to a vendor
-    flow should not carry this machine's directories, so paths under the source tree become
-    relative to it (``pymtl_fp/link/ChannelRTL.py:49``)."""
-    root = str(Path(__file__).resolve().parent.parent) + os.sep
-    text = verilog.read_text()
-    if root in text:
-        verilog.write_text(text.replace(root, ""))
 
 
 def lint_component(component, name: str, out_dir, waivers: dict | None = None) -> LintResult:

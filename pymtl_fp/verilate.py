@@ -9,7 +9,9 @@ One helper for every unit (engine, link, node, cluster):
   registry raises if the same name is reused for different parameters (a reused name would
   silently load the first build's shared library);
 * PyMTL3's import pass caches builds: an unchanged design is not recompiled;
-* optional VCD tracing (``vcd=True``); :mod:`pymtl_fp.vcd_fix` makes traced builds compile.
+* optional VCD tracing (``vcd=True``); :mod:`pymtl_fp.vcd_fix` makes traced builds compile;
+* source paths in the Verilog are relative (:mod:`pymtl_fp.verilog_paths`), so a build made from
+  one checkout is a cache hit for another.
 
 Use :func:`module_name` to make a name and :func:`translate_import` to get a simulatable
 Verilator-backed component (already elaborated, with the default pass group applied).
@@ -23,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-from pymtl_fp import vcd_fix
+from pymtl_fp import vcd_fix, verilog_paths
 from pymtl_fp.toolchain import setup_verilator
 
 _NAME_REGISTRY: dict[str, str] = {}
@@ -149,6 +151,7 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
 
     setup_verilator()
     vcd_fix.install()
+    verilog_paths.install()
     _elaborate_once(top)
     stems = {}
     for unit, stem in (vcd_stems or {}).items():
