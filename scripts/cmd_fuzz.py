@@ -46,6 +46,14 @@ def add_arguments(parser):
                         help="parallel worker processes (default 1; at most the cores this process may use)")
     parser.add_argument("--force-workers", action="store_true",
                         help="allow more --workers than cores (they then share the cores and run slower each)")
+    parser.add_argument("--scheduler", default="local", metavar="local|processes|ADDRESS",
+                        help="where the workers run: local (default: a Dask cluster of --workers processes "
+                             "started by the command), processes (plain local processes), or a running Dask "
+                             "scheduler's address (tcp://host:8786: the campaign uses its workers)")
+    parser.add_argument("--db", metavar="redis://HOST:PORT/N|DIR",
+                        help="example database: a Redis URL (shared by every machine: failures found anywhere "
+                             "replay first everywhere) or a directory (default: $PYMTL_FP_HYPOTHESIS_DB or "
+                             "~/.cache/pymtl-fp/hypothesis)")
     parser.add_argument("--seed", type=int, help="base random seed (default: random, printed)")
     parser.add_argument("--out", default="fuzz-results",
                         help="directory for reproducers of failures (default ./fuzz-results)")
@@ -78,12 +86,24 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _check_database() -> None:
-    """The campaign profile's example database must be writable: a failure found once is replayed
-    first next time only if it was saved (Hypothesis ignores an unwritable one silently)."""
+def _check_database(db: str | None) -> tuple:
+    """``(db_path, db_url)``.  A directory database must be writable (a failure found once is
+    replayed first next time only if it was saved: Hypothesis ignores an unwritable one
+    silently); a Redis database must answer."""
     from pymtl_fp.tb.hypothesis_profiles import campaign_db_path
 
-    validate.output_dir(campaign_db_path(), "example database (set $PYMTL_FP_HYPOTHESIS_DB to move it)")
+    if db is not None and db.startswith(("redis://", "rediss://", "unix://")):
+        import redis
+
+        try:
+            redis.Redis.from_url(db, socket_connect_timeout=3, socket_timeout=3).ping()
+        except (redis.RedisError, ValueError, OSError) as exc:
+            raise UserError(f"--db {db}: no Redis server answers there ({exc})") from None
+        return None, db
+    if db is not None:
+        return str(validate.output_dir(db, "--db").resolve()), None
+    validate.output_dir(campaign_db_path(), "example database (set $PYMTL_FP_HYPOTHESIS_DB or --db to move it)")
+    return None, None
 
 
 def main(args) -> int:
@@ -119,15 +139,28 @@ def main(args) -> int:
     validate.integer(args.seed, "--seed", 0, 2**32 - 1)
     out_dir = validate.output_dir(args.out, "--out")
     validate.output_file(args.json, "--json", ".json")
-    _check_database()
+    db_path, db_url = _check_database(args.db)
+    if args.scheduler not in ("local", "processes") and "://" not in args.scheduler:
+        raise UserError(f"--scheduler {args.scheduler}: give local, processes or a Dask scheduler address "
+                        "(tcp://host:8786)")
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
         out_dir=str(out_dir.resolve()), inject_bug=args.inject_bug,
-        shrink_seconds=args.shrink_seconds, max_examples=args.max_examples)
+        shrink_seconds=args.shrink_seconds, max_examples=args.max_examples, db_path=db_path, db_url=db_url)
     try:
-        summary = campaign.run_campaign(cfg, stream=sys.stderr)
+        if args.scheduler == "processes":
+            summary = campaign.run_campaign(cfg, stream=sys.stderr)
+        else:
+            from pymtl_fp.tb.fuzz import dask_campaign
+
+            try:
+                summary = dask_campaign.run_campaign_dask(cfg, args.scheduler, stream=sys.stderr)
+            except dask_campaign.SchedulerError as exc:
+                raise UserError(str(exc)) from None
     except targets.TargetUnavailable as exc:
         raise UserError(str(exc)) from None
+    except ImportError as exc:
+        raise UserError(f"--scheduler {args.scheduler}: {exc}") from None
     print(summary.report())
     if args.json:
         Path(args.json).write_text(json.dumps(summary.to_json(), indent=1) + "\n")

@@ -55,6 +55,7 @@ class CampaignConfig:
     max_examples: int | None = None  #: stop after this many examples in all (None: the time budget only)
     build_base: str | None = None  #: default: $PYMTL_FP_BUILD_DIR or ~/.cache/pymtl-fp/build
     db_path: str | None = None  #: default: the campaign profile's database
+    db_url: str | None = None  #: a Redis example database shared by every machine (``redis://host:port/n``)
     command: str = "pymtl-fp"  #: how to spell the CLI in printed commands
 
     def replay_prefix(self) -> str:
@@ -90,7 +91,8 @@ class Summary:
     inject_bug: str | None = None
     worker_errors: list = dataclasses.field(default_factory=list)
     shrink_runs: int = 0  #: property runs spent shrinking failures (part of ``examples``)
-
+    scheduler: str = "processes"  #: local worker processes, or the Dask cluster that ran them
+    restarts: int = 0  #: workers whose process died and whose work was run again
     @property
     def examples_per_minute(self) -> float:
         return self.examples / (self.wall_seconds / 60) if self.wall_seconds > 0 else 0.0
@@ -115,13 +117,17 @@ class Summary:
             f"fuzz {self.target} at {self.level}: {self.examples} examples"
             + (f" ({self.shrink_runs} of them shrinking)" if self.shrink_runs else "")
             + f" in {self.wall_seconds:.1f} s "
-            f"({self.examples_per_minute:.0f} examples/minute) with {self.workers} worker(s), seed {self.seed}"
+            f"({self.examples_per_minute:.0f} examples/minute) with {self.workers} worker(s) on {self.scheduler}, "
+            f"seed {self.seed}"
             + (f", injected bug {self.inject_bug!r}" if self.inject_bug else ""),
             f"  coverage: {len(self.coverage)} distinct shapes/ops/configurations"
             + (f" (e.g. {', '.join(self.coverage[:4])})" if self.coverage else ""),
         ]
         for err in self.worker_errors:
             lines.append(f"  WORKER ERROR: {err}")
+        if self.restarts:
+            lines.append(f"  {self.restarts} worker(s) restarted after their process died (their examples re-run; "
+                         "failures already found replay first from the example database)")
         if not self.failures:
             lines.append("  failures: none" if not self.worker_errors else "  failures: none found")
         for i, f in enumerate(self.failures, 1):
@@ -147,15 +153,32 @@ def _short_error(exc: BaseException) -> str:
     return text[:600] + ("..." if len(text) > 600 else "")
 
 
-def _worker(wid: int, cfg: CampaignConfig, seed: int, deadline_wall: float, out_q) -> None:
-    """One worker process (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
+def worker_env(wid: int, cfg: CampaignConfig) -> None:
+    """The worker's own Verilator build directory and example database (process environment)."""
     base = Path(cfg.build_base or os.environ.get("PYMTL_FP_BUILD_DIR")
                 or Path.home() / ".cache" / "pymtl-fp" / "build").expanduser()
     os.environ["PYMTL_FP_BUILD_DIR"] = str(base / f"fuzz-w{wid}")
     if cfg.db_path:
         os.environ["PYMTL_FP_HYPOTHESIS_DB"] = cfg.db_path
+
+
+def example_database(cfg: CampaignConfig, profile):
+    """The campaign's example database: Redis when ``db_url`` is given (shared by every machine),
+    else the campaign profile's directory database."""
+    if not cfg.db_url:
+        return profile.database
+    import redis
+    from hypothesis.extra.redis import RedisExampleDatabase
+
+    return RedisExampleDatabase(redis.Redis.from_url(cfg.db_url))
+
+
+def _worker(wid: int, cfg: CampaignConfig, seed: int, deadline_wall: float, out_q) -> None:
+    """One worker process (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
+    worker_env(wid, cfg)
     try:
+        out_q.put(("start", wid, os.getpid()))
         _worker_body(wid, cfg, seed, deadline_wall, out_q)
     except BaseException as exc:
         out_q.put(("error", wid, f"{_short_error(exc)}\n{traceback.format_exc()[-2000:]}"))
@@ -231,7 +254,7 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
         # no "explain" phase: it re-runs the failing case under sys.settrace, which makes a
         # PyMTL3 simulation crawl; the shrunk case and the replay command are what we report
         s = settings(profile, max_examples=10**9, deadline=None, verbosity=Verbosity.quiet,
-                     database=profile.database, derandomize=False,
+                     database=example_database(cfg, profile), derandomize=False,
                      phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))
         test = s(given(strategy)(prop))
         # Hypothesis has no public way to set both the random seed and the example database
@@ -263,9 +286,9 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
                                         shrunk=shrunk, files=files, commands=commands, notes=notes)))
 
 
-def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
-    """Run a campaign and return its summary; ``stream`` (default stderr) gets progress lines."""
-    stream = stream or sys.stderr
+def check_config(cfg: CampaignConfig) -> int:
+    """Refuse a target, level or bug the registry does not have (before any worker starts);
+    returns the campaign's seed."""
     target = targets.get(cfg.target)  # raises TargetUnavailable early, in the parent
     if cfg.level not in target.levels:
         raise targets.TargetUnavailable(
@@ -278,7 +301,15 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
         raise targets.TargetUnavailable(
             f"bug {cfg.inject_bug!r} can be injected at levels "
             f"{', '.join(target.mutations[cfg.inject_bug].levels)}, not {cfg.level!r}")
-    seed = cfg.seed if cfg.seed is not None else int.from_bytes(os.urandom(4), "little")
+    return cfg.seed if cfg.seed is not None else int.from_bytes(os.urandom(4), "little")
+
+
+def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
+    """Run a campaign in local worker processes and return its summary; ``stream`` (default
+    stderr) gets progress lines.  (:mod:`pymtl_fp.tb.fuzz.dask_campaign` runs the same workers on
+    a Dask cluster.)"""
+    stream = stream or sys.stderr
+    seed = check_config(cfg)
     ctx = mp.get_context("spawn")
     out_q = ctx.Queue()
     start = time.time()
@@ -287,20 +318,22 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
              for w in range(cfg.workers)]
     for p in procs:
         p.start()
-    coverage, failures, errors = {}, [], []
-    done, failing_workers = set(), set()
+    tally = Tally()
     hard_stop = deadline_wall + cfg.shrink_seconds + 120  # startup + a last slow example
     try:
-        examples, shrinks = _collect(procs, out_q, stream, start, deadline_wall, hard_stop,
-                                     coverage, failures, errors, done, failing_workers)
+        _collect(procs, out_q, stream, start, deadline_wall, hard_stop, tally)
     except KeyboardInterrupt:
         _stop_workers(procs, out_q)
         raise
     for p in procs:
         p.join(timeout=10)
-    wall = time.time() - start
-    return Summary(cfg.target, cfg.level, cfg.workers, seed, cfg.seconds, wall, examples,
-                   sorted(coverage), failures, cfg.inject_bug, errors, shrinks)
+    return tally_summary(cfg, seed, time.time() - start, tally)
+
+
+def tally_summary(cfg: CampaignConfig, seed: int, wall: float, tally: Tally, scheduler: str = "processes") -> Summary:
+    return Summary(cfg.target, cfg.level, cfg.workers, seed, cfg.seconds, wall, tally.examples,
+                   sorted(tally.coverage), tally.failures, cfg.inject_bug, tally.errors, tally.shrinks,
+                   scheduler=scheduler, restarts=sum(max(0, n - 1) for n in tally.starts.values()))
 
 
 def _stop_workers(procs, out_q) -> None:
@@ -316,14 +349,55 @@ def _stop_workers(procs, out_q) -> None:
     out_q.close()
 
 
-def _collect(procs, out_q, stream, start, deadline_wall, hard_stop, coverage, failures, errors, done,
-             failing_workers):
-    """Gather the workers' reports until all are done (or the hard stop); returns
-    ``(examples, shrinks)`` and fills the other collections."""
-    examples = shrinks = 0
+@dataclasses.dataclass
+class Tally:
+    """What the workers reported so far (from their messages, whatever carries them)."""
+
+    examples: int = 0
+    shrinks: int = 0
+    coverage: dict = dataclasses.field(default_factory=dict)
+    failures: list = dataclasses.field(default_factory=list)
+    errors: list = dataclasses.field(default_factory=list)
+    done: set = dataclasses.field(default_factory=set)
+    failing: set = dataclasses.field(default_factory=set)
+    starts: dict = dataclasses.field(default_factory=dict)  #: worker -> times it started (restarts)
+
+    def take(self, msg) -> None:
+        kind, wid = msg[0], msg[1]
+        if kind == "progress":
+            self.examples += msg[2]
+            self.shrinks += msg[5]
+            for key in msg[3]:
+                self.coverage[key] = self.coverage.get(key, 0) + 1
+            if msg[4]:
+                self.failing.add(wid)
+        elif kind == "failure":
+            self.failures.append(Failure(worker=wid, **msg[2]))
+        elif kind == "error":
+            self.errors.append(f"worker {wid}: {msg[2]}")
+        elif kind == "start":
+            self.starts[wid] = self.starts.get(wid, 0) + 1
+        elif kind == "done":
+            self.done.add(wid)
+
+    def line(self, now, start, deadline_wall) -> str:
+        left = max(0.0, deadline_wall - now)
+        return (f"[{now - start:6.1f} s, {left:5.0f} s left] {self.examples} examples "
+                f"({self.examples / max(now - start, 1e-9) * 60:.0f}/min), {len(self.coverage)} shapes, "
+                f"{len(self.failing)} worker(s) failing"
+                + (" (shrinking)" if self.failing and not self.failures else ""))
+
+
+def print_progress(stream, line: str, tty: bool) -> None:
+    stream.write(("\r" + line.ljust(100)) if tty else line + "\n")
+    stream.flush()
+
+
+def _collect(procs, out_q, stream, start, deadline_wall, hard_stop, tally: Tally) -> None:
+    """Gather the workers' reports into ``tally`` until all are done (or the hard stop)."""
     tty = hasattr(stream, "isatty") and stream.isatty()
     last_print = 0.0
-    while len(done) < len(procs):
+    while len(tally.done) < len(procs):
         try:
             msg = out_q.get(timeout=0.5)
         except queue_mod.Empty:
@@ -333,38 +407,18 @@ def _collect(procs, out_q, stream, start, deadline_wall, hard_stop, coverage, fa
                     if p.is_alive():
                         p.terminate()
                 for i, p in enumerate(procs):
-                    if i not in done:
-                        errors.append(f"worker {i} did not finish in time (killed)" if time.time() > hard_stop
-                                      else f"worker {i} died (exit code {p.exitcode}) without reporting")
+                    if i not in tally.done:
+                        tally.errors.append(f"worker {i} did not finish in time (killed)" if time.time() > hard_stop
+                                            else f"worker {i} died (exit code {p.exitcode}) without reporting")
                 break
         if msg is not None:
-            kind, wid = msg[0], msg[1]
-            if kind == "progress":
-                examples += msg[2]
-                shrinks += msg[5]
-                for key in msg[3]:
-                    coverage[key] = coverage.get(key, 0) + 1
-                if msg[4]:
-                    failing_workers.add(wid)
-            elif kind == "failure":
-                failures.append(Failure(worker=wid, **msg[2]))
-            elif kind == "error":
-                errors.append(f"worker {wid}: {msg[2]}")
-            elif kind == "done":
-                done.add(wid)
+            tally.take(msg)
         now = time.time()
         if now - last_print >= (1.0 if tty else 15.0):
             last_print = now
-            left = max(0.0, deadline_wall - now)
-            line = (f"[{now - start:6.1f} s, {left:5.0f} s left] {examples} examples "
-                    f"({examples / max(now - start, 1e-9) * 60:.0f}/min), {len(coverage)} shapes, "
-                    f"{len(failing_workers)} worker(s) failing"
-                    + (" (shrinking)" if failing_workers and not failures else ""))
-            stream.write(("\r" + line.ljust(100)) if tty else line + "\n")
-            stream.flush()
+            print_progress(stream, tally.line(now, start, deadline_wall), tty)
     if tty:
         stream.write("\n")
-    return examples, shrinks
 
 
 def replay(target_name: str, level: str, case_path, inject_bug: str | None = None):
