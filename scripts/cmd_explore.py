@@ -188,6 +188,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--dram-gbs", type=float, default=None,
                    help="DRAM bandwidth in GB/s (default: the part's typical board)")
     p.add_argument("--top", type=int, default=10, help="best points to list (default 10)")
+    p.add_argument("--scheduler", metavar="local|ADDRESS",
+                   help="fan the search out over Dask, one task per engine array: local (a local cluster of "
+                        "--workers processes) or a running scheduler's address (tcp://host:8786); default: in "
+                        "this process")
+    p.add_argument("--workers", type=int, default=2, metavar="N",
+                   help="worker processes of --scheduler local (default 2)")
 
     p = sub.add_parser("zoo", help="operation counts of the networks vs published totals")
     p.add_argument("--net", default=None, help="one network (default: all)")
@@ -329,7 +335,10 @@ def _design(args) -> int:
     validate.integer(args.top, "--top", 1)
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     out = _out_dir(args)
-    res = search(net, dev, args.batch, prec, args.dram_gbs)
+    if args.scheduler is None:
+        res = search(net, dev, args.batch, prec, args.dram_gbs)
+    else:
+        res = _design_on_dask(args, net, dev, prec)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
     stem = _stem("design", net.name, dev.name, f"b{args.batch}")
@@ -356,6 +365,25 @@ def _design(args) -> int:
     for f in files:
         print(f"  wrote {f}")
     return 0
+
+
+def _design_on_dask(args, net, dev, prec):
+    """The same search, one Dask task per engine array, with a progress bar on a terminal."""
+    from pymtl_fp.cli.progress import TaskProgress
+    from pymtl_fp.distributed import SchedulerError, close, connect, mapper
+    from pymtl_fp.explore.design import search
+
+    validate.integer(args.workers, "--workers", 1, 256)
+    try:
+        client, cluster = connect(args.scheduler, args.workers)
+    except SchedulerError as exc:
+        raise UserError(str(exc)) from None
+    bar = TaskProgress("design points by engine array")
+    try:
+        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar))
+    finally:
+        bar.close()
+        close(client, cluster)
 
 
 def _zoo(args) -> int:

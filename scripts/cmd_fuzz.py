@@ -151,11 +151,12 @@ def main(args) -> int:
         if args.scheduler == "processes":
             summary = campaign.run_campaign(cfg, stream=sys.stderr)
         else:
+            from pymtl_fp.distributed import SchedulerError
             from pymtl_fp.tb.fuzz import dask_campaign
 
             try:
                 summary = dask_campaign.run_campaign_dask(cfg, args.scheduler, stream=sys.stderr)
-            except dask_campaign.SchedulerError as exc:
+            except SchedulerError as exc:
                 raise UserError(str(exc)) from None
     except targets.TargetUnavailable as exc:
         raise UserError(str(exc)) from None

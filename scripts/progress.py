@@ -34,3 +34,23 @@ class SimProgress:
 
     def close(self) -> None:
         self.bar.close()
+
+
+class TaskProgress:
+    """``callback(done, total)`` for a fan-out of tasks (:func:`pymtl_fp.distributed.mapper`)."""
+
+    def __init__(self, label: str, enabled: bool | None = None):
+        self.label, self.bar = label, None
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def __call__(self, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(total=total, unit="task", desc=self.label, disable=not self.enabled, file=sys.stderr,
+                            leave=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -122,3 +122,27 @@ def test_unreachable_scheduler_and_database_are_one_line_errors(tmp_path, capsys
     assert len(err) == 1 and "no Dask scheduler answers there" in err[0]
     assert cli_main([*base, "--scheduler", "somewhere"]) == 1
     assert "give local, processes or a Dask scheduler address" in capsys.readouterr().err
+
+
+def test_design_search_fanned_out_over_dask_equals_the_single_process_search():
+    import numpy as np
+
+    from pymtl_fp.distributed import close, connect, mapper
+    from pymtl_fp.explore.design import search
+    from pymtl_fp.explore.devices import get_device
+    from pymtl_fp.explore.zoo import get_network
+
+    net, dev = get_network("vgg-cifar"), get_device("xcvu9p")
+    here = search(net, dev, 16)
+    client, cluster = connect("local", 2)
+    try:
+        seen = []
+        there = search(net, dev, 16, map_fn=mapper(client, lambda done, total: seen.append((done, total))))
+    finally:
+        close(client, cluster)
+    assert here.count == there.count > 0
+    assert set(here.points) == set(there.points)
+    for k in here.points:
+        assert np.array_equal(here.points[k], there.points[k]), k
+    assert np.array_equal(here.pareto, there.pareto)
+    assert seen and seen[-1][0] == seen[-1][1] > 1  # one task per engine array, all reported

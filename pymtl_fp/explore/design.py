@@ -39,6 +39,7 @@ against DSPs and on-chip RAM.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -110,9 +111,56 @@ def candidate_arrays(device: Device, precision: Precision) -> list:
     return [EngineArray(P, E) for P, E in sorted(shapes)]
 
 
+COLUMNS = ("E", "P", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops", "images_s", "mem_bound_pct", "peak_gops")
+
+
+def array_points(arr, ctx: dict) -> dict | None:
+    """The grid's feasible points for one engine array (one unit of work of a fan-out: the grid
+    and the array-independent traffic and buffers come in ``ctx``); None if the array does not
+    fit the DSP budget."""
+    prec, ram_ok, batch, clock, dram_bps = ctx["prec"], ctx["ram_ok"], ctx["batch"], ctx["clock"], ctx["dram_bps"]
+    TB, TK, TC, TH = ctx["TB"], ctx["TK"], ctx["TC"], ctx["TH"]
+    cols = {}
+    dsps = math.ceil(arr.lanes / prec.macs_per_dsp)
+    if dsps > ctx["dsp_budget"] or not len(ram_ok):
+        return None
+    total = np.zeros(len(ram_ok))
+    mem_time = np.zeros(len(ram_ok))
+    tiles = np.stack([TB[ram_ok], TK[ram_ok], TC[ram_ok]]).astype(np.int64)
+    combos, inv = np.unique(tiles, axis=1, return_inverse=True)
+    inv = inv.ravel()
+    for ly, nd, ops in zip(ctx["layers"], ctx["needs_dx"], ctx["traffic"]):
+        # cycles of one mini-batch: batch / Tb commands of Tb images per tile
+        per = [tiled_layer_cycles(ly, arr, tk, tc, tb) for tb, tk, tc in combos.T]
+        for op, bits in zip(("fp", "bp", "wg"), ops):
+            if op == "bp" and not nd:
+                continue
+            cyc = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv]
+            t_c = cyc / clock
+            t_m = bits[ram_ok] / dram_bps
+            total += np.maximum(t_c, t_m)
+            mem_time += np.where(t_m > t_c, t_m, 0.0)
+    total += ctx["upd_bits"] / dram_bps
+    n = len(ram_ok)
+    cols["E"] = np.full(n, arr.E)
+    cols["P"] = np.full(n, arr.P)
+    for key, src in (("Tb", TB), ("Tk", TK), ("Tc", TC), ("Th", TH)):
+        cols[key] = src[ram_ok].astype(np.int64)
+    cols["dsps"] = np.full(n, dsps)
+    cols["ram_mb"] = ctx["buffers"][ram_ok] / 1e6
+    cols["gops"] = ctx["train_ops"] * batch / total / 1e9
+    cols["images_s"] = batch / total
+    cols["mem_bound_pct"] = 100.0 * mem_time / total
+    cols["peak_gops"] = np.full(n, 2.0 * arr.lanes * clock / 1e9)
+    return cols
+
+
 def search(network, device: Device, batch: int = 128, precision: Precision | None = None,
-           dram_gbs: float | None = None, arrays=None) -> DesignResult:
+           dram_gbs: float | None = None, arrays=None, map_fn=None) -> DesignResult:
     """Evaluate the whole parameter grid; return the feasible points and the Pareto front.
+
+    ``map_fn(function, arrays)``: how the per-array work is mapped (default: the built-in
+    ``map``, in this process; a Dask client's map and gather fans it out), in order.
 
     ``precision`` defaults to 8-bit training (DarkFPGA's).
     """
@@ -178,40 +226,14 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
         wg_buf = tk * cin_tile * rs_eff * prec.acc_bits
         buffers = np.maximum(buffers, in_buf + w_buf + np.maximum(out_buf, wg_buf))
     ram_ok = np.nonzero(buffers <= ram_budget)[0]
-    cols = {k: [] for k in ("E", "P", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops",
-                            "images_s", "mem_bound_pct", "peak_gops")}
-    for arr in arrays:
-        dsps = math.ceil(arr.lanes / prec.macs_per_dsp)
-        if dsps > dsp_budget or not len(ram_ok):
-            continue
-        total = np.zeros(len(ram_ok))
-        mem_time = np.zeros(len(ram_ok))
-        tiles = np.stack([TB[ram_ok], TK[ram_ok], TC[ram_ok]]).astype(np.int64)
-        combos, inv = np.unique(tiles, axis=1, return_inverse=True)
-        inv = inv.ravel()
-        for ly, nd, ops in zip(layers, needs_dx, traffic):
-            # cycles of one mini-batch: batch / Tb commands of Tb images per tile
-            per = [tiled_layer_cycles(ly, arr, tk, tc, tb) for tb, tk, tc in combos.T]
-            for op, bits in zip(("fp", "bp", "wg"), ops):
-                if op == "bp" and not nd:
-                    continue
-                cyc = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv]
-                t_c = cyc / clock
-                t_m = bits[ram_ok] / dram_bps
-                total += np.maximum(t_c, t_m)
-                mem_time += np.where(t_m > t_c, t_m, 0.0)
-        total += upd_bits / dram_bps
-        n = len(ram_ok)
-        cols["E"].append(np.full(n, arr.E))
-        cols["P"].append(np.full(n, arr.P))
-        for key, src in (("Tb", TB), ("Tk", TK), ("Tc", TC), ("Th", TH)):
-            cols[key].append(src[ram_ok].astype(np.int64))
-        cols["dsps"].append(np.full(n, dsps))
-        cols["ram_mb"].append(buffers[ram_ok] / 1e6)
-        cols["gops"].append(train_ops * batch / total / 1e9)
-        cols["images_s"].append(batch / total)
-        cols["mem_bound_pct"].append(100.0 * mem_time / total)
-        cols["peak_gops"].append(np.full(n, 2.0 * arr.lanes * clock / 1e9))
+    ctx = dict(prec=prec, dsp_budget=dsp_budget, ram_ok=ram_ok, TB=TB, TK=TK, TC=TC, TH=TH, layers=layers,
+               needs_dx=needs_dx, traffic=traffic, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
+               buffers=buffers, train_ops=train_ops)
+    cols = {k: [] for k in COLUMNS}
+    for part in (map_fn or map)(functools.partial(array_points, ctx=ctx), arrays):
+        if part is not None:
+            for k in COLUMNS:
+                cols[k].append(part[k])
     points = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
     points["dsp_pct"] = 100.0 * points["dsps"] / device.dsp
     points["ram_pct"] = 100.0 * points["ram_mb"] * 1e6 / device.onchip_bits

@@ -21,19 +21,15 @@ re-runs its task, and a cluster that is one command per machine.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
 import time
 import uuid
 
+from pymtl_fp.distributed import close, connect
 from pymtl_fp.tb.fuzz import campaign
 from pymtl_fp.tb.fuzz.campaign import CampaignConfig, Summary, Tally
-
-
-class SchedulerError(RuntimeError):
-    """The Dask scheduler cannot be reached."""
 
 
 class _QueueOut:
@@ -60,20 +56,6 @@ def _task(wid: int, cfg: CampaignConfig, seed: int, deadline_wall: float, qname:
     finally:
         out.put(("done", wid))
     return wid
-
-
-def connect(scheduler: str, workers: int):
-    """``(client, cluster or None)`` for ``local`` (a new local cluster) or a scheduler address."""
-    from distributed import Client, LocalCluster
-
-    if scheduler == "local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-        return Client(cluster), cluster
-    try:
-        return Client(scheduler, timeout="5s"), None
-    except (OSError, TimeoutError) as exc:
-        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
 
 
 def run_campaign_dask(cfg: CampaignConfig, scheduler: str = "local", *, stream=None, client=None) -> Summary:
@@ -126,7 +108,5 @@ def run_campaign_dask(cfg: CampaignConfig, scheduler: str = "local", *, stream=N
     finally:
         client.cancel(futures)
         if own:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            close(client, cluster)
     return campaign.tally_summary(cfg, seed, time.time() - start, tally, scheduler=where)

@@ -1,0 +1,54 @@
+"""Dask distributed, the one distributed engine of the tools (fuzz campaigns, design sweeps).
+
+``scheduler="local"``: a ``LocalCluster`` of single-threaded worker processes, started here and
+stopped by :func:`close`; otherwise the address of a running scheduler (``tcp://host:8786``;
+``dask scheduler`` on one machine, ``dask worker tcp://host:8786 --nthreads 1`` on the others).
+"""
+
+from __future__ import annotations
+
+import logging
+
+
+class SchedulerError(RuntimeError):
+    """The Dask scheduler cannot be reached."""
+
+
+def connect(scheduler: str, workers: int):
+    """``(client, cluster or None)``: a new local cluster of ``workers`` processes, or a client of
+    the scheduler at ``scheduler``."""
+    from distributed import Client, LocalCluster
+
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        return Client(cluster), cluster
+    try:
+        return Client(scheduler, timeout="5s"), None
+    except (OSError, TimeoutError) as exc:
+        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
+
+
+def close(client, cluster) -> None:
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def mapper(client, progress=None):
+    """``map_fn(function, items)`` running each item as a Dask task, results in order;
+    ``progress(done, total)`` is called as tasks finish."""
+
+    def map_fn(fn, items):
+        from distributed import as_completed
+
+        items = list(items)
+        futures = client.map(fn, items, pure=False)
+        done = 0
+        for _ in as_completed(futures):
+            done += 1
+            if progress is not None:
+                progress(done, len(futures))
+        return client.gather(futures)
+
+    return map_fn
