@@ -146,3 +146,20 @@ def test_design_search_fanned_out_over_dask_equals_the_single_process_search():
         assert np.array_equal(here.points[k], there.points[k]), k
     assert np.array_equal(here.pareto, there.pareto)
     assert seen and seen[-1][0] == seen[-1][1] > 1  # one task per engine array, all reported
+
+
+def test_a_campaign_sent_to_a_running_scheduler_uses_its_workers(tmp_path):
+    """``--scheduler tcp://...``: the path a multi-machine cluster takes (here a scheduler and two
+    workers started by the test, reached over TCP like a remote one)."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           host="127.0.0.1")
+    try:
+        rc, s = _fuzz_json(tmp_path, "remote", "--target", "requant", "--level", "rtl", "--max-examples", "30",
+                           "--seconds", "600", "--workers", "2", "--seed", "1", "--scheduler",
+                           cluster.scheduler_address, "--db", str(tmp_path / "db"))
+    finally:
+        cluster.close()
+    assert rc == 0 and s["ok"] and s["examples"] == 30, s
+    assert s["scheduler"] == f"Dask at {cluster.scheduler_address}"
