@@ -3,11 +3,16 @@
 ``scheduler="local"``: a ``LocalCluster`` of single-threaded worker processes, started here and
 stopped by :func:`close`; otherwise the address of a running scheduler (``tcp://host:8786``;
 ``dask scheduler`` on one machine, ``dask worker tcp://host:8786 --nthreads 1`` on the others).
+
+This module is also the local workers' Dask preload (:func:`dask_setup`): Ctrl-C on a terminal
+reaches the whole process group, and a worker process must leave it to the command (which stops
+the cluster) instead of dying with a traceback of its own.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 
 
 class SchedulerError(RuntimeError):
@@ -21,12 +26,18 @@ def connect(scheduler: str, workers: int):
 
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.ERROR, preload=[__name__])
         return Client(cluster), cluster
     try:
         return Client(scheduler, timeout="5s"), None
     except (OSError, TimeoutError) as exc:
         raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
+
+
+def dask_setup(worker) -> None:
+    """Dask preload, run in each local worker process (also one restarted after a crash), on its
+    main thread: ignore SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def close(client, cluster) -> None:

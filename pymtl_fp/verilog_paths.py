@@ -24,11 +24,13 @@ def _roots() -> list:
 
     ours = Path(__file__).resolve().parent.parent  # the source tree (pymtl_fp/, cluster/, ...)
     theirs = Path(pymtl3.__file__).resolve().parent.parent  # site-packages holding pymtl3/
-    return [str(ours) + os.sep, str(theirs) + os.sep]
+    # The longer prefix first: a virtual environment inside the checkout (CI's) holds PyMTL3 under
+    # the source tree, and its paths must still become ``pymtl3/...``.
+    return sorted({str(ours) + os.sep, str(theirs) + os.sep}, key=len, reverse=True)
 
 
 def portable(text: str) -> str:
-    """``text`` with the source tree's and PyMTL3's directory prefixes removed."""
+    """``text`` with PyMTL3's and the source tree's directory prefixes removed."""
     for root in _roots():
         text = text.replace(root, "")
     return text

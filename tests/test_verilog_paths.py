@@ -22,6 +22,16 @@ def test_portable_strips_the_source_tree_and_pymtl3s_directory():
     assert portable("// At /elsewhere/x.py") == "// At /elsewhere/x.py"
 
 
+def test_a_virtual_environment_inside_the_checkout_still_gives_pymtl3_paths(monkeypatch):
+    """CI's virtual environment lies inside the clone: PyMTL3's prefix is the longer one and wins."""
+    import pymtl3
+
+    site = f"{ROOT}.venv-ci/lib/python3.11/site-packages/"
+    monkeypatch.setattr(pymtl3, "__file__", f"{site}pymtl3/__init__.py")
+    assert portable(f"// At {site}pymtl3/stdlib/x.py") == "// At pymtl3/stdlib/x.py"
+    assert portable(f"// At {ROOT}pymtl_fp/engine/EngineRTL.py:71") == "// At pymtl_fp/engine/EngineRTL.py:71"
+
+
 def test_translated_verilog_names_sources_relative_to_the_tree(tmp_path):
     from pymtl_fp.lint import translate_verilog
     from pymtl_fp.primitives.MacRTL import MacRTL
