@@ -48,6 +48,7 @@ import numpy as np
 from pymtl3 import mk_bits, mk_bitstruct
 
 from pymtl_fp import timing
+from pymtl_fp.engine import encoding
 
 # operation codes
 OP_LOAD, OP_STORE, OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT, OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = range(8)
@@ -82,20 +83,14 @@ OP_BUFFERS = {
     "update": dict(a0=("W", "w"), a1=("G", "dw"), d0=("W", "w (new)")),
 }
 
-DIM_BITS = 16
-ADDR_BITS = 16
-COUNT_BITS = 24
+DIM_BITS = encoding.FIELD["n"].bits
+ADDR_BITS = encoding.FIELD["addr"].bits
+COUNT_BITS = encoding.FIELD["count"].bits
 
-#: command fields, in order: (name, width)
-CMD_FIELDS = [
-    ("op", 4), ("target", 3), ("addr", ADDR_BITS), ("count", COUNT_BITS),
-    ("n", DIM_BITS), ("c", DIM_BITS), ("k", DIM_BITS), ("ct", DIM_BITS), ("kt", DIM_BITS),
-    ("h", DIM_BITS), ("w", DIM_BITS), ("ho", DIM_BITS), ("wo", DIM_BITS),
-    ("r", DIM_BITS), ("s", DIM_BITS), ("lgst", 3), ("pad", 8), ("pk", 8),
-    ("shift", 6), ("bshift", 6), ("relu", 1), ("stoch", 1), ("seed", 32), ("tid", 8), ("btid", 8),
-    ("a0", ADDR_BITS), ("a1", ADDR_BITS), ("a2", ADDR_BITS), ("d0", ADDR_BITS), ("d1", ADDR_BITS),
-    ("ovl", 1), ("dsel", 2), ("amsel", 1),
-]
+#: command fields, in order: (name, width) -- defined once, without PyMTL3, in
+#: :mod:`pymtl_fp.engine.encoding` (which also emits the SystemVerilog package and C header)
+CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
+assert OP_NAMES == {v: k for k, v in encoding.OP.items()} and BUF_NAMES == {v: k for k, v in encoding.BUF.items()}
 
 _CMD_TYPE = None
 

@@ -1,0 +1,145 @@
+"""The engine's command word, defined once and without PyMTL3: fields, op codes, buffer ids.
+
+A hardware team builds commands with this module alone (``pack(op=OP["fwd"], n=1, ...)``
+gives the command as an integer, bit 0 = the LSB of the Verilog port ``cmd__msg``), and the
+IP-kit writer (:mod:`pymtl_fp.engine.ipkit`) turns the same definition into the SystemVerilog
+package, the C header and the Markdown command reference that ``pymtl-fp translate`` emits.
+:mod:`pymtl_fp.engine.msgs` builds PyMTL3's command bitstruct from :data:`FIELDS` (the first
+field is the most significant, as in a packed struct).
+
+This file imports nothing from PyMTL3 or NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: operation name -> op code (LOAD and STORE stream data; the others compute)
+OP = {"load": 0, "store": 1, "fwd": 2, "bwd_data": 3, "bwd_weight": 4, "pool_fwd": 5, "pool_bwd": 6,
+      "update": 7}
+#: buffer name -> id (``target`` of LOAD / STORE)
+BUF = {"X": 0, "D": 1, "O": 2, "W": 3, "G": 4, "B": 5}
+#: what each buffer holds (``P`` = array side; a word holds P lanes, or P*P for W and G)
+BUF_ROLES = {
+    "X": "activations x (and the pool argmax); P lanes per word",
+    "D": "gradients dy; P lanes per word",
+    "O": "results y / dx / pooled y (and the argmax with amsel=1); P lanes per word",
+    "W": "weights; P*P lanes per word",
+    "G": "weight gradients dw; P*P lanes per word",
+    "B": "bias b / bias gradient db; P lanes per word",
+}
+
+CONV = ("fwd", "bwd_data", "bwd_weight")
+POOL = ("pool_fwd", "pool_bwd")
+STREAM = ("load", "store")
+COMPUTE = CONV + POOL + ("update",)
+ALL = STREAM + COMPUTE
+
+#: which buffer each address field names, per compute op (``d0`` moves with ``dsel``; the
+#: argmax with ``amsel``)
+ADDRESS_ROLES = {
+    "fwd": dict(a0="X: x", a1="W: w", a2="B: b", d0="O: y"),
+    "bwd_data": dict(a0="D: dy", a1="W: w", a2="X: x (ReLU mask)", d0="O: dx"),
+    "bwd_weight": dict(a0="X: x", a1="D: dy", d0="G: dw", d1="B: db"),
+    "pool_fwd": dict(a0="X: x", d0="O: y", d1="X: argmax"),
+    "pool_bwd": dict(a0="D: dy", a1="X: argmax", d0="O: dx"),
+    "update": dict(a0="W: w", a1="G: dw", d0="W: w (new)"),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    bits: int
+    ops: tuple  #: the operations that read it (others must leave it 0)
+    meaning: str  #: what it holds and in which unit
+    derived: str = ""  #: how the host computes it from other fields, if it is not a free choice
+
+
+_D, _A = 16, 16  # dimension and buffer-address widths
+
+#: the command fields, most significant first
+FIELDS = (
+    Field("op", 4, ALL, "operation code (table below)"),
+    Field("target", 3, STREAM, "buffer id (table below)"),
+    Field("addr", _A, STREAM, "first buffer word (words, not elements)"),
+    Field("count", 24, STREAM, "elements streamed (not words): element e is lane e % L of word "
+          "addr + e // L, L lanes per word of the target; each stream beat carries one element, "
+          "sign-extended"),
+    Field("n", _D, CONV + POOL, "images in the batch"),
+    Field("c", _D, CONV + POOL + ("update",), "input channels"),
+    Field("k", _D, CONV + ("update",), "output channels"),
+    Field("ct", _D, CONV + POOL + ("update",), "input channel tiles", "ceil(c / P)"),
+    Field("kt", _D, CONV + ("update",), "output channel tiles", "ceil(k / P)"),
+    Field("h", _D, CONV + POOL, "input height (pixels)"),
+    Field("w", _D, CONV + POOL, "input width (pixels)"),
+    Field("ho", _D, CONV + POOL, "output height (pixels)",
+          "conv: (h + 2*pad - r) / stride + 1; pool: h / pk"),
+    Field("wo", _D, CONV + POOL, "output width (pixels)",
+          "conv: (w + 2*pad - s) / stride + 1; pool: w / pk"),
+    Field("r", _D, CONV + ("update",), "kernel height"),
+    Field("s", _D, CONV + ("update",), "kernel width"),
+    Field("lgst", 3, CONV, "log2 of the stride (strides are powers of two)", "log2(stride)"),
+    Field("pad", 8, CONV, "zero padding on each side (pixels)"),
+    Field("pk", 8, POOL, "max-pool window and stride"),
+    Field("shift", 6, CONV + ("update",), "conv ops: right shift of the accumulator before "
+          "rounding to the output width; update: the learning-rate shift (w -= dw >> shift, rounded)"),
+    Field("bshift", 6, ("bwd_weight",), "right shift of the bias-gradient accumulator"),
+    Field("relu", 1, ("fwd", "bwd_data"), "fwd: apply ReLU to y; bwd_data: mask dx where x <= 0"),
+    Field("stoch", 1, CONV + ("update",), "rounding: 0 nearest, 1 stochastic (counter hash)"),
+    Field("seed", 32, CONV + ("update",), "stochastic rounding: seed"),
+    Field("tid", 8, CONV + ("update",), "stochastic rounding: tensor id of the result"),
+    Field("btid", 8, ("bwd_weight",), "stochastic rounding: tensor id of db"),
+    Field("a0", _A, COMPUTE, "first word of operand 0 (buffer per op, table below)"),
+    Field("a1", _A, CONV + ("pool_bwd", "update"), "first word of operand 1"),
+    Field("a2", _A, ("fwd", "bwd_data"), "first word of operand 2"),
+    Field("d0", _A, COMPUTE, "first word of result 0"),
+    Field("d1", _A, ("bwd_weight", "pool_fwd"), "first word of result 1"),
+    Field("ovl", 1, ALL, "1: may start while other units run (no range conflict); 0: waits for all "
+          "units to be idle"),
+    Field("dsel", 2, ("fwd", "bwd_data", "pool_fwd", "pool_bwd"), "buffer of result d0: 0 O, 1 X, 2 D"),
+    Field("amsel", 1, POOL, "buffer of the pool argmax (d1 of pool_fwd, a1 of pool_bwd): 0 X, 1 O"),
+)
+
+FIELD = {f.name: f for f in FIELDS}
+CMD_BITS = sum(f.bits for f in FIELDS)
+
+
+def _lsbs() -> dict:
+    lsb, out = CMD_BITS, {}
+    for f in FIELDS:
+        lsb -= f.bits
+        out[f.name] = lsb
+    return out
+
+
+#: field name -> position of its least significant bit in the command word
+LSB = _lsbs()
+
+
+def pack(**fields: int) -> int:
+    """The command with these fields (others 0) as an integer; refuses unknown fields and values
+    that do not fit (``ValueError`` naming the field)."""
+    unknown = set(fields) - set(FIELD)
+    if unknown:
+        raise ValueError(f"unknown command fields {sorted(unknown)}; known: {[f.name for f in FIELDS]}")
+    word = 0
+    for name, value in fields.items():
+        bits, v = FIELD[name].bits, int(value)
+        if not 0 <= v < (1 << bits):
+            raise ValueError(f"command field {name}={v} does not fit in {bits} bits")
+        word |= v << LSB[name]
+    return word
+
+
+def unpack(word: int) -> dict:
+    """A command integer as ``{field: value}``."""
+    word = int(word)
+    if not 0 <= word < (1 << CMD_BITS):
+        raise ValueError(f"a command is {CMD_BITS} bits wide")
+    return {f.name: (word >> LSB[f.name]) & ((1 << f.bits) - 1) for f in FIELDS}
+
+
+def words32(word: int) -> list:
+    """The command as 32-bit words, least significant first (Verilator's layout of a wide port)."""
+    return [(int(word) >> (32 * i)) & 0xFFFFFFFF for i in range(-(-CMD_BITS // 32))]
