@@ -38,6 +38,7 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.verilog_names import prefix_names
 
 #: longest smoke run (cycles) of --build: the smoke run checks the build, it is no benchmark
 MAX_SMOKE_CYCLES = 1_000_000
@@ -59,6 +60,9 @@ class Unit:
     waivers: dict | None = None  #: None: pymtl_fp.lint.PYMTL3_WAIVERS
     plain_build: bool = False  #: --build: a plain `verilator --cc --build -Wall` with the emitted waivers
     smoke: Callable | None = None  #: (sim, cfg, cycles) -> description; default: random inputs
+    kit: Callable | None = None  #: (out dir, module name, cfg) -> the IP-kit files written beside the Verilog
+    kit_top: Callable | None = None  #: (module name) -> the top of the plain build (a wrapper of the kit)
+    wave_state: tuple = ()  #: controller signals the GTKWave save file groups (names under the top)
 
 
 def _engine_unit():
@@ -73,10 +77,12 @@ def _engine_unit():
     def derived(cfg):
         return dict(P=cfg.P, macs_per_cycle=cfg.macs_per_cycle, data_bits=cfg.data_bits)
 
+    from pymtl_fp.engine import ipkit
     from pymtl_fp.engine.verilog import ENGINE_WAIVERS  # PyMTL3's plus engine-specific ones, each with a reason
 
     return Unit("engine", presets, build, lambda cfg: cfg.module_name(), lambda cfg: cfg.params(),
-                derived, "engine", waivers=ENGINE_WAIVERS, smoke=_engine_smoke)
+                derived, "engine", waivers=ENGINE_WAIVERS, smoke=_engine_smoke, kit=ipkit.write,
+                kit_top=lambda name: f"{name}_axis", wave_state=ipkit.WAVE_STATE)
 
 
 def _engine_smoke(sim, cfg, cycles) -> str:
@@ -417,9 +423,16 @@ def main(args) -> int:
         raise UserError(f"cannot build {unit.name} {args.config}: {exc}") from None
     except lintmod.LintError as exc:
         raise UserError(str(exc)) from None
+    verilog.write_text(prefix_names(verilog.read_text(), name))  # two configurations can share one design
     report["translate_seconds"] = round(time.perf_counter() - t0, 2)
     lines = verilog.read_text().count("\n")
-    print(f"translated {unit.name} {args.config} -> {verilog} ({lines} lines, {report['translate_seconds']} s)")
+    print(f"translated {unit.name} {args.config} -> {verilog} ({lines} lines, {report['translate_seconds']} s; "
+          f"sub-modules and typedefs named {name}__*)")
+    kit = unit.kit(out, name, cfg) if unit.kit else []
+    if kit:
+        report["kit"] = [p.name for p in kit]
+        print("IP kit -> " + ", ".join(p.name for p in kit) + " (package, C header, AXI-Stream wrapper, "
+              "command reference)")
 
     model = None
     if unit.resource_key:
@@ -442,11 +455,15 @@ def main(args) -> int:
     print(f"waivers -> {vlt} (every waiver with its reason: a plain verilator run needs only this file)")
 
     if unit.plain_build and (args.vcd or args.build):
-        report["build"] = _plain_build(verilog, vlt, name, out)
+        report["build"] = _plain_build([vlt, verilog], name, out)
         what = unit.smoke(*cfg) if unit.name == "cluster" else unit.smoke(None, cfg, args.cycles)
         report["build"]["smoke"] = what
         print(what)
     elif args.vcd or args.build:
+        if unit.kit_top is not None:  # the kit as a user builds it: package, Verilog, wrapper
+            sources = [vlt] + [p for p in kit if p.name.endswith("_pkg.sv")] + [verilog] + \
+                      [p for p in kit if p.name.endswith("_axis.sv")]
+            report["plain_build"] = _plain_build(sources, unit.kit_top(name), out)
         report["build"] = _build(unit, cfg, name, out, args)
 
     if not args.no_synth:
@@ -460,15 +477,16 @@ def main(args) -> int:
     return 0 if res.clean else 1
 
 
-def _plain_build(verilog: Path, vlt: Path, name: str, out: Path) -> dict:
-    """``verilator --cc --build -Wall`` with only the emitted waiver file, as a user would run it."""
+def _plain_build(sources: list, name: str, out: Path) -> dict:
+    """``verilator --cc --build -Wall`` of the emitted files (the waiver file first, no other
+    waiver), top ``name``, as a user would run it."""
     import os
 
     from pymtl_fp.toolchain import make_env, setup_verilator
 
     info = setup_verilator()
-    cmd = [info.executable, "--cc", "--build", "-Wall", "-j", "2", "--Mdir", "obj_dir_plain", vlt.name, verilog.name,
-           "--top-module", name]
+    cmd = [info.executable, "--cc", "--build", "-Wall", "-j", "2", "--Mdir", "obj_dir_plain",
+           *(Path(p).name for p in sources), "--top-module", name]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, env=make_env(dict(os.environ)), check=False)
     seconds = time.perf_counter() - t0
@@ -504,10 +522,16 @@ def _build(unit, cfg, name, out, args) -> dict:
     vcd = getattr(sim, "vcd_path", None)
     del sim
     gc.collect()  # the Verilated model closes its trace file when it is destroyed
+    gtkw = None
+    if vcd and Path(vcd).is_file():
+        from pymtl_fp.gtkwave import write_save_file
+
+        gtkw = write_save_file(vcd, unit.wave_state)
     info = dict(seconds=round(seconds, 1), smoke=what, ports_driven=driven, smoke_seconds=round(run_s, 2),
-                vcd=str(vcd) if vcd else None)
+                vcd=str(vcd) if vcd else None, gtkwave=str(gtkw) if gtkw else None)
     print(f"Verilator model built in {seconds:.1f} s (an unchanged design is reused from the build cache)")
-    print(what + (f"\nVCD -> {vcd}" if vcd else ""))
+    print(what + (f"\nVCD -> {vcd}" if vcd else "") + (f"\nGTKWave save file -> {gtkw} (gtkwave {gtkw.name})"
+                                                         if gtkw else ""))
     return info
 
 

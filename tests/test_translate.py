@@ -11,6 +11,7 @@ import pytest
 from pymtl_fp import resources
 from pymtl_fp.cli import cmd_translate
 from pymtl_fp.cli.main import main as cli_main
+from pymtl_fp.gtkwave import vcd_scopes
 from pymtl_fp.tb.vcd import read_vcd, values_at_edges
 
 
@@ -105,6 +106,22 @@ def test_engine_vcd_of_the_smoke_run_reads_back(tmp_path, capsys):
     vals = [v for v in values_at_edges(trace, "TOP.dout__val") if v is not None]
     assert 1 in vals  # the engine streamed results out
     assert report["build"]["seconds"] >= 0
+    # the GTKWave save file beside the VCD names only signals the VCD has, streams and controller
+    gtkw = Path(report["build"]["gtkwave"])
+    assert gtkw.parent == tmp_path and f'[dumpfile] "{vcd.name}"' in gtkw.read_text()
+    lines = gtkw.read_text().splitlines()
+    named = [ln.split("[")[0] for ln in lines if ln.startswith("TOP.")]
+    declared = {f"{scope}.{sig}" for scope, sigs in vcd_scopes(vcd).items() for sig in sigs}
+    assert named and set(named) <= declared
+    groups = [ln[1:] for ln in lines if ln.startswith("-")]
+    assert {"cmd", "din", "dout", "controller state"} <= set(groups)
+    assert any(n.endswith(".ex__busy") for n in named)
+    # the IP kit beside the Verilog, and the plain build of package + Verilog + AXI-Stream wrapper
+    from pymtl_fp.engine.config import preset
+
+    name = preset("tiny").module_name()
+    assert {p.rsplit(name, 1)[-1] for p in report["kit"]} == {"_pkg.sv", ".h", "_axis.sv", ".md"}
+    assert report["plain_build"]["clean"]
 
 
 @pytest.mark.verilator

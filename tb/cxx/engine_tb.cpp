@@ -1,0 +1,129 @@
+// A plain C++ Verilator bench for the emitted engine, written only against what
+// `pymtl-fp translate --unit engine` emits: the C header T.h (command fields, pack function) and
+// the flat-port wrapper T_axis (AXI-Stream names).  Nothing of pymtl-fp's Python harness is used.
+//
+// Build (see tests/test_engine_ipkit.py):
+//   verilator --cc --build --exe -Wall T_waivers.vlt T_pkg.sv T.v T_axis.sv engine_tb.cpp \
+//     --top-module T_axis -CFLAGS "-DENGINE_TOP=T -I<out dir>"
+// Run:  ./VT_axis PROGRAM OUT [STALL_PERCENT SEED]
+//
+// PROGRAM is text, one item per line:
+//   cmd <field>=<value> ...   a command (fields by name, as in the header's field table)
+//   din <value>               one element of the data-in stream (signed decimal)
+// OUT receives every data-out element, one signed decimal per line.  Each stream stalls with
+// probability STALL_PERCENT % per cycle (a seeded generator).  Exit status 0 when every command
+// was accepted, every din element consumed, the engine is idle and dout has been quiet for a while.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define STR_(a) #a
+#define STR(a) STR_(a)
+#define E(x) CAT(ENGINE_TOP, x)
+
+#include STR(ENGINE_TOP.h)
+#include STR(CAT(CAT(V, ENGINE_TOP), _axis.h))
+#include "verilated.h"
+
+typedef CAT(CAT(V, ENGINE_TOP), _axis) Top;
+
+static uint64_t rng_state = 1;
+static bool stall(unsigned percent) {
+  rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (unsigned)((rng_state >> 33) % 100) < percent;
+}
+
+static void set_field(E(_cmd_t) * c, const std::string &name, uint32_t value) {
+  // the struct's members are in the field table's order, each a uint32_t
+  uint32_t *members = reinterpret_cast<uint32_t *>(c);
+  for (unsigned i = 0; i < E(_CMD_NFIELDS); ++i)
+    if (name == E(_cmd_fields)[i].name) { members[i] = value; return; }
+  std::fprintf(stderr, "engine_tb: unknown command field %s\n", name.c_str());
+  std::exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) { std::fprintf(stderr, "usage: %s PROGRAM OUT [STALL_PERCENT SEED]\n", argv[0]); return 2; }
+  unsigned percent = argc > 3 ? std::atoi(argv[3]) : 0;
+  rng_state = argc > 4 ? std::strtoull(argv[4], nullptr, 10) + 1 : 1;
+  static_assert(sizeof(E(_cmd_t)) == 4 * E(_CMD_NFIELDS), "one uint32_t per field");
+
+  std::vector<std::vector<uint32_t>> cmds;
+  std::vector<uint32_t> din;
+  std::ifstream in(argv[1]);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string kind;
+    ss >> kind;
+    if (kind == "cmd") {
+      E(_cmd_t) c;
+      std::memset(&c, 0, sizeof c);
+      std::string kv;
+      while (ss >> kv) {
+        size_t eq = kv.find('=');
+        set_field(&c, kv.substr(0, eq), (uint32_t)std::strtoul(kv.c_str() + eq + 1, nullptr, 10));
+      }
+      std::vector<uint32_t> w(E(_CMD_WORDS));
+      if (int bad = E(_cmd_pack)(&c, w.data())) {
+        std::fprintf(stderr, "engine_tb: field %s does not fit\n", E(_cmd_fields)[bad - 1].name);
+        return 2;
+      }
+      cmds.push_back(w);
+    } else if (kind == "din") {
+      long long v;
+      ss >> v;
+      din.push_back((uint32_t)v);  // sign-extended to the stream width by the cast (STREAM_BITS = 32)
+    }
+  }
+  static_assert(E(_STREAM_BITS) == 32, "this bench drives 32-bit streams");
+
+  Verilated::commandArgs(argc, argv);
+  Top *top = new Top;
+  std::vector<int32_t> out;
+  size_t ci = 0, di = 0;
+  long quiet = 0, cycle = 0;
+  top->clk = 0;
+  top->reset = 1;
+  for (int i = 0; i < 2; ++i) { top->clk = 0; top->eval(); top->clk = 1; top->eval(); }
+  top->reset = 0;
+  while (cycle < 20000000) {
+    top->clk = 0;
+    bool vc = ci < cmds.size() && !stall(percent);
+    bool vd = di < din.size() && !stall(percent);
+    bool rd = !stall(percent);
+    top->cmd_tvalid = vc;
+    if (vc) for (unsigned i = 0; i < E(_CMD_WORDS); ++i) top->cmd_tdata[i] = cmds[ci][i];
+    top->din_tvalid = vd;
+    if (vd) top->din_tdata = din[di];
+    top->dout_tready = rd;
+    top->eval();  // combinational outputs (tready, tvalid) of this cycle
+    bool cmd_fire = vc && top->cmd_tready, din_fire = vd && top->din_tready;
+    bool dout_fire = rd && top->dout_tvalid;
+    if (dout_fire) out.push_back((int32_t)top->dout_tdata);
+    top->clk = 1;
+    top->eval();
+    ++cycle;
+    ci += cmd_fire;
+    di += din_fire;
+    bool done = ci == cmds.size() && di == din.size() && !top->busy;
+    quiet = (done && !dout_fire) ? quiet + 1 : 0;
+    if (quiet > 64) break;
+  }
+  bool ok = ci == cmds.size() && di == din.size() && !top->busy;
+  std::FILE *f = std::fopen(argv[2], "w");
+  for (int32_t v : out) std::fprintf(f, "%d\n", v);
+  std::fclose(f);
+  std::printf("%s cycles=%ld commands=%zu/%zu din=%zu/%zu dout=%zu\n", ok ? "DONE" : "HANG", cycle, ci,
+              cmds.size(), di, din.size(), out.size());
+  top->final();
+  delete top;
+  return ok ? 0 : 1;
+}
