@@ -132,12 +132,9 @@ endmodule
 
 
 def _program_file(path: Path, prog) -> None:
-    lines = []
-    for cmd in prog.cmds:
-        f = msgs.cmd_fields(cmd)
-        lines.append("cmd " + " ".join(f"{k}={v}" for k, v in f.items() if v))
-    lines += [f"din {v}" for v in prog.din]
-    path.write_text("\n".join(lines) + "\n")
+    from pymtl_fp.tb.cocotb import program_file  # the format both benches read
+
+    program_file.write(path, [msgs.cmd_fields(c) for c in prog.cmds], prog.din)
 
 
 @pytest.mark.verilator

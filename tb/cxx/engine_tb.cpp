@@ -7,7 +7,8 @@
 //     --top-module T_axis -CFLAGS "-DENGINE_TOP=T -I<out dir>"
 // Run:  ./VT_axis PROGRAM OUT [STALL_PERCENT SEED]
 //
-// PROGRAM is text, one item per line:
+// PROGRAM is text, one item per line (the format of tb/cocotb/program_file.py, shared with the
+// cocotb bench):
 //   cmd <field>=<value> ...   a command (fields by name, as in the header's field table)
 //   din <value>               one element of the data-in stream (signed decimal)
 // OUT receives every data-out element, one signed decimal per line.  Each stream stalls with
