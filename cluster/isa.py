@@ -63,7 +63,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pymtl_fp.engine import msgs
+from pymtl_fp.engine import encoding
+
+#: the engine command's fields, most significant first: (name, width); PyMTL3-free
+CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
+_OP_NAMES = {v: k for k, v in encoding.OP.items()}
+_BUF_NAMES = {v: k for k, v in encoding.BUF.items()}
 
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
@@ -85,13 +90,46 @@ PC_BITS = 14
 TABLE_ADDR_BITS = 16
 
 #: instruction fields, in order (the first in the most significant bits): (name, width); ``cmd``
-#: is the engine command struct (:data:`pymtl_fp.engine.msgs.CMD_FIELDS`)
+#: is the engine command struct (:data:`CMD_FIELDS`)
 HEADER_FIELDS = [
     ("kind", 4), ("mark", MARK_BITS), ("done", DONE_BITS), ("lend", 1),
     ("lcount", LCOUNT_BITS), ("ltarget", PC_BITS), ("seedstep", 1), ("src", 2), ("dmask", 4), ("bits", 7),
     ("tbase", TABLE_ADDR_BITS), ("tlen", TABLE_ADDR_BITS),
 ]
-CMD_BITS = sum(w for _, w in msgs.CMD_FIELDS)
+CMD_BITS = encoding.CMD_BITS
+
+#: kind -> (what it does, when it retires): the table of the module docstring, as data for the
+#: generated ISA reference (:mod:`pymtl_fp.cluster.isa_kit`)
+KIND_DOC = {
+    NOP: ("nothing (carries marks where no other instruction can)", "after one cycle"),
+    ENG: ("push the engine command `cmd` (a compute command)", "when `cmd` is accepted"),
+    LOAD: ("push the LOAD `cmd`; the feeder then moves `cmd.count` elements from `src` to the engine's din",
+           "when `cmd` is accepted"),
+    STORE: ("push the STORE `cmd`; the drainer moves its `cmd.count` elements from dout to every destination "
+            "in `dmask`", "when `cmd` is accepted"),
+    MOVE: ("pass `cmd.count` elements from link input `src` to link output `dmask` (forwarding)",
+           "after the last element"),
+    BIAS: ("scalar unit: the scratch FIFO holds [b, db] (`cmd.count` elements each); replace them with "
+           "b - round(db >> `cmd.shift`) (or << `cmd.bshift`) saturated to `bits`", "after `count` + 2 cycles"),
+    GATHER: ("relayout unit: replace the scratch FIFO's `cmd.count` elements with the runs of gather-table "
+             "entries [`tbase`, `tbase` + `tlen`)", "after the runs' lengths + 2 cycles"),
+    HALT: ("the end of the program", "never"),
+}
+#: instruction header field -> meaning (the generated ISA reference)
+HEADER_DOC = {
+    "kind": "instruction kind (table below)",
+    "mark": "0 = none; else record the cycle this instruction becomes current (step and phase boundaries)",
+    "done": "0 = none; else record the cycle every LOAD/STORE issued before it has moved its last element",
+    "lend": "1: this instruction ends a loop body that starts at `ltarget`",
+    "lcount": "loop iterations (with `lend`)",
+    "ltarget": "first instruction of the loop body (with `lend`)",
+    "seedstep": "1: the rounding seed is `cmd.seed` + loop iteration (mod 2**32)",
+    "src": "LOAD / MOVE source: 0 fwd_in, 1 bwd_in, 2 scratch FIFO, 3 host_in",
+    "dmask": "STORE / MOVE destinations: bit 0 fwd_out, 1 bwd_out, 2 scratch FIFO, 3 host_out",
+    "bits": "BIAS: output width of the saturation",
+    "tbase": "GATHER: first gather-table entry",
+    "tlen": "GATHER: gather-table entries",
+}
 INSTR_FIELDS = HEADER_FIELDS + [("cmd", CMD_BITS)]
 INSTR_BITS = sum(w for _, w in INSTR_FIELDS)
 
@@ -109,7 +147,7 @@ class IsaError(ValueError):
 @dataclass(frozen=True)
 class Instr:
     """One instruction (see the module docstring).  ``cmd`` is a dict of engine command fields
-    (:data:`pymtl_fp.engine.msgs.CMD_FIELDS`; missing fields are 0)."""
+    (:data:`CMD_FIELDS`; missing fields are 0)."""
 
     kind: int
     cmd: dict = dataclasses.field(default_factory=dict, hash=False)
@@ -142,12 +180,12 @@ class Instr:
     def describe(self) -> str:
         k = KIND_NAMES[self.kind]
         if self.kind in (ENG, LOAD, STORE):
-            op = msgs.OP_NAMES[self.field("op")]
+            op = _OP_NAMES[self.field("op")]
             if self.kind == LOAD:
-                return (f"load {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- "
+                return (f"load {_BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- "
                         f"{SRC_NAMES[self.src]}")
             if self.kind == STORE:
-                return (f"store {msgs.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
+                return (f"store {_BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
                         + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b))
             return op
         if self.kind == MOVE:
@@ -169,13 +207,13 @@ def eng(**fields) -> Instr:
 def load(src: int, **fields) -> Instr:
     if src not in SRC_NAMES:
         raise IsaError(f"LOAD source {src!r}: one of {SRC_NAMES}")
-    return Instr(LOAD, _checked_cmd(dict(fields, op=msgs.OP_LOAD)), src=src)
+    return Instr(LOAD, _checked_cmd(dict(fields, op=encoding.OP["load"])), src=src)
 
 
 def store(dmask: int, **fields) -> Instr:
     if not 0 < dmask < 16:
         raise IsaError(f"STORE destination mask {dmask!r}: a non-empty set of {DST_NAMES}")
-    return Instr(STORE, _checked_cmd(dict(fields, op=msgs.OP_STORE)), dmask=dmask)
+    return Instr(STORE, _checked_cmd(dict(fields, op=encoding.OP["store"])), dmask=dmask)
 
 
 def move(src: int, dmask: int, n: int) -> Instr:
@@ -198,7 +236,7 @@ def gather(n_in: int, tbase: int, tlen: int) -> Instr:
 
 
 def _checked_cmd(fields: dict) -> dict:
-    widths = dict(msgs.CMD_FIELDS)
+    widths = dict(CMD_FIELDS)
     for name, v in fields.items():
         if name not in widths:
             raise IsaError(f"unknown command field {name!r}")
@@ -266,6 +304,8 @@ def instr_type():
     if _INSTR_TYPE is None:
         from pymtl3 import mk_bits, mk_bitstruct
 
+        from pymtl_fp.engine import msgs
+
         fields = {name: mk_bits(w) for name, w in HEADER_FIELDS}
         fields["cmd"] = msgs.cmd_type()
         _INSTR_TYPE = mk_bitstruct("RouterInstr", fields)
@@ -275,7 +315,7 @@ def instr_type():
 def encode_cmd(fields: dict) -> int:
     """Engine command fields -> the command's bits as an int (first field most significant)."""
     v = 0
-    for name, w in msgs.CMD_FIELDS:
+    for name, w in CMD_FIELDS:
         x = int(fields.get(name, 0))
         if not 0 <= x < (1 << w):
             raise IsaError(f"command field {name}={x} does not fit in {w} bits")
@@ -285,7 +325,7 @@ def encode_cmd(fields: dict) -> int:
 
 def decode_cmd(value: int) -> dict:
     out = {}
-    for name, w in reversed(msgs.CMD_FIELDS):
+    for name, w in reversed(CMD_FIELDS):
         out[name] = value & ((1 << w) - 1)
         value >>= w
     return dict(reversed(list(out.items())))
@@ -321,7 +361,7 @@ def field_table() -> list:
     for name, w in HEADER_FIELDS:
         out.append((name, pos - 1, pos - w))
         pos -= w
-    for name, w in msgs.CMD_FIELDS:
+    for name, w in CMD_FIELDS:
         out.append((f"cmd.{name}", pos - 1, pos - w))
         pos -= w
     return out

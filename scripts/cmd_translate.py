@@ -161,10 +161,11 @@ def _node_unit():
         from pymtl_fp.cluster.node import node_params
         return node_params(*cfg)
 
+    from pymtl_fp.cluster import isa_kit
     from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
 
     return Unit("node", presets, build, module, params, lambda cfg: dict(P=cfg[0].P), "node",
-                waivers=CLUSTER_WAIVERS, plain_build=True, smoke=_node_smoke)
+                waivers=CLUSTER_WAIVERS, plain_build=True, smoke=_node_smoke, kit=isa_kit.write)
 
 
 def _cluster_unit():
@@ -374,8 +375,8 @@ def main(args) -> int:
     kit = unit.kit(out, name, cfg) if unit.kit else []
     if kit:
         report["kit"] = [p.name for p in kit]
-        print("IP kit -> " + ", ".join(p.name for p in kit) + " (package, C header, AXI-Stream wrapper, "
-              "command reference)")
+        print("IP kit -> " + ", ".join(p.name for p in kit) + " (SystemVerilog package, C header, "
+              + ("AXI-Stream wrapper, " if unit.kit_top else "") + "reference)")
 
     model = None
     if unit.resource_key:
@@ -398,7 +399,7 @@ def main(args) -> int:
     print(f"waivers -> {vlt} (every waiver with its reason: a plain verilator run needs only this file)")
 
     if unit.plain_build and (args.vcd or args.build):
-        report["build"] = _plain_build([vlt, verilog], name, out)
+        report["build"] = _plain_build([vlt] + [p for p in kit if p.name.endswith("_pkg.sv")] + [verilog], name, out)
         what = unit.smoke(*cfg) if unit.name == "cluster" else unit.smoke(None, cfg, args.cycles)
         report["build"]["smoke"] = what
         print(what)
