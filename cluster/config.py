@@ -21,6 +21,8 @@ partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluste
   ``host->node0:grad`` and then ``ring:node0->nodeN-1`` (node 0's board passes both through
   without its engine).  The node programs are the same; a ring needs at least 2 nodes.
 * ``clock_mhz``: the clock used to turn cycles into images/s in reports.
+* ``fpga_family``: the device family whose energy constants price the run's activity in reports
+  (:mod:`pymtl_fp.energy`; one node is one FPGA).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class ClusterConfig:
     link: LinkConfig
     topology: str = "chain"
     clock_mhz: float = 200.0
+    fpga_family: str = "ultrascale+"
     link_overrides: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
@@ -121,6 +124,10 @@ class ClusterConfig:
                                    f"{first.stream_bits}, got {lc!r}")
         if not 0 < self.clock_mhz < float("inf"):
             raise ClusterError(f"clock_mhz must be a finite number > 0, got {self.clock_mhz}")
+        from pymtl_fp.energy.constants import fpga_families
+
+        if self.fpga_family not in fpga_families():
+            raise ClusterError(f"unknown FPGA family {self.fpga_family!r}; choose one of {', '.join(fpga_families())}")
 
     @property
     def n(self) -> int:

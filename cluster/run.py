@@ -217,7 +217,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if top.host.model.unexpected:
         raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
-                         t_build, t_sim, cpu_sim)
+                         t_build, t_sim, cpu_sim, rcfgs=rcfgs)
     if kernel == "direct":
         report["simulator"] = ("direct scheduler (the CL/FL models without PyMTL3's signals), quiet-cycle skipping "
                                + (f"on ({top.skipped:,} cycles in {top.skips:,} quiet spans, "
@@ -258,7 +258,8 @@ def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt,
         vc.close()
     if host.unexpected:
         raise ClusterError(f"node 0 sent {host.unexpected} unexpected elements upstream to the host")
-    report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim)
+    report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim,
+                         rcfgs=rcfgs)
     report["simulator"] = "verilated cluster (compiled C++ bench)"
     report["link_status"] = links
     if faults is not None:
@@ -269,9 +270,10 @@ def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt,
 # ---- report ------------------------------------------------------------------------------------
 
 def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycles, steps, batch,
-                t_build, t_sim, cpu_sim=None) -> dict:
+                t_build, t_sim, cpu_sim=None, rcfgs=None) -> dict:
     """The run's report; ``routers``: one :class:`~pymtl_fp.cluster.observe.RouterLog` per node,
-    ``host``: the :class:`~pymtl_fp.cluster.host.HostModel`."""
+    ``host``: the :class:`~pymtl_fp.cluster.host.HostModel`, ``rcfgs``: the routers' configs (for
+    the energy model's resource counts; default ones if not given)."""
     clock = ccfg.clock_mhz * 1e6
     link_rate = ccfg.link.throughput_msgs  # messages (elements) per cycle at full load
     # step boundaries: when every node has passed the step's mark
@@ -365,11 +367,25 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                      "drain_cycles": (step_end[-1] - max(host.logit_cycles)) if host.logit_cycles else None},
         "node": nodes, "links": links,
         "losses": list(host.losses),
+        "energy": _energy(ccfg, cprog, routers, rcfgs, cycles, steps, batch),
         "wall_seconds": {"build": round(t_build, 2), "simulate": round(t_sim, 2)},
         "sim_cycles_per_second": cycles / t_sim if t_sim > 0 else None,
         "cpu_seconds": {"simulate": round(cpu_sim, 2)} if cpu_sim is not None else {},
         "sim_cycles_per_cpu_second": cycles / cpu_sim if cpu_sim else None,
     }
+
+
+def _energy(ccfg, cprog, routers, rcfgs, cycles, steps, batch) -> dict:
+    """The energy section (:mod:`pymtl_fp.energy`): each node's activity priced by the cluster's
+    FPGA family."""
+    from pymtl_fp.energy.activity import node_activity
+    from pymtl_fp.energy.model import run_energy
+
+    rcfgs = rcfgs or [router_config_for(e) for e in ccfg.engines]
+    acts = [node_activity(j, ccfg.engines[j], cprog.nodes[j], routers[j], steps, cycles, ccfg.link.msg_bits,
+                          ccfg.engines[j].stream_bits) for j in range(ccfg.n)]
+    return run_energy(acts, list(ccfg.engines), list(rcfgs), ccfg.fpga_family, ccfg.clock_mhz, steps=steps,
+                      images=steps * batch)
 
 
 def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
@@ -485,6 +501,10 @@ def format_report(rep: dict) -> str:
                          f"detected {tot['crc_errors']} CRC and {tot['frame_errors']} framing errors, sent "
                          f"{tot['naks']} NAKs, timed out {tot['timeouts']} times and retransmitted "
                          f"{tot['retransmissions']} frames")
+    if rep.get("energy"):
+        from pymtl_fp.energy.model import format_energy
+
+        lines += format_energy(rep["energy"], rep["steps"])
     if rep.get("losses"):
         if len(rep["losses"]) > 8:
             lo = rep["losses"]

@@ -350,7 +350,7 @@ def _design(args) -> int:
           f"* {res.evaluated} points evaluated, {res.count} feasible, in {res.seconds:.2f} s",
           "", f"Best {len(best)} by throughput:", "",
           report.markdown_table(best, report.DESIGN_COLUMNS, formats=report.DESIGN_FORMATS),
-          "", f"Pareto front ({len(front)} points; throughput vs DSPs vs on-chip RAM):", "",
+          "", f"Pareto front ({len(front)} points; throughput vs DSPs vs on-chip RAM vs energy per image):", "",
           report.markdown_table(front, report.DESIGN_COLUMNS, formats=report.DESIGN_FORMATS)]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     files.append(out / f"{stem}.md")

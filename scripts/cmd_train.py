@@ -85,7 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="activation buffer depth of every node (default 2048)")
     grp.add_argument("--link-latency", type=int, default=8, metavar="CYCLES", help="link latency (default 8)")
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
-                     help="clock for images/s (default 200)")
+                     help="clock for images/s and the energy's static part (default 200)")
+    grp.add_argument("--fpga-family", default="ultrascale+", metavar="FAMILY",
+                     help="device family whose energy constants price the run (pymtl_fp/energy/data: "
+                          "ultrascale+ (default) or 7series)")
     grp.add_argument("--cuts", metavar="T0,T1,...",
                      help="force the partition: N+1 cut positions in tiles of P output channels "
                           "(mixed --arrays: tiles of their lcm)")
@@ -272,6 +275,10 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
+    from pymtl_fp.energy.constants import fpga_families
+
+    if args.fpga_family not in fpga_families():
+        raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     cuts = _cuts(args.cuts, args.nodes)
     precision = "8" if args.precision == "all" else args.precision
     if precision not in net.formats:
@@ -297,7 +304,7 @@ def _run_cluster(args, net) -> int:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
         engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth) for p in arrays]
         ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency),
-                             clock_mhz=args.clock_mhz, topology=args.topology)
+                             clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None

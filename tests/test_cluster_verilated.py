@@ -1,5 +1,5 @@
 """The whole RTL cluster as one Verilated model (compiled bench): bit-exact with the golden model,
-cycle-equal with the CL cluster (every per-node statistic), chain and ring, split layers, mixed
+cycle-equal with the CL cluster (every per-node statistic and the energy report), chain and ring, split layers, mixed
 array sides, link faults; and the compiled bench's stream semantics against PyMTL3's."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _same_cycles(a, b):
     """Two runs of one cluster took the same cycles and every node did the same in each cycle class."""
     assert a.cycles == b.cycles
     ra, rb = a.report, b.report
-    for key in ("cycles_per_step", "steady_state", "pipeline"):
+    for key in ("cycles_per_step", "steady_state", "pipeline", "energy"):  # energy: activity and joules
         assert ra[key] == rb[key], key
     for na, nb in zip(ra["node"], rb["node"]):
         for key in ("cycles", "step_cycles", "macs", "router_scratch_max", "router_out_buffer_max",

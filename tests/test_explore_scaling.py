@@ -117,31 +117,43 @@ def test_batch_tiling_reduces_weight_traffic(cifar_design):
 
 
 def test_pareto_front_matches_brute_force(cifar_design):
+    """The front over GOPS, DSPs, RAM and energy per image, against a direct dominance check."""
     p = cifar_design.points
     front = set(cifar_design.pareto.tolist())
     rng = np.random.default_rng(1)
-    g, d, r = p["gops"], p["dsps"], p["ram_mb"]
+    g, d, r, e = p["gops"], p["dsps"], p["ram_mb"], p["mj_per_image"]
     for i in rng.choice(len(g), 300, replace=False).tolist() + sorted(front)[:50]:
-        dominated = np.any((g >= g[i]) & (d <= d[i]) & (r <= r[i]) &
-                           ((g > g[i]) | (d < d[i]) | (r < r[i])))
+        dominated = np.any((g >= g[i]) & (d <= d[i]) & (r <= r[i]) & (e <= e[i]) &
+                           ((g > g[i]) | (d < d[i]) | (r < r[i]) | (e < e[i])))
         if i in front:
             assert not dominated
         elif not dominated:   # a non-front point must be dominated or duplicate a front point
-            assert any(g[j] == g[i] and d[j] == d[i] and r[j] == r[i] for j in front)
+            assert any(g[j] == g[i] and d[j] == d[i] and r[j] == r[i] and e[j] == e[i] for j in front)
+
+
+def test_energy_is_an_axis_of_the_front(cifar_design):
+    """Some front points are there only for their energy: dominated in GOPS, DSPs and RAM alone."""
+    p = cifar_design.points
+    g, d, r = p["gops"], p["dsps"], p["ram_mb"]
+    only_energy = [i for i in cifar_design.pareto.tolist()
+                   if np.any((g >= g[i]) & (d <= d[i]) & (r <= r[i]) & ((g > g[i]) | (d < d[i]) | (r < r[i])))]
+    assert only_energy
+    assert np.all(p["gops_per_j"] > 0) and np.all(np.isfinite(p["mj_per_image"]))
 
 
 @settings(max_examples=examples(30))
-@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 9), st.integers(1, 9)),
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 9), st.integers(1, 9), st.integers(1, 4)),
                 min_size=1, max_size=40))
 def test_pareto_front_on_random_points(pts):
-    p = {"dsps": np.array([a for a, _, _ in pts], float),
-         "gops": np.array([b for _, b, _ in pts], float),
-         "ram_mb": np.array([c for _, _, c in pts], float)}
+    p = {"dsps": np.array([a for a, _, _, _ in pts], float),
+         "gops": np.array([b for _, b, _, _ in pts], float),
+         "ram_mb": np.array([c for _, _, c, _ in pts], float),
+         "mj_per_image": np.array([x for _, _, _, x in pts], float)}
     front = set(pareto_front(p).tolist())
-    for i, (d, g, r) in enumerate(pts):
-        dominated = any(d2 <= d and g2 >= g and r2 <= r and (d2, g2, r2) != (d, g, r)
-                        for d2, g2, r2 in pts)
+    for i, (d, g, r, e) in enumerate(pts):
+        dominated = any(d2 <= d and g2 >= g and r2 <= r and e2 <= e and (d2, g2, r2, e2) != (d, g, r, e)
+                        for d2, g2, r2, e2 in pts)
         if dominated:
             assert i not in front
         else:
-            assert i in front or any(pts[j] == (d, g, r) for j in front)
+            assert i in front or any(pts[j] == (d, g, r, e) for j in front)

@@ -127,6 +127,8 @@ ROWS = [
     ("clock-inf", C + ["--clock-mhz", "inf"], 1, r"--clock-mhz"),
     ("clock-nan", C + ["--clock-mhz", "nan"], 1, r"--clock-mhz"),
     ("clock-neg", C + ["--clock-mhz", "-5"], 1, r"--clock-mhz"),
+    ("fpga-family-asic", C + ["--fpga-family", "asic45"], 1, r"--fpga-family 'asic45': choose one of 7series"),
+    ("fpga-family-empty", C + ["--fpga-family", ""], 1, r"--fpga-family '': choose one of"),
     ("faults-big", C + ["--faults", "2", "--level", "verilator"], 1, r"--faults"),
     ("faults-nan", C + ["--faults", "nan", "--level", "verilator"], 1, r"--faults"),
     ("faults-cl", C + ["--faults", "1e-3"], 1, r"--faults needs --level verilator"),

@@ -4,7 +4,8 @@ Layers (``docs/DESIGN.md``), lowest first::
 
     0  numerics, golden, timing, net, data, sim and the tool-chain glue (pure NumPy / PyMTL3)
     1  engine, link, primitives        (PyMTL3 units, FL/CL/RTL twins)
-    2  cluster                         (node = engine + router + link ends; partition, compile, top)
+    2  cluster, energy                 (node = engine + router + link ends; partition, compile, top;
+                                        energy constants, activity and joules of a run)
     3  explore                         (analytic models at paper scale)
     4  tb                              (test benches, fuzz campaigns; may import Hypothesis)
     5  cli                             (argument parsing and reports only)
@@ -32,7 +33,7 @@ ROOTS = {"pymtl_fp.cluster": "cluster", "pymtl_fp.cli": "scripts", "pymtl_fp.tb"
 LAYERS = {
     "pymtl_fp": 0,
     "pymtl_fp.engine": 1, "pymtl_fp.link": 1, "pymtl_fp.primitives": 1,
-    "pymtl_fp.cluster": 2,
+    "pymtl_fp.cluster": 2, "pymtl_fp.energy": 2,
     "pymtl_fp.explore": 3,
     "pymtl_fp.tb": 4,
     "pymtl_fp.cli": 5,

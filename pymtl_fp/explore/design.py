@@ -33,8 +33,12 @@ WG     input x ``B`` x ``ceil(K/Tk)`` x halo; output gradient x ``B`` x ``ceil(C
 output tiles (accumulators at ``acc_bits``), the largest over layers and operations.  A point is
 feasible when both fit the device (DSPs within ``dsp_fraction``, RAM within 90 %).
 
+**Energy.**  Joules per image of every point (:mod:`pymtl_fp.energy.estimate`: the MACs, the
+lanes' idle cycles, operand reads, DRAM traffic, the engines' control logic and the device's
+static power over the point's time), and GOPs/J.
+
 Results: every feasible point, the best by throughput, and the Pareto front of throughput
-against DSPs and on-chip RAM.
+against DSPs, on-chip RAM and energy per image.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
 
@@ -59,7 +64,7 @@ class DesignResult:
     precision: Precision
     batch: int
     points: dict              #: feasible design points: column name -> numpy array
-    pareto: np.ndarray        #: indices of the Pareto front (throughput vs DSPs vs RAM)
+    pareto: np.ndarray        #: indices of the Pareto front (throughput vs DSPs vs RAM vs J/image)
     evaluated: int            #: grid size
     seconds: float
     assumptions: list = field(default_factory=list)
@@ -111,7 +116,8 @@ def candidate_arrays(device: Device, precision: Precision) -> list:
     return [EngineArray(P, E) for P, E in sorted(shapes)]
 
 
-COLUMNS = ("E", "P", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops", "images_s", "mem_bound_pct", "peak_gops")
+COLUMNS = ("E", "P", "Tb", "Tk", "Tc", "Th", "dsps", "ram_mb", "gops", "images_s", "mem_bound_pct", "peak_gops",
+           "mj_per_image", "gops_per_j")
 
 
 def array_points(arr, ctx: dict) -> dict | None:
@@ -126,6 +132,7 @@ def array_points(arr, ctx: dict) -> dict | None:
         return None
     total = np.zeros(len(ram_ok))
     mem_time = np.zeros(len(ram_ok))
+    dram_bits = np.full(len(ram_ok), float(ctx["upd_bits"]))
     tiles = np.stack([TB[ram_ok], TK[ram_ok], TC[ram_ok]]).astype(np.int64)
     combos, inv = np.unique(tiles, axis=1, return_inverse=True)
     inv = inv.ravel()
@@ -138,6 +145,7 @@ def array_points(arr, ctx: dict) -> dict | None:
             cyc = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv]
             t_c = cyc / clock
             t_m = bits[ram_ok] / dram_bps
+            dram_bits += bits[ram_ok]
             total += np.maximum(t_c, t_m)
             mem_time += np.where(t_m > t_c, t_m, 0.0)
     total += ctx["upd_bits"] / dram_bps
@@ -152,6 +160,12 @@ def array_points(arr, ctx: dict) -> dict | None:
     cols["images_s"] = batch / total
     cols["mem_bound_pct"] = 100.0 * mem_time / total
     cols["peak_gops"] = np.full(n, 2.0 * arr.lanes * clock / 1e9)
+    luts, ffs = fpga_logic(prec, arr.P, arr.E)
+    joules = sum(image_joules(ctx["family"], prec, arr.P, macs=ctx["macs"], fpgas=1, lanes=arr.lanes, clock_hz=clock,
+                              seconds=total / batch, dram_bits=dram_bits / batch, params=ctx["params"], batch=batch,
+                              luts=luts, ffs=ffs).values())
+    cols["mj_per_image"] = joules * 1e3
+    cols["gops_per_j"] = ctx["train_ops"] / joules / 1e9
     return cols
 
 
@@ -228,7 +242,9 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
     ram_ok = np.nonzero(buffers <= ram_budget)[0]
     ctx = dict(prec=prec, dsp_budget=dsp_budget, ram_ok=ram_ok, TB=TB, TK=TK, TC=TC, TH=TH, layers=layers,
                needs_dx=needs_dx, traffic=traffic, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
-               buffers=buffers, train_ops=train_ops)
+               buffers=buffers, train_ops=train_ops, family=family_of(device),
+               macs={k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")},
+               params=network.params)
     cols = {k: [] for k in COLUMNS}
     for part in (map_fn or map)(functools.partial(array_points, ctx=ctx), arrays):
         if part is not None:
@@ -248,31 +264,33 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
          f"mini-batch {batch}"),
         ("E engines of P x P, cycles from pymtl_fp.timing (the model the RTL validates); "
          "time per layer-operation = max(compute, DRAM traffic)"),
+        (f"energy: pymtl_fp.energy constants of family {family_of(device)} (derived figures, x0.3..x3); "
+         "the Pareto front is over GOPS, DSPs, on-chip RAM and mJ per image"),
     ]
     return DesignResult(network.name, device, prec, batch, points, pareto,
                         len(TB) * len(arrays), seconds, assumptions)
 
 
 def pareto_front(points: dict) -> np.ndarray:
-    """Indices of the points not dominated in (more GOPS, fewer DSPs, less RAM), by DSPs.
+    """Indices of the points not dominated in (more GOPS, fewer DSPs, less RAM, less energy per
+    image), ordered by GOPS descending; of duplicate points one is kept.
 
-    Exact: within each DSP count the (RAM, GOPS) staircase, then each candidate is checked
-    against the fronts of every smaller DSP count.
-    """
+    Points are visited in lexicographic order (GOPS descending, then DSPs, RAM, energy
+    ascending), so a later point never dominates an earlier one; each is kept unless a kept
+    point is at least as good in all four objectives."""
     g, d, r = points["gops"], points["dsps"], points["ram_mb"]
+    e = points.get("mj_per_image", np.zeros_like(g))
     if not len(g):
         return np.zeros(0, dtype=np.int64)
-    kept_r, kept_g, front = np.zeros(0), np.zeros(0), []
-    for dv in np.unique(d):
-        idx = np.nonzero(d == dv)[0]
-        idx = idx[np.lexsort((-g[idx], r[idx]))]          # RAM ascending, GOPS descending
-        run = np.maximum.accumulate(g[idx])
-        stair = idx[np.concatenate([[True], g[idx][1:] > run[:-1]])]
-        new = [i for i in stair
-               if not np.any((kept_r <= r[i]) & (kept_g >= g[i]))]
-        front.extend(new)
-        kept_r = np.concatenate([kept_r, r[new]])
-        kept_g = np.concatenate([kept_g, g[new]])
+    order = np.lexsort((e, r, d, -g))
+    kg, kd, kr, ke = (np.empty(len(g)) for _ in range(4))
+    front, k = [], 0
+    for i in order.tolist():
+        if k and np.any((kg[:k] >= g[i]) & (kd[:k] <= d[i]) & (kr[:k] <= r[i]) & (ke[:k] <= e[i])):
+            continue
+        kg[k], kd[k], kr[k], ke[k] = g[i], d[i], r[i], e[i]
+        k += 1
+        front.append(i)
     return np.array(front, dtype=np.int64)
 
 

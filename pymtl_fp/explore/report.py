@@ -75,20 +75,21 @@ SCALING_COLUMNS = ["fpgas", "link", "images_s", "gops", "opt_gops", "speedup", "
                    "bound",
                    "link_need_gbps", "util_mean", "util_min", "balance", "fine_mb_max",
                    "whole_mb_max", "onchip_mb", "fine_fit_frac", "whole_fit_frac",
-                   "fc_dram_gbs"]
+                   "fc_dram_gbs", "gops_per_j", "images_per_j", "watts_per_fpga"]
 SCALING_HEADERS = {"fpgas": "FPGAs", "images_s": "images/s", "gops": "GOPS",
                    "opt_gops": "GOPS (optimal partition)",
                    "efficiency": "eff.", "link_need_gbps": "busiest link need (Gb/s)",
                    "util_mean": "util. mean", "util_min": "util. min",
                    "fine_mb_max": "fine-grained Mb/FPGA", "whole_mb_max": "whole-map Mb/FPGA",
                    "onchip_mb": "on-chip Mb", "fine_fit_frac": "fine fits",
-                   "whole_fit_frac": "whole fits", "fc_dram_gbs": "fc DRAM GB/s"}
+                   "whole_fit_frac": "whole fits", "fc_dram_gbs": "fc DRAM GB/s",
+                   "gops_per_j": "GOPs/J", "images_per_j": "images/J", "watts_per_fpga": "W/FPGA"}
 SCALING_FORMATS = {"images_s": ".1f", "gops": ".0f", "opt_gops": ".0f", "speedup": ".1f",
                    "efficiency": ".2f",
                    "link_need_gbps": ".1f", "util_mean": ".2f", "util_min": ".2f",
                    "balance": ".2f", "fine_mb_max": ".1f", "whole_mb_max": ".0f",
                    "onchip_mb": ".1f", "fine_fit_frac": ".0%", "whole_fit_frac": ".0%",
-                   "fc_dram_gbs": ".1f"}
+                   "fc_dram_gbs": ".1f", "gops_per_j": ".1f", "images_per_j": ".2f", "watts_per_fpga": ".1f"}
 TABLE_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128)
 
 
@@ -250,9 +251,10 @@ def partition_plot(chain, cluster, evals: dict, path: Path, title: str) -> Path:
 
 # -- design -------------------------------------------------------------------------------------
 DESIGN_COLUMNS = ["array", "Tb", "Tk", "Tc", "Th", "dsps", "dsp_pct", "ram_mb", "ram_pct",
-                  "gops", "images_s", "mem_bound_pct", "peak_gops"]
+                  "gops", "images_s", "mem_bound_pct", "peak_gops", "mj_per_image", "gops_per_j"]
 DESIGN_FORMATS = {"dsp_pct": ".0f", "ram_mb": ".1f", "ram_pct": ".0f", "gops": ".0f",
-                  "images_s": ".0f", "mem_bound_pct": ".0f", "peak_gops": ".0f"}
+                  "images_s": ".0f", "mem_bound_pct": ".0f", "peak_gops": ".0f", "mj_per_image": ".3f",
+                  "gops_per_j": ".1f"}
 
 
 def design_plot(res, path: Path) -> Path:
@@ -265,7 +267,7 @@ def design_plot(res, path: Path) -> Path:
         fig.colorbar(sc, ax=ax, label="log10 on-chip RAM (Mb)")
         front = res.front()
         ax.plot([f["dsps"] for f in front], [f["gops"] for f in front], "r.",
-                label="Pareto front (GOPS vs DSPs vs RAM)")
+                label="Pareto front (GOPS vs DSPs vs RAM vs J/image)")
         peak_x = np.unique(p["dsps"])
         ax.plot(peak_x, 2 * peak_x * res.precision.macs_per_dsp * res.device.clock_hz / 1e9,
                 "k:", lw=0.8, label="peak")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.cluster.partition import nearest_positions
+from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.partition import work_curve
@@ -76,6 +77,9 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     onchip = device.onchip_bits
     train_ops = 2.0 * chain.total_train_macs()
     link_bits = np.maximum(chain.fwd_bits, chain.bwd_bits)
+    macs_img = {k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")}
+    efam = family_of(device)
+    luts, ffs = fpga_logic(precision, arr.P, arr.E)
     rows, base_gops = [], {}
     if optimal:
         from pymtl_fp.explore.partition import Cluster, bisect_optimal
@@ -89,6 +93,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         stage_cycles = cyc.vec(a, b)
         compute_ii = stage_cycles.max() / clock
         busiest = float(link_bits[cuts[1:-1]].max()) if n > 1 else 0.0
+        crossing = float((chain.fwd_bits[cuts[1:-1]] + chain.bwd_bits[cuts[1:-1]]).sum()) if n > 1 else 0.0
         macs = chain.macs.vec(a, b)
         fine_bits = fine.vec(a, b)
         weights_bits = st["weights"].vec(a, b)
@@ -110,6 +115,9 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
                 _, opt_ii = bisect_optimal(chain, cl, 1e-4, [mat] * n, 0.99 * total_s / n,
                                            ii)
                 extra = {"opt_images_s": 1.0 / opt_ii, "opt_gops": train_ops / opt_ii / 1e9}
+            en = image_energy(efam, precision, arr.P, macs=macs_img, fpgas=n, lanes=arr.lanes, clock_hz=clock,
+                              seconds=ii, link_bits=crossing, dram_bits=float(fc_bits.sum()),
+                              params=network.params, batch=batch, luts=luts, ffs=ffs)
             rows.append({
                 "network": network.name, "device": device.name, "array": str(arr),
                 "link": link.name, "link_gbps": link.gbps, "fpgas": n,
@@ -129,6 +137,13 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
                 "fine_fit_frac": float(np.mean(fine_bits <= onchip)),
                 "whole_fit_frac": float(np.mean(whole_bits <= onchip)),
                 "fc_dram_gbs": float(fc_bits.max() / ii / 8e9),
+                "energy_family": efam,
+                "mj_per_image": en["joules"]["value"] * 1e3,
+                "gops_per_j": en["gops_per_j"]["value"],
+                "gops_per_j_low": en["gops_per_j"]["low"], "gops_per_j_high": en["gops_per_j"]["high"],
+                "images_per_j": en["images_per_j"]["value"],
+                "watts_per_fpga": en["joules"]["value"] / ii / n,
+                "static_pct": 100.0 * en["rows"]["static"] / en["joules"]["value"],
                 **extra,
             })
     knees, linear = {}, {}
@@ -154,6 +169,8 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
          ", ".join(f"{lk.name} = {lk.gbps:.1f} Gb/s" for lk in links)),
         (f"partition: FPDeep balancing (equal FP+BP+WG time), split={split}, "
          f"up to {max_pieces} pieces per layer; engine cycles from pymtl_fp.timing"),
+        (f"energy: pymtl_fp.energy constants of family {efam} (derived figures with x0.3..x3 ranges; "
+         f"GOPs/J low..high in the CSV), {luts:,} LUTs and {ffs:,} FFs of control per FPGA"),
     ]
     return ScalingResult(network.name, device, arr, precision, list(links), rows, knees,
                          linear, seconds, assumptions)

@@ -1,0 +1,151 @@
+"""Activity of a simulated node: what the energy model prices, counted per training phase.
+
+Two kinds of counts, both identical at every level (FL, CL, RTL, Verilator) because every level
+executes the same node program cycle for cycle (``tests/test_cluster_verilated.py`` compares
+them):
+
+* **from the executed instruction stream** (the program's loop body ``steps`` times, the rest
+  once): per engine command, useful MACs (:func:`pymtl_fp.timing.useful_macs`), clocked MAC-lane
+  cycles (``P*P`` x the command's compute cycles), and buffer traffic by the engine's dataflow
+  (:func:`command_traffic`);
+* **measured by the simulation** (the router's status counters, the same at CL and RTL):
+  elements each node sent on its link outputs and to the host, cycles in each router state
+  (busy: ``compute``, ``io``, ``engine``; waiting: ``stall_in``, ``stall_out``; ``done``), and
+  the run's cycles.
+
+Phases (the split the report gives): ``forward`` (``fwd``, ``pool_fwd``), ``backward_data``
+(``bwd_data``, ``pool_bwd``), ``weight_gradient`` (``bwd_weight``), ``update`` (``update`` and
+the router's ``BIAS`` scalar unit), ``communication`` (LOAD/STORE buffer traffic, ``MOVE``,
+``GATHER`` and every link bit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pymtl_fp import timing
+from pymtl_fp.cluster import isa
+from pymtl_fp.engine.encoding import BUF, OP
+
+PHASES = ("forward", "backward_data", "weight_gradient", "update", "communication")
+OP_PHASE = {"fwd": "forward", "pool_fwd": "forward", "bwd_data": "backward_data", "pool_bwd": "backward_data",
+            "bwd_weight": "weight_gradient", "update": "update", "load": "communication",
+            "store": "communication"}
+_OP_NAME = {v: k for k, v in OP.items()}
+_BUF_NAME = {v: k for k, v in BUF.items()}
+#: router states in which the node does work (the rest wait)
+BUSY_STATES = ("compute", "io", "engine")
+
+
+def buffer_bits(ecfg, buf: str) -> int:
+    """Bits of one element of engine buffer ``buf``: X activations, D gradients, O results (the
+    wider of the two), W weights, G weight gradients and B bias sums (accumulator width)."""
+    return {"X": ecfg.act_bits, "D": ecfg.grad_bits, "O": max(ecfg.act_bits, ecfg.grad_bits),
+            "W": ecfg.weight_bits, "G": ecfg.acc_bits, "B": ecfg.acc_bits}[buf]
+
+
+def _bwd_weight_steps(f: dict) -> int:
+    """Accumulation steps of ``bwd_weight`` (one X word and one D word read per step)."""
+    n, ct, kt = int(f["n"]), int(f["ct"]), int(f["kt"])
+    h, w, ho, wo, r, s = (int(f[x]) for x in ("h", "w", "ho", "wo", "r", "s"))
+    st, pad = 1 << int(f.get("lgst", 0)), int(f["pad"])
+    taps = sum(max(1, timing.outs(h, ho, i, st, pad)) * max(1, timing.outs(w, wo, j, st, pad))
+               for i in range(r) for j in range(s))
+    return kt * ct * n * taps
+
+
+def command_traffic(ecfg, op: str, f: dict) -> tuple:
+    """``(read bits, write bits)`` of the engine's buffers for one command with fields ``f``.
+
+    The dataflow model (one operand word of each source per loop step, results written once):
+    ``fwd`` reads an X word (``P`` elements) and a W word (``P*P``) per step and writes its
+    ``N*KT*Ho*Wo`` output words to O; ``bwd_data`` the same with D for X, writing ``N*CT*H*W``
+    words; ``bwd_weight`` reads an X and a D word per accumulation step and drains the
+    ``KT*CT*R*S`` weight-gradient tiles (``P*P`` each) to G and the bias sums to B; ``update``
+    reads a W row and a G row and writes the W row (``KT*CT*R*S*P`` rows); pooling reads one word
+    per window tap and writes the pooled (forward) or unpooled (backward) map; LOAD writes and
+    STORE reads ``count`` elements of the target buffer."""
+    P = ecfg.rows
+    b = {k: buffer_bits(ecfg, k) for k in BUF}
+    g = {k: int(f.get(k, 0)) for k in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s", "pk", "count")}
+    if op == "load":
+        return 0, g["count"] * b[_BUF_NAME[int(f.get("target", 0))]]
+    if op == "store":
+        return g["count"] * b[_BUF_NAME[int(f.get("target", 0))]], 0
+    if op in ("fwd", "bwd_data"):
+        steps = timing.conv_steps(P, op, f)
+        src = "X" if op == "fwd" else "D"
+        outs = g["n"] * (g["kt"] * g["ho"] * g["wo"] if op == "fwd" else g["ct"] * g["h"] * g["w"])
+        return steps * P * (b[src] + P * b["W"]), outs * P * b["O"]
+    if op == "bwd_weight":
+        steps = _bwd_weight_steps(f)
+        tiles = g["kt"] * g["ct"] * g["r"] * g["s"]
+        return steps * P * (b["X"] + b["D"]), tiles * P * P * b["G"] + g["kt"] * P * b["B"]
+    if op in ("pool_fwd", "pool_bwd"):
+        windows = g["n"] * g["ct"] * g["ho"] * g["wo"]
+        reads = windows * g["pk"] * g["pk"] * P * b["X"]
+        outs = windows if op == "pool_fwd" else g["n"] * g["ct"] * g["h"] * g["w"]
+        return reads, outs * P * b["O"]
+    if op == "update":
+        rows = g["kt"] * g["ct"] * g["r"] * g["s"] * P
+        return rows * P * (b["W"] + b["G"]), rows * P * b["W"]
+    raise ValueError(f"unknown engine operation {op!r}")
+
+
+@dataclass
+class NodeActivity:
+    """One node's activity over a run (per-phase dicts keyed by :data:`PHASES`)."""
+
+    node: int
+    P: int
+    mac_bits: int                                        #: the MAC operands' width
+    macs: dict = field(default_factory=dict)             #: useful multiply-accumulates
+    lane_cycles: dict = field(default_factory=dict)      #: P*P x compute cycles (clocked MAC lanes)
+    read_bits: dict = field(default_factory=dict)        #: engine buffer reads
+    write_bits: dict = field(default_factory=dict)       #: engine buffer writes
+    scalar_elems: dict = field(default_factory=dict)     #: elements through the router's BIAS / GATHER / MOVE
+    link_bits: int = 0                                   #: bits sent on this node's link outputs (measured)
+    host_bits: int = 0                                   #: bits sent to the host side channel (measured)
+    busy_cycles: int = 0                                 #: cycles in a busy router state (measured)
+    cycles: int = 0                                      #: the run's cycles
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _add(d: dict, key: str, v: int) -> None:
+    d[key] = d.get(key, 0) + int(v)
+
+
+def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: int, host_bits: int) -> NodeActivity:
+    """The activity of node ``j`` (engine ``ecfg``, :class:`~pymtl_fp.cluster.node_program.NodeProgram`
+    ``prog``, :class:`~pymtl_fp.cluster.observe.RouterLog` ``log``) over a run of ``steps`` steps
+    and ``cycles`` cycles; ``msg_bits``: bits of one link message (one element), ``host_bits``:
+    bits of one element on the host channel."""
+    P = ecfg.rows
+    a = NodeActivity(j, P, max(ecfg.act_bits, ecfg.weight_bits, ecfg.grad_bits))
+    for d in (a.macs, a.lane_cycles, a.read_bits, a.write_bits, a.scalar_elems):
+        d.update(dict.fromkeys(PHASES, 0))
+    lo, hi = prog.loop
+    for i, ins in enumerate(prog.ops):
+        times = steps if lo <= i <= hi else 1
+        if ins.kind in (isa.ENG, isa.LOAD, isa.STORE):
+            op = _OP_NAME[ins.field("op")]
+            f = {name: ins.field(name) for name, _ in isa.CMD_FIELDS}
+            ph = OP_PHASE[op]
+            rd, wr = command_traffic(ecfg, op, f)
+            _add(a.read_bits, ph, rd * times)
+            _add(a.write_bits, ph, wr * times)
+            if op in timing.COMPUTE_OPS:
+                _add(a.macs, ph, timing.useful_macs(op, f) * times)
+                _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f) * times)
+        elif ins.kind in (isa.BIAS, isa.GATHER, isa.MOVE):
+            if ins.kind == isa.BIAS:  # [b, db] in, b out
+                _add(a.scalar_elems, "update", 3 * ins.count * times)
+            else:
+                _add(a.scalar_elems, "communication", ins.count * times)
+    a.link_bits = (log.sent.get("fwd_out", 0) + log.sent.get("bwd_out", 0)) * msg_bits
+    a.host_bits = log.sent.get("host_out", 0) * host_bits
+    a.busy_cycles = sum(log.stats.get(s, 0) for s in BUSY_STATES)
+    a.cycles = int(cycles)
+    return a

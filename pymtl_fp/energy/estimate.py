@@ -1,0 +1,92 @@
+"""The energy model at paper scale: joules per training image of a design the explore tools
+evaluate analytically (no simulation), with the same constants and rows as a simulated run
+(:mod:`.model`).
+
+Per image, for ``fpgas`` FPGAs of ``lanes`` MAC lanes each at ``clock_hz``, taking
+``seconds`` per image in the steady state:
+
+* forward / backward-data / weight-gradient: useful MACs x ``E_mac``; the lanes' other cycles
+  (``fpgas x lanes x clock x seconds - MACs``, shared out in proportion to each phase's MACs)
+  x ``E_mac x mac_idle``; operand reads by the engine's dataflow per MAC: forward a weight and
+  ``1/P`` of an activation, backward-data a weight and ``1/P`` of a gradient, weight-gradient
+  ``1/P`` of each (:func:`pymtl_fp.energy.activity.command_traffic` per step, divided by the
+  step's ``P*P`` MACs);
+* update: per weight and mini-batch, a read of the weight and its gradient and a write of the
+  weight, and one MAC;
+* communication: link bits x ``E_link``, off-chip (DRAM) bits x ``E_dram``;
+* control: every flip-flop of the resource estimate clocked, every LUT toggling, all the time;
+* static: ``fpgas x P_static x seconds``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymtl_fp.energy.constants import family as get_family
+from pymtl_fp.energy.model import BOUNDS, ROWS
+
+
+def family_of(device) -> str:
+    """The energy-constants family of an explore :class:`~pymtl_fp.explore.devices.Device`:
+    7-series parts ``7series``, UltraScale(+) and custom parts ``ultrascale+`` (a 20 nm
+    UltraScale part priced as 16 nm: its figures are then low)."""
+    return "7series" if "-7" in device.family or device.family.endswith("7") else "ultrascale+"
+
+
+def image_joules(fam, prec, P: int, *, macs: dict, fpgas: int, lanes: int, clock_hz: float, seconds: float,
+                 link_bits: float = 0.0, dram_bits: float = 0.0, params: int = 0, batch: int = 1,
+                 luts: int = 0, ffs: int = 0, bound: str = "value") -> dict:
+    """``{row: joules per image}`` (rows of :data:`pymtl_fp.energy.model.ROWS`); ``macs``:
+    ``{"fp":, "bp":, "wg":}`` per image; ``lanes``, ``luts``, ``ffs``: per FPGA."""
+    if isinstance(fam, str):
+        fam = get_family(fam)
+    pj = 1e-12
+    bits = max(prec.act_bits, prec.weight_bits, prec.grad_bits)
+    mac = fam.mac(bits).pick(bound)
+    idle = fam.get("mac_idle", bound)
+    rd, wr = fam.get("bram_read", bound), fam.get("bram_write", bound)
+    a, w, g, acc = prec.act_bits, prec.weight_bits, prec.grad_bits, prec.acc_bits
+    per_mac_bits = {"fp": w + a / P, "bp": w + g / P, "wg": (a + g) / P}
+    total = sum(macs.values())
+    spare = np.maximum(0.0, fpgas * lanes * clock_hz * seconds - total)  # (seconds may be an array)
+    out = {}
+    for key, row in (("fp", "forward"), ("bp", "backward_data"), ("wg", "weight_gradient")):
+        m = macs.get(key, 0)
+        share = m / total if total else 0.0
+        out[row] = pj * (m * mac + spare * share * mac * idle + m * per_mac_bits[key] * rd)
+    per_batch = params / batch
+    out["update"] = pj * per_batch * ((w + acc) * rd + w * wr + mac)
+    out["communication"] = pj * (link_bits * fam.get("link", bound) + dram_bits * fam.get("dram", bound))
+    cycles = clock_hz * seconds
+    out["control"] = pj * fpgas * cycles * (ffs * fam.get("ff_clock", bound) + luts * fam.get("lut_toggle", bound))
+    out["static"] = fpgas * fam.get("static", bound) * seconds
+    return {r: out[r] for r in ROWS}
+
+
+def image_energy(fam, prec, P: int, **kw) -> dict:
+    """Joules per image at the constants' value, low and high, and GOPs/J and images/J (the best
+    efficiency with the low energies): ``{"joules": {bound: J}, "rows": {row: J}, "gops_per_j":
+    {bound:}, "images_per_j": {bound:}}``."""
+    rows = {b: image_joules(fam, prec, P, bound=b, **kw) for b in BOUNDS}
+    tot = {b: sum(rows[b].values()) for b in BOUNDS}
+    ops = 2.0 * sum(kw["macs"].values())
+    flip = {"value": "value", "low": "high", "high": "low"}
+    return {"joules": {b: float(tot[b]) for b in BOUNDS}, "rows": {k: float(v) for k, v in rows["value"].items()},
+            "gops_per_j": {b: float(ops / tot[flip[b]] / 1e9) for b in BOUNDS},
+            "images_per_j": {b: float(1.0 / tot[flip[b]]) for b in BOUNDS}}
+
+
+def fpga_logic(prec, P: int, E: int) -> tuple:
+    """``(logic LUTs, FFs)`` of ``E`` engines of ``P x P`` and one router on one FPGA, from the
+    calibrated resource model (:mod:`pymtl_fp.resources`); LUTs used as RAM are left out (their
+    reads and writes are priced as buffer traffic)."""
+    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.engine.config import EngineConfig
+    from pymtl_fp.resources import engine_resources, router_resources
+
+    data = max(prec.act_bits, prec.weight_bits, prec.grad_bits)
+    acc = min(64, max(32, prec.acc_bits, 2 * data + 2))
+    ecfg = EngineConfig(rows=P, cols=P, act_bits=prec.act_bits, weight_bits=prec.weight_bits,
+                        grad_bits=prec.grad_bits, acc_bits=acc, stream_bits=32 if acc <= 32 else 64)
+    e, r = engine_resources(ecfg), router_resources(RouterConfig(stream_bits=ecfg.stream_bits))
+    return E * (e.luts - e.lutram_luts) + r.luts - r.lutram_luts, E * e.ffs + r.ffs
