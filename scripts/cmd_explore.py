@@ -237,7 +237,7 @@ def _scaling(args) -> int:
         print(f"  {lk.name:>9} ({lk.gbps:6.1f} Gb/s/link): knee at "
               f"{knee if knee else '>' + str(max(sizes))} FPGAs; linear (eff >= 0.8) to "
               f"{res.linear_to[lk.name]}; best {best['gops']:.0f} GOPS "
-              f"({best['images_s']:.0f} img/s) at {best['fpgas']} FPGAs" +
+              f"({best['images_s']:.0f} img/s, {best['gops_per_j']:.1f} GOPs/J) at {best['fpgas']} FPGAs" +
               (f"; optimal partition: {max(r['opt_gops'] for r in res.rows if r['link'] == lk.name):.0f} GOPS"
                if args.optimal else ""))
     for f in files:
@@ -273,7 +273,9 @@ def _partition(args) -> int:
     seconds = time.perf_counter() - t0
     stem = _stem("partition", net.name, name)
     rows = report.partition_rows(chain, cluster, evals)
-    summary = report.partition_summary(evals)
+    from pymtl_fp.energy.estimate import chain_energy
+
+    summary = report.partition_summary(evals, {m: chain_energy(net, cluster, ev, args.batch) for m, ev in evals.items()})
     files = [report.write_csv(out / f"{stem}.csv", rows)]
     md = [f"### Partition: {net.name} on {name} ({cluster.n} FPGAs)", "",
           desc, "", "Assumptions:", "",
@@ -286,12 +288,14 @@ def _partition(args) -> int:
            f"{'on' if args.memory_limit else 'off'}"),
           f"* {chain.M} cut positions; three partitions computed in {seconds:.2f} s", "",
           report.markdown_table(summary, ["method", "ii_ms", "images_s", "gops", "vs_even",
-                                          "bottleneck", "util_mean", "fits_onchip"],
+                                          "bottleneck", "util_mean", "fits_onchip", "mj_per_image", "gops_per_j"],
                                 {"ii_ms": "II (ms)", "images_s": "images/s", "gops": "GOPS",
                                  "vs_even": "x even", "util_mean": "mean util.",
-                                 "fits_onchip": "storage fits"},
+                                 "fits_onchip": "storage fits", "mj_per_image": "mJ/image",
+                                 "gops_per_j": "GOPs/J"},
                                 {"ii_ms": ".3f", "images_s": ".1f", "gops": ".0f",
-                                 "vs_even": ".2f", "util_mean": ".2f"}), "",
+                                 "vs_even": ".2f", "util_mean": ".2f", "mj_per_image": ".1f",
+                                 "gops_per_j": ".1f"}), "",
           "Per FPGA (DP):", "",
           report.markdown_table([r for r in rows if r["method"] == "dp"],
                                 ["fpga", "device", "array", "first", "last_cut", "stage_ms",
@@ -315,7 +319,7 @@ def _partition(args) -> int:
         ev = evals[s["method"]]
         print(f"  {s['method']:>6}: II {ev.ii * 1e3:8.3f} ms  {ev.images_per_s:8.1f} img/s  "
               f"{ev.gops:8.0f} GOPS  x{(s['vs_even'] or 0):.2f} vs even  "
-              f"bottleneck {s['bottleneck']}  storage fits {s['fits_onchip']}")
+              f"bottleneck {s['bottleneck']}  storage fits {s['fits_onchip']}  {s['gops_per_j']:.1f} GOPs/J")
     if not np.isfinite(evals["dp"].ii):
         raise UserError("no partition fits the on-chip memory of these FPGAs "
                         "(drop --memory-limit, lower --bits, or add FPGAs)")
@@ -361,7 +365,7 @@ def _design(args) -> int:
     for p in best[:min(5, len(best))]:
         print(f"  {p['array']:>7} Tb={p['Tb']:<4} Tk={p['Tk']:<5} Tc={p['Tc']:<5} "
               f"Th={p['Th']:<4} {p['dsps']:5d} DSPs {p['ram_mb']:7.1f} Mb  "
-              f"{p['gops']:7.0f} GOPS ({p['mem_bound_pct']:.0f}% memory-bound)")
+              f"{p['gops']:7.0f} GOPS ({p['mem_bound_pct']:.0f}% memory-bound)  {p['gops_per_j']:6.1f} GOPs/J")
     for f in files:
         print(f"  wrote {f}")
     return 0

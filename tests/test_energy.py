@@ -91,6 +91,11 @@ def test_instruction_stream_macs_equal_the_compilers_count(run):
         assert sum(act["macs"].values()) == node["macs"] > 0
         for ph in PHASES:  # the array is never more than fully used
             assert act["macs"][ph] <= act["lane_cycles"][ph]
+        # by phase and by buffer: the same bits
+        assert sum(act["read_bits"].values()) == sum(act["buffer_reads"].values()) > 0
+        assert sum(act["write_bits"].values()) == sum(act["buffer_writes"].values()) > 0
+        # the engine computes within the cycles the router saw it busy
+        assert 0 < act["engine_cycles"] <= act["cycles"]
 
 
 def test_measured_link_bits_equal_the_compiled_traffic(run):
@@ -125,8 +130,8 @@ def test_command_traffic_is_one_operand_word_per_step():
     f = timing.ConvShape(n=2, c=8, k=8, h=3, w=3, r=1, s=1).fields(4)
     rd, wr = command_traffic(ecfg, "fwd", f)
     macs = timing.useful_macs("fwd", f)
-    assert rd == macs * (ecfg.weight_bits + ecfg.act_bits / 4)
-    assert wr == 2 * 8 * 3 * 3 * max(ecfg.act_bits, ecfg.grad_bits)
+    assert rd == {"X": macs * ecfg.act_bits / 4, "W": macs * ecfg.weight_bits}
+    assert wr == {"O": 2 * 8 * 3 * 3 * max(ecfg.act_bits, ecfg.grad_bits)}
 
 
 # ---- joules behave as energy ------------------------------------------------------------------
@@ -176,3 +181,22 @@ def test_scaling_rows_carry_energy_and_eight_bits_cost_less():
         assert b["gops_per_j"] > a["gops_per_j"]
     one, eight = r16.rows
     assert eight["watts_per_fpga"] == pytest.approx(one["watts_per_fpga"], rel=0.2)
+
+
+def test_a_faster_partition_of_the_same_chain_costs_less_energy_per_image():
+    """ResNet-152 on the asymmetric 16-FPGA example: the same MACs in less time leave fewer idle
+    lane cycles and less static energy, so the DP optimum beats FPDeep balancing beats the even
+    split in GOPs/J; every FPGA is priced by its own family."""
+    from pymtl_fp.energy.estimate import chain_energy
+    from pymtl_fp.explore.chain import Chain
+    from pymtl_fp.explore.clusterfile import example_path, load_cluster
+    from pymtl_fp.explore.partition import compare
+
+    cluster, _, _ = load_cluster(example_path())
+    net = get_network("resnet152")
+    evals = compare(Chain(net, max_pieces=4), cluster)
+    en = {m: chain_energy(net, cluster, ev, 32) for m, ev in evals.items()}
+    assert en["dp"]["gops_per_j"]["value"] > en["fpdeep"]["gops_per_j"]["value"] > en["even"]["gops_per_j"]["value"]
+    for e in en.values():
+        assert e["joules"]["value"] == pytest.approx(sum(e["rows"].values()))
+        assert e["gops_per_j"]["low"] < e["gops_per_j"]["value"] < e["gops_per_j"]["high"]

@@ -5,9 +5,10 @@ executes the same node program cycle for cycle (``tests/test_cluster_verilated.p
 them):
 
 * **from the executed instruction stream** (the program's loop body ``steps`` times, the rest
-  once): per engine command, useful MACs (:func:`pymtl_fp.timing.useful_macs`), clocked MAC-lane
-  cycles (``P*P`` x the command's compute cycles), and buffer traffic by the engine's dataflow
-  (:func:`command_traffic`);
+  once): per engine command, useful MACs at the engine's operand width
+  (:func:`pymtl_fp.timing.useful_macs`), clocked MAC-lane cycles (``P*P`` x the command's compute
+  cycles) and the engine's compute cycles, and buffer traffic by the engine's dataflow
+  (:func:`command_traffic`), by phase and by buffer;
 * **measured by the simulation** (the router's status counters, the same at CL and RTL):
   elements each node sent on its link outputs and to the host, cycles in each router state
   (busy: ``compute``, ``io``, ``engine``; waiting: ``stall_in``, ``stall_out``; ``done``), and
@@ -55,40 +56,42 @@ def _bwd_weight_steps(f: dict) -> int:
 
 
 def command_traffic(ecfg, op: str, f: dict) -> tuple:
-    """``(read bits, write bits)`` of the engine's buffers for one command with fields ``f``.
+    """``({buffer: read bits}, {buffer: write bits})`` of the engine's buffers (``X``, ``D``,
+    ``O``, ``W``, ``G``, ``B``) for one command with fields ``f``.
 
     The dataflow model (one operand word of each source per loop step, results written once):
     ``fwd`` reads an X word (``P`` elements) and a W word (``P*P``) per step and writes its
     ``N*KT*Ho*Wo`` output words to O; ``bwd_data`` the same with D for X, writing ``N*CT*H*W``
     words; ``bwd_weight`` reads an X and a D word per accumulation step and drains the
     ``KT*CT*R*S`` weight-gradient tiles (``P*P`` each) to G and the bias sums to B; ``update``
-    reads a W row and a G row and writes the W row (``KT*CT*R*S*P`` rows); pooling reads one word
-    per window tap and writes the pooled (forward) or unpooled (backward) map; LOAD writes and
-    STORE reads ``count`` elements of the target buffer."""
+    reads a W row and a G row and writes the W row (``KT*CT*R*S*P`` rows); pooling reads one X
+    (forward) or D (backward) word per window tap and writes the pooled or unpooled map to O;
+    LOAD writes and STORE reads ``count`` elements of the target buffer."""
     P = ecfg.rows
     b = {k: buffer_bits(ecfg, k) for k in BUF}
     g = {k: int(f.get(k, 0)) for k in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s", "pk", "count")}
-    if op == "load":
-        return 0, g["count"] * b[_BUF_NAME[int(f.get("target", 0))]]
-    if op == "store":
-        return g["count"] * b[_BUF_NAME[int(f.get("target", 0))]], 0
+    if op in ("load", "store"):
+        buf = _BUF_NAME[int(f.get("target", 0))]
+        moved = {buf: g["count"] * b[buf]}
+        return ({}, moved) if op == "load" else (moved, {})
     if op in ("fwd", "bwd_data"):
         steps = timing.conv_steps(P, op, f)
         src = "X" if op == "fwd" else "D"
         outs = g["n"] * (g["kt"] * g["ho"] * g["wo"] if op == "fwd" else g["ct"] * g["h"] * g["w"])
-        return steps * P * (b[src] + P * b["W"]), outs * P * b["O"]
+        return {src: steps * P * b[src], "W": steps * P * P * b["W"]}, {"O": outs * P * b["O"]}
     if op == "bwd_weight":
         steps = _bwd_weight_steps(f)
         tiles = g["kt"] * g["ct"] * g["r"] * g["s"]
-        return steps * P * (b["X"] + b["D"]), tiles * P * P * b["G"] + g["kt"] * P * b["B"]
+        return ({"X": steps * P * b["X"], "D": steps * P * b["D"]},
+                {"G": tiles * P * P * b["G"], "B": g["kt"] * P * b["B"]})
     if op in ("pool_fwd", "pool_bwd"):
         windows = g["n"] * g["ct"] * g["ho"] * g["wo"]
-        reads = windows * g["pk"] * g["pk"] * P * b["X"]
+        src = "X" if op == "pool_fwd" else "D"
         outs = windows if op == "pool_fwd" else g["n"] * g["ct"] * g["h"] * g["w"]
-        return reads, outs * P * b["O"]
+        return {src: windows * g["pk"] * g["pk"] * P * b[src]}, {"O": outs * P * b["O"]}
     if op == "update":
         rows = g["kt"] * g["ct"] * g["r"] * g["s"] * P
-        return rows * P * (b["W"] + b["G"]), rows * P * b["W"]
+        return {"W": rows * P * b["W"], "G": rows * P * b["G"]}, {"W": rows * P * b["W"]}
     raise ValueError(f"unknown engine operation {op!r}")
 
 
@@ -101,12 +104,15 @@ class NodeActivity:
     mac_bits: int                                        #: the MAC operands' width
     macs: dict = field(default_factory=dict)             #: useful multiply-accumulates
     lane_cycles: dict = field(default_factory=dict)      #: P*P x compute cycles (clocked MAC lanes)
-    read_bits: dict = field(default_factory=dict)        #: engine buffer reads
-    write_bits: dict = field(default_factory=dict)       #: engine buffer writes
+    read_bits: dict = field(default_factory=dict)        #: engine buffer reads (by phase)
+    write_bits: dict = field(default_factory=dict)       #: engine buffer writes (by phase)
+    buffer_reads: dict = field(default_factory=dict)     #: engine buffer reads in bits, by buffer
+    buffer_writes: dict = field(default_factory=dict)    #: engine buffer writes in bits, by buffer
     scalar_elems: dict = field(default_factory=dict)     #: elements through the router's BIAS / GATHER / MOVE
     link_bits: int = 0                                   #: bits sent on this node's link outputs (measured)
     host_bits: int = 0                                   #: bits sent to the host side channel (measured)
     busy_cycles: int = 0                                 #: cycles in a busy router state (measured)
+    engine_cycles: int = 0                               #: cycles the engine computes (MAC array clocked)
     cycles: int = 0                                      #: the run's cycles
 
     def as_dict(self) -> dict:
@@ -126,6 +132,8 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
     a = NodeActivity(j, P, max(ecfg.act_bits, ecfg.weight_bits, ecfg.grad_bits))
     for d in (a.macs, a.lane_cycles, a.read_bits, a.write_bits, a.scalar_elems):
         d.update(dict.fromkeys(PHASES, 0))
+    for d in (a.buffer_reads, a.buffer_writes):
+        d.update(dict.fromkeys(BUF, 0))
     lo, hi = prog.loop
     for i, ins in enumerate(prog.ops):
         times = steps if lo <= i <= hi else 1
@@ -134,8 +142,12 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
             f = {name: ins.field(name) for name, _ in isa.CMD_FIELDS}
             ph = OP_PHASE[op]
             rd, wr = command_traffic(ecfg, op, f)
-            _add(a.read_bits, ph, rd * times)
-            _add(a.write_bits, ph, wr * times)
+            _add(a.read_bits, ph, sum(rd.values()) * times)
+            _add(a.write_bits, ph, sum(wr.values()) * times)
+            for buf, v in rd.items():
+                _add(a.buffer_reads, buf, v * times)
+            for buf, v in wr.items():
+                _add(a.buffer_writes, buf, v * times)
             if op in timing.COMPUTE_OPS:
                 _add(a.macs, ph, timing.useful_macs(op, f) * times)
                 _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f) * times)
@@ -147,5 +159,6 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
     a.link_bits = (log.sent.get("fwd_out", 0) + log.sent.get("bwd_out", 0)) * msg_bits
     a.host_bits = log.sent.get("host_out", 0) * host_bits
     a.busy_cycles = sum(log.stats.get(s, 0) for s in BUSY_STATES)
+    a.engine_cycles = sum(a.lane_cycles.values()) // (P * P)
     a.cycles = int(cycles)
     return a

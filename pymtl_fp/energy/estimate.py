@@ -90,3 +90,35 @@ def fpga_logic(prec, P: int, E: int) -> tuple:
                         grad_bits=prec.grad_bits, acc_bits=acc, stream_bits=32 if acc <= 32 else 64)
     e, r = engine_resources(ecfg), router_resources(RouterConfig(stream_bits=ecfg.stream_bits))
     return E * (e.luts - e.lutram_luts) + r.luts - r.lutram_luts, E * e.ffs + r.ffs
+
+
+def chain_energy(network, cluster, ev, batch: int) -> dict:
+    """Joules per image of a partition ``ev`` (:class:`pymtl_fp.explore.partition.Evaluation`) of
+    ``network`` on a chain of FPGAs (``cluster``: each device priced by its own family, with its
+    own engines and clock), as :func:`image_energy` returns; each FPGA's MACs split into phases
+    in the network's proportions, its update in proportion to its MACs, link bits charged to the
+    sending side of each link."""
+    prec = cluster.precision
+    net = {k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")}
+    total = sum(net.values()) or 1.0
+    ops = 2.0 * total
+    if not np.isfinite(ev.ii):
+        inf = {b: float("inf") for b in BOUNDS}
+        return {"joules": inf, "rows": dict.fromkeys(ROWS, float("inf")),
+                "gops_per_j": dict.fromkeys(BOUNDS, 0.0), "images_per_j": dict.fromkeys(BOUNDS, 0.0)}
+    rows = {b: dict.fromkeys(ROWS, 0.0) for b in BOUNDS}
+    for i, (dev, arr) in enumerate(zip(cluster.devices, cluster.arrays)):
+        share = float(ev.stage_macs[i]) / total
+        link = float(ev.fwd_bits[i] + ev.bwd_bits[i]) if i < len(ev.link_s) else 0.0
+        luts, ffs = fpga_logic(prec, arr.P, arr.E)
+        for b in BOUNDS:
+            j = image_joules(family_of(dev), prec, arr.P, macs={k: v * share for k, v in net.items()}, fpgas=1,
+                             lanes=arr.lanes, clock_hz=dev.clock_hz, seconds=ev.ii, link_bits=link,
+                             params=round(network.params * share), batch=batch, luts=luts, ffs=ffs, bound=b)
+            for r in ROWS:
+                rows[b][r] += j[r]
+    tot = {b: sum(rows[b].values()) for b in BOUNDS}
+    flip = {"value": "value", "low": "high", "high": "low"}
+    return {"joules": tot, "rows": rows["value"],
+            "gops_per_j": {b: ops / tot[flip[b]] / 1e9 for b in BOUNDS},
+            "images_per_j": {b: 1.0 / tot[flip[b]] for b in BOUNDS}}

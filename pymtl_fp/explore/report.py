@@ -129,7 +129,7 @@ def scaling_markdown(res, sizes=TABLE_SIZES) -> str:
 
 def scaling_plot(res, path: Path) -> Path:
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     ax = axes[0]
     n1 = None
     has_opt = bool(res.rows) and "opt_gops" in res.rows[0]
@@ -182,6 +182,21 @@ def scaling_plot(res, path: Path) -> Path:
     ax.set_title("storage (conv weights on chip, fc in DRAM)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
+    ax = axes[3]
+    for lk in res.links:
+        n, e = res.series(lk.name, "gops_per_j")
+        ax.plot(n, e, color=colors[lk.name], label=lk.name)
+    n, lo = res.series(lk0.name, "gops_per_j_low")
+    _, hi = res.series(lk0.name, "gops_per_j_high")
+    ax.fill_between(n, lo, hi, color=colors[lk0.name], alpha=0.12,
+                    label=f"{lk0.name}: constants' range")
+    ax.set_yscale("log")
+    ax.set_xlabel("FPGAs in the chain")
+    ax.set_ylabel("GOPs/J (whole cluster)")
+    fam = res.rows[0].get("energy_family", "?") if res.rows else "?"
+    ax.set_title(f"energy efficiency ({fam} constants)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
     return _save(fig, path)
 
 
@@ -206,11 +221,15 @@ def partition_rows(chain, cluster, evals: dict) -> list:
     return rows
 
 
-def partition_summary(evals: dict) -> list:
+def partition_summary(evals: dict, energies: dict | None = None) -> list:
+    """One row per method; ``energies``: method -> :func:`pymtl_fp.energy.estimate.chain_energy`."""
     base = evals.get("even")
     out = []
     for method, ev in evals.items():
+        en = (energies or {}).get(method)
         out.append({"method": method, "ii_ms": ev.ii * 1e3, "images_s": ev.images_per_s,
+                    "mj_per_image": en["joules"]["value"] * 1e3 if en else None,
+                    "gops_per_j": en["gops_per_j"]["value"] if en else None,
                     "gops": ev.gops, "vs_even": (ev.images_per_s / base.images_per_s
                                                  if base and base.images_per_s else None),
                     "bottleneck": ev.bottleneck,
