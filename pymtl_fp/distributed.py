@@ -19,11 +19,27 @@ class SchedulerError(RuntimeError):
     """The Dask scheduler cannot be reached."""
 
 
+class _SyncCancelRace(logging.Filter):
+    """Drops one known traceback: distributed's ``utils.sync`` schedules a ``cancel`` callback when
+    Ctrl-C interrupts a blocking client call, and that callback reads its ``future`` before the
+    call has assigned it if the interrupt came first (``NameError: cannot access free variable
+    'future'``, distributed 2026.8); the event loop's logger would print the traceback under the
+    command's one-line "interrupted". Nothing was running to cancel, so nothing is lost."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, NameError) and "'future'" in str(exc) and "sync" in record.getMessage())
+
+
+_RACE_FILTER = _SyncCancelRace()
+
+
 def connect(scheduler: str, workers: int):
     """``(client, cluster or None)``: a new local cluster of ``workers`` processes, or a client of
     the scheduler at ``scheduler``."""
     from distributed import Client, LocalCluster
 
+    logging.getLogger("tornado.application").addFilter(_RACE_FILTER)  # (idempotent: a filter is added once)
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR, preload=[__name__])
