@@ -157,6 +157,13 @@ def test_energy_is_monotone_in_work_and_linear_in_time(v, fam):
     if a.lane_cycles["forward"] > a.macs["forward"]:
         more = dataclasses.replace(a, macs={**a.macs, "forward": a.macs["forward"] + 1})
         assert node_joules(more, fam, 1000, 2000, 200e6)["forward"] > base["forward"]
+    # more MACs (each on its own clocked lane) or more link bits never cost less
+    busier = dataclasses.replace(a, macs={**a.macs, "forward": a.macs["forward"] + 7},
+                                 lane_cycles={**a.lane_cycles, "forward": a.lane_cycles["forward"] + 7},
+                                 link_bits=a.link_bits + 32)
+    jb = node_joules(busier, fam, 1000, 2000, 200e6)
+    assert all(jb[r] >= base[r] for r in ROWS) and jb["forward"] > base["forward"]
+    assert jb["communication"] > base["communication"]
     longer = dataclasses.replace(a, cycles=2 * a.cycles)
     j2 = node_joules(longer, fam, 1000, 2000, 200e6)
     assert j2["static"] == pytest.approx(2 * base["static"])
@@ -164,6 +171,18 @@ def test_energy_is_monotone_in_work_and_linear_in_time(v, fam):
     lo, hi = node_joules(a, fam, 1000, 2000, 200e6, "low"), node_joules(a, fam, 1000, 2000, 200e6, "high")
     for row in ROWS:
         assert lo[row] <= base[row] <= hi[row]
+
+
+@settings(max_examples=examples(30))
+@given(st.integers(1, 10**9), st.sampled_from(["7series", "ultrascale+"]), st.sampled_from(BOUNDS))
+def test_zero_activity_costs_static_power_times_time_and_nothing_in_any_phase(cycles, fam, bound):
+    fam = constants.family(fam)
+    idle = _activity((0, 0, 0, 0, 0, 0, cycles))
+    j = node_joules(idle, fam, 1000, 2000, 250e6, bound)
+    assert j["static"] == pytest.approx(fam.get("static", bound) * cycles / 250e6)
+    assert all(j[ph] == 0 for ph in PHASES)
+    # (the clock still toggles every flip-flop: dynamic, not static, and no LUT toggles)
+    assert j["control"] == pytest.approx(2000 * cycles * fam.get("ff_clock", bound) * 1e-12)
 
 
 # ---- paper scale -------------------------------------------------------------------------------
