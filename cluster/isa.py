@@ -67,8 +67,6 @@ from pymtl_fp.engine import encoding
 
 #: the engine command's fields, most significant first: (name, width); PyMTL3-free
 CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
-_OP_NAMES = {v: k for k, v in encoding.OP.items()}
-_BUF_NAMES = {v: k for k, v in encoding.BUF.items()}
 
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
@@ -180,12 +178,12 @@ class Instr:
     def describe(self) -> str:
         k = KIND_NAMES[self.kind]
         if self.kind in (ENG, LOAD, STORE):
-            op = _OP_NAMES[self.field("op")]
+            op = encoding.OP_NAMES[self.field("op")]
             if self.kind == LOAD:
-                return (f"load {_BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- "
+                return (f"load {encoding.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} <- "
                         f"{SRC_NAMES[self.src]}")
             if self.kind == STORE:
-                return (f"store {_BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
+                return (f"store {encoding.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
                         + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b))
             return op
         if self.kind == MOVE:

@@ -133,11 +133,18 @@ def conv_steps(P: int, op: str, f: dict) -> int:
     raise ValueError(f"conv_steps: {op!r} is not fwd or bwd_data")
 
 
+def bwd_weight_tile_lengths(f: dict) -> list:
+    """``L[r][s]``: accumulation steps of the ``bwd_weight`` tile of tap ``(r, s)`` (the same for
+    every ``(kt, ct)`` group): ``N * max(1, outs_h(r)) * max(1, outs_w(s))``."""
+    n, _c, _k, _ct, _kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    return [[n * max(1, outs(h, ho, i, st, pad)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
+            for i in range(r)]
+
+
 def bwd_weight_cycles(P: int, f: dict) -> int:
     """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles)."""
-    n, _c, _k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
-    L = [[n * max(1, outs(h, ho, i, st, pad)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
-         for i in range(r)]
+    _n, _c, _k, ct, kt, _h, _w, _ho, _wo, r, s, _st, _pad = _geo(f)
+    L = bwd_weight_tile_lengths(f)
     groups = kt * ct  # tile groups (kt, ct), each of R*S tiles
     inner = sum(max(L[i][j], P) for i in range(r) for j in range(s) if (i, j) != (0, 0))
     # the first tile of a group follows the previous group's last tile, which ends a db sum

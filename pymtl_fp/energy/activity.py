@@ -26,14 +26,12 @@ from dataclasses import dataclass, field
 
 from pymtl_fp import timing
 from pymtl_fp.cluster import isa
-from pymtl_fp.engine.encoding import BUF, OP
+from pymtl_fp.engine.encoding import BUF, BUF_NAMES, OP_NAMES
 
 PHASES = ("forward", "backward_data", "weight_gradient", "update", "communication")
 OP_PHASE = {"fwd": "forward", "pool_fwd": "forward", "bwd_data": "backward_data", "pool_bwd": "backward_data",
             "bwd_weight": "weight_gradient", "update": "update", "load": "communication",
             "store": "communication"}
-_OP_NAME = {v: k for k, v in OP.items()}
-_BUF_NAME = {v: k for k, v in BUF.items()}
 #: router states in which the node does work (the rest wait)
 BUSY_STATES = ("compute", "io", "engine")
 
@@ -43,16 +41,6 @@ def buffer_bits(ecfg, buf: str) -> int:
     wider of the two), W weights, G weight gradients and B bias sums (accumulator width)."""
     return {"X": ecfg.act_bits, "D": ecfg.grad_bits, "O": max(ecfg.act_bits, ecfg.grad_bits),
             "W": ecfg.weight_bits, "G": ecfg.acc_bits, "B": ecfg.acc_bits}[buf]
-
-
-def _bwd_weight_steps(f: dict) -> int:
-    """Accumulation steps of ``bwd_weight`` (one X word and one D word read per step)."""
-    n, ct, kt = int(f["n"]), int(f["ct"]), int(f["kt"])
-    h, w, ho, wo, r, s = (int(f[x]) for x in ("h", "w", "ho", "wo", "r", "s"))
-    st, pad = 1 << int(f.get("lgst", 0)), int(f["pad"])
-    taps = sum(max(1, timing.outs(h, ho, i, st, pad)) * max(1, timing.outs(w, wo, j, st, pad))
-               for i in range(r) for j in range(s))
-    return kt * ct * n * taps
 
 
 def command_traffic(ecfg, op: str, f: dict) -> tuple:
@@ -71,7 +59,7 @@ def command_traffic(ecfg, op: str, f: dict) -> tuple:
     b = {k: buffer_bits(ecfg, k) for k in BUF}
     g = {k: int(f.get(k, 0)) for k in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s", "pk", "count")}
     if op in ("load", "store"):
-        buf = _BUF_NAME[int(f.get("target", 0))]
+        buf = BUF_NAMES[int(f.get("target", 0))]
         moved = {buf: g["count"] * b[buf]}
         return ({}, moved) if op == "load" else (moved, {})
     if op in ("fwd", "bwd_data"):
@@ -80,7 +68,7 @@ def command_traffic(ecfg, op: str, f: dict) -> tuple:
         outs = g["n"] * (g["kt"] * g["ho"] * g["wo"] if op == "fwd" else g["ct"] * g["h"] * g["w"])
         return {src: steps * P * b[src], "W": steps * P * P * b["W"]}, {"O": outs * P * b["O"]}
     if op == "bwd_weight":
-        steps = _bwd_weight_steps(f)
+        steps = g["kt"] * g["ct"] * sum(map(sum, timing.bwd_weight_tile_lengths(f)))  # accumulation steps
         tiles = g["kt"] * g["ct"] * g["r"] * g["s"]
         return ({"X": steps * P * b["X"], "D": steps * P * b["D"]},
                 {"G": tiles * P * P * b["G"], "B": g["kt"] * P * b["B"]})
@@ -138,7 +126,7 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
     for i, ins in enumerate(prog.ops):
         times = steps if lo <= i <= hi else 1
         if ins.kind in (isa.ENG, isa.LOAD, isa.STORE):
-            op = _OP_NAME[ins.field("op")]
+            op = OP_NAMES[ins.field("op")]
             f = {name: ins.field(name) for name, _ in isa.CMD_FIELDS}
             ph = OP_PHASE[op]
             rd, wr = command_traffic(ecfg, op, f)

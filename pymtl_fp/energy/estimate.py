@@ -20,17 +20,24 @@ Per image, for ``fpgas`` FPGAs of ``lanes`` MAC lanes each at ``clock_hz``, taki
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from pymtl_fp.energy.constants import family as get_family
-from pymtl_fp.energy.model import BOUNDS, ROWS
+from pymtl_fp.energy.model import BOUNDS, ROWS, summarize
 
 
 def family_of(device) -> str:
     """The energy-constants family of an explore :class:`~pymtl_fp.explore.devices.Device`:
     7-series parts ``7series``, UltraScale(+) and custom parts ``ultrascale+`` (a 20 nm
     UltraScale part priced as 16 nm: its figures are then low)."""
-    return "7series" if "-7" in device.family or device.family.endswith("7") else "ultrascale+"
+    return "7series" if "-7" in device.family else "ultrascale+"
+
+
+def phase_macs(network) -> dict:
+    """``{"fp":, "bp":, "wg":}``: one image's MACs by phase (an explore network)."""
+    return {k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")}
 
 
 def image_joules(fam, prec, P: int, *, macs: dict, fpgas: int, lanes: int, clock_hz: float, seconds: float,
@@ -67,15 +74,10 @@ def image_energy(fam, prec, P: int, **kw) -> dict:
     """Joules per image at the constants' value, low and high, and GOPs/J and images/J (the best
     efficiency with the low energies): ``{"joules": {bound: J}, "rows": {row: J}, "gops_per_j":
     {bound:}, "images_per_j": {bound:}}``."""
-    rows = {b: image_joules(fam, prec, P, bound=b, **kw) for b in BOUNDS}
-    tot = {b: sum(rows[b].values()) for b in BOUNDS}
-    ops = 2.0 * sum(kw["macs"].values())
-    flip = {"value": "value", "low": "high", "high": "low"}
-    return {"joules": {b: float(tot[b]) for b in BOUNDS}, "rows": {k: float(v) for k, v in rows["value"].items()},
-            "gops_per_j": {b: float(ops / tot[flip[b]] / 1e9) for b in BOUNDS},
-            "images_per_j": {b: float(1.0 / tot[flip[b]]) for b in BOUNDS}}
+    return summarize({b: image_joules(fam, prec, P, bound=b, **kw) for b in BOUNDS}, 2.0 * sum(kw["macs"].values()))
 
 
+@cache
 def fpga_logic(prec, P: int, E: int) -> tuple:
     """``(logic LUTs, FFs)`` of ``E`` engines of ``P x P`` and one router on one FPGA, from the
     calibrated resource model (:mod:`pymtl_fp.resources`); LUTs used as RAM are left out (their
@@ -99,13 +101,10 @@ def chain_energy(network, cluster, ev, batch: int) -> dict:
     in the network's proportions, its update in proportion to its MACs, link bits charged to the
     sending side of each link."""
     prec = cluster.precision
-    net = {k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")}
+    net = phase_macs(network)
     total = sum(net.values()) or 1.0
-    ops = 2.0 * total
     if not np.isfinite(ev.ii):
-        inf = {b: float("inf") for b in BOUNDS}
-        return {"joules": inf, "rows": dict.fromkeys(ROWS, float("inf")),
-                "gops_per_j": dict.fromkeys(BOUNDS, 0.0), "images_per_j": dict.fromkeys(BOUNDS, 0.0)}
+        return summarize({b: dict.fromkeys(ROWS, float("inf")) for b in BOUNDS}, 2.0 * total)
     rows = {b: dict.fromkeys(ROWS, 0.0) for b in BOUNDS}
     for i, (dev, arr) in enumerate(zip(cluster.devices, cluster.arrays)):
         share = float(ev.stage_macs[i]) / total
@@ -117,8 +116,4 @@ def chain_energy(network, cluster, ev, batch: int) -> dict:
                              params=round(network.params * share), batch=batch, luts=luts, ffs=ffs, bound=b)
             for r in ROWS:
                 rows[b][r] += j[r]
-    tot = {b: sum(rows[b].values()) for b in BOUNDS}
-    flip = {"value": "value", "low": "high", "high": "low"}
-    return {"joules": tot, "rows": rows["value"],
-            "gops_per_j": {b: ops / tot[flip[b]] / 1e9 for b in BOUNDS},
-            "images_per_j": {b: 1.0 / tot[flip[b]] for b in BOUNDS}}
+    return summarize(rows, 2.0 * total)

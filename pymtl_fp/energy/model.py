@@ -31,6 +31,22 @@ from pymtl_fp.resources import node_resources
 BOUNDS = ("value", "low", "high")
 #: the report's rows: the five activity phases, then what no phase owns
 ROWS = PHASES + ("control", "static")
+#: the bound of the energy that gives each bound of an efficiency (the best with the lowest energy)
+_FLIP = {"value": "value", "low": "high", "high": "low"}
+
+
+def efficiency(joules: dict, amount: float) -> dict:
+    """``{bound: amount / joules}`` for ``joules`` ``{bound: J}`` (``low`` from the high energy);
+    None where the energy is zero."""
+    return {b: float(amount / joules[_FLIP[b]]) if joules[_FLIP[b]] else None for b in BOUNDS}
+
+
+def summarize(rows: dict, ops: float, images: float = 1.0) -> dict:
+    """``rows`` ``{bound: {row: J}}`` -> ``{"joules": {bound: total J}, "rows": {row: J at the
+    value}, "gops_per_j": {bound:}, "images_per_j": {bound:}}``."""
+    tot = {b: float(sum(rows[b].values())) for b in BOUNDS}
+    return {"joules": tot, "rows": {k: float(v) for k, v in rows["value"].items()},
+            "gops_per_j": efficiency(tot, ops / 1e9), "images_per_j": efficiency(tot, images)}
 
 
 def node_joules(act, fam, luts: int, ffs: int, clock_hz: float, bound: str = "value") -> dict:
@@ -66,11 +82,6 @@ def run_energy(activities: list, engines: list, routers: list, family: str, cloc
     macs = sum(sum(a.macs.values()) for a in activities)
     ops = 2 * sum(a.macs[ph] for a in activities for ph in ("forward", "backward_data", "weight_gradient"))
 
-    def eff(j, x):  # the best efficiency goes with the lowest energy
-        return {"value": x / j["value"] if j["value"] else None,
-                "low": x / j["high"] if j["high"] else None,
-                "high": x / j["low"] if j["low"] else None}
-
     used = {"mac": fam.mac(max(a.mac_bits for a in activities))}
     used.update({q: fam[q] for q in ("mac_idle", "bram_read", "bram_write", "ff_clock", "lut_toggle", "link",
                                      "static")})
@@ -80,9 +91,9 @@ def run_energy(activities: list, engines: list, routers: list, family: str, cloc
         "joules_per_step": {b: total[b] / steps for b in BOUNDS},
         "per_node_joules": [{row: n[row] for row in ROWS} for n in per["value"]],
         "macs": macs, "train_ops": ops,
-        "gops_per_joule": eff({b: total[b] * 1e9 for b in BOUNDS}, ops),
-        "gops_per_joule_dynamic": eff({b: dynamic[b] * 1e9 for b in BOUNDS}, ops),
-        "images_per_joule": eff(total, images),
+        "gops_per_joule": efficiency(total, ops / 1e9),
+        "gops_per_joule_dynamic": efficiency(dynamic, ops / 1e9),
+        "images_per_joule": efficiency(total, images),
         "activity": [a.as_dict() for a in activities],
         "constants": {q: {"value": c.value, "low": c.low, "high": c.high, "unit": c.unit, "source": c.source}
                       for q, c in used.items()},

@@ -19,6 +19,9 @@ OP = {"load": 0, "store": 1, "fwd": 2, "bwd_data": 3, "bwd_weight": 4, "pool_fwd
       "update": 7}
 #: buffer name -> id (``target`` of LOAD / STORE)
 BUF = {"X": 0, "D": 1, "O": 2, "W": 3, "G": 4, "B": 5}
+#: op code -> operation name, buffer id -> buffer name
+OP_NAMES = {v: k for k, v in OP.items()}
+BUF_NAMES = {v: k for k, v in BUF.items()}
 #: what each buffer holds (``P`` = array side; a word holds P lanes, or P*P for W and G)
 BUF_ROLES = {
     "X": "activations x (and the pool argmax); P lanes per word",

@@ -90,7 +90,7 @@ COUNT_BITS = encoding.FIELD["count"].bits
 #: command fields, in order: (name, width) -- defined once, without PyMTL3, in
 #: :mod:`pymtl_fp.engine.encoding` (which also emits the SystemVerilog package and C header)
 CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
-assert OP_NAMES == {v: k for k, v in encoding.OP.items()} and BUF_NAMES == {v: k for k, v in encoding.BUF.items()}
+assert OP_NAMES == encoding.OP_NAMES and BUF_NAMES == encoding.BUF_NAMES
 
 _CMD_TYPE = None
 

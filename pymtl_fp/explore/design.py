@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules
+from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules, phase_macs
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
 
@@ -243,7 +243,7 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
     ctx = dict(prec=prec, dsp_budget=dsp_budget, ram_ok=ram_ok, TB=TB, TK=TK, TC=TC, TH=TH, layers=layers,
                needs_dx=needs_dx, traffic=traffic, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
                buffers=buffers, train_ops=train_ops, family=family_of(device),
-               macs={k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")},
+               macs=phase_macs(network),
                params=network.params)
     cols = {k: [] for k in COLUMNS}
     for part in (map_fn or map)(functools.partial(array_points, ctx=ctx), arrays):
@@ -279,7 +279,7 @@ def pareto_front(points: dict) -> np.ndarray:
     ascending), so a later point never dominates an earlier one; each is kept unless a kept
     point is at least as good in all four objectives."""
     g, d, r = points["gops"], points["dsps"], points["ram_mb"]
-    e = points.get("mj_per_image", np.zeros_like(g))
+    e = points["mj_per_image"]
     if not len(g):
         return np.zeros(0, dtype=np.int64)
     order = np.lexsort((e, r, d, -g))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.cluster.partition import nearest_positions
-from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy
+from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy, phase_macs
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.partition import work_curve
@@ -77,7 +77,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     onchip = device.onchip_bits
     train_ops = 2.0 * chain.total_train_macs()
     link_bits = np.maximum(chain.fwd_bits, chain.bwd_bits)
-    macs_img = {k: float(v) for k, v in network.macs().items() if k in ("fp", "bp", "wg")}
+    macs_img = phase_macs(network)
     efam = family_of(device)
     luts, ffs = fpga_logic(precision, arr.P, arr.E)
     rows, base_gops = [], {}
