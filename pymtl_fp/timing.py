@@ -214,6 +214,37 @@ def update_cycles(P: int, k: int, c: int, r: int, s: int) -> int:
     return compute_cycles(P, "update", dict(kt=cdiv(k, P), ct=cdiv(c, P), r=r, s=s))
 
 
+# ---- tap packing: layers with few input channels ------------------------------------------------
+
+def tap_packed_shape(shape: ConvShape) -> ConvShape:
+    """The ``1 x 1`` conv a tap-packed layer runs (:mod:`pymtl_fp.engine.packing`): input channel
+    ``(c*R + r)*S + s`` of the packed input holds channel ``c`` at tap ``(r, s)`` of every output
+    position, so the engine's input lanes carry ``C*R*S`` channels instead of ``C`` over an
+    ``Ho x Wo`` map, stride 1, no padding (the padding taps are zeros of the packed input)."""
+    return ConvShape(n=shape.n, c=shape.c * shape.r * shape.s, k=shape.k, h=shape.ho, w=shape.wo, r=1, s=1)
+
+
+def tap_packing_pays(P: int, shape: ConvShape) -> bool:
+    """Does tap packing shorten the layer's training work (``fwd`` + ``bwd_weight`` compute
+    cycles) on a ``P x P`` engine?  Only a layer fed from off the engine (the first layer) can be
+    packed: its ``bwd_data`` is not needed and the packed input is made by the host."""
+    if shape.r * shape.s == 1:
+        return False
+    packed = tap_packed_shape(shape)
+    return sum(conv_cycles(P, op, packed) for op in ("fwd", "bwd_weight")) < \
+        sum(conv_cycles(P, op, shape) for op in ("fwd", "bwd_weight"))
+
+
+def mapped_conv_cycles(P: int, op: str, shape: ConvShape, packed: bool) -> int:
+    """Compute cycles of ``op`` on the layer as mapped: tap-packed (``fwd``, ``bwd_weight``) or
+    channel-parallel; its useful MACs are always those of ``shape``."""
+    if packed:
+        if op == "bwd_data":
+            raise ValueError("a tap-packed layer has no bwd_data (it is the first layer)")
+        return conv_cycles(P, op, tap_packed_shape(shape))
+    return conv_cycles(P, op, shape)
+
+
 def conv_program_cycles(P: int, op: str, shape: ConvShape) -> dict:
     """Whole-program cycles of a conv operation at any size, as :mod:`pymtl_fp.engine.program`
     builds it (load the operands, compute, store the results; one element per stream cycle,
@@ -239,7 +270,7 @@ def conv_program_cycles(P: int, op: str, shape: ConvShape) -> dict:
 
 
 def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = None, ho: int | None = None,
-                         batch: int = 1) -> dict:
+                         batch: int = 1, packed: bool | None = None) -> dict:
     """Engine compute cycles per image of (a share of) one :class:`pymtl_fp.explore.layers.Layer`
     on a ``P x P`` engine: ``{"fp":, "bp":, "wg":}`` (``fwd``, ``bwd_data``, ``bwd_weight`` for
     conv/fc layers; ``pool_fwd``/``pool_bwd`` for max-pool layers): what
@@ -250,7 +281,9 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
     output channels; ``ho``: its output rows (cycles scaled by ``ho/Ho``, exact up to the
     border taps).  Grouped convolutions run as one command per group.  A fully connected layer is
     a 1x1 conv over its flattened input.  The engine has no residual-add operation
-    (``ValueError``)."""
+    (``ValueError``).  ``packed``: run the layer tap-packed (:func:`tap_packed_shape`; only a
+    layer that ``needs_dx = False``, fed from off the engine); ``None`` (default): packed when
+    that is the first layer's mapping that pays (:func:`tap_packing_pays`)."""
     if layer.kind in ("conv", "fc"):
         g = 1 if layer.kind == "fc" else layer.groups
         kk = layer.K if k is None else int(k)
@@ -264,9 +297,16 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
         per_group = layer.K // g
         parts = [per_group] * (kk // per_group) + ([kk % per_group] if kk % per_group else [])
         frac = 1.0 if ho is None or layer.kind == "fc" else int(ho) / layer.Ho
+        if packed and needs_dx:
+            raise ValueError(f"layer {layer.name!r}: only a layer without bwd_data can be tap-packed")
+        if packed is None:
+            packed = not needs_dx and g == 1 and tap_packing_pays(P, ConvShape(n=batch, k=per_group, **shape))
         out = {}
         for key, op in (("fp", "fwd"), ("bp", "bwd_data"), ("wg", "bwd_weight")):
-            cyc = sum(conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape)) for kp in parts)
+            if op == "bwd_data" and packed:
+                out[key] = 0
+                continue
+            cyc = sum(mapped_conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape), packed) for kp in parts)
             out[key] = round(cyc * frac / batch)
         if not needs_dx:
             out["bp"] = 0

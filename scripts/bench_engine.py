@@ -23,6 +23,7 @@ HELP = "engine: RTL cycles, useful MACs, utilization per operation; PyMTL3 vs Ve
 #: less: the exact fit is then checked by the case validation)
 MAX_CHANNELS = 1024
 MAX_SIZE = 1024
+MAX_STREAM = 64
 
 
 def add_arguments(parser):
@@ -31,6 +32,10 @@ def add_arguments(parser):
     parser.add_argument("--size", type=int, default=8, help="H = W of the layer (default 8)")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated operations")
     parser.add_argument("--no-pymtl", action="store_true", help="skip the (slow) PyMTL3 simulation")
+    parser.add_argument("--stream", type=int, default=8, metavar="M",
+                        help="operations in the overlapped stream of the program_util figure (default 8)")
+    parser.add_argument("--json", metavar="FILE.json",
+                        help="write compute_util / program_util per layer and op (and VGG-16's closed forms)")
 
 
 def layer_case(cfg, op, channels, size, rng):
@@ -58,6 +63,8 @@ def main(args) -> int:
         raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
     validate.integer(args.channels, "--channels", 1, MAX_CHANNELS)
     validate.integer(args.size, "--size", 1, MAX_SIZE)
+    validate.integer(args.stream, "--stream", 1, MAX_STREAM)
+    validate.output_file(args.json, "--json", ".json")
     rng = np.random.default_rng(2024)
     cases = {op: layer_case(cfg, op, args.channels, args.size, rng) for op in ops}
     for op, case in cases.items():  # every case must fit before anything is simulated
@@ -101,4 +108,39 @@ def main(args) -> int:
           "last result word left the engine (includes the store); total = the whole program (loads, "
           "compute, stores); util = useful MACs / (rows*cols*compute); every result was checked "
           "against the golden model.")
+    util_table(cfg, args)
     return 0
+
+
+def util_table(cfg, args) -> None:
+    """compute_util / program_util per layer and op (measured on the RTL via Verilator) and the
+    closed forms of VGG-16 on 16x16 and 32x32 arrays; written to ``--json`` if given."""
+    import json
+
+    from pymtl_fp.cli.bench_engine_util import closed_form_layers, measure
+
+    figs = measure(cfg, "verilator", args.stream)
+    print(f"\nutilization (RTL via Verilator; program = LOADs, compute, STOREs; overlapped: a stream of "
+          f"{args.stream} operations, {getattr(cfg, 'stream_lanes', 1)} element(s) per stream beat)")
+    head = f"{'layer':<10}{'op':<12}{'mapping':<10}{'compute':>9}{'program':>9}{'overlapped':>12}"
+    print(head)
+    print("-" * len(head))
+    for layer, ops in figs.items():
+        for op, f in ops.items():
+            print(f"{layer:<10}{op:<12}{f['mapping']:<10}{f['compute_util']:>9.1%}"
+                  f"{f['program_util_serial']:>9.1%}{f['program_util']:>12.1%}")
+    closed = {str(P): closed_form_layers(P) for P in (16, 32)}
+    print("VGG-16 closed forms (compute_util, fwd / bwd_data / bwd_weight):")
+    for name in closed["16"]:
+        cells = []
+        for P in ("16", "32"):
+            row = closed[P][name]
+            cells.append(f"{P}x{P}: " + " / ".join(f"{row[op]['compute_util']:.1%}" if op in row else "-"
+                                                 for op in ("fwd", "bwd_data", "bwd_weight")))
+        print(f"  {name:<10}{cells[0]:<36}{cells[1]}")
+    if args.json:
+        doc = dict(config=cfg.name, params=cfg.params(), stream=args.stream, measured=figs,
+                   closed_form=closed)
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=1)
+        print(f"wrote {args.json}")

@@ -275,6 +275,8 @@ ROWS = [
     ("bench-cluster-json", ["bench", "cluster", "--json", "{tmp}/NOTADIR/b.json"], 1, r"--json"),
     ("bench-cluster-steps", ["bench", "cluster", "--steps", "1000"], 1, r"--steps must be in 1\.\.179"),
     ("bench-channels", ["bench", "engine", "--channels", "0"], 1, r"--channels"),
+    ("bench-engine-stream", ["bench", "engine", "--stream", "0"], 1, r"--stream"),
+    ("bench-engine-json", ["bench", "engine", "--json", "{tmp}/NOTADIR/e.json"], 1, r"--json"),
     ("bench-messages", ["bench", "link", "--messages", "5"], 1, r"--messages must be in 8\.\."),
     ("bench-load-nan", ["bench", "link", "--load", "nan"], 1, r"--load must be a finite"),
     ("bench-fault-inf", ["bench", "link", "--fault-rate", "inf"], 1, r"--fault-rate"),

@@ -1,0 +1,71 @@
+"""Double-buffered streams of operations (pymtl_fp.engine.pipelined): every operation's results
+equal the golden model's at every timed level with random stalls, CL == RTL (Verilator) cycle for
+cycle, and overlap shortens the program without changing a bit -- also where a buffer has room
+for one slot only (the next operation's LOADs must then wait)."""
+
+import numpy as np
+import pytest
+
+from pymtl_fp.engine import pipelined, program
+from pymtl_fp.engine.cases import CaseError, golden_op, validate_case
+from pymtl_fp.engine.config import preset
+from pymtl_fp.tb import engine_harness as eh
+
+
+def _stream(cfg, op, m, rng, same_weights, **dims):
+    cases = [eh.random_case(cfg, op, rng, mode="stochastic", **dims) for _ in range(m)]
+    if same_weights:
+        for key in pipelined.WEIGHT_BUFFERS[op].values():
+            for cs in cases[1:]:
+                cs[key] = cases[0][key]
+    cases = [validate_case(cfg, op, cs) for cs in cases]
+    return cases, pipelined.build(cfg, [(op, cs) for cs in cases], same_weights=same_weights)
+
+
+CASES = [  # (config, op, stream length, same weights, layer)
+    ("small", "fwd", 3, True, dict(n=1, c=8, k=8, h=6, w=6, r=3, s=3)),
+    ("small", "bwd_data", 3, True, dict(n=1, c=5, k=8, h=6, w=5, r=3, s=3)),
+    ("small", "bwd_weight", 3, False, dict(n=2, c=8, k=8, h=5, w=5, r=3, s=3)),  # one G slot
+    ("tiny", "fwd", 4, False, dict(n=1, c=3, k=4, h=12, w=10, r=3, s=3)),  # one X slot
+]
+
+
+@pytest.mark.parametrize("cfg_name,op,m,same,dims", CASES)
+def test_stream_bit_exact_and_cl_equals_rtl(cfg_name, op, m, same, dims):
+    cfg = preset(cfg_name)
+    cases, st = _stream(cfg, op, m, np.random.default_rng(m), same, **dims)
+    wants = [golden_op(cfg, op, cs) for cs in cases]
+    cycles = {}
+    for level in ("cl", "verilator"):
+        for stall in ((0.0, 0.0, 0.0), (0.3, 0.3, 0.3)):
+            out, t = eh.drive(eh.get_model(level, cfg), cfg, st.prog, stall=stall, seed=5)
+            for res, want in zip(st.unpack(out), wants):
+                for key, val in want.items():
+                    assert np.array_equal(res[key], val), (level, stall, key)
+            cycles[level, stall[0]] = t["total_cycles"]
+    assert cycles["cl", 0.0] == cycles["verilator", 0.0] and cycles["cl", 0.3] == cycles["verilator", 0.3]
+    serial = sum(program.op_timing(cfg, op, cs)["total_cycles"] for cs in cases)
+    assert cycles["cl", 0.0] < serial
+
+
+def test_overlap_hides_loads_and_stores_on_the_vgg_like_layer():
+    cfg = preset("small")
+    cases, st = _stream(cfg, "fwd", 8, np.random.default_rng(0), True, n=1, c=8, k=8, h=8, w=8, r=3, s=3)
+    _, t = eh.drive(eh.get_model("cl", cfg), cfg, st.prog)
+    compute = program.op_timing(cfg, "fwd", cases[0])["compute_cycles"]
+    first = program.build(cfg, "fwd", cases[0])
+    # the stream takes its compute commands, the first operation's LOADs and the last one's
+    # STORE, and (within a few handshake cycles per operation) nothing else
+    loads = program.program_cycles(cfg.P, first)["total_cycles"] - program.program_cycles(cfg.P, first)["cycles"]
+    last_store = program.program_cycles(cfg.P, first)["cycles"] - compute
+    assert t["total_cycles"] <= 8 * compute + loads + last_store + 8 * 2
+
+
+def test_bad_streams_are_refused():
+    cfg = preset("small")
+    rng = np.random.default_rng(1)
+    with pytest.raises(CaseError, match="at least one"):
+        pipelined.build(cfg, [])
+    a, b = (validate_case(cfg, "fwd", eh.random_case(cfg, "fwd", rng, c=4, k=4)) for _ in range(2))
+    with pytest.raises(CaseError, match="differ"):
+        pipelined.build(cfg, [("fwd", a), ("fwd", b)], same_weights=True)
