@@ -13,6 +13,7 @@ from pymtl_fp.engine.cases import golden_op, validate_case
 from pymtl_fp.engine.config import preset
 from pymtl_fp.tb import engine_harness as eh
 
+
 @st.composite
 def layers(draw):
     r, s = draw(st.integers(1, 4)), draw(st.integers(1, 4))
