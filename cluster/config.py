@@ -7,7 +7,8 @@ partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluste
 * ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
   array side ``P`` (``rows``) and buffer depths; a tensor that crosses from a node with ``P_a`` to
   one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`pymtl_fp.cluster.compile`).  They must share
-  the word widths and ``stream_bits`` (one element per link message; checked).
+  the word widths and ``stream_bits`` (one element per link message; checked), and their
+  ``stream_lanes`` must be 1 (the routers and links move one element per beat; checked).
 * ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the
   host links (``msg_bits`` must equal the engines' ``stream_bits``: one tensor element per
   message).
@@ -97,6 +98,9 @@ class ClusterConfig:
         for i, e in enumerate(engines):
             if not isinstance(e, EngineConfig):
                 raise ClusterError(f"node {i}: engine must be an EngineConfig, got {e!r}")
+            if e.stream_lanes != 1:
+                raise ClusterError(f"node {i}: engine stream_lanes={e.stream_lanes}, but the cluster's routers and "
+                                   f"links move one element per beat (stream_lanes=1)")
         first = engines[0]
         for i, e in enumerate(engines[1:], 1):
             for f in ("act_bits", "weight_bits", "grad_bits", "stream_bits"):

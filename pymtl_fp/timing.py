@@ -13,9 +13,11 @@ never stalled and it runs alone (``ovl = 0``, or nothing else running: the same 
 cycles; overlapped commands (``ovl = 1``) keep their occupancies, but a program's total is then
 no longer their sum):
 
-* ``LOAD count``: ``count + 1`` (the command cycle, then one element per cycle);
-* ``STORE count`` into a buffer of ``L`` lanes per word: ``1 + count + ceil(count / L)`` (the
-  command cycle; per word one buffer-read cycle, then one element per cycle);
+* ``LOAD count``: ``ceil(count / E) + 1`` (the command cycle, then one beat of ``E`` elements per
+  cycle; ``E`` = the engine's ``stream_lanes``, 1 by default); 1 when ``count = 0``;
+* ``STORE count`` from a buffer of ``L`` lanes per word: ``1 + ceil(count / E) + ceil(count / L)``
+  (the command cycle; per word one buffer-read cycle, then one beat of ``E`` elements per cycle:
+  ``L / E`` beats per word, ``E`` divides ``L``); 1 when ``count = 0``;
 * compute: ``steps + 3`` (+ drain for ``bwd_weight``), where ``steps`` is the number of steps of
   the operation's loop nest (one per cycle) and the 3 cycles are the command register, the
   MAC/requantize stage B and the return to idle.  Steps per operation (``CT = ceil(C/P)``,
@@ -33,7 +35,7 @@ no longer their sum):
       pool_*      N*CT*Ho*Wo * k*k
       update      KT*CT*R*S * P                           (one weight row per cycle)
 
-With stalls on ``din`` (``dout``) a LOAD (STORE) lasts one more cycle per cycle its element is
+With stalls on ``din`` (``dout``) a LOAD (STORE) lasts one more cycle per cycle its beat is
 not offered (not accepted); compute commands never touch the streams, so their occupancy does
 not depend on stalls.
 
@@ -171,14 +173,15 @@ def compute_cycles(P: int, op: str, f: dict) -> int:
     raise ValueError(f"unknown compute operation {op!r}")
 
 
-def load_cycles(count: int) -> int:
-    """Occupancy of ``LOAD count`` without stalls on ``din``."""
-    return int(count) + 1 if count else 1
+def load_cycles(count: int, E: int = 1) -> int:
+    """Occupancy of ``LOAD count`` (elements) without stalls on ``din``, ``E`` elements per beat."""
+    return cdiv(count, E) + 1 if count else 1
 
 
-def store_cycles(count: int, lanes: int) -> int:
-    """Occupancy of ``STORE count`` from a buffer of ``lanes`` lanes, without stalls on ``dout``."""
-    return 1 + int(count) + cdiv(count, lanes) if count else 1
+def store_cycles(count: int, lanes: int, E: int = 1) -> int:
+    """Occupancy of ``STORE count`` (elements) from a buffer of ``lanes`` lanes, without stalls on
+    ``dout``, ``E`` elements per beat (``E`` divides ``lanes``)."""
+    return 1 + cdiv(count, E) + cdiv(count, lanes) if count else 1
 
 
 def useful_macs(op: str, f: dict) -> int:
@@ -245,11 +248,11 @@ def mapped_conv_cycles(P: int, op: str, shape: ConvShape, packed: bool) -> int:
     return conv_cycles(P, op, shape)
 
 
-def conv_program_cycles(P: int, op: str, shape: ConvShape) -> dict:
+def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1) -> dict:
     """Whole-program cycles of a conv operation at any size, as :mod:`pymtl_fp.engine.program`
-    builds it (load the operands, compute, store the results; one element per stream cycle,
-    channels padded to whole words): ``total_cycles``, ``compute_cycles``, ``cycles`` (compute +
-    stores), ``load_cycles``, ``store_cycles``."""
+    builds it (load the operands, compute, store the results; ``E`` elements per stream beat and
+    cycle, channels padded to whole words): ``total_cycles``, ``compute_cycles``, ``cycles``
+    (compute + stores), ``load_cycles``, ``store_cycles``."""
     f = shape.fields(P)
     n, ct, kt, h, w, ho, wo, r, s = (f[x] for x in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
     act_x, act_y = n * ct * h * w * P, n * kt * ho * wo * P
@@ -262,8 +265,8 @@ def conv_program_cycles(P: int, op: str, shape: ConvShape) -> dict:
         loads, stores = [act_x, act_y], [(wts, P * P), (kt * P, P)]
     else:
         raise ValueError(f"conv_program_cycles: {op!r} is not a conv operation")
-    ld = sum(load_cycles(x) for x in loads)
-    sto = sum(store_cycles(x, lanes) for x, lanes in stores)
+    ld = sum(load_cycles(x, E) for x in loads)
+    sto = sum(store_cycles(x, lanes, E) for x, lanes in stores)
     comp = compute_cycles(P, op, f)
     return dict(total_cycles=ld + comp + sto, compute_cycles=comp, cycles=comp + sto, load_cycles=ld,
                 store_cycles=sto)

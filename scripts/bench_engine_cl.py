@@ -133,8 +133,8 @@ def accuracy(cfg, ops=OPS, out=print) -> dict:
     return rows
 
 
-def full_size(out=print, P=16) -> dict:
-    """Closed-form utilization of full-size layers on a P x P array."""
+def full_size(out=print, P=16, E=1) -> dict:
+    """Closed-form utilization of full-size layers on a P x P array (``E`` elements per stream beat)."""
     from pymtl_fp import timing
 
     layers = {
@@ -145,14 +145,14 @@ def full_size(out=print, P=16) -> dict:
         "VGG fc7, batch 32": timing.ConvShape(n=32, c=4096, k=4096, h=1, w=1, r=1, s=1),
     }
     out(f"closed-form MAC utilization of full-size layers on a {P}x{P} array: compute command only, and "
-        f"(prog) over the whole program with its one-element-per-cycle loads and stores")
+        f"(prog) over the whole program with its loads and stores ({E} element(s) per cycle)")
     out(f"  {'layer':<24}" + "".join(f"{op:>12}" for op in timing.CONV_OPS)
         + "".join(f"{'prog ' + op:>16}" for op in timing.CONV_OPS))
     res = {}
     for name, shp in layers.items():
         u = {op: timing.conv_utilization(P, op, shp) for op in timing.CONV_OPS}
         macs = timing.useful_macs("fwd", shp.fields(P))
-        pu = {op: macs / (P * P * timing.conv_program_cycles(P, op, shp)["total_cycles"]) for op in timing.CONV_OPS}
+        pu = {op: macs / (P * P * timing.conv_program_cycles(P, op, shp, E)["total_cycles"]) for op in timing.CONV_OPS}
         res[name] = dict(util=u, prog_util=pu)
         out(f"  {name:<24}" + "".join(f"{u[op]:>12.1%}" for op in timing.CONV_OPS)
             + "".join(f"{pu[op]:>16.1%}" for op in timing.CONV_OPS))

@@ -288,6 +288,9 @@ def add_arguments(parser):
                         help="named preset of the unit's configuration (e.g. tiny, small, medium for engine "
                              "and node); the cluster takes --nodes/--arrays instead")
     parser.add_argument("--unit", default="engine", choices=list(UNITS), help="unit to translate (default engine)")
+    parser.add_argument("--stream-lanes", type=int, metavar="E",
+                        help="--unit engine: elements per din/dout beat (E divides the preset's P; default the "
+                             "preset's, 1)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",
@@ -337,6 +340,13 @@ def main(args) -> int:
         raise UserError(f"--unit {unit.name} needs --config PRESET; valid: {', '.join(unit.presets())}")
     else:
         cfg = resolve_config(unit, args.config)
+    if getattr(args, "stream_lanes", None) is not None:
+        if unit.name != "engine":
+            raise UserError(f"--stream-lanes is an engine option; --unit {unit.name} streams one element per beat")
+        try:
+            cfg = cfg.replace(stream_lanes=args.stream_lanes)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
     try:
         info = setup_verilator()
     except ToolchainError as exc:

@@ -22,7 +22,6 @@ import numpy as np
 
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.cases import CaseError, golden_op, result_bits, validate_case
-from pymtl_fp.engine.msgs import from_word, to_word
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.levels import TIMED_LEVELS as TIMED
 from pymtl_fp.sim import SimulationHang, stall_pattern
@@ -72,17 +71,18 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
           trace: list | None = None, accepts: list | None = None):
     """Run ``prog`` through ``model``; return ``(out_elements, timing dict)``.
 
-    ``stall`` = stall probabilities of (cmd source, din source, dout sink); their patterns are
-    seeded by ``seed`` (three independent streams).  ``trace``, if given, receives the
-    ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle; ``accepts``, if
-    given, the cycle in which each command was accepted."""
+    The program's elements travel ``cfg.stream_lanes`` per beat (:func:`program.din_beats`,
+    :func:`program.dout_elements`; a non-zero surplus lane in a STORE's last beat raises
+    ``AssertionError``).  ``stall`` = stall probabilities of (cmd source, din source, dout sink),
+    per beat; their patterns are seeded by ``seed`` (three independent streams).  ``trace``, if
+    given, receives the ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle;
+    ``accepts``, if given, the cycle in which each command was accepted."""
     DataT = msgs.data_type(cfg)
-    sb = cfg.stream_bits
     pc = stall_pattern(seed * 3 + 0, stall[0])
     pd = stall_pattern(seed * 3 + 1, stall[1])
     po = stall_pattern(seed * 3 + 2, stall[2])
-    cmds, din = prog.cmds, [DataT(to_word(v, sb)) for v in prog.din]
-    n_out = prog.out_count()
+    cmds, din = prog.cmds, [DataT(w) for w in program.din_beats(prog, cfg)]
+    n_out = program.dout_beat_count(prog, cfg)
     model.sim_reset()
     ci = di = 0
     out = []
@@ -92,7 +92,7 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     while ci < len(cmds) or len(out) < n_out:
         if t >= max_cycles:
             raise SimulationHang(f"engine not done after {max_cycles} cycles: {ci}/{len(cmds)} commands, "
-                                 f"{di}/{len(din)} data in, {len(out)}/{n_out} data out")
+                                 f"{di}/{len(din)} data-in beats, {len(out)}/{n_out} data-out beats")
         vc = ci < len(cmds) and not next(pc)
         vd = di < len(din) and not next(pd)
         model.cmd.val @= vc
@@ -119,16 +119,20 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
             di += 1
             moved = True
         if model.dout.val and model.dout.rdy:
-            out.append(from_word(int(model.dout.msg), sb))
+            out.append(int(model.dout.msg))
             t_last = t
             moved = True
         idle = 0 if moved else idle + 1
         if idle > idle_limit:
             raise SimulationHang(f"engine made no progress for {idle_limit} cycles at cycle {t}: "
-                                 f"{ci}/{len(cmds)} commands, {di}/{len(din)} data in, "
-                                 f"{len(out)}/{n_out} data out; trace: {model.line_trace()}")
+                                 f"{ci}/{len(cmds)} commands, {di}/{len(din)} data-in beats, "
+                                 f"{len(out)}/{n_out} data-out beats; trace: {model.line_trace()}")
         model.sim_tick()
         t += 1
+    try:
+        out = program.dout_elements(prog, cfg, out)
+    except ValueError as exc:
+        raise AssertionError(f"dout: {exc}") from None
     timing = dict(total_cycles=t)
     if t_acc is not None:
         timing["cycles"] = (t_last - t_acc + 1) if t_last is not None else 0

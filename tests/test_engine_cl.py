@@ -54,13 +54,17 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
 
 @pytest.mark.cl
 @pytest.mark.verilator
+@pytest.mark.parametrize("lanes", [1, 2, 4])
 @pytest.mark.parametrize("op", ["fwd", "bwd_weight", "update"])
-def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op):
-    cfg = preset("small")
+def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
+    """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``): CL and Verilator
+    handshake in the same cycles with and without stalls, and the results equal the golden model."""
+    cfg = preset("small").replace(stream_lanes=lanes)
     case = random_case(cfg, op, np.random.default_rng(11), n=2, c=5, k=6, h=5, w=5, stride=2, pad=1,
                        mode="stochastic")
     for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
         _compare("verilator", cfg, op, case, stall, seed)
+    run_op("verilator", cfg, op, stall=(0.5, 0.5, 0.5), stall_seed=5, check=True, **case)
 
 
 @pytest.mark.cl
@@ -81,7 +85,9 @@ def _configs(draw):
     return EngineConfig(rows=P, cols=P, act_bits=bits[0], weight_bits=bits[1], grad_bits=bits[2], acc_bits=acc,
                         stream_bits=draw(st.integers(acc, 64)), act_depth=draw(st.sampled_from([64, 256])),
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
-                        stochastic=draw(st.booleans()), name="random")
+                        stochastic=draw(st.booleans()),
+                        stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
+                        name="random")
 
 
 @pytest.mark.cl
@@ -90,11 +96,14 @@ def _configs(draw):
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, stochastic rounding built
-    or not): the PyMTL3 RTL and CL handshake in the same cycles and send the same elements."""
+    or not, elements per stream beat): the PyMTL3 RTL and CL handshake in the same cycles and send
+    the same elements, which equal the golden model (and FL's)."""
     cfg = data.draw(_configs())
     op = data.draw(st.sampled_from(OPS))
     case, stall, seed = data.draw(engine_cases(cfg, op, max_hw=3, max_ch=3, max_n=1))
     _compare("rtl", cfg, op, case, stall, seed)
+    for level in ("cl", "fl"):
+        run_op(level, cfg, op, stall=stall, stall_seed=seed, check=True, **case)
 
 
 @pytest.mark.cl

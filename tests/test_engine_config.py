@@ -22,6 +22,65 @@ def test_presets_and_derived_fields():
         preset("huge")
 
 
+def test_stream_lanes_is_an_elaboration_parameter():
+    """E (``stream_lanes``): default 1 in every preset; in ``params()`` and in the module name
+    (E = 1 keeps the name it always had, so every E = 1 build is unchanged); ``din``/``dout`` are
+    ``E * stream_bits`` wide."""
+    small = preset("small")
+    assert all(cfg.stream_lanes == 1 for cfg in PRESETS.values())
+    names = {small.replace(stream_lanes=e).module_name() for e in (1, 2, 4)}
+    assert len(names) == 3 and small.module_name() in names and all("__" not in n for n in names)
+    assert "_e4_" in small.replace(stream_lanes=4).module_name()
+    assert small.replace(stream_lanes=4).params()["stream_lanes"] == 4
+    assert msgs.data_type(small.replace(stream_lanes=4)).nbits == 4 * small.stream_bits == small.replace(
+        stream_lanes=4).beat_bits
+    assert EngineConfig(rows=3, cols=3, stream_lanes=3).E == 3
+
+
+@pytest.mark.parametrize("E", [0, 3, 8, -1])
+def test_stream_lanes_must_divide_p(E):
+    with pytest.raises(ValueError, match=r"stream_lanes \(E\) must divide the array side P = 4"):
+        preset("small").replace(stream_lanes=E)
+
+
+def test_the_cluster_refuses_engines_with_several_elements_per_beat():
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError
+
+    eng = preset("small")
+    ClusterConfig.homogeneous(2, eng)  # E = 1: fine
+    with pytest.raises(ClusterError, match="node 1: engine stream_lanes=2, but the cluster's routers and links "
+                                           r"move one element per beat \(stream_lanes=1\)") as exc:
+        ClusterConfig((eng, eng.replace(stream_lanes=2)), ClusterConfig.homogeneous(1, eng).link)
+    assert isinstance(exc.value, ValueError) and "\n" not in str(exc.value)
+
+
+def test_beats_pack_elements_per_command_and_back():
+    """E elements per beat, lane i in bits [i*bits, (i+1)*bits); beats never span two commands;
+    a STORE's surplus lanes must be zero."""
+    from pymtl_fp.engine import encoding, program
+
+    assert encoding.to_beats([1, -1, 3], 2, 8) == [0xFF01, 0x03]
+    assert encoding.from_beats([0xFF01, 0x03], 3, 2, 8) == [1, -1, 3]
+    with pytest.raises(ValueError, match="non-zero surplus"):
+        encoding.from_beats([0xFF01, 0x0203], 3, 2, 8)
+    rng = np.random.default_rng(2)
+    for E in (1, 2, 4):
+        counts = [int(n) for n in rng.integers(0, 11, size=4)]
+        elems = [int(v) for v in rng.integers(-(1 << 31), 1 << 31, size=sum(counts))]
+        beats = encoding.stream_beats(counts, elems, E, 32)
+        assert len(beats) == sum(-(-n // E) for n in counts)
+        assert encoding.stream_elements(counts, beats, E, 32) == elems
+    cfg = preset("small").replace(stream_lanes=4)
+    prog = program.Program("t", cmds=[msgs.make_cmd(op=msgs.OP_LOAD, target=msgs.BUF_X, count=5),
+                                      msgs.make_cmd(op=msgs.OP_LOAD, target=msgs.BUF_W, count=3),
+                                      msgs.make_cmd(op=msgs.OP_STORE, target=msgs.BUF_O, count=6)],
+                           din=list(range(1, 9)))
+    assert program.din_beats(prog, cfg) == [encoding.pack_beat(v, 32) for v in ([1, 2, 3, 4], [5], [6, 7, 8])]
+    assert program.dout_beat_count(prog, cfg) == 2
+    assert program.dout_elements(prog, cfg, [encoding.pack_beat([-1, 2, 3, 4], 32), encoding.pack_beat([5, -6], 32)]) \
+        == [-1, 2, 3, 4, 5, -6]
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(rows=2, cols=4), "square"),
     (dict(acc_bits=16), "acc_bits"),

@@ -63,6 +63,20 @@ def test_the_reference_names_every_field_with_its_bits():
     assert "synchronous, active high" in text and "Icarus" in text
 
 
+def test_the_kit_states_the_elements_per_beat():
+    """E = stream_lanes: a configuration localparam/macro, din/dout E*STREAM_BITS wide in the
+    wrapper, and the reference's port table and beat rule."""
+    cfg = PRESETS["small"].replace(stream_lanes=4)
+    top = cfg.module_name()
+    assert "localparam int unsigned STREAM_LANES = 4;" in ipkit.sv_package(top, cfg)
+    assert f"#define {top}_STREAM_LANES 4" in ipkit.c_header(top, cfg)
+    wrapper = ipkit.axis_wrapper(top, cfg)
+    assert wrapper.count(f"[{top}_pkg::STREAM_LANES*{top}_pkg::STREAM_BITS-1:0]") == 2
+    ref = ipkit.reference(top, cfg)
+    assert "| 128 / 1 / 1 | LOAD data, 4 elements per beat" in ref and "`ceil(count/E)` beats" in ref
+    assert "| 32 / 1 / 1 | LOAD data, one element per beat" in ipkit.reference(top, PRESETS["small"])
+
+
 def test_the_c_header_packs_as_the_python_packer(tmp_path):
     """Compile the header with the system C compiler, pack random commands in C, compare words."""
     cfg = PRESETS["small"]

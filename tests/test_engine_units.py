@@ -5,9 +5,12 @@
   all units are idle, or ``ovl = 1``, its unit is idle and :func:`msgs.ranges_conflict` finds no
   conflict with a busy unit (plus directed RAW / WAR / port-conflict cases);
 * :class:`EngineLoaderRTL` / :class:`EngineStorerRTL`: a LOAD writes element ``e`` to word
-  ``addr + e // L``, lane ``e % L`` of its target; a STORE streams the target's words (registered
-  reads modelled by the test), sign-extended to the stream width, under random handshakes;
-* :class:`EngineReadPortRTL` / :class:`EngineWritePortRTL`: who owns a buffer port;
+  ``addr + e // L``, lane ``e % L`` of its target, ``E`` elements per beat (1 or 2); a STORE
+  streams the target's words (registered reads modelled by the test), ``E`` elements per beat,
+  each sign-extended to the stream width, surplus lanes of the last beat zero, under random
+  handshakes;
+* :class:`EngineReadPortRTL` / :class:`EngineWritePortRTL`: who owns a buffer port; LD's beat
+  lanes go to the word's lanes ``ld_lane + j`` that ``ld_lmask`` allows;
 * :class:`EngineComputeCtrlRTL` against a scripted address generator: one step per cycle,
   stage B one cycle later, the ``bwd_weight`` cool-down (a tile's last step waits ``P - 1``,
   ``P`` with a db row), done only when the drain is idle, the MAC operand select;
@@ -242,11 +245,11 @@ def test_accept_unit_directed_unit_conflicts(running, offered, accepted):
 
 @settings(max_examples=examples(30))
 @given(target=st.integers(0, 5), addr=st.integers(0, 300), count=st.integers(0, 20),
-       valid=st.lists(st.booleans(), min_size=1, max_size=8).filter(any))
-def test_loader_writes_each_element_to_its_word_and_lane(target, addr, count, valid):
+       valid=st.lists(st.booleans(), min_size=1, max_size=8).filter(any), E=st.sampled_from([1, 2]))
+def test_loader_writes_each_element_to_its_word_and_lane(target, addr, count, valid, E):
     P = 2
     L = buffer_lanes(target, P)
-    m = fresh(EngineLoaderRTL, P, 9)
+    m = fresh(EngineLoaderRTL, P, 9, E)
     m.cmd @= make_cmd(op=OP_LOAD, target=target, addr=addr, count=count)
     m.go @= 1
     m.din_val @= 0
@@ -260,18 +263,19 @@ def test_loader_writes_each_element_to_its_word_and_lane(target, addr, count, va
         m.sim_eval_combinational()
         assert m.din_rdy == m.busy
         if m.we:
-            got.append((int(m.tgt), int(m.waddr), int(m.lane)))
+            got.append((int(m.tgt), int(m.waddr), int(m.lane), [int(m.lmask[j]) for j in range(E)]))
         m.sim_tick()
     assert not m.busy
-    assert got == [(target, (addr + e // L) % 512, e % L) for e in range(count)]
+    assert got == [(target, (addr + e // L) % 512, e % L, [int(e + j < count) for j in range(E)])
+                   for e in range(0, count, E)]
 
 
 @settings(max_examples=examples(30))
 @given(seed=st.integers(0, 2**32 - 1), target=st.integers(0, 5), addr=st.integers(0, 3), count=st.integers(1, 12),
-       ready=st.lists(st.booleans(), min_size=1, max_size=8).filter(any))
-def test_storer_streams_the_target_words_sign_extended(seed, target, addr, count, ready):
+       ready=st.lists(st.booleans(), min_size=1, max_size=8).filter(any), E=st.sampled_from([1, 2]))
+def test_storer_streams_the_target_words_sign_extended(seed, target, addr, count, ready, E):
     P, D, AB, SB = 2, 8, 32, 40
-    m = fresh(EngineStorerRTL, P, D, AB, SB, 6)
+    m = fresh(EngineStorerRTL, P, D, AB, SB, 6, E)
     names = {BUF_X: "rd_x", BUF_D: "rd_d", BUF_O: "rd_o", BUF_W: "rd_w", BUF_G: "rd_g", BUF_B: "rd_b"}
     width = {b: AB if b == BUF_B else D for b in names}
     rng = np.random.default_rng(seed)
@@ -292,11 +296,12 @@ def test_storer_streams_the_target_words_sign_extended(seed, target, addr, count
         if m.rd:
             rdata = mem[target][int(m.raddr)]
         if m.dout.val and m.dout.rdy:
-            out.append(from_word(int(m.dout.msg), SB))
+            out += [from_word(int(m.dout.msg) >> (j * SB), SB) for j in range(E)]
         m.sim_tick()
     L = buffer_lanes(target, P)
     assert not m.busy
-    assert out == [mem[target][addr + e // L][e % L] for e in range(count)]
+    want = [mem[target][addr + e // L][e % L] for e in range(count)]
+    assert out == want + [0] * (-count % E)  # the surplus lanes of the last beat are zero
 
 
 @settings(max_examples=examples(30))
@@ -304,7 +309,8 @@ def test_storer_streams_the_target_words_sign_extended(seed, target, addr, count
 def test_buffer_ports_belong_to_the_right_unit(data):
     buf = data.draw(st.integers(0, 5))
     lanes = data.draw(st.sampled_from([2, 4]))
-    rp, wp = fresh(EngineReadPortRTL, buf, 6), fresh(EngineWritePortRTL, buf, lanes, 8, 6)
+    E = data.draw(st.sampled_from([e for e in (1, 2, 4) if lanes % e == 0]))
+    rp, wp = fresh(EngineReadPortRTL, buf, 6), fresh(EngineWritePortRTL, buf, lanes, 8, 6, E)
     for _ in range(8):
         st_busy, st_tgt, st_rd, ex_ren = (data.draw(st.integers(0, 1)), data.draw(st.integers(0, 7)),
                                           data.draw(st.integers(0, 1)), data.draw(st.integers(0, 1)))
@@ -321,11 +327,14 @@ def test_buffer_ports_belong_to_the_right_unit(data):
         ld_we, ld_tgt, ld_lane, ex_we = (data.draw(st.integers(0, 1)), data.draw(st.integers(0, 7)),
                                          data.draw(st.integers(0, lanes + 1)), data.draw(st.integers(0, 1)))
         ex_wen = [data.draw(st.integers(0, 1)) for _ in range(lanes)]
+        lmask = [data.draw(st.integers(0, 1)) for _ in range(E)]
         wp.ld_we @= ld_we
         wp.ld_tgt @= ld_tgt
         wp.ld_lane @= ld_lane
         wp.ld_addr @= st_addr
-        wp.ld_data @= 0x5A
+        wp.ld_lmask @= sum(v << j for j, v in enumerate(lmask))
+        for j in range(E):
+            wp.ld_data[j] @= 0x50 + j
         wp.ex_we @= ex_we
         wp.ex_addr @= ex_addr
         for i in range(lanes):
@@ -335,7 +344,9 @@ def test_buffer_ports_belong_to_the_right_unit(data):
         if ex_we:
             want = (ex_addr, ex_wen, list(range(1, lanes + 1)))
         else:
-            want = (st_addr, [int(ld_we and ld_tgt == buf and ld_lane == i) for i in range(lanes)], [0x5A] * lanes)
+            # beat lane j goes to lane ld_lane + j (ld_lane a multiple of E), where lmask allows it
+            want = (st_addr, [int(ld_we and ld_tgt == buf and ld_lane == i - i % E and lmask[i % E] == 1)
+                              for i in range(lanes)], [0x50 + i % E for i in range(lanes)])
         assert (int(wp.waddr), [int(w) for w in wp.wen], [int(d) for d in wp.wdata]) == want
 
 

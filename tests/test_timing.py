@@ -45,9 +45,12 @@ def test_timing_model_equals_rtl_cycles(cmdline_opts, op, data):
 
 
 @pytest.mark.verilator
+@pytest.mark.parametrize("lanes", [1, 4])
 @pytest.mark.parametrize("op", OPS)
-def test_timing_model_equals_rtl_on_a_4x4_engine(cmdline_opts, op):
-    cfg = preset("small")
+def test_timing_model_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
+    """``small`` with 1 and 4 elements per stream beat: the whole program's cycles (LOADs of
+    ``ceil(count/E) + 1``, STOREs of ``1 + ceil(count/E) + ceil(count/L)``) as the closed forms say."""
+    cfg = preset("small").replace(stream_lanes=lanes)
     rng = np.random.default_rng(7)
     for c, k, h, stride, pad in ((6, 5, 5, 2, 1), (4, 8, 4, 1, 0)):
         case = random_case(cfg, op, rng, n=2, c=c, k=k, h=h if not op.startswith("pool") else 4,
@@ -69,7 +72,7 @@ def test_timing_model_equals_pymtl_rtl(op):
 def _any_case(draw):
     P = draw(st.sampled_from([1, 2, 3, 4, 8, 16]))
     cfg = EngineConfig(rows=P, cols=P, act_depth=65536, weight_depth=65536, bias_depth=4096, acc_bits=64,
-                       stream_bits=64)
+                       stream_bits=64, stream_lanes=draw(st.sampled_from([e for e in range(1, P + 1) if P % e == 0])))
     op = draw(st.sampled_from(OPS))
     r = draw(st.sampled_from([1, 2, 3, 5, 7]))
     s = draw(st.sampled_from([1, r, 3]))
@@ -145,7 +148,7 @@ def test_layer_level_forms_equal_the_program_forms(drawn):
                                  r=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[2],
                                  s=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[3],
                                  stride=case["stride"], pad=case["pad"])
-        got = timing.conv_program_cycles(cfg.P, op, shape)
+        got = timing.conv_program_cycles(cfg.P, op, shape, cfg.stream_lanes)
         want = program.op_timing(cfg, op, case)
         assert {k: got[k] for k in ("total_cycles", "compute_cycles", "cycles")} == \
             {k: want[k] for k in ("total_cycles", "compute_cycles", "cycles")}
@@ -178,6 +181,10 @@ def test_axis_helpers_equal_enumeration(size, kern, stride, pad):
 def test_load_store_and_layer_level_forms():
     assert timing.load_cycles(5) == 6 and timing.load_cycles(0) == 1
     assert timing.store_cycles(8, 4) == 1 + 8 + 2 and timing.store_cycles(9, 4) == 1 + 9 + 3
+    # E elements per beat: ceil(count / E) beats; a STORE still reads each word once
+    assert timing.load_cycles(5, 4) == 2 + 1 and timing.load_cycles(0, 4) == 1
+    assert timing.store_cycles(9, 4, 4) == 1 + 3 + 3 and timing.store_cycles(9, 16, 2) == 1 + 5 + 1
+    assert timing.store_cycles(0, 4, 2) == 1
     # a VGG-like layer far beyond any buffer: channels multiple of the array, stride 1
     shape = timing.ConvShape(n=8, c=256, k=256, h=28, w=28, r=3, s=3, stride=1, pad=1)
     for op in timing.CONV_OPS:

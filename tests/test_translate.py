@@ -28,6 +28,14 @@ def test_unknown_preset_is_one_line_listing_the_valid_ones(tmp_path, capsys):
     assert "fpdeep_6x10g" in capsys.readouterr().err
 
 
+def test_stream_lanes_option_is_checked(tmp_path, capsys):
+    assert run("--config", "small", "--stream-lanes", "3", "--out", str(tmp_path)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--stream-lanes 3: stream_lanes (E) must divide the array side P = 4" in err
+    assert run("--unit", "node", "--config", "tiny", "--stream-lanes", "2", "--out", str(tmp_path)) == 1
+    assert "--stream-lanes is an engine option" in capsys.readouterr().err
+
+
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):
     assert run("--unit", "node", "--out", str(tmp_path)) == 1
     assert "needs --config" in capsys.readouterr().err

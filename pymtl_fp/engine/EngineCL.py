@@ -9,9 +9,11 @@ Timing (the three units of :class:`~pymtl_fp.engine.EngineRTL.EngineRTL`, with t
 datapath replaced by a countdown from the closed form of :mod:`pymtl_fp.timing`)::
 
     accept  cmd.rdy = 1 when the command may start (below); accepted in a cycle cmd.val is high
-    LD      din.rdy = 1; one element per cycle in which din.val is high; idle after the last
+    LD      din.rdy = 1; one beat (E = stream_lanes elements) per cycle in which din.val is
+            high; idle after the last
     ST      per word: one cycle reading the buffer (dout.val = 0), then dout.val = 1 and one
-            element per cycle in which dout.rdy is high; idle after the last element
+            beat of E elements (fewer at the end of the command) per cycle in which dout.rdy is
+            high; idle after the last element
     EX      busy for timing.compute_cycles(...) - 1 cycles after the acceptance, then idle
 
 A command with ``ovl = 0`` is accepted only when all units are idle (the serial engine); one with
@@ -36,6 +38,7 @@ from pymtl3 import update, update_ff
 from pymtl_fp import timing
 from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import msgs
+from pymtl_fp.engine.encoding import pack_beat, unpack_beat
 from pymtl_fp.engine.EngineFL import EngineFL
 from pymtl_fp.engine.msgs import UNIT_EX, UNIT_LD, UNIT_ST, cmd_fields, from_word, to_word
 
@@ -48,16 +51,16 @@ class _Stream:
         s.phase = 0  # ST: 1 = the current word has been read
         s.ranges = ranges
 
-    def advance(s):
-        """One element moved; returns True after the last."""
-        s.left -= 1
-        if s.lane == s.nlanes - 1:
+    def advance(s, n=1):
+        """``n`` elements moved (one beat: ``n <= E``, never past the end of a word, since ``E``
+        divides the lanes); returns True after the last."""
+        s.left -= n
+        s.lane += n
+        if s.lane == s.nlanes:
             s.lane = 0
             s.addr += 1
             s.phase = 0
-        else:
-            s.lane += 1
-        return s.left == 0
+        return s.left <= 0
 
 
 class EngineCL(EngineFL):
@@ -96,15 +99,22 @@ class EngineCL(EngineFL):
     def _edge(s, go, f, din_fire, din_msg, dout_fire):
         """``f``: the fields of the command accepted at this edge (``go``)."""
         if s.ld is not None and din_fire:
-            s._write_elem(s.ld, from_word(int(din_msg), s.cfg.stream_bits))
-            if s.ld.advance():
+            if s.E == 1:
+                s._write_elem(s.ld, from_word(int(din_msg), s.SB))
+                done = s.ld.advance()
+            else:
+                ld = s.ld
+                vals = unpack_beat(int(din_msg), s.E, s.SB)[:ld.left]
+                s.bufs[ld.target][ld.addr, ld.lane:ld.lane + len(vals)] = vals
+                done = ld.advance(len(vals))
+            if done:
                 s.ld = None
         st = s.st
         if st is not None:
             if not st.phase:
                 st.phase = 1
             elif dout_fire:
-                if st.advance():
+                if st.advance(min(s.E, st.left)):
                     s.st = None
         if s.ex is not None:
             s.ex_left -= 1
@@ -120,7 +130,7 @@ class EngineCL(EngineFL):
         st = s.st
         busy = 1 if (s.ld is not None or st is not None or s.ex is not None) else 0
         if st is not None and st.phase:
-            return None, 1 if s.ld is not None else 0, busy, 1, to_word(s._read_elem(st), s.cfg.stream_bits)
+            return None, 1 if s.ld is not None else 0, busy, 1, s._read_beat(st)
         return None, 1 if s.ld is not None else 0, busy, 0, 0
 
     # ---- the direct protocol (pymtl_fp.direct; ports and bind from EngineFL) ----------------
@@ -222,6 +232,12 @@ class EngineCL(EngineFL):
 
     def _read_elem(s, u):
         return int(s.bufs[u.target][u.addr, u.lane])
+
+    def _read_beat(s, u):
+        """The beat ST offers: up to ``E`` elements from its lane on, surplus lanes zero."""
+        if s.E == 1:
+            return to_word(s._read_elem(u), s.SB)
+        return pack_beat(s.bufs[u.target][u.addr, u.lane:u.lane + min(s.E, u.left)], s.SB)
 
     def line_trace(s):
         ld = f"L{s.ld.left:<4}" if s.ld else "L.   "

@@ -1,7 +1,8 @@
 """Engine, functional level: the same ports as :class:`EngineRTL`, results from the golden model.
 
-Commands run one at a time.  A LOAD takes its elements from ``din`` (one per handshake), a STORE
-sends its elements on ``dout``; a compute command reads its operands from the (Python) buffers
+Commands run one at a time.  A LOAD takes its elements from ``din`` (``E`` = ``stream_lanes`` per
+handshake), a STORE sends its elements on ``dout`` (``E`` per beat, surplus lanes of the last beat
+zero; layout: :mod:`pymtl_fp.engine.msgs`); a compute command reads its operands from the (Python) buffers
 in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` and writes the
 results back, all in the cycle it is accepted.  No timing is modelled (``busy`` is high only
 while a LOAD/STORE is moving data).  The ``ovl`` field is accepted and ignored: FL executes
@@ -19,6 +20,7 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 from pymtl_fp import golden
 from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import msgs
+from pymtl_fp.engine.encoding import pack_beat, unpack_beat
 from pymtl_fp.engine.msgs import (
     cmd_fields,
     cmd_type,
@@ -47,6 +49,7 @@ class EngineFL(Component):
         s.dout = SendIfcRTL(data_type(cfg))
         s.busy = OutPort()
         s.DataT = data_type(cfg)
+        s.E, s.SB = cfg.stream_lanes, cfg.stream_bits
         s.lanes = {msgs.BUF_X: P, msgs.BUF_D: P, msgs.BUF_O: P, msgs.BUF_W: P * P,
                    msgs.BUF_G: P * P, msgs.BUF_B: P}
         depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
@@ -87,10 +90,10 @@ class EngineFL(Component):
                 s._compute(f)
                 s.ops_done += 1
         elif s.cur is not None and s.cur["op"] == msgs.OP_LOAD and din_fire:
-            s._put(s.cur, from_word(int(din_msg), s.cfg.stream_bits))
+            s._put_beat(s.cur, din_msg)
         elif s.cur is not None and s.cur["op"] == msgs.OP_STORE and dout_fire:
-            s.cur["e"] += 1
-            if s.cur["e"] == s.cur["count"]:
+            s.cur["e"] += s.E
+            if s.cur["e"] >= s.cur["count"]:
                 s.cur = None
 
     def _drive(s) -> tuple:
@@ -99,7 +102,7 @@ class EngineFL(Component):
         if cur is None:
             return 1, 0, 0, 0, 0
         if cur["op"] == msgs.OP_STORE:
-            return 0, 0, 1, 1, to_word(s._get(cur), s.cfg.stream_bits)
+            return 0, 0, 1, 1, s._get_beat(cur)
         return 0, 1 if cur["op"] == msgs.OP_LOAD else 0, 1, 0, 0
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
@@ -145,6 +148,22 @@ class EngineFL(Component):
     def _get(s, cur):
         a, lane = s._loc(cur)
         return int(s.bufs[cur["target"]][a, lane])
+
+    def _put_beat(s, cur, word):
+        """One ``din`` beat: its first ``min(E, elements left)`` lanes, in order."""
+        if s.E == 1:
+            s._put(cur, from_word(int(word), s.SB))
+            return
+        for v in unpack_beat(int(word), s.E, s.SB)[:cur["count"] - cur["e"]]:
+            s._put(cur, v)
+
+    def _get_beat(s, cur):
+        """The next ``dout`` beat: up to ``E`` elements of one word, surplus lanes zero."""
+        if s.E == 1:
+            return to_word(s._get(cur), s.SB)
+        a, lane = s._loc(cur)
+        n = min(s.E, cur["count"] - cur["e"])
+        return pack_beat(s.bufs[cur["target"]][a, lane:lane + n], s.SB)
 
     def _rd(s, buf, addr, nwords):
         return s.bufs[buf][addr:addr + nwords]

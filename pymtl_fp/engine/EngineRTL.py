@@ -28,7 +28,9 @@ drained as one more row after the tile that completes it.
 
 Three units run concurrently, one command each: the loader LD (LOAD: ``din`` -> a buffer's
 write port), the storer ST (STORE: a buffer's read port -> ``dout``) and the compute unit EX
-(everything above).  Commands are accepted in order; ``cmd.rdy`` (combinational in ``cmd.msg``)
+(everything above).  ``din`` and ``dout`` carry ``E = stream_lanes`` elements per beat (``E``
+divides ``P``): LD writes the ``E`` lanes of a beat into one word in one cycle, ST offers ``E``
+lanes of the word it has read per beat.  Commands are accepted in order; ``cmd.rdy`` (combinational in ``cmd.msg``)
 is high when all units are idle, or when the command has ``ovl = 1``, its own unit is idle and
 none of its address ranges conflicts with those of a busy unit (same port of the same buffer, or
 a write intersecting a read; rule and proof of in-order semantics: :mod:`pymtl_fp.engine.msgs`).
@@ -85,8 +87,9 @@ class EngineRTL(Component):
         s.bg = BankedBufferRTL(PP, D, cfg.weight_depth)
         s.bb = BankedBufferRTL(P, AB, cfg.bias_depth)
         s.acc = EngineAcceptRTL(P)
-        s.ld = EngineLoaderRTL(P, max(XA, WA, BA))
-        s.st = EngineStorerRTL(P, D, AB, cfg.stream_bits, max(XA, WA, BA))
+        E, SB = cfg.stream_lanes, cfg.stream_bits
+        s.ld = EngineLoaderRTL(P, max(XA, WA, BA), E)
+        s.st = EngineStorerRTL(P, D, AB, SB, max(XA, WA, BA), E)
         s.ex = EngineComputeCtrlRTL(P, D)
         s.ag = AddrGenRTL(P)
         s.mac = MacArrayRTL(P, D, AB)
@@ -102,7 +105,7 @@ class EngineRTL(Component):
         s.rp_x, s.rp_d, s.rp_o, s.rp_w, s.rp_g, s.rp_b = (
             EngineReadPortRTL(b, a) for _, b, _, _, _, a in bufs)
         s.wp_x, s.wp_d, s.wp_o, s.wp_w, s.wp_g, s.wp_b = (
-            EngineWritePortRTL(b, n, w, a) for _, b, _, n, w, a in bufs)
+            EngineWritePortRTL(b, n, w, a, E) for _, b, _, n, w, a in bufs)
 
         # ---- command acceptance and the three units ---------------------------------------
         s.acc.cmd //= s.cmd
@@ -200,7 +203,9 @@ class EngineRTL(Component):
             wp.ld_tgt //= s.ld.tgt
             wp.ld_addr //= s.ld.waddr[0:a]
             wp.ld_lane //= s.ld.lane
-            wp.ld_data //= s.din.msg[0:width]
+            wp.ld_lmask //= s.ld.lmask
+            for j in range(E):  # beat lane j: bits [j*SB, j*SB + width) of din.msg
+                wp.ld_data[j] //= s.din.msg[j * SB:j * SB + width]
             wp.ex_we //= getattr(s.wb, f"{name}_we")
             wp.ex_addr //= getattr(s.wb, f"{name}_addr")
             buf.waddr //= wp.waddr

@@ -1,12 +1,15 @@
-"""Storer ST (RTL): executes a STORE, a buffer's read port -> ``dout``, one element per handshake.
+"""Storer ST (RTL): executes a STORE, a buffer's read port -> ``dout``, one beat of ``E``
+elements per handshake.
 
 Started by ``go`` with the offered command (``STORE target, addr, count``), it reads word
 ``addr`` of buffer ``target`` (``rd``, address ``raddr``: the word counter cut to ``addr_bits``,
 the widest buffer address; the read port of the buffer, :class:`EngineReadPortRTL`, takes its
-low bits), then, from the registered read data of the next cycles, offers its
-lanes one per ``dout`` handshake, sign-extended to the stream width (``P`` lanes, ``P*P`` for W
-and G; the bias buffer B holds accumulator-wide elements), then reads the next word, until
-``count`` elements have left.  A STORE of ``count = 0`` leaves the unit idle.
+low bits), then, from the registered read data of the next cycles, offers its lanes ``E`` per
+``dout`` handshake (lanes ``lane .. lane + E - 1`` of the word in beat lanes ``0 .. E - 1``), each
+sign-extended to ``stream_bits`` (``P`` lanes, ``P*P`` for W and G; the bias buffer B holds
+accumulator-wide elements), then reads the next word, until ``count`` elements have left; the
+lanes of the last beat beyond ``count`` are zero.  ``E`` divides the lanes of every buffer, so a
+beat never crosses a word.  A STORE of ``count = 0`` leaves the unit idle.
 """
 
 from pymtl3 import (
@@ -28,20 +31,24 @@ from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
 
 
 class EngineStorerRTL(Component):
-    def construct(s, P=2, data_bits=8, acc_bits=32, stream_bits=32, addr_bits=16):
+    def construct(s, P=2, data_bits=8, acc_bits=32, stream_bits=32, addr_bits=16, E=1):
+        if P % E:
+            raise ValueError(f"EngineStorerRTL: E={E} must divide P={P}")
         s.params = dict(P=P, data_bits=data_bits, acc_bits=acc_bits, stream_bits=stream_bits,
-                        addr_bits=addr_bits)
+                        addr_bits=addr_bits, E=E)
         AT = mk_bits(addr_bits)
         PP = P * P
         DT, AccT = mk_bits(data_bits), mk_bits(acc_bits)
         BUF_X, BUF_D, BUF_O, BUF_W, BUF_G, BUF_B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_O, msgs.BUF_W,
                                                     msgs.BUF_G, msgs.BUF_B)
-        Z16, ONE16, LP, LPP = Bits16(0), Bits16(1), Bits16(P), Bits16(PP)
-        ZD, ZA = DT(0), AccT(0)
+        Z16, ONE16, LE, LP, LPP = Bits16(0), Bits16(1), Bits16(E), Bits16(P), Bits16(PP)
+        ZD, ZA, ZS = DT(0), AccT(0), mk_bits(stream_bits)(0)
+        CE = mk_bits(msgs.COUNT_BITS)(E)
+        NBP, NBPP = P // E, PP // E  # beats per word: X D O B, W G
 
         s.cmd = InPort(cmd_type())  # the offered command (target, addr, count)
         s.go = InPort()  # accept it
-        s.dout = SendIfcRTL(mk_bits(stream_bits))
+        s.dout = SendIfcRTL(mk_bits(E * stream_bits))
         s.busy = OutPort()
         s.rd = OutPort()  # read word addr of buffer tgt this cycle
         s.tgt = OutPort(3)  # buffer
@@ -56,16 +63,24 @@ class EngineStorerRTL(Component):
 
         s.addr = Wire(16)  # current word
         s.ph = Wire()  # 1 = the current word has been read
-        s.lane = Wire(16)  # current lane
+        s.lane = Wire(16)  # first lane of the current beat (a multiple of E)
         s.left = Wire(msgs.COUNT_BITS)  # elements still to move
         s.lanes = Wire(16)  # lanes of the target buffer
         s.go_out = Wire()  # dout handshake
-        s.sel_d = Wire(data_bits)  # the current element (X D O W G) ...
-        s.sel_b = Wire(acc_bits)  # ... (B), before sign extension
-        s.ext_d = SignExtendRTL(data_bits, stream_bits)
-        s.ext_b = SignExtendRTL(acc_bits, stream_bits)
-        s.ext_d.in_[0] //= s.sel_d
-        s.ext_b.in_[0] //= s.sel_b
+        s.lmask = Wire(E)  # beat lanes holding an element (the surplus of the last beat: 0)
+        s.sel_d = [Wire(data_bits) for _ in range(E)]  # the current beat's elements (X D O W G) ...
+        s.sel_b = [Wire(acc_bits) for _ in range(E)]  # ... (B), before sign extension
+        s.lane_out = [Wire(stream_bits) for _ in range(E)]  # beat lane j of dout.msg
+        s.ext_d = SignExtendRTL(data_bits, stream_bits, E)
+        s.ext_b = SignExtendRTL(acc_bits, stream_bits, E)
+        for j in range(E):
+            s.ext_d.in_[j] //= s.sel_d[j]
+            s.ext_b.in_[j] //= s.sel_b[j]
+        if E == 1:
+            s.dout.msg //= s.lane_out[0]
+        else:
+            for j in range(E):
+                s.dout.msg[j * stream_bits:(j + 1) * stream_bits] //= s.lane_out[j]
 
         @update
         def up_st_handshake():
@@ -78,33 +93,60 @@ class EngineStorerRTL(Component):
             else:
                 s.lanes @= LP
 
+        # the read data as beats: rdb_<buf>[b][j] = lane b*E + j (wiring only; PyMTL3 types an
+        # index computed in an update block too wide for the array)
+        s.rdb_x = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
+        s.rdb_d = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
+        s.rdb_o = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
+        s.rdb_b = [[Wire(acc_bits) for _ in range(E)] for _ in range(NBP)]
+        s.rdb_w = [[Wire(data_bits) for _ in range(E)] for _ in range(NBPP)]
+        s.rdb_g = [[Wire(data_bits) for _ in range(E)] for _ in range(NBPP)]
+        for b in range(NBP):
+            for j in range(E):
+                s.rdb_x[b][j] //= s.rd_x[b * E + j]
+                s.rdb_d[b][j] //= s.rd_d[b * E + j]
+                s.rdb_o[b][j] //= s.rd_o[b * E + j]
+                s.rdb_b[b][j] //= s.rd_b[b * E + j]
+        for b in range(NBPP):
+            for j in range(E):
+                s.rdb_w[b][j] //= s.rd_w[b * E + j]
+                s.rdb_g[b][j] //= s.rd_g[b * E + j]
+
         @update
         def up_st_select():
-            s.sel_d @= ZD
-            s.sel_b @= ZA
-            for i in range(P):
-                if s.lane == i:
-                    if s.tgt == BUF_X:
-                        s.sel_d @= s.rd_x[i]
-                    elif s.tgt == BUF_D:
-                        s.sel_d @= s.rd_d[i]
-                    elif s.tgt == BUF_O:
-                        s.sel_d @= s.rd_o[i]
-                    elif s.tgt == BUF_B:
-                        s.sel_b @= s.rd_b[i]
-            for i in range(PP):
-                if s.lane == i:
-                    if s.tgt == BUF_W:
-                        s.sel_d @= s.rd_w[i]
-                    elif s.tgt == BUF_G:
-                        s.sel_d @= s.rd_g[i]
+            for j in range(E):
+                s.sel_d[j] @= ZD
+                s.sel_b[j] @= ZA
+            for b in range(NBP):
+                if s.lane == b * E:
+                    for j in range(E):
+                        if s.tgt == BUF_X:
+                            s.sel_d[j] @= s.rdb_x[b][j]
+                        elif s.tgt == BUF_D:
+                            s.sel_d[j] @= s.rdb_d[b][j]
+                        elif s.tgt == BUF_O:
+                            s.sel_d[j] @= s.rdb_o[b][j]
+                        elif s.tgt == BUF_B:
+                            s.sel_b[j] @= s.rdb_b[b][j]
+            for b in range(NBPP):
+                if s.lane == b * E:
+                    for j in range(E):
+                        if s.tgt == BUF_W:
+                            s.sel_d[j] @= s.rdb_w[b][j]
+                        elif s.tgt == BUF_G:
+                            s.sel_d[j] @= s.rdb_g[b][j]
 
         @update
         def up_st_data():
-            if s.tgt == BUF_B:
-                s.dout.msg @= s.ext_b.out[0]
-            else:
-                s.dout.msg @= s.ext_d.out[0]
+            for j in range(E):
+                s.lmask[j] @= s.left > j
+                if s.lmask[j]:
+                    if s.tgt == BUF_B:
+                        s.lane_out[j] @= s.ext_b.out[j]
+                    else:
+                        s.lane_out[j] @= s.ext_d.out[j]
+                else:
+                    s.lane_out[j] @= ZS
 
         @update_ff
         def up_st_regs():
@@ -118,14 +160,14 @@ class EngineStorerRTL(Component):
                 if ~s.ph:
                     s.ph <<= 1
                 elif s.go_out:
-                    s.left <<= s.left - 1
-                    if s.lane == s.lanes - ONE16:
+                    s.left <<= s.left - CE
+                    if s.lane == s.lanes - LE:
                         s.lane <<= Z16
                         s.addr <<= s.addr + ONE16
                         s.ph <<= 0
                     else:
-                        s.lane <<= s.lane + ONE16
-                    if s.left == 1:
+                        s.lane <<= s.lane + LE
+                    if s.left <= CE:
                         s.busy <<= 0
             elif s.go:
                 s.tgt <<= s.cmd.target

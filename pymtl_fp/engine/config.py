@@ -30,8 +30,12 @@ class EngineConfig:
     * ``act_depth``: words (of ``P`` elements) in each activation buffer (X, D, O);
       ``weight_depth``: words (of ``P*P`` elements) in each weight buffer (W, G);
       ``bias_depth``: words (of ``P`` accumulator-wide elements) of the bias buffer.
-    * ``stream_bits``: width of a data-in/data-out stream word (one element per word,
-      sign-extended); must hold an accumulator value (biases are loaded in accumulator units).
+    * ``stream_bits``: width of one stream element (sign-extended); must hold an accumulator
+      value (biases are loaded in accumulator units).
+    * ``stream_lanes`` (``E``): elements per ``din``/``dout`` beat; ``din``/``dout`` are
+      ``E * stream_bits`` wide, lane ``i`` of a beat in bits ``[i*stream_bits, (i+1)*stream_bits)``.
+      ``E`` divides ``P`` (``1 <= E <= P``), so a beat never crosses a buffer word (X, D, O, B
+      words have ``P`` lanes, W and G words ``P*P``).  The presets and the cluster use ``E = 1``.
     * ``stochastic``: build the stochastic-rounding hash (else only ``nearest`` is accepted).
     """
 
@@ -45,12 +49,13 @@ class EngineConfig:
     weight_depth: int = 64
     bias_depth: int = 16
     stream_bits: int = 32
+    stream_lanes: int = 1
     stochastic: bool = True
     name: str = ""
 
     def __post_init__(self):
         for f in ("rows", "cols", "act_bits", "weight_bits", "grad_bits", "acc_bits", "act_depth",
-                  "weight_depth", "bias_depth", "stream_bits"):
+                  "weight_depth", "bias_depth", "stream_bits", "stream_lanes"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
@@ -71,6 +76,10 @@ class EngineConfig:
         if not self.acc_bits <= self.stream_bits <= 64:
             raise ValueError(f"stream_bits must be in acc_bits..64 = {self.acc_bits}..64, "
                              f"got {self.stream_bits}")
+        E = self.stream_lanes
+        if not 1 <= E <= self.rows or self.rows % E:
+            raise ValueError(f"stream_lanes (E) must divide the array side P = {self.rows} (1 <= E <= P, so a "
+                             f"beat never crosses a buffer word), got {E}")
         for f in ("act_depth", "weight_depth", "bias_depth"):
             if not 2 <= getattr(self, f) <= 65536:
                 raise ValueError(f"EngineConfig.{f} must be in 2..65536, got {getattr(self, f)}")
@@ -84,6 +93,16 @@ class EngineConfig:
     @property
     def macs_per_cycle(self) -> int:
         return self.rows * self.cols
+
+    @property
+    def E(self) -> int:
+        """Elements per ``din``/``dout`` beat (``stream_lanes``)."""
+        return self.stream_lanes
+
+    @property
+    def beat_bits(self) -> int:
+        """Width of ``din``/``dout``: ``stream_lanes * stream_bits``."""
+        return self.stream_lanes * self.stream_bits
 
     @property
     def data_bits(self) -> int:
@@ -102,6 +121,8 @@ class EngineConfig:
         short = dict(r=self.rows, c=self.cols, a=self.act_bits, w=self.weight_bits, g=self.grad_bits,
                      acc=self.acc_bits, ad=self.act_depth, wd=self.weight_depth, bd=self.bias_depth,
                      sb=self.stream_bits, sto=self.stochastic)
+        if self.stream_lanes != 1:  # E = 1 keeps the names (and Verilator builds) it always had
+            short["e"] = self.stream_lanes
         return module_name("EngineRTL", short)
 
     def replace(self, **changes) -> EngineConfig:

@@ -7,6 +7,10 @@ package, the C header and the Markdown command reference that ``pymtl-fp transla
 :mod:`pymtl_fp.engine.msgs` builds PyMTL3's command bitstruct from :data:`FIELDS` (the first
 field is the most significant, as in a packed struct).
 
+The data beats of ``din``/``dout`` (``E = stream_lanes`` elements per beat, per LOAD / STORE
+command) are defined here too (:func:`to_beats`, :func:`from_beats`, :func:`stream_beats`,
+:func:`stream_elements`), so the cocotb bench packs them without PyMTL3.
+
 This file imports nothing from PyMTL3 or NumPy.
 """
 
@@ -146,3 +150,73 @@ def unpack(word: int) -> dict:
 def words32(word: int) -> list:
     """The command as 32-bit words, least significant first (Verilator's layout of a wide port)."""
     return [(int(word) >> (32 * i)) & 0xFFFFFFFF for i in range(-(-CMD_BITS // 32))]
+
+
+# ---- data beats: E elements per din/dout beat ---------------------------------------------------
+#
+# A LOAD or STORE of ``count`` elements moves ``ceil(count / E)`` beats of ``E * bits`` bits
+# (``E`` = the engine's ``stream_lanes``, ``bits`` = its ``stream_bits``): beat ``b`` carries
+# elements ``b*E .. b*E + E - 1`` of the command, element ``b*E + i`` in lane ``i`` = bits
+# ``[i*bits, (i+1)*bits)``, two's complement.  The surplus lanes of a command's last beat are
+# ignored by a LOAD and zero in a STORE.  Beats never span two commands.
+
+def pack_beat(elements, bits: int) -> int:
+    """Up to ``E`` signed elements as one beat (element ``i`` in lane ``i``; missing lanes zero)."""
+    mask, word = (1 << bits) - 1, 0
+    for i, v in enumerate(elements):
+        word |= (int(v) & mask) << (i * bits)
+    return word
+
+
+def unpack_beat(word: int, lanes: int, bits: int) -> list:
+    """The ``lanes`` signed elements of one beat."""
+    word, mask, sign = int(word), (1 << bits) - 1, 1 << (bits - 1)
+    out = []
+    for i in range(lanes):
+        v = (word >> (i * bits)) & mask
+        out.append(v - (1 << bits) if v & sign else v)
+    return out
+
+
+def to_beats(elements, lanes: int, bits: int) -> list:
+    """The elements of one LOAD (or STORE) as its beats (surplus lanes of the last beat zero)."""
+    elements = list(elements)
+    return [pack_beat(elements[b:b + lanes], bits) for b in range(0, len(elements), lanes)]
+
+
+def from_beats(beats, count: int, lanes: int, bits: int, *, strict: bool = True) -> list:
+    """The first ``count`` elements of the beats of one STORE (``ceil(count / lanes)`` beats);
+    with ``strict``, ``ValueError`` if a surplus lane of the last beat is not zero."""
+    beats = list(beats)
+    if len(beats) != -(-int(count) // lanes):
+        raise ValueError(f"{count} elements in {lanes}-element beats need {-(-int(count) // lanes)} beats, "
+                         f"got {len(beats)}")
+    out = []
+    for word in beats:
+        out.extend(unpack_beat(word, lanes, bits))
+    if strict and any(out[count:]):
+        raise ValueError(f"the last beat of a {count}-element STORE has non-zero surplus lanes: {out[count:]}")
+    return out[:count]
+
+
+def stream_beats(counts, elements, lanes: int, bits: int) -> list:
+    """The beats of a sequence of LOADs with element ``counts``, from their ``elements`` (in order)."""
+    out, pos = [], 0
+    for n in counts:
+        out.extend(to_beats(elements[pos:pos + n], lanes, bits))
+        pos += n
+    if pos != len(elements):
+        raise ValueError(f"the LOADs take {pos} elements, the data-in stream has {len(elements)}")
+    return out
+
+
+def stream_elements(counts, beats, lanes: int, bits: int, *, strict: bool = True) -> list:
+    """The elements of a sequence of STOREs with element ``counts``, from their ``beats``."""
+    out, pos = [], 0
+    for n in counts:
+        k = -(-int(n) // lanes)
+        out.extend(from_beats(beats[pos:pos + k], n, lanes, bits, strict=strict))
+        pos += k
+    if pos != len(beats):
+        raise ValueError(f"the STOREs send {pos} beats, got {len(beats)}")
+    return out

@@ -3,14 +3,20 @@
 Ports of every engine level (FL, RTL, Verilator)::
 
     cmd   : RecvIfcRTL(CmdMsg)              commands, val/rdy
-    din   : RecvIfcRTL(Bits<stream_bits>)   data in (LOAD payloads), val/rdy
-    dout  : SendIfcRTL(Bits<stream_bits>)   data out (STORE payloads), val/rdy
+    din   : RecvIfcRTL(Bits<E*stream_bits>) data in (LOAD payloads), val/rdy
+    dout  : SendIfcRTL(Bits<E*stream_bits>) data out (STORE payloads), val/rdy
     busy  : OutPort(1)                      a command is being executed
 
 Commands take effect in order.  ``LOAD target, addr, count`` takes ``count`` elements
-from ``din`` (one element per word, sign-extended) and writes element ``e`` to word
-``addr + e // L``, lane ``e % L`` of buffer ``target`` (``L`` lanes per word).  ``STORE`` streams
-elements out in the same order.  Compute commands read their operands from buffers and write
+from ``din`` and writes element ``e`` to word ``addr + e // L``, lane ``e % L`` of buffer
+``target`` (``L`` lanes per word).  ``STORE`` streams elements out in the same order.  ``count``
+is in elements.  A beat carries ``E`` elements (``E`` = ``stream_lanes``, dividing ``P``): beat
+``b`` of a command carries its elements ``b*E .. b*E + E - 1``, element ``b*E + i`` in lane ``i``
+(bits ``[i*stream_bits, (i+1)*stream_bits)``, sign-extended); a LOAD takes ``ceil(count / E)``
+beats and ignores the surplus lanes of its last beat, a STORE sends ``ceil(count / E)`` beats
+with the surplus lanes of its last beat zero (:func:`pymtl_fp.engine.encoding.to_beats`,
+:func:`~pymtl_fp.engine.encoding.from_beats`).  Since ``E`` divides ``L``, a beat never crosses
+a word.  Compute commands read their operands from buffers and write
 their results to buffers (buffer roles per operation: :data:`OP_BUFFERS`).
 
 Overlap (field ``ovl``).  Three units execute commands: LD (LOADs), ST (STOREs) and EX (compute
@@ -104,7 +110,8 @@ def cmd_type():
 
 
 def data_type(cfg):
-    return mk_bits(cfg.stream_bits)
+    """The ``din``/``dout`` message: ``stream_lanes`` elements of ``stream_bits`` bits."""
+    return mk_bits(cfg.stream_lanes * cfg.stream_bits)
 
 
 def make_cmd(**fields):

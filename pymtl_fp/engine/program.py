@@ -5,6 +5,11 @@ host model; it assumes a validated case (:func:`pymtl_fp.tb.engine_harness.valid
 Placement: every operand starts at word 0 of its buffer (:data:`msgs.OP_BUFFERS`), except the
 ``pool_fwd`` argmax, which goes to the X buffer right after ``x``.  ``update`` writes the new
 weights over the old ones in W.
+
+A :class:`Program` holds *elements* (``din``, and the results :meth:`Program.unpack` takes);
+:func:`din_beats` and :func:`dout_elements` turn them into the ``din``/``dout`` beats of an engine
+with ``E = stream_lanes`` elements per beat and back (per LOAD / STORE command: beats never span
+two commands), for every harness.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp import timing
-from pymtl_fp.engine import msgs
+from pymtl_fp.engine import encoding, msgs
 from pymtl_fp.engine.msgs import (
     BUF_B,
     BUF_D,
@@ -63,6 +68,41 @@ class Program:
             out[st.name] = st.unpack(words)
             pos += n
         return out
+
+
+# ---- beats: E elements per din/dout handshake (layout: pymtl_fp.engine.encoding) ------------
+
+def stream_counts(prog: Program, op: int) -> list:
+    """The ``count`` (elements) of every LOAD (``op = msgs.OP_LOAD``) or STORE of ``prog``, in order."""
+    out = []
+    for m in prog.cmds:
+        if int(m.op) == op:
+            out.append(int(m.count))
+    return out
+
+
+def din_beats(prog: Program, cfg) -> list:
+    """The ``din`` beats of ``prog`` for an engine of ``cfg`` (unsigned ints of
+    ``stream_lanes * stream_bits`` bits): each LOAD's elements packed ``E`` per beat."""
+    E, sb = cfg.stream_lanes, cfg.stream_bits
+    if E == 1:
+        return [int(v) & ((1 << sb) - 1) for v in prog.din]
+    return encoding.stream_beats(stream_counts(prog, msgs.OP_LOAD), prog.din, E, sb)
+
+
+def dout_beat_count(prog: Program, cfg) -> int:
+    """How many ``dout`` beats ``prog``'s STOREs send (``ceil(count / E)`` each)."""
+    E = cfg.stream_lanes
+    return sum(-(-n // E) for n in stream_counts(prog, msgs.OP_STORE))
+
+
+def dout_elements(prog: Program, cfg, beats, *, strict: bool = True) -> list:
+    """The signed elements of ``prog``'s STOREs from the ``dout`` beats (surplus lanes dropped;
+    with ``strict``, ``ValueError`` if one is not zero)."""
+    E, sb = cfg.stream_lanes, cfg.stream_bits
+    if E == 1:
+        return [msgs.from_word(w, sb) for w in beats]
+    return encoding.stream_elements(stream_counts(prog, msgs.OP_STORE), list(beats), E, sb, strict=strict)
 
 
 def _load(prog: Program, buf: int, addr: int, words: np.ndarray) -> None:
@@ -199,25 +239,26 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
 
-def command_cycles(P: int, f: dict) -> int:
-    """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`)."""
+def command_cycles(P: int, f: dict, E: int = 1) -> int:
+    """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`) on
+    an engine with ``E`` elements per stream beat."""
     op = int(f["op"])
     if op == msgs.OP_LOAD:
-        return timing.load_cycles(f["count"])
+        return timing.load_cycles(f["count"], E)
     if op == msgs.OP_STORE:
-        return timing.store_cycles(f["count"], msgs.buffer_lanes(int(f["target"]), P))
+        return timing.store_cycles(f["count"], msgs.buffer_lanes(int(f["target"]), P), E)
     return timing.compute_cycles(P, msgs.OP_NAMES[op], f)
 
 
-def program_cycles(P: int, prog: Program) -> dict:
-    """Cycles of an engine program when the command stream offers a command every cycle and no
-    stream is stalled:
+def program_cycles(P: int, prog: Program, E: int = 1) -> dict:
+    """Cycles of an engine program (``E`` elements per stream beat) when the command stream
+    offers a command every cycle and no stream is stalled:
 
     * ``total_cycles``: the whole program (the sum of every command's occupancy);
     * ``compute_cycles``: the compute command's occupancy;
     * ``cycles``: compute command accepted -> last result element sent (compute + stores).
     """
-    occ = [command_cycles(P, msgs.cmd_fields(m)) for m in prog.cmds]
+    occ = [command_cycles(P, msgs.cmd_fields(m), E) for m in prog.cmds]
     ci = prog.compute_index
     return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
 
@@ -232,6 +273,6 @@ def op_timing(cfg, op: str, case: dict) -> dict:
     """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated case run
     without stalls (what :func:`pymtl_fp.tb.engine_harness.run_op` measures on the RTL)."""
     prog = build(cfg, op, case)
-    t = program_cycles(cfg.P, prog)
+    t = program_cycles(cfg.P, prog, cfg.stream_lanes)
     t["macs"] = timing.useful_macs(op, msgs.cmd_fields(prog.cmds[prog.compute_index]))
     return t

@@ -2,6 +2,9 @@
 Verilog): an AXI-Stream source for ``cmd`` and ``din``, a sink for ``dout``, each stalling with a
 seeded probability, and :class:`EngineBench`, which resets the engine, runs one program (commands
 packed by :func:`pymtl_fp.engine.encoding.pack`, din elements) and returns the dout elements.
+With ``lanes`` (``E``, the kit's ``STREAM_LANES``) > 1, each LOAD's elements go out ``E`` per beat
+and each STORE's beats are cut back to its ``count`` elements
+(:func:`pymtl_fp.engine.encoding.stream_beats` / :func:`~pymtl_fp.engine.encoding.stream_elements`).
 
 Protocol, as the emitted reference states it: one clock (rising edge), synchronous active-high
 reset, a transfer when ``tvalid`` and ``tready`` are both high at a rising edge, ``cmd_tready``
@@ -53,15 +56,17 @@ class StreamSink:
     def __init__(self, dut, name: str, stall: float, rng: random.Random):
         self.data, self.valid, self.ready = (getattr(dut, f"{name}_{s}") for s in ("tdata", "tvalid", "tready"))
         self.stall, self.rng, self.items, self.accepting = stall, rng, [], False
+        self.signed = True
 
     def drive(self) -> None:
         self.accepting = self.rng.random() >= self.stall
         self.ready.value = int(self.accepting)
 
     def sample(self) -> bool:
-        """True when an element was taken this cycle."""
+        """True when an element (a beat, with ``signed = False``) was taken this cycle."""
         if self.accepting and self.valid.value == 1:
-            self.items.append(self.data.value.to_signed())
+            v = self.data.value
+            self.items.append(v.to_signed() if self.signed else v.to_unsigned())
             return True
         return False
 
@@ -72,10 +77,12 @@ class EngineBench:
     #: cycles dout must stay quiet, with all input taken and ``busy`` low, before a run ends
     QUIET = 64
 
-    def __init__(self, dut, stall: float = 0.0, seed: int = 0):
+    def __init__(self, dut, stall: float = 0.0, seed: int = 0, lanes: int = 1):
         if not 0.0 <= stall < 1.0:
             raise ValueError(f"stall must be in [0, 1), got {stall}")
-        self.dut, self.stall, self.seed = dut, stall, seed
+        if lanes < 1 or len(dut.din_tdata) % lanes:
+            raise ValueError(f"lanes={lanes} does not divide the {len(dut.din_tdata)}-bit din_tdata")
+        self.dut, self.stall, self.seed, self.lanes = dut, stall, seed, lanes
 
     async def reset(self, cycles: int = 2) -> None:
         dut = self.dut
@@ -93,9 +100,15 @@ class EngineBench:
         ``(dout elements, cycles)``; raises ``TimeoutError`` naming what was left when the engine
         has not finished in ``max_cycles``."""
         rng = random.Random(self.seed)
+        E, bits = self.lanes, len(self.dut.din_tdata) // self.lanes
+        counts = {op: [int(c.get("count", 0)) for c in cmds if int(c.get("op", 0)) == encoding.OP[op]]
+                  for op in ("load", "store")}
+        if E > 1:
+            din = encoding.stream_beats(counts["load"], list(din), E, bits)
         cmd = StreamSource(self.dut, "cmd", [encoding.pack(**c) for c in cmds], self.stall, random.Random(rng.random()))
         data = StreamSource(self.dut, "din", din, self.stall, random.Random(rng.random()))
         out = StreamSink(self.dut, "dout", self.stall, random.Random(rng.random()))
+        out.signed = E == 1
         await self.reset()
         quiet = cycles = 0
         while quiet <= self.QUIET:
@@ -113,4 +126,6 @@ class EngineBench:
             cycles += 1
             idle = cmd.done and data.done and self.dut.busy.value == 0
             quiet = quiet + 1 if idle and not took else 0
+        if E > 1:
+            return encoding.stream_elements(counts["store"], out.items, E, bits), cycles
         return out.items, cycles

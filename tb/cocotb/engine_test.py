@@ -1,5 +1,6 @@
 """The cocotb test module for the engine's ``<top>_axis`` wrapper: runs every job of the JSON file
-named by ``PYMTL_FP_COCOTB_JOBS`` (a list of ``{"program", "out", "stall", "seed"}``; the program
+named by ``PYMTL_FP_COCOTB_JOBS`` (a list of ``{"program", "out", "stall", "seed"}`` and optionally
+``"lanes"``, the kit's ``STREAM_LANES``, default 1; the program
 in the format of :mod:`.program_file`), each from reset, and writes the dout elements (one signed
 decimal per line) to ``out`` and ``{"cycles": ...}`` to ``out + ".json"``.
 
@@ -27,7 +28,7 @@ async def engine_programs(dut):
     Clock(dut.clk, 10, unit="ns").start()
     for job in jobs:
         cmds, din = program_file.read(job["program"])
-        bench = EngineBench(dut, stall=job.get("stall", 0.0), seed=job.get("seed", 0))
+        bench = EngineBench(dut, stall=job.get("stall", 0.0), seed=job.get("seed", 0), lanes=job.get("lanes", 1))
         dout, cycles = await bench.run(cmds, din)
         Path(job["out"]).write_text("".join(f"{v}\n" for v in dout))
         Path(job["out"] + ".json").write_text(json.dumps({"cycles": cycles, "dout": len(dout)}))

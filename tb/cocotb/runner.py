@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 from cocotb_tools.check_results import get_results
@@ -74,9 +75,19 @@ def build(kit_dir, top: str, build_dir) -> Path:
     return build_dir
 
 
+def kit_lanes(kit_dir, top: str) -> int:
+    """``STREAM_LANES`` of the kit's package (elements per din/dout beat; 1 for a kit without it)."""
+    pkg = Path(kit_dir) / f"{top}_pkg.sv"
+    if not pkg.is_file():  # build() names every missing file
+        return 1
+    m = re.search(r"localparam int unsigned STREAM_LANES = (\d+);", pkg.read_text())
+    return int(m.group(1)) if m else 1
+
+
 def run(build_dir, top: str, jobs: list, work_dir) -> list:
-    """Run ``jobs`` (dicts with ``program`` path, ``stall`` in [0, 1), ``seed``) in one simulation
-    of the built wrapper; returns per job ``{"dout": [...], "cycles": n}``."""
+    """Run ``jobs`` (dicts with ``program`` path, ``stall`` in [0, 1), ``seed``, optionally
+    ``lanes``: :func:`kit_lanes`) in one simulation of the built wrapper; returns per job
+    ``{"dout": [...], "cycles": n}`` (elements)."""
     build_dir, work_dir = Path(build_dir), Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     jobs = [dict(job, program=str(Path(job["program"]).resolve()),
@@ -131,8 +142,9 @@ def main(argv=None) -> int:
         top = _top_of(args.kit)
         for p in args.programs:
             program_file.read(p)  # a malformed program fails here, before the build
+        lanes = kit_lanes(args.kit, top)
         results = run(build(args.kit, top, args.out / "sim_build"), top,
-                      [dict(program=p, stall=args.stall, seed=args.seed) for p in args.programs], args.out)
+                      [dict(program=p, stall=args.stall, seed=args.seed, lanes=lanes) for p in args.programs], args.out)
     except (OSError, ValueError, CocotbRunError) as exc:
         print(f"error: {str(exc).splitlines()[0] if not isinstance(exc, CocotbRunError) else exc}", file=sys.stderr)
         return 1
