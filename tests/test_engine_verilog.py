@@ -10,8 +10,9 @@ from pymtl_fp.engine.verilog import ENGINE_WAIVERS, lint_engine
 @pytest.mark.verilator
 @pytest.mark.parametrize("cfg", [preset("tiny"), preset("small"), preset("medium"),
                                  preset("tiny").replace(rows=3, cols=3, stochastic=False, act_bits=6, grad_bits=12,
-                                                        acc_bits=40, stream_bits=40, act_depth=200)],
-                         ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto"])
+                                                        acc_bits=40, stream_bits=40, act_depth=200),
+                                 preset("small").replace(drain_rows=2)],
+                         ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto", "small-drain-rows-2"])
 def test_engine_lints_clean(tmp_path, cfg, cmdline_opts):
     res = lint_engine(cfg, tmp_path)
     assert res.clean, res.report()
