@@ -61,11 +61,12 @@ _SRC_INDEX = {isa.SRC_FWD_IN: 0, isa.SRC_BWD_IN: 1, isa.SRC_HOST: 2}
 
 class RouterCL(Component):
     def construct(s, cfg: RouterConfig, prog=None, table=None, *, timed=False, name="node", stall=None,
-                  P=None, status_ports=True):
+                  P=None, drain_rows=1, status_ports=True):
         s.cfg = cfg
         s.DataT = mk_bits(cfg.stream_bits)
         s.bits = cfg.stream_bits
-        s.P = P  # the engine's array side (FL timing of compute commands)
+        s.P = P  # the engine's array side and drain rows (FL timing of compute commands)
+        s.drain_rows = drain_rows
         # engine side
         s.cmd = SendIfcRTL(cmd_type())
         s.din = SendIfcRTL(s.DataT)
@@ -271,7 +272,7 @@ class RouterCL(Component):
             if ins.kind == isa.ENG:
                 compute_fired = True
                 if s.timed:
-                    s.wait = max(0, program.command_cycles(s.P, s._cmd_fields(ins)) - 1)
+                    s.wait = max(0, program.command_cycles(s.P, s._cmd_fields(ins), drain_rows=s.drain_rows) - 1)
             elif ins.count > 0:
                 if ins.kind == isa.LOAD:
                     s.feed.append([ins.src, ins.count, 0, 0])

@@ -145,7 +145,9 @@ def engine_resources(cfg) -> Resources:
     tensor sizes with about fifty variable multiplies (``(((n*CT + c)*H + h)*W + w)`` and the
     like), which Yosys maps to 96 DSP48s (138 per module before flattening) and about 5.4k LUTs
     whatever P is, so ``tiny`` measured 122 DSPs and 8.2k LUTs against a model of 24 and 2.0k.
-    The drain's copy of every accumulator and the per-lane write ports were missing too."""
+    The drain's copy of every accumulator and the per-lane write ports were missing too.
+    ``drain_rows`` (``DR``) multiplies the requantizer bank (``DR * P`` lanes, each with its own
+    stochastic hash); the calibration covers ``DR = 1`` only."""
     P, db, acc = cfg.P, cfg.data_bits, cfg.acc_bits
     lanes = P * P
     r = Resources()
@@ -158,11 +160,21 @@ def engine_resources(cfg) -> Resources:
     r.add(memory(db, cfg.act_depth, 3 * P), f"X, D, O buffers ({P} banks each)")
     r.add(memory(db, cfg.weight_depth, 2 * lanes), f"W, G buffers ({lanes} banks each)")
     r.add(memory(acc, cfg.bias_depth, P), f"B buffer ({P} banks)")
-    requant = Resources(luts=P * requant_luts(acc, db))  # combinational: measured 460-488 LUTs a lane
+    # DR = drain_rows rows of P requantizers: row 0 serves every operation, rows 1..DR-1 only the
+    # bwd_weight drain (DR dw rows per cycle; each element rounds with its own hash)
+    dr = cfg.drain_rows
+    rq_lanes = dr * P
+    requant = Resources(luts=rq_lanes * requant_luts(acc, db))  # combinational: measured 460-488 LUTs a lane
     if cfg.stochastic:
-        requant.dsps += P * HASH_DSPS
-        requant.luts += P * 4 * 32  # xor-shift stages and the offset shift
-    r.add(requant, f"requantizer bank ({P} lanes{', stochastic hash' if cfg.stochastic else ''})")
+        requant.dsps += rq_lanes * HASH_DSPS
+        requant.luts += rq_lanes * 4 * 32  # xor-shift stages and the offset shift
+    r.add(requant, f"requantizer bank ({rq_lanes} lanes{f' = {dr} drain rows x {P}' if dr > 1 else ''}"
+                   f"{', stochastic hash' if cfg.stochastic else ''})")
+    if dr > 1:
+        # not calibrated (no DR > 1 synthesis): per extra lane, its element-index adder (32 bits)
+        # and the gradient's saturation; the drain's row select keeps P*P inputs in all
+        r.add(Resources(luts=(rq_lanes - P) * (32 + 2 * cfg.grad_bits)),
+              f"drain rows 1..{dr - 1}: element indices and saturation ({rq_lanes - P} lanes)")
     # measured (per module, the same for P = 2, 4, 8): address generator 3.1k LUTs, 113 FFs,
     # 85 DSPs; command checks and buffer ranges 2.3k LUTs, 473 FFs, 46 DSPs; compute control and
     # loader 620 FFs.  After flattening the multiplies come to 91-105 DSPs.

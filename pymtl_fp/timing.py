@@ -1,7 +1,8 @@
 """Closed-form cycle counts of the engine's operations (one source of truth).
 
 Every function here is a closed form of :class:`~pymtl_fp.engine.EngineRTL.EngineRTL`'s timing,
-from the elaboration parameters (the array side ``P``) and the runtime command fields; the
+from the elaboration parameters (the array side ``P``; for ``bwd_weight`` also ``drain_rows``
+``DR``, the dw rows drained per cycle, default 1) and the runtime command fields; the
 cycle-level model (:class:`~pymtl_fp.engine.EngineCL.EngineCL`) releases its results at these
 cycles, the design-space tools can use them for layers far larger than RTL simulation can run,
 and ``tests/test_timing.py`` checks them against the RTL's own cycle counts, operation by
@@ -28,9 +29,9 @@ no longer their sum):
       bwd_data    N*CT*KT * T(H,Ho,R) * T(W,Wo,S)         T = V + inputs that no tap reaches
                                                           (each still takes one step)
       bwd_weight  tiles (kt, ct, r, s), tile length L(r,s) = N * max(1,outs_h(r)) * max(1,outs_w(s));
-                  the P x P tile drains one row per cycle (P cycles, P+1 when the tile ends a
-                  db sum: ct == 0 and (r, s) the last tap) while the next tile accumulates, and
-                  a tile's last step waits for the previous drain:
+                  the P x P tile drains DR rows per cycle (P/DR cycles, P/DR + 1 when the tile
+                  ends a db sum: ct == 0 and (r, s) the last tap) while the next tile
+                  accumulates, and a tile's last step waits for the previous drain:
                   steps = L_0 + sum_{i>0} max(L_i, drain_{i-1}); total = steps + 3 + drain_last
       pool_*      N*CT*Ho*Wo * k*k
       update      KT*CT*R*S * P                           (one weight row per cycle)
@@ -42,6 +43,9 @@ not depend on stalls.
 Useful MACs (:func:`useful_macs`) count only real channels and taps inside the input:
 ``N*K*C*V(H,Ho,R)*V(W,Wo,S)`` for every conv operation; utilization is useful MACs over
 ``P*P*compute cycles``.
+
+Every function that can time a ``bwd_weight`` takes ``drain_rows`` (keyword, default 1: the
+engine's ``EngineConfig.drain_rows``); only ``bwd_weight`` depends on it.
 """
 
 from __future__ import annotations
@@ -143,28 +147,40 @@ def bwd_weight_tile_lengths(f: dict) -> list:
             for i in range(r)]
 
 
-def bwd_weight_cycles(P: int, f: dict) -> int:
-    """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles)."""
+def drain_cycles(P: int, drain_rows: int = 1) -> int:
+    """Cycles the ``bwd_weight`` drain takes for the ``P`` dw rows of a tile, ``DR`` rows a cycle
+    (``P / DR``; a tile that ends a db sum drains one more cycle)."""
+    P, dr = int(P), int(drain_rows)
+    if not 1 <= dr <= P or P % dr:
+        raise ValueError(f"drain_rows must divide the array side P = {P} (1..{P}), got {drain_rows}")
+    return P // dr
+
+
+def bwd_weight_cycles(P: int, f: dict, drain_rows: int = 1) -> int:
+    """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles) on a
+    ``P x P`` engine draining ``drain_rows`` dw rows per cycle."""
     _n, _c, _k, ct, kt, _h, _w, _ho, _wo, r, s, _st, _pad = _geo(f)
+    D = drain_cycles(P, drain_rows)
     L = bwd_weight_tile_lengths(f)
     groups = kt * ct  # tile groups (kt, ct), each of R*S tiles
-    inner = sum(max(L[i][j], P) for i in range(r) for j in range(s) if (i, j) != (0, 0))
+    inner = sum(max(L[i][j], D) for i in range(r) for j in range(s) if (i, j) != (0, 0))
     # the first tile of a group follows the previous group's last tile, which ends a db sum
-    # (drains P + 1 rows) when that group has ct == 0
+    # (drains D + 1 cycles) when that group has ct == 0
     after_db = (groups - 1) if ct == 1 else kt  # groups g >= 1 whose predecessor has ct == 0
     after_db = min(after_db, groups - 1)
     plain = groups - 1 - after_db
-    steps = L[0][0] + after_db * max(L[0][0], P + 1) + plain * max(L[0][0], P) + groups * inner
-    drain_last = P + 1 if ct == 1 else P
+    steps = L[0][0] + after_db * max(L[0][0], D + 1) + plain * max(L[0][0], D) + groups * inner
+    drain_last = D + 1 if ct == 1 else D
     return steps + PIPE + drain_last
 
 
-def compute_cycles(P: int, op: str, f: dict) -> int:
-    """Occupancy of a compute command ``op`` with command fields ``f`` on a ``P x P`` engine."""
+def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1) -> int:
+    """Occupancy of a compute command ``op`` with command fields ``f`` on a ``P x P`` engine
+    (``drain_rows``: its ``bwd_weight`` drain's rows per cycle)."""
     if op in ("fwd", "bwd_data"):
         return conv_steps(P, op, f) + PIPE
     if op == "bwd_weight":
-        return bwd_weight_cycles(P, f)
+        return bwd_weight_cycles(P, f, drain_rows)
     if op in POOL_OPS:
         pk = int(f["pk"])
         return int(f["n"]) * int(f["ct"]) * int(f["ho"]) * int(f["wo"]) * pk * pk + PIPE
@@ -192,19 +208,19 @@ def useful_macs(op: str, f: dict) -> int:
     return n * k * c * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
 
 
-def utilization(P: int, op: str, f: dict) -> float:
+def utilization(P: int, op: str, f: dict, drain_rows: int = 1) -> float:
     """Useful MACs / (P*P * compute cycles) of one compute command (0 for non-MAC operations)."""
-    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f))
+    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f, drain_rows))
 
 
-def conv_cycles(P: int, op: str, shape: ConvShape) -> int:
+def conv_cycles(P: int, op: str, shape: ConvShape, drain_rows: int = 1) -> int:
     """Compute cycles of a conv operation on a layer of any size (no buffer or field limits)."""
-    return compute_cycles(P, op, shape.fields(P))
+    return compute_cycles(P, op, shape.fields(P), drain_rows)
 
 
-def conv_utilization(P: int, op: str, shape: ConvShape) -> float:
+def conv_utilization(P: int, op: str, shape: ConvShape, drain_rows: int = 1) -> float:
     f = shape.fields(P)
-    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f))
+    return useful_macs(op, f) / (P * P * compute_cycles(P, op, f, drain_rows))
 
 
 def pool_cycles(P: int, n: int, c: int, ho: int, wo: int, k: int) -> int:
@@ -238,17 +254,17 @@ def tap_packing_pays(P: int, shape: ConvShape) -> bool:
         sum(conv_cycles(P, op, shape) for op in ("fwd", "bwd_weight"))
 
 
-def mapped_conv_cycles(P: int, op: str, shape: ConvShape, packed: bool) -> int:
+def mapped_conv_cycles(P: int, op: str, shape: ConvShape, packed: bool, drain_rows: int = 1) -> int:
     """Compute cycles of ``op`` on the layer as mapped: tap-packed (``fwd``, ``bwd_weight``) or
     channel-parallel; its useful MACs are always those of ``shape``."""
     if packed:
         if op == "bwd_data":
             raise ValueError("a tap-packed layer has no bwd_data (it is the first layer)")
-        return conv_cycles(P, op, tap_packed_shape(shape))
-    return conv_cycles(P, op, shape)
+        return conv_cycles(P, op, tap_packed_shape(shape), drain_rows)
+    return conv_cycles(P, op, shape, drain_rows)
 
 
-def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1) -> dict:
+def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1, drain_rows: int = 1) -> dict:
     """Whole-program cycles of a conv operation at any size, as :mod:`pymtl_fp.engine.program`
     builds it (load the operands, compute, store the results; ``E`` elements per stream beat and
     cycle, channels padded to whole words): ``total_cycles``, ``compute_cycles``, ``cycles``
@@ -267,20 +283,21 @@ def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1) -> dict:
         raise ValueError(f"conv_program_cycles: {op!r} is not a conv operation")
     ld = sum(load_cycles(x, E) for x in loads)
     sto = sum(store_cycles(x, lanes, E) for x, lanes in stores)
-    comp = compute_cycles(P, op, f)
+    comp = compute_cycles(P, op, f, drain_rows)
     return dict(total_cycles=ld + comp + sto, compute_cycles=comp, cycles=comp + sto, load_cycles=ld,
                 store_cycles=sto)
 
 
 def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = None, ho: int | None = None,
-                         batch: int = 1, packed: bool | None = None) -> dict:
+                         batch: int = 1, packed: bool | None = None, drain_rows: int = 1) -> dict:
     """Engine compute cycles per image of (a share of) one :class:`pymtl_fp.explore.layers.Layer`
     on a ``P x P`` engine: ``{"fp":, "bp":, "wg":}`` (``fwd``, ``bwd_data``, ``bwd_weight`` for
     conv/fc layers; ``pool_fwd``/``pool_bwd`` for max-pool layers): what
     :mod:`pymtl_fp.explore.fpga_model` uses per engine of an FPGA.
 
     ``batch`` images run in one command (``N = batch``; the result is divided by ``batch``):
-    ``bwd_weight`` sums over the batch, so a small batch exposes its drain.  ``k``: the share's
+    ``bwd_weight`` sums over the batch, so a small batch exposes its drain (``drain_rows`` dw rows
+    per cycle: ``EngineConfig.drain_rows``).  ``k``: the share's
     output channels; ``ho``: its output rows (cycles scaled by ``ho/Ho``, exact up to the
     border taps).  Grouped convolutions run as one command per group.  A fully connected layer is
     a 1x1 conv over its flattened input.  The engine has no residual-add operation
@@ -309,7 +326,8 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
             if op == "bwd_data" and packed:
                 out[key] = 0
                 continue
-            cyc = sum(mapped_conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape), packed) for kp in parts)
+            cyc = sum(mapped_conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape), packed, drain_rows)
+                      for kp in parts)
             out[key] = round(cyc * frac / batch)
         if not needs_dx:
             out["bp"] = 0

@@ -133,8 +133,9 @@ def accuracy(cfg, ops=OPS, out=print) -> dict:
     return rows
 
 
-def full_size(out=print, P=16, E=1) -> dict:
-    """Closed-form utilization of full-size layers on a P x P array (``E`` elements per stream beat)."""
+def full_size(out=print, P=16, E=1, drain_rows=1) -> dict:
+    """Closed-form utilization of full-size layers on a P x P array (``E`` elements per stream
+    beat; ``drain_rows``: its ``bwd_weight`` drain's dw rows per cycle)."""
     from pymtl_fp import timing
 
     layers = {
@@ -150,9 +151,10 @@ def full_size(out=print, P=16, E=1) -> dict:
         + "".join(f"{'prog ' + op:>16}" for op in timing.CONV_OPS))
     res = {}
     for name, shp in layers.items():
-        u = {op: timing.conv_utilization(P, op, shp) for op in timing.CONV_OPS}
+        u = {op: timing.conv_utilization(P, op, shp, drain_rows) for op in timing.CONV_OPS}
         macs = timing.useful_macs("fwd", shp.fields(P))
-        pu = {op: macs / (P * P * timing.conv_program_cycles(P, op, shp, E)["total_cycles"]) for op in timing.CONV_OPS}
+        pu = {op: macs / (P * P * timing.conv_program_cycles(P, op, shp, E, drain_rows)["total_cycles"])
+              for op in timing.CONV_OPS}
         res[name] = dict(util=u, prog_util=pu)
         out(f"  {name:<24}" + "".join(f"{u[op]:>12.1%}" for op in timing.CONV_OPS)
             + "".join(f"{pu[op]:>16.1%}" for op in timing.CONV_OPS))

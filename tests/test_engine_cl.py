@@ -1,6 +1,7 @@
 """The cycle-level engine (:class:`EngineCL`) against the RTL: same values, same cycles.
 
-* every operation, random shapes and configs (Hypothesis), random stalls on all three streams
+* every operation, random shapes and configs (Hypothesis; the configs also draw the
+  ``bwd_weight`` drain's rows per cycle among the divisors of ``P``), random stalls on all three streams
   (probabilities 0, 0.3, 0.7, including none): CL and RTL (through Verilator) accept and send
   on every port in the *same cycles* (the per-cycle ``(cmd.rdy, din.rdy, dout.val, busy)``
   traces are identical) and send the same elements, which equal the golden model; so the cycle
@@ -80,12 +81,13 @@ def test_cl_equals_pymtl_rtl(op):
 @st.composite
 def _configs(draw):
     P = draw(st.integers(1, 3))
+    dr = draw(st.sampled_from([d for d in range(1, P + 1) if P % d == 0]))
     bits = [draw(st.integers(3, 10)) for _ in range(3)]
     acc = draw(st.integers(2 * max(bits) + 2, 40))
     return EngineConfig(rows=P, cols=P, act_bits=bits[0], weight_bits=bits[1], grad_bits=bits[2], acc_bits=acc,
                         stream_bits=draw(st.integers(acc, 64)), act_depth=draw(st.sampled_from([64, 256])),
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
-                        stochastic=draw(st.booleans()),
+                        drain_rows=dr, stochastic=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
 
@@ -95,9 +97,9 @@ def _configs(draw):
 @settings(max_examples=examples(6))
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
-    """Random elaboration parameters (array side, word widths, depths, stochastic rounding built
-    or not, elements per stream beat): the PyMTL3 RTL and CL handshake in the same cycles and send
-    the same elements, which equal the golden model (and FL's)."""
+    """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
+    stochastic rounding built or not, elements per stream beat): the PyMTL3 RTL and CL handshake
+    in the same cycles and send the same elements, which equal the golden model (and FL's)."""
     cfg = data.draw(_configs())
     op = data.draw(st.sampled_from(OPS))
     case, stall, seed = data.draw(engine_cases(cfg, op, max_hw=3, max_ch=3, max_n=1))

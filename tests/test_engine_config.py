@@ -18,6 +18,9 @@ def test_presets_and_derived_fields():
     assert len(names) == len(PRESETS) and all("__" not in n for n in names)
     assert CFG.module_name() != CFG.replace(stochastic=False).module_name()
     assert CFG.module_name() != CFG.replace(act_depth=128).module_name()
+    assert CFG.module_name() != CFG.replace(drain_rows=2).module_name()
+    assert CFG.params()["drain_rows"] == 1 and CFG.replace(drain_rows=2).params()["drain_rows"] == 2
+    assert all(cfg.drain_rows == 1 for cfg in PRESETS.values())
     with pytest.raises(ValueError, match="unknown engine preset"):
         preset("huge")
 
@@ -88,6 +91,10 @@ def test_beats_pack_elements_per_command_and_back():
     (dict(act_bits=1), "act_bits"),
     (dict(act_depth=1), "act_depth"),
     (dict(rows=2.0), "int"),
+    (dict(drain_rows=0), "drain_rows must divide the array side P = 2"),
+    (dict(drain_rows=4), "drain_rows must divide the array side P = 2"),
+    (dict(rows=4, cols=4, drain_rows=3), "drain_rows must divide the array side P = 4"),
+    (dict(drain_rows=True), "int"),
 ])
 def test_config_rejects(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):

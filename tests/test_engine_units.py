@@ -12,12 +12,14 @@
 * :class:`EngineReadPortRTL` / :class:`EngineWritePortRTL`: who owns a buffer port; LD's beat
   lanes go to the word's lanes ``ld_lane + j`` that ``ld_lmask`` allows;
 * :class:`EngineComputeCtrlRTL` against a scripted address generator: one step per cycle,
-  stage B one cycle later, the ``bwd_weight`` cool-down (a tile's last step waits ``P - 1``,
-  ``P`` with a db row), done only when the drain is idle, the MAC operand select;
+  stage B one cycle later, the ``bwd_weight`` cool-down (a tile's last step waits ``P/DR - 1``,
+  ``P/DR`` with a db row, ``DR`` = drain rows per cycle), done only when the drain is idle, the
+  MAC operand select;
 * :class:`EnginePoolRTL`: max and first argmax of each window; :class:`EngineDrainRTL`: the tile
-  and the db sums it drains and for how many cycles; :class:`EngineWritebackRTL`: saturated
-  results to the buffer ``dsel`` / ``amsel`` name, ReLU mask, pool_bwd routing, update rows,
-  drain rows, requantizer operands; :class:`SignExtendRTL`.
+  and the db sums it drains and for how many cycles (``DR`` rows a cycle);
+  :class:`EngineWritebackRTL`: saturated results to the buffer ``dsel`` / ``amsel`` name, ReLU
+  mask, pool_bwd routing, update rows, drain rows (one or ``DR`` a cycle), requantizer operands;
+  :class:`SignExtendRTL`.
 """
 
 import functools
@@ -388,15 +390,16 @@ def _run_ex(m, op, steps, dr_busy_cycles=0, max_cycles=60):
     return adv, done
 
 
-@pytest.mark.parametrize("P", [2, 3])
-def test_compute_ctrl_holds_bwd_weight_tiles_for_the_drain(P):
-    m = fresh(EngineComputeCtrlRTL, P, 8)
-    # three one-step tiles (last = 1), the second ending a db sum: it waits P - 1, then P cycles
+@pytest.mark.parametrize("P, dr", [(2, 1), (3, 1), (4, 2), (4, 4)])
+def test_compute_ctrl_holds_bwd_weight_tiles_for_the_drain(P, dr):
+    m = fresh(EngineComputeCtrlRTL, P, 8, dr)
+    # three one-step tiles (last = 1), the second ending a db sum: the drain takes P/DR cycles,
+    # then P/DR + 1 (the db row), and each next tile's last step waits for it
     adv, done = _run_ex(m, OP_BWD_WEIGHT, [dict(first=1, last=1), dict(first=1, last=1, db_end=1),
                                            dict(first=1, last=1)])
-    assert [b - a for a, b in itertools.pairwise(adv)] == [P, P + 1]
+    assert [b - a for a, b in itertools.pairwise(adv)] == [P // dr, P // dr + 1]
     assert done == adv[-1] + 3  # last step, its stage B, done: busy falls the cycle after
-    m = fresh(EngineComputeCtrlRTL, P, 8)
+    m = fresh(EngineComputeCtrlRTL, P, 8, dr)
     adv, _ = _run_ex(m, OP_FWD, [dict(first=1, last=1)] * 3)
     assert [b - a for a, b in itertools.pairwise(adv)] == [1, 1]  # no cool-down outside bwd_weight
 
@@ -442,14 +445,14 @@ def test_pool_lanes_keep_max_and_first_argmax(windows):
         m.sim_tick()
 
 
-@pytest.mark.parametrize("op", [OP_BWD_WEIGHT, OP_FWD])
+@pytest.mark.parametrize("op, dr", [(OP_BWD_WEIGHT, 1), (OP_BWD_WEIGHT, 2), (OP_FWD, 1)])
 @settings(max_examples=examples(15))
 @given(steps=st.lists(st.tuples(st.booleans(), st.integers(-128, 127), st.integers(-128, 127)), min_size=1,
                       max_size=6), db_end=st.booleans(), res=st.lists(st.integers(0, 2**32 - 1), min_size=4,
                                                                        max_size=4))
-def test_drain_holds_the_tile_and_the_db_sums(op, steps, db_end, res):
+def test_drain_holds_the_tile_and_the_db_sums(op, dr, steps, db_end, res):
     P = 2
-    m = fresh(EngineDrainRTL, P, 8, 32)
+    m = fresh(EngineDrainRTL, P, 8, 32, dr)
     m.cmd @= make_cmd(op=op)
     for k, (acc, d0, d1) in enumerate(steps):  # stage-B cycles of one tile; db sums of dy lanes
         last = k == len(steps) - 1
@@ -480,7 +483,7 @@ def test_drain_holds_the_tile_and_the_db_sums(op, steps, db_end, res):
     if op != OP_BWD_WEIGHT:
         assert rows == []
         return
-    assert rows == list(range(P + 1 if db_end else P))
+    assert rows == list(range(0, P, dr)) + ([P] if db_end else [])  # DR rows a cycle, then db
     assert [int(v) for v in m.dr] == res and (int(m.addr), int(m.idx)) == (7, 70)
     if db_end:
         sums = [sum(s[1 + i] for s in steps if s[0]) for i in range(P)]
@@ -601,6 +604,42 @@ def test_writeback_drain_rows_go_to_g_and_db_to_b(row):
         assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_shift), int(m.rq_tensor_id)) == (50, 1, 9, 2)
     m.ex_busy @= 0
     assert _requests(m) == {}
+
+
+@pytest.mark.parametrize("row", [0, 2, 4])
+def test_writeback_drains_dr_rows_a_cycle(row):
+    """drain_rows = 2 on a 4 x 4 tile: dw rows row, row+1 go through the bank's two requantizer
+    rows (indices one output channel, C*R*S, apart) into G in one cycle; row P is db."""
+    P, dr = 4, 2
+    m = fresh(EngineWritebackRTL, P, 6, 8, 7, 24, 6, 5, 3, True, dr)
+    m.cmd @= make_cmd(op=OP_BWD_WEIGHT, c=5, r=1, s=3, shift=4, bshift=9, tid=1, btid=2)
+    m.ex_busy @= 1
+    for name in ("vB", "lastB", "rowB", "tapB"):
+        _set(m, name, 0)
+    m.dr_busy @= 1
+    m.dr_row @= row
+    m.dr_addr @= 32 + 6
+    m.dr_idx @= 100
+    m.db_addr @= 8 + 2
+    m.db_idx @= 50
+    for lv in range(P * P):
+        m.dr[lv] @= 1000 + lv
+    for i in range(P):
+        m.dbdr[i] @= 2000 + i
+        m.acc[i] @= 3000 + i
+    q = [(-90, 17, 3, -1)[i % P] + 10 * (i // P) for i in range(dr * P)]
+    for i in range(dr * P):
+        m.q[i] @= to_word(q[i], 24)
+    req = _requests(m)
+    if row < P:
+        want = [to_word(clamp(v, 7), 8) for v in q]
+        assert req == {"g": (6, [int(row <= lv // P < row + dr) for lv in range(P * P)], want * (P // dr))}
+        assert [int(v) for v in m.rq_acc] == [1000 + row * P + i for i in range(dr * P)]
+        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_row_stride)) == (100 + row * 15, 3, 15)
+    else:
+        assert req == {"b": (2, [1] * P, [to_word(clamp(v, 7), 24) for v in q[:P]])}
+        assert [int(v) for v in m.rq_acc] == [2000 + i for i in range(P)] + [0] * P
+        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_shift)) == (50, 1, 9)
 
 
 @settings(max_examples=examples(20))

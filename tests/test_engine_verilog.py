@@ -11,8 +11,10 @@ from pymtl_fp.engine.verilog import ENGINE_WAIVERS, lint_engine
 @pytest.mark.verilator
 @pytest.mark.parametrize("cfg", [preset("tiny"), preset("small"), preset("medium"),
                                  preset("tiny").replace(rows=3, cols=3, stochastic=False, act_bits=6, grad_bits=12,
-                                                        acc_bits=40, stream_bits=40, act_depth=200, stream_lanes=3)],
-                         ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto-3-per-beat"])
+                                                        acc_bits=40, stream_bits=40, act_depth=200, stream_lanes=3),
+                                 preset("small").replace(drain_rows=2, stream_lanes=2)],
+                         ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto-3-per-beat",
+                              "small-drain-rows-2-2-per-beat"])
 def test_engine_lints_clean(tmp_path, cfg, cmdline_opts):
     res = lint_engine(cfg, tmp_path)
     assert res.clean, res.report()

@@ -5,8 +5,8 @@
   cycles, cycles until the last result and useful MACs all equal the closed forms, exactly;
 * a few cases through the PyMTL3 (Python) RTL simulation as well;
 * the closed forms equal a brute-force enumeration of the RTL's loop nest (and
-  :func:`program.compute_cycles`, which now calls them) on many more shapes and array sizes than
-  simulation can afford;
+  :func:`program.compute_cycles`, which now calls them) on many more shapes, array sizes and
+  ``bwd_weight`` drain widths (``drain_rows``, any divisor of ``P``) than simulation can afford;
 * the per-axis helpers agree with brute-force enumeration.
 """
 
@@ -71,8 +71,10 @@ def test_timing_model_equals_pymtl_rtl(op):
 @st.composite
 def _any_case(draw):
     P = draw(st.sampled_from([1, 2, 3, 4, 8, 16]))
+    dr = draw(st.sampled_from([d for d in range(1, P + 1) if P % d == 0]))
     cfg = EngineConfig(rows=P, cols=P, act_depth=65536, weight_depth=65536, bias_depth=4096, acc_bits=64,
-                       stream_bits=64, stream_lanes=draw(st.sampled_from([e for e in range(1, P + 1) if P % e == 0])))
+                       stream_bits=64, drain_rows=dr,
+                       stream_lanes=draw(st.sampled_from([e for e in range(1, P + 1) if P % e == 0])))
     op = draw(st.sampled_from(OPS))
     r = draw(st.sampled_from([1, 2, 3, 5, 7]))
     s = draw(st.sampled_from([1, r, 3]))
@@ -93,8 +95,9 @@ def _any_case(draw):
     return cfg, op, case
 
 
-def _reference_cycles(P, op, f):
-    """Brute force: enumerate the RTL's loop nest (steps), tile by tile for bwd_weight."""
+def _reference_cycles(P, op, f, dr=1):
+    """Brute force: enumerate the RTL's loop nest (steps), tile by tile for bwd_weight (whose
+    drain writes ``dr`` rows a cycle)."""
     n, ct, kt, h, w, ho, wo, r, s = (f[x] for x in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
     st, pad = 1 << f["lgst"], f["pad"]
     if op in ("pool_fwd", "pool_bwd"):
@@ -115,7 +118,7 @@ def _reference_cycles(P, op, f):
         return n * ct * kt * taps(h, ho, r) * taps(w, wo, s) + 3
     tiles = [(n * max(1, outs(h, ho, i)) * max(1, outs(w, wo, j)), c == 0 and i == r - 1 and j == s - 1)
              for _ in range(kt) for c in range(ct) for i in range(r) for j in range(s)]
-    drain = [P + 1 if end else P for _, end in tiles]
+    drain = [P // dr + 1 if end else P // dr for _, end in tiles]
     steps = tiles[0][0] + sum(max(L, drain[i - 1]) for i, (L, _) in enumerate(tiles) if i)
     return steps + 3 + drain[-1]
 
@@ -127,8 +130,11 @@ def test_closed_forms_equal_brute_force_enumeration(drawn):
     bwd_weight drain schedule, on many more shapes and array sizes than simulation can afford."""
     cfg, op, case = drawn
     f = program.op_fields(cfg, op, case)
-    assert timing.compute_cycles(cfg.P, op, f) == _reference_cycles(cfg.P, op, f)
-    assert timing.compute_cycles(cfg.P, op, f) == program.compute_cycles(cfg, op, case)
+    dr = cfg.drain_rows
+    assert timing.compute_cycles(cfg.P, op, f, dr) == _reference_cycles(cfg.P, op, f, dr)
+    assert timing.compute_cycles(cfg.P, op, f, dr) == program.compute_cycles(cfg, op, case)
+    if op != "bwd_weight":  # the drain width matters to bwd_weight only
+        assert timing.compute_cycles(cfg.P, op, f, dr) == timing.compute_cycles(cfg.P, op, f)
     if op in timing.CONV_OPS:
         st, pad = 1 << f["lgst"], f["pad"]
         pairs = lambda size, out, kern: sum(1 for o in range(out) for i in range(kern) if 0 <= o * st + i - pad < size)
@@ -148,11 +154,11 @@ def test_layer_level_forms_equal_the_program_forms(drawn):
                                  r=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[2],
                                  s=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[3],
                                  stride=case["stride"], pad=case["pad"])
-        got = timing.conv_program_cycles(cfg.P, op, shape, cfg.stream_lanes)
+        got = timing.conv_program_cycles(cfg.P, op, shape, cfg.stream_lanes, cfg.drain_rows)
         want = program.op_timing(cfg, op, case)
         assert {k: got[k] for k in ("total_cycles", "compute_cycles", "cycles")} == \
             {k: want[k] for k in ("total_cycles", "compute_cycles", "cycles")}
-        assert timing.conv_cycles(cfg.P, op, shape) == want["compute_cycles"]
+        assert timing.conv_cycles(cfg.P, op, shape, cfg.drain_rows) == want["compute_cycles"]
     elif op == "update":
         assert timing.update_cycles(cfg.P, *case["w"].shape) == program.op_timing(cfg, op, case)["compute_cycles"]
     else:
@@ -189,9 +195,16 @@ def test_load_store_and_layer_level_forms():
     shape = timing.ConvShape(n=8, c=256, k=256, h=28, w=28, r=3, s=3, stride=1, pad=1)
     for op in timing.CONV_OPS:
         assert timing.conv_utilization(16, op, shape) > 0.99
-    # fully connected with a batch smaller than the array: bwd_weight waits for the drains
+    # fully connected with a batch smaller than the array: bwd_weight waits for the drains, unless
+    # they write drain_rows rows a cycle (P / DR cycles a tile)
     fc = timing.ConvShape(n=4, c=512, k=512, h=1, w=1, r=1, s=1)
     assert timing.conv_utilization(16, "bwd_weight", fc) == pytest.approx(4 / 16, rel=0.01)
+    assert timing.conv_utilization(16, "bwd_weight", fc, drain_rows=2) == pytest.approx(4 / 8, rel=0.01)
+    assert timing.conv_utilization(16, "bwd_weight", fc, drain_rows=4) == pytest.approx(1, rel=0.01)
+    assert timing.conv_utilization(16, "fwd", fc, drain_rows=4) == timing.conv_utilization(16, "fwd", fc)
+    for dr in (0, 3, 32):
+        with pytest.raises(ValueError, match="drain_rows must divide"):
+            timing.conv_cycles(16, "bwd_weight", fc, drain_rows=dr)
 
 
 def test_explore_adapter_runs_vgg16_at_the_arrays_peak_on_the_useful_macs():
@@ -216,3 +229,5 @@ def test_explore_adapter_runs_vgg16_at_the_arrays_peak_on_the_useful_macs():
     fc7 = net.layer("fc7")
     small = timing.explore_layer_cycles(fc7, 16, batch=4)
     assert small["wg"] == pytest.approx(4 * small["fp"], rel=0.01)
+    wide = timing.explore_layer_cycles(fc7, 16, batch=4, drain_rows=4)  # 4 dw rows a cycle keep pace
+    assert wide["wg"] == pytest.approx(wide["fp"], rel=0.01) and wide["fp"] == small["fp"]

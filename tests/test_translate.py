@@ -254,6 +254,11 @@ def test_engine_model_scales_with_the_array():
     assert est["tiny"].bram18 == 0 and est["tiny"].lutram_luts > 0  # 256 x 8 banks: LUT RAM
     no_hash = resources.estimate("engine", preset("small").replace(stochastic=False))
     assert no_hash.dsps == 16 + resources.CONTROL_DSPS
+    # drain_rows = DR: DR x P requantizer lanes (each with its hash), the rest unchanged
+    wide = resources.engine_resources(preset("small").replace(drain_rows=4))
+    assert wide.dsps == est["small"].dsps + 3 * 4 * resources.HASH_DSPS
+    assert wide.luts >= est["small"].luts + 3 * 4 * resources.requant_luts(32, 8)
+    assert (wide.ffs, wide.bram18) == (est["small"].ffs, est["small"].bram18)
 
 
 def test_link_model_uses_bram_for_deep_buffers():

@@ -7,7 +7,8 @@ them):
 * **from the executed instruction stream** (the program's loop body ``steps`` times, the rest
   once): per engine command, useful MACs at the engine's operand width
   (:func:`pymtl_fp.timing.useful_macs`), clocked MAC-lane cycles (``P*P`` x the command's compute
-  cycles) and the engine's compute cycles, and buffer traffic by the engine's dataflow
+  cycles: :func:`pymtl_fp.timing.compute_cycles` with the engine's ``drain_rows``) and the
+  engine's compute cycles, and buffer traffic by the engine's dataflow
   (:func:`command_traffic`), by phase and by buffer;
 * **measured by the simulation** (the router's status counters, the same at CL and RTL):
   elements each node sent on its link outputs and to the host, cycles in each router state
@@ -138,7 +139,7 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
                 _add(a.buffer_writes, buf, v * times)
             if op in timing.COMPUTE_OPS:
                 _add(a.macs, ph, timing.useful_macs(op, f) * times)
-                _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f) * times)
+                _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f, ecfg.drain_rows) * times)
         elif ins.kind in (isa.BIAS, isa.GATHER, isa.MOVE):
             if ins.kind == isa.BIAS:  # [b, db] in, b out
                 _add(a.scalar_elems, "update", 3 * ins.count * times)

@@ -7,8 +7,9 @@ read port of EX is enabled with it, ``o_ren`` only for a ``pool_bwd`` reading it
 Stage B, one cycle later, holds that step's flags and indices (``vB`` ... ``rowB``) while the
 buffers' registered read data arrive, and drives the MAC array (``mac_*``; the operand ``v`` is
 X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes each finished tile
-back over ``P`` (``P + 1`` with a db row) cycles from drain registers (:class:`EngineDrainRTL`):
-the cool-down counter ``cool`` holds the next tile's last step until the previous drain is done.
+back over ``P / DR`` (``P / DR + 1`` with a db row) cycles from drain registers
+(:class:`EngineDrainRTL`, ``DR`` = ``drain_rows`` dw rows a cycle): the cool-down counter
+``cool`` holds the next tile's last step until the previous drain is done.
 The command is done when the generator has no step left, stage B is empty and the drain is idle
 (``dr_busy`` low).
 """
@@ -20,11 +21,12 @@ from pymtl_fp.engine.msgs import cmd_type
 
 
 class EngineComputeCtrlRTL(Component):
-    def construct(s, P=2, data_bits=8):
-        s.params = dict(P=P, data_bits=data_bits)
+    def construct(s, P=2, data_bits=8, drain_rows=1):
+        s.params = dict(P=P, data_bits=data_bits, drain_rows=drain_rows)
         ZD = mk_bits(data_bits)(0)
         Z16, ONE16 = Bits16(0), Bits16(1)
-        COOL, COOL_DB = Bits16(P - 1), Bits16(P)
+        # a tile's last step follows the previous one's by at least the drain's P / DR cycles
+        COOL, COOL_DB = Bits16(P // drain_rows - 1), Bits16(P // drain_rows)
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_BWD = msgs.OP_POOL_BWD
 

@@ -3,13 +3,14 @@
 The MAC array accumulates one ``P x P`` ``dw`` tile at a time.  In the stage-B cycle of a tile's
 last step (``vB & lastB``) the tile (the array's result ``mac_res`` after that step's products)
 is copied into the drain registers ``dr`` with its G word (``addr``) and element index (``idx``),
-and ``busy`` stays high for ``P`` cycles, one ``dw`` row each (``row`` = 0 .. P-1), while the
-array already accumulates the next tile.  The bias gradient needs no pass of its own: during the
-``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` (``d_rd``, sign-extended) once
+and ``busy`` stays high for ``P / DR`` cycles (``DR`` = ``drain_rows``, a divisor of ``P``), each
+draining ``DR`` consecutive ``dw`` rows ``row .. row + DR - 1`` (``row`` = 0, DR, .., P - DR),
+while the array already accumulates the next tile.  The bias gradient needs no pass of its own:
+during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` (``d_rd``, sign-extended) once
 (``dbaccB``: the first valid tap of its output position; ``dbfirstB`` restarts the sums), and the
 tile that completes kt's sums (``dbendB``) copies them into ``dbdr`` (B word ``db_addr``, index
-``db_idx``) and drains them as one more row (``row`` = P).  The write-back
-(:class:`EngineWritebackRTL`) requantizes and writes the current row.
+``db_idx``) and drains them in one more cycle (``row`` = P).  The write-back
+(:class:`EngineWritebackRTL`) requantizes and writes the current rows.
 """
 
 from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
@@ -20,11 +21,15 @@ from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
 
 
 class EngineDrainRTL(Component):
-    def construct(s, P=2, data_bits=8, acc_bits=32):
-        s.params = dict(P=P, data_bits=data_bits, acc_bits=acc_bits)
+    def construct(s, P=2, data_bits=8, acc_bits=32, drain_rows=1):
+        s.params = dict(P=P, data_bits=data_bits, acc_bits=acc_bits, drain_rows=drain_rows)
+        if drain_rows < 1 or P % drain_rows:
+            raise ValueError(f"EngineDrainRTL: drain_rows={drain_rows} must divide P={P}")
         PP = P * P
         ZA = mk_bits(acc_bits)(0)
-        Z16, ONE16, LP, LP1 = Bits16(0), Bits16(1), Bits16(P), Bits16(P + 1)
+        # cycles per tile (dw, then dw + db), rows per cycle
+        Z16, ONE16, LP, LP1 = Bits16(0), Bits16(1), Bits16(P // drain_rows), Bits16(P // drain_rows + 1)
+        STEP = Bits16(drain_rows)
         OP_BWD_WEIGHT = msgs.OP_BWD_WEIGHT
 
         s.cmd = InPort(cmd_type())  # the command being executed (op)
@@ -33,14 +38,14 @@ class EngineDrainRTL(Component):
         s.wr_addrB, s.wr_addr2B, s.idxB, s.idx2B = InPort(32), InPort(32), InPort(32), InPort(32)
         s.mac_res = [InPort(acc_bits) for _ in range(PP)]
         s.d_rd = [InPort(data_bits) for _ in range(P)]  # dy, for the db sums
-        s.busy = OutPort()  # a row is drained this cycle
-        s.row = OutPort(16)  # which: 0 .. P-1 dw, P db
+        s.busy = OutPort()  # rows are drained this cycle
+        s.row = OutPort(16)  # which: dw rows row .. row + DR - 1 (row = 0, DR, .., P - DR), P: db
         s.dr = [OutPort(acc_bits) for _ in range(PP)]
         s.addr, s.idx = OutPort(32), OutPort(32)  # G word and first element index of the dw tile
         s.dbdr = [OutPort(acc_bits) for _ in range(P)]
         s.db_addr, s.db_idx = OutPort(32), OutPort(32)  # B word and first element index of db
 
-        s.left = Wire(16)  # rows left: P dw rows, then (if the tile ends kt's db) 1 db row
+        s.left = Wire(16)  # cycles left: P / DR for the dw rows, then (if the tile ends kt's db) 1 for db
         s.dbacc = [Wire(acc_bits) for _ in range(P)]
         s.dbacc_n = [Wire(acc_bits) for _ in range(P)]
         s.dy = SignExtendRTL(data_bits, acc_bits, P)
@@ -88,7 +93,7 @@ class EngineDrainRTL(Component):
                     s.left <<= LP
             elif s.left != Z16:
                 s.left <<= s.left - ONE16
-                s.row <<= s.row + ONE16
+                s.row <<= s.row + STEP
 
     def line_trace(s):
         return f"dr{int(s.left)}" + (f"r{int(s.row)}" if s.busy else "  ")

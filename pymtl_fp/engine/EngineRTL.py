@@ -20,11 +20,12 @@ Pipeline: stage A issues one step of the operation's loop nest per cycle (buffer
 stage B, one cycle later, multiplies/accumulates (or max-compares for pooling).  A finished
 output is requantized in the cycle of its last products and written while the array starts
 the next one; ``bwd_weight`` copies its ``P x P`` finished tile into drain registers and writes
-it back one row per cycle (``P`` cycles) while the array accumulates the next tile — the
-address generator holds a tile's last step only if the previous drain is not done yet.  The
-bias gradient ``db`` needs no pass of its own: during the ``ct == 0`` tiles a row of ``P``
-adders sums each ``dy`` once (at the first valid tap of its output position) and the sum is
-drained as one more row after the tile that completes it.
+it back ``DR`` rows per cycle (``P / DR`` cycles; ``DR`` = ``cfg.drain_rows``, through ``DR x P``
+requantizers) while the array accumulates the next tile — the compute control holds a tile's
+last step only if the previous drain is not done yet.  The bias gradient ``db`` needs no pass
+of its own: during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` once (at the
+first valid tap of its output position) and the sum is drained in one more cycle (one row)
+after the tile that completes it.
 
 Three units run concurrently, one command each: the loader LD (LOAD: ``din`` -> a buffer's
 write port), the storer ST (STORE: a buffer's read port -> ``dout``) and the compute unit EX
@@ -90,14 +91,15 @@ class EngineRTL(Component):
         E, SB = cfg.stream_lanes, cfg.stream_bits
         s.ld = EngineLoaderRTL(P, max(XA, WA, BA), E)
         s.st = EngineStorerRTL(P, D, AB, SB, max(XA, WA, BA), E)
-        s.ex = EngineComputeCtrlRTL(P, D)
+        DR = cfg.drain_rows
+        s.ex = EngineComputeCtrlRTL(P, D, DR)
         s.ag = AddrGenRTL(P)
         s.mac = MacArrayRTL(P, D, AB)
         s.pool = EnginePoolRTL(P, D)
-        s.drain = EngineDrainRTL(P, D, AB)
-        s.rq = RequantBankRTL(P, AB)
+        s.drain = EngineDrainRTL(P, D, AB, DR)
+        s.rq = RequantBankRTL(P, AB, DR)
         s.wb = EngineWritebackRTL(P, cfg.act_bits, cfg.weight_bits, cfg.grad_bits, AB, XA, WA, BA,
-                                  cfg.stochastic)
+                                  cfg.stochastic, DR)
         # name, id, buffer, lanes, element bits, address bits
         bufs = (("x", msgs.BUF_X, s.bx, P, D, XA), ("d", msgs.BUF_D, s.bd, P, D, XA),
                 ("o", msgs.BUF_O, s.bo, P, D, XA), ("w", msgs.BUF_W, s.bw, PP, D, WA),
@@ -175,6 +177,11 @@ class EngineRTL(Component):
         s.rq.relu //= s.wb.rq_relu
         s.rq.idx_base //= s.wb.rq_idx_base
         s.rq.idx_stride //= s.wb.rq_idx_stride
+        if DR > 1:
+            s.rq.row_stride //= s.wb.rq_row_stride
+        for i in range(DR * P):
+            s.rq.acc[i] //= s.wb.rq_acc[i]
+            s.wb.q[i] //= s.rq.q[i]
         for i in range(P):
             s.wb.acc[i] //= s.mac.res[i * P]
             s.wb.dbdr[i] //= s.drain.dbdr[i]
@@ -183,8 +190,6 @@ class EngineRTL(Component):
             s.wb.x_rd[i] //= s.bx.rdata[i]
             s.wb.o_rd[i] //= s.bo.rdata[i]
             s.wb.d_rd[i] //= s.bd.rdata[i]
-            s.rq.acc[i] //= s.wb.rq_acc[i]
-            s.wb.q[i] //= s.rq.q[i]
 
         # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
         ex_raddr = dict(x=s.ag.x_addr, d=s.ag.d_addr, o=s.ag.x_addr, w=s.ag.w_addr, g=s.ag.g_addr,

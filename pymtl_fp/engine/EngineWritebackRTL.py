@@ -1,10 +1,13 @@
 """Write-back (RTL): what the requantizer rounds this cycle, and EX's writes to the buffers.
 
-Requantizer operands (to :class:`RequantBankRTL`, outside): a ``bwd_weight`` drain row (``dw``
-row ``dr_row`` of the drain registers, or the ``db`` row after them, with ``bshift``/``btid``),
-else for ``update`` the ``dw`` row ``rowB`` of the G word read, else the MAC array's finished
-outputs ``acc`` (lane ``i`` = accumulator ``(i, 0)``).  Each lane's stochastic-rounding index
-is ``idx_base + i * idx_stride`` (the element's flat index in its result tensor).
+Requantizer operands (to :class:`RequantBankRTL`, outside: ``DR x P`` lanes, ``DR`` =
+``drain_rows``): the ``bwd_weight`` drain's rows (``dw`` rows ``dr_row .. dr_row + DR - 1`` of the
+drain registers on the bank's ``DR`` rows, or the ``db`` row after them on row 0, with
+``bshift``/``btid``), else for ``update`` the ``dw`` row ``rowB`` of the G word read, else the
+MAC array's finished outputs ``acc`` (lane ``i`` = accumulator ``(i, 0)``); outside the drain,
+bank rows 1 .. DR-1 get 0.  Lane ``d*P + i``'s stochastic-rounding index is ``idx_base +
+d * row_stride + i * idx_stride`` (the element's flat index in its result tensor; the drain's
+``row_stride`` is ``C*R*S``, one output channel).
 
 The requantized values ``q`` are saturated to the result's width (:class:`SaturateRTL`: act for
 ``fwd``, grad for ``bwd_data``/``dw``/``db``; ``update`` first subtracts ``q`` from the weight
@@ -17,7 +20,8 @@ writes, one request per buffer (``<b>_we`` with ``<b>_addr`` and every lane's ``
   (``dy`` where the tap is the window's argmax, else 0) every step: to O, X or D (field ``dsel``);
 * ``pool_fwd``'s argmax tap to X or O (field ``amsel``; ``pool_bwd`` reads it from there);
 * ``update``: the new weight row ``rowB`` of W word ``wr_addrB``;
-* the ``bwd_weight`` drain: ``dw`` row ``dr_row`` to G word ``dr_addr``, the ``db`` row to B.
+* the ``bwd_weight`` drain: ``dw`` rows ``dr_row .. dr_row + DR - 1`` (``DR * P`` lanes of the
+  ``P * P``-lane word) to G word ``dr_addr``, the ``db`` row to B.
 
 A later request for a buffer overrides an earlier one in this order: drain, pool argmax /
 update, ``d0`` result (valid commands never make two in one cycle: :func:`msgs.check_cmd`).
@@ -48,12 +52,17 @@ WRITE_BUFS = (("x", msgs.BUF_X), ("d", msgs.BUF_D), ("o", msgs.BUF_O), ("w", msg
 
 class EngineWritebackRTL(Component):
     def construct(s, P=2, act_bits=8, weight_bits=8, grad_bits=8, acc_bits=32, act_addr_bits=8,
-                  weight_addr_bits=6, bias_addr_bits=4, stochastic=True):
+                  weight_addr_bits=6, bias_addr_bits=4, stochastic=True, drain_rows=1):
         s.params = dict(P=P, act_bits=act_bits, weight_bits=weight_bits, grad_bits=grad_bits,
                         acc_bits=acc_bits, act_addr_bits=act_addr_bits,
                         weight_addr_bits=weight_addr_bits, bias_addr_bits=bias_addr_bits,
-                        stochastic=stochastic)
+                        stochastic=stochastic, drain_rows=drain_rows)
         PP = P * P
+        DR = drain_rows
+        if DR < 1 or P % DR:
+            raise ValueError(f"EngineWritebackRTL: drain_rows={DR} must divide P={P}")
+        NG = P // DR  # drain cycles per tile (row groups)
+        NQ = DR * P  # requantizer lanes
         D = max(act_bits, weight_bits, grad_bits)
         AB = acc_bits
         DT, AccT = mk_bits(D), mk_bits(AB)
@@ -88,13 +97,15 @@ class EngineWritebackRTL(Component):
         s.w_rd = [InPort(D) for _ in range(PP)]
         s.g_rd = [InPort(D) for _ in range(PP)]
         # ---- requantizer -------------------------------------------------------------------
-        s.rq_acc = [OutPort(AB) for _ in range(P)]
+        s.rq_acc = [OutPort(AB) for _ in range(NQ)]
         s.rq_idx_base, s.rq_idx_stride = OutPort(32), OutPort(32)
+        if DR > 1:
+            s.rq_row_stride = OutPort(32)
         s.rq_shift = OutPort(6)
         s.rq_stochastic, s.rq_relu = OutPort(), OutPort()
         s.rq_seed = OutPort(32)
         s.rq_tensor_id = OutPort(8)
-        s.q = [InPort(AB) for _ in range(P)]
+        s.q = [InPort(AB) for _ in range(NQ)]
         # ---- EX write requests, one per buffer ---------------------------------------------
         for name, buf in WRITE_BUFS:
             lanes = PP if buf in (msgs.BUF_W, msgs.BUF_G) else P
@@ -115,10 +126,10 @@ class EngineWritebackRTL(Component):
         s.w_ext = SignExtendRTL(D, AB, P)
         s.upd_w = [Wire(AB) for _ in range(P)]  # update: w - q
         s.sat_a = [SaturateRTL(AB, act_bits) for _ in range(P)]
-        s.sat_g = [SaturateRTL(AB, grad_bits) for _ in range(P)]
+        s.sat_g = [SaturateRTL(AB, grad_bits) for _ in range(NQ)]  # all DR rows: the drain
         s.sat_w = [SaturateRTL(AB, weight_bits) for _ in range(P)]
         s.y_a = SignExtendRTL(act_bits, D, P)  # saturated results, sign-extended to the buffers
-        s.y_g = SignExtendRTL(grad_bits, D, P)
+        s.y_g = SignExtendRTL(grad_bits, D, NQ)
         s.y_gb = SignExtendRTL(grad_bits, AB, P)
         s.y_w = SignExtendRTL(weight_bits, D, P)
         s.mask = [Wire() for _ in range(P)]  # bwd_data ReLU mask
@@ -130,12 +141,27 @@ class EngineWritebackRTL(Component):
             s.g_ext.in_[i] //= s.g_row[i]
             s.w_ext.in_[i] //= s.w_row[i]
             s.sat_a[i].in_ //= s.q[i]
-            s.sat_g[i].in_ //= s.q[i]
             s.sat_w[i].in_ //= s.upd_w[i]
             s.y_a.in_[i] //= s.sat_a[i].out
-            s.y_g.in_[i] //= s.sat_g[i].out
             s.y_gb.in_[i] //= s.sat_g[i].out
             s.y_w.in_[i] //= s.sat_w[i].out
+        for i in range(NQ):
+            s.sat_g[i].in_ //= s.q[i]
+            s.y_g.in_[i] //= s.sat_g[i].out
+        # the drain, by row group g (rows g*DR .. g*DR + DR-1 = lanes g*DR*P .. of the P*P tile):
+        # wired here, so that the update blocks index only within a group
+        s.dr_grp = [[Wire(AB) for _ in range(NQ)] for _ in range(NG)]
+        s.g_grp_en = [Wire() for _ in range(NG)]  # write row group g to G
+        for g in range(NG):
+            for i in range(NQ):
+                s.dr_grp[g][i] //= s.dr[g * NQ + i]
+                s.g_wen[g * NQ + i] //= s.g_grp_en[g]
+                s.g_wdata[g * NQ + i] //= s.y_g.out[i]  # G lane g*DR*P + i takes the bank's lane i
+
+        if DR > 1:
+            @update
+            def up_row_stride():
+                s.rq_row_stride @= s.CRS  # the drain's rows: one output channel apart
 
         @update
         def up_strides():
@@ -165,6 +191,8 @@ class EngineWritebackRTL(Component):
             s.rq_relu @= (s.cmd.op == OP_FWD) & s.cmd.relu
             s.rq_idx_base @= s.idxB
             s.rq_idx_stride @= s.HOWO
+            for i in range(NQ):  # bank rows 1 .. DR-1: only the drain's
+                s.rq_acc[i] @= ZA
             for i in range(P):
                 s.rq_acc[i] @= s.acc[i]
             if s.dr_busy:
@@ -178,10 +206,10 @@ class EngineWritebackRTL(Component):
                 else:
                     s.rq_idx_base @= s.dr_idx + zext(s.dr_row, B32) * s.CRS
                     s.rq_idx_stride @= s.RS
-                    for r in range(P):
-                        if s.dr_row == r:
-                            for j in range(P):
-                                s.rq_acc[j] @= s.dr[r * P + j]
+                    for g in range(NG):
+                        if s.dr_row == g * DR:
+                            for i in range(NQ):
+                                s.rq_acc[i] @= s.dr_grp[g][i]
             elif s.cmd.op == OP_UPDATE:
                 s.rq_idx_stride @= s.RS
                 if s.row_ok:
@@ -262,9 +290,9 @@ class EngineWritebackRTL(Component):
             for r in range(P):
                 for j in range(P):
                     s.w_wen[r * P + j] @= 0
-                    s.g_wen[r * P + j] @= 0
                     s.w_wdata[r * P + j] @= s.y_w.out[j]
-                    s.g_wdata[r * P + j] @= s.y_g.out[j]
+            for g in range(NG):
+                s.g_grp_en[g] @= 0
             if s.ex_busy:
                 # drain of bwd_weight: dw rows to G, db to B
                 if s.dr_busy:
@@ -274,9 +302,8 @@ class EngineWritebackRTL(Component):
                             s.b_wen[i] @= 1
                     else:
                         s.g_we @= 1
-                        for r in range(P):
-                            for j in range(P):
-                                s.g_wen[r * P + j] @= s.dr_row == r
+                        for g in range(NG):
+                            s.g_grp_en[g] @= s.dr_row == g * DR
                 if s.vB:
                     if (s.cmd.op == OP_POOL_FWD) & s.lastB:  # the argmax, to X or O (amsel)
                         if s.cmd.amsel:

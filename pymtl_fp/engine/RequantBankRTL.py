@@ -1,11 +1,19 @@
-"""Requantizer bank (RTL): ``P`` lanes of :class:`RequantRTL` plus per-lane element indices,
-and :class:`SaturateRTL`, a signed clamp to a narrower width.
+"""Requantizer bank (RTL): ``rows x P`` lanes of :class:`RequantRTL` plus per-lane element
+indices, and :class:`SaturateRTL`, a signed clamp to a narrower width.
 
-Lane ``i`` rounds ``acc[i]`` with the stochastic-rounding index ``idx_base + i * idx_stride``
-(the flat C-order index of the element in its result tensor), so the hardware draws exactly the
-random bits of :func:`pymtl_fp.numerics.requantize`.  The result keeps the accumulator width
-(no saturation here): the writeback clamps it to the word width of the result
-(:class:`SaturateRTL`), or first subtracts it from a weight (``update``).
+Lane ``d*P + i`` (row ``d``, column ``i``) rounds ``acc[d*P + i]`` with the stochastic-rounding
+index ``idx_base + d * row_stride + i * idx_stride`` (the flat C-order index of the element in
+its result tensor), so the hardware draws exactly the random bits of
+:func:`pymtl_fp.numerics.requantize`.  The result keeps the accumulator width (no saturation
+here): the writeback clamps it to the word width of the result (:class:`SaturateRTL`), or first
+subtracts it from a weight (``update``).
+
+``rows`` is the engine's ``drain_rows`` (``DR``): row 0 serves every operation; rows 1 .. DR-1
+only the ``bwd_weight`` drain, which writes ``DR`` dw rows of a tile per cycle.  Every element
+needs its own rounding (its own stochastic hash of its own index), so ``DR`` rows per cycle cost
+``DR`` times the requantizers: the cheapest datapath that keeps the results bit-exact (a
+narrower bank time-shared over the rows would drain no faster).  ``row_stride`` exists only
+when ``rows > 1``.
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, mk_bits, update
@@ -44,10 +52,12 @@ class SaturateRTL(Component):
 
 
 class RequantBankRTL(Component):
-    def construct(s, P=2, acc_bits=32):
-        s.params = dict(P=P, acc_bits=acc_bits)
+    def construct(s, P=2, acc_bits=32, rows=1):
+        s.params = dict(P=P, acc_bits=acc_bits, rows=rows)
         s.P = P
-        s.acc = [InPort(acc_bits) for _ in range(P)]
+        N = rows * P
+        s.nlanes = N
+        s.acc = [InPort(acc_bits) for _ in range(N)]
         s.idx_base = InPort(32)
         s.idx_stride = InPort(32)
         s.shift = InPort(6)
@@ -55,17 +65,26 @@ class RequantBankRTL(Component):
         s.relu = InPort()
         s.seed = InPort(32)
         s.tensor_id = InPort(8)
-        s.q = [OutPort(acc_bits) for _ in range(P)]
+        s.q = [OutPort(acc_bits) for _ in range(N)]
 
-        s.lane_idx = [Wire(32) for _ in range(P)]
-        s.lane = [RequantRTL(acc_bits, acc_bits) for _ in range(P)]
+        s.lane_idx = [Wire(32) for _ in range(N)]
+        s.lane = [RequantRTL(acc_bits, acc_bits) for _ in range(N)]
 
-        @update
-        def up_index():
-            for i in range(P):
-                s.lane_idx[i] @= s.idx_base + s.idx_stride * Bits32(i)
+        if rows == 1:
+            @update
+            def up_index():
+                for i in range(P):
+                    s.lane_idx[i] @= s.idx_base + s.idx_stride * Bits32(i)
+        else:
+            s.row_stride = InPort(32)
 
-        for i in range(P):
+            @update
+            def up_index_rows():  # (a name of its own: PyMTL3 translates a block from its source by name)
+                for d in range(rows):
+                    for i in range(P):
+                        s.lane_idx[d * P + i] @= s.idx_base + s.row_stride * Bits32(d) + s.idx_stride * Bits32(i)
+
+        for i in range(N):
             s.lane[i].acc //= s.acc[i]
             s.lane[i].shift //= s.shift
             s.lane[i].stochastic //= s.stochastic
@@ -76,4 +95,4 @@ class RequantBankRTL(Component):
             s.q[i] //= s.lane[i].out
 
     def line_trace(s):
-        return " ".join(f"{int(s.acc[i].int())}>{int(s.q[i].int())}" for i in range(s.P))
+        return " ".join(f"{int(s.acc[i].int())}>{int(s.q[i].int())}" for i in range(s.nlanes))

@@ -1,9 +1,10 @@
 """Elaboration parameters of the engine (one frozen dataclass, validated, with named presets).
 
 Only things that change the hardware live here: the MAC array size, word widths, on-chip buffer
-depths, the stream word width and whether stochastic rounding is built.  Layer shapes, strides,
-padding, shifts, rounding mode and buffer addresses are **runtime** command fields
-(:mod:`pymtl_fp.engine.msgs`), so one build serves every layer that fits its buffers.
+depths, the ``bwd_weight`` drain's rows per cycle, the stream word width and whether stochastic
+rounding is built.  Layer shapes, strides, padding, shifts, rounding mode and buffer addresses
+are **runtime** command fields (:mod:`pymtl_fp.engine.msgs`), so one build serves every layer
+that fits its buffers.
 
 Restriction (documented, checked here): the array is square, ``rows == cols``.  ``bwd_data``
 uses the same weight tile transposed, which a square array does with a wiring change only.
@@ -30,6 +31,11 @@ class EngineConfig:
     * ``act_depth``: words (of ``P`` elements) in each activation buffer (X, D, O);
       ``weight_depth``: words (of ``P*P`` elements) in each weight buffer (W, G);
       ``bias_depth``: words (of ``P`` accumulator-wide elements) of the bias buffer.
+    * ``drain_rows`` (``DR``, divides ``P``): ``dw`` rows the ``bwd_weight`` drain writes back per
+      cycle (``P / DR`` cycles per tile, one more for a ``db`` row); the requantizer bank has
+      ``DR * P`` lanes (:class:`~pymtl_fp.engine.RequantBankRTL.RequantBankRTL`).  ``DR > 1`` pays
+      off when a tile accumulates over fewer than ``P`` steps (fully connected layers at a small
+      batch), where the drain, not the array, sets the pace (:func:`pymtl_fp.timing.bwd_weight_cycles`).
     * ``stream_bits``: width of one stream element (sign-extended); must hold an accumulator
       value (biases are loaded in accumulator units).
     * ``stream_lanes`` (``E``): elements per ``din``/``dout`` beat; ``din``/``dout`` are
@@ -48,6 +54,7 @@ class EngineConfig:
     act_depth: int = 256
     weight_depth: int = 64
     bias_depth: int = 16
+    drain_rows: int = 1
     stream_bits: int = 32
     stream_lanes: int = 1
     stochastic: bool = True
@@ -55,7 +62,7 @@ class EngineConfig:
 
     def __post_init__(self):
         for f in ("rows", "cols", "act_bits", "weight_bits", "grad_bits", "acc_bits", "act_depth",
-                  "weight_depth", "bias_depth", "stream_bits", "stream_lanes"):
+                  "weight_depth", "bias_depth", "drain_rows", "stream_bits", "stream_lanes"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
@@ -83,6 +90,9 @@ class EngineConfig:
         for f in ("act_depth", "weight_depth", "bias_depth"):
             if not 2 <= getattr(self, f) <= 65536:
                 raise ValueError(f"EngineConfig.{f} must be in 2..65536, got {getattr(self, f)}")
+        if not 1 <= self.drain_rows <= self.rows or self.rows % self.drain_rows:
+            raise ValueError(f"EngineConfig.drain_rows must divide the array side P = {self.rows} "
+                             f"(1..{self.rows}), got {self.drain_rows}")
 
     # ---- derived ---------------------------------------------------------------------------
     @property
@@ -120,7 +130,7 @@ class EngineConfig:
         that the name stays readable and under :func:`module_name`'s hashing length)."""
         short = dict(r=self.rows, c=self.cols, a=self.act_bits, w=self.weight_bits, g=self.grad_bits,
                      acc=self.acc_bits, ad=self.act_depth, wd=self.weight_depth, bd=self.bias_depth,
-                     sb=self.stream_bits, sto=self.stochastic)
+                     dr=self.drain_rows, sb=self.stream_bits, sto=self.stochastic)
         if self.stream_lanes != 1:  # E = 1 keeps the names (and Verilator builds) it always had
             short["e"] = self.stream_lanes
         return module_name("EngineRTL", short)

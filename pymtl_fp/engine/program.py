@@ -226,7 +226,7 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        return timing.conv_cycles(P, op, _conv_shape(op, case))
+        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows)
     if op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
@@ -239,26 +239,27 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
 
-def command_cycles(P: int, f: dict, E: int = 1) -> int:
+def command_cycles(P: int, f: dict, E: int = 1, drain_rows: int = 1) -> int:
     """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`) on
-    an engine with ``E`` elements per stream beat."""
+    an engine with ``E`` elements per stream beat whose ``bwd_weight`` drain writes ``drain_rows``
+    rows per cycle."""
     op = int(f["op"])
     if op == msgs.OP_LOAD:
         return timing.load_cycles(f["count"], E)
     if op == msgs.OP_STORE:
         return timing.store_cycles(f["count"], msgs.buffer_lanes(int(f["target"]), P), E)
-    return timing.compute_cycles(P, msgs.OP_NAMES[op], f)
+    return timing.compute_cycles(P, msgs.OP_NAMES[op], f, drain_rows)
 
 
-def program_cycles(P: int, prog: Program, E: int = 1) -> dict:
-    """Cycles of an engine program (``E`` elements per stream beat) when the command stream
-    offers a command every cycle and no stream is stalled:
+def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1) -> dict:
+    """Cycles of an engine program (``E`` elements per stream beat, ``drain_rows`` dw rows per
+    drain cycle) when the command stream offers a command every cycle and no stream is stalled:
 
     * ``total_cycles``: the whole program (the sum of every command's occupancy);
     * ``compute_cycles``: the compute command's occupancy;
     * ``cycles``: compute command accepted -> last result element sent (compute + stores).
     """
-    occ = [command_cycles(P, msgs.cmd_fields(m), E) for m in prog.cmds]
+    occ = [command_cycles(P, msgs.cmd_fields(m), E, drain_rows) for m in prog.cmds]
     ci = prog.compute_index
     return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
 
@@ -273,6 +274,6 @@ def op_timing(cfg, op: str, case: dict) -> dict:
     """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated case run
     without stalls (what :func:`pymtl_fp.tb.engine_harness.run_op` measures on the RTL)."""
     prog = build(cfg, op, case)
-    t = program_cycles(cfg.P, prog, cfg.stream_lanes)
+    t = program_cycles(cfg.P, prog, cfg.stream_lanes, cfg.drain_rows)
     t["macs"] = timing.useful_macs(op, msgs.cmd_fields(prog.cmds[prog.compute_index]))
     return t

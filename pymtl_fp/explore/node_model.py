@@ -85,18 +85,19 @@ class _Acc:
         self.c.commands += 1
 
 
-def _conv(P, op, f, n, k):
+def _conv(P, op, f, n, k, drain_rows=1):
     return timing.conv_cycles(P, op, timing.ConvShape(n=n, c=f["c"], k=k, h=f["h"], w=f["w"], r=f["r"],
-                                                      s=f["s"], stride=f["stride"], pad=f["pad"]))
+                                                      s=f["s"], stride=f["stride"], pad=f["pad"]), drain_rows)
 
 
-def predict(layers: list, nodes: list, P: int, batch: int) -> list:
+def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) -> list:
     """Busy cycles of every node for one step.
 
     ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
     also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
     e.g. :func:`pymtl_fp.cluster.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
-    ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``.  Returns
+    ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``; ``P`` and
+    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle.  Returns
     :class:`NodeCycles` per node."""
     out = []
     for j, items in enumerate(nodes):
@@ -182,10 +183,10 @@ def predict(layers: list, nodes: list, P: int, batch: int) -> list:
             if it.pool:
                 continue
             f, kd, kk = layers[it.layer], kind(it), it.k1 - it.k0
-            a.compute(_conv(P, "bwd_weight", f, batch, kk))
+            a.compute(_conv(P, "bwd_weight", f, batch, kk, drain_rows))
             if it.k0 > 0:
                 a.compute(timing.conv_cycles(P, "bwd_weight", timing.ConvShape(
-                    n=batch, c=1, k=kk, h=f["ho"], w=f["wo"], r=1, s=1, stride=1, pad=0)))
+                    n=batch, c=1, k=kk, h=f["ho"], w=f["wo"], r=1, s=1, stride=1, pad=0), drain_rows))
             a.compute(timing.update_cycles(P, kk, f["c"], f["r"], f["s"]))
             nb = _t(kk, P) * P
             a.store(nb)
