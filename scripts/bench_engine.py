@@ -32,6 +32,10 @@ def add_arguments(parser):
     parser.add_argument("--size", type=int, default=8, help="H = W of the layer (default 8)")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated operations")
     parser.add_argument("--no-pymtl", action="store_true", help="skip the (slow) PyMTL3 simulation")
+    parser.add_argument("--stream-lanes", type=int, metavar="E",
+                        help="elements per din/dout beat (elaboration generic; default: the preset's, 1)")
+    parser.add_argument("--drain-rows", type=int, metavar="DR",
+                        help="dw rows the bwd_weight drain writes a cycle (default: the preset's, 1)")
     parser.add_argument("--stream", type=int, default=8, metavar="M",
                         help="operations in the overlapped stream of the program_util figure (default 8)")
     parser.add_argument("--json", metavar="FILE.json",
@@ -55,6 +59,14 @@ def main(args) -> int:
         cfg = preset(args.config)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    for opt, field in (("--stream-lanes", "stream_lanes"), ("--drain-rows", "drain_rows")):
+        value = getattr(args, field)
+        if value is not None:
+            validate.integer(value, opt, 1, cfg.P)
+            try:
+                cfg = cfg.replace(**{field: value})
+            except ValueError as exc:
+                raise UserError(f"{opt} {value}: {exc}") from None
     ops = [o for o in args.ops.split(",") if o]
     if not ops:
         raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")
@@ -121,7 +133,8 @@ def util_table(cfg, args) -> None:
 
     figs = measure(cfg, "verilator", args.stream)
     print(f"\nutilization (RTL via Verilator; program = LOADs, compute, STOREs; overlapped: a stream of "
-          f"{args.stream} operations, {getattr(cfg, 'stream_lanes', 1)} element(s) per stream beat)")
+          f"{args.stream} operations; {cfg.stream_lanes} element(s) per stream beat, {cfg.drain_rows} dw "
+          f"row(s) per drain cycle)")
     head = f"{'layer':<10}{'op':<12}{'mapping':<10}{'compute':>9}{'program':>9}{'overlapped':>12}"
     print(head)
     print("-" * len(head))

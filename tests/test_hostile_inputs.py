@@ -276,6 +276,8 @@ ROWS = [
     ("bench-cluster-steps", ["bench", "cluster", "--steps", "1000"], 1, r"--steps must be in 1\.\.179"),
     ("bench-channels", ["bench", "engine", "--channels", "0"], 1, r"--channels"),
     ("bench-engine-stream", ["bench", "engine", "--stream", "0"], 1, r"--stream"),
+    ("bench-engine-lanes", ["bench", "engine", "--stream-lanes", "3"], 1, r"--stream-lanes 3: .*divide"),
+    ("bench-engine-drain", ["bench", "engine", "--drain-rows", "9"], 1, r"--drain-rows must be in 1\.\.4"),
     ("bench-engine-json", ["bench", "engine", "--json", "{tmp}/NOTADIR/e.json"], 1, r"--json"),
     ("bench-messages", ["bench", "link", "--messages", "5"], 1, r"--messages must be in 8\.\."),
     ("bench-load-nan", ["bench", "link", "--load", "nan"], 1, r"--load must be a finite"),

@@ -13,9 +13,13 @@ of the compute commands alone (``pymtl-fp bench engine --json``).
 Each operation's program is :func:`pymtl_fp.engine.program.build`'s, relocated: slot ``i % 2`` of
 buffer ``b`` starts at ``(i % 2) * span[b]``, ``span`` the most words any of the operations uses
 in that buffer (one slot where two do not fit: the hazard rule then serializes that buffer's
-reuse); operation ``i + 1``'s first LOAD is issued before operation ``i``'s compute command and
-its other LOADs before operation ``i``'s STOREs (commands are accepted in order: a LOAD behind a
-STORE that waits for its result could not start).
+reuse).  Commands are accepted in order and each unit takes one command at a time, so the order
+matters: the wanted order is ``EX(i), STOREs(i - 1), LOADs(i + 1), EX(i + 1), ...`` (the stores
+and loads queue behind the compute command that just started, and the next compute command
+finds its operands loaded).  :func:`schedule` reaches it by a list schedule that keeps every
+pair of commands touching the same words (one of them writing) in program order, so the
+in-order results -- what the hazard rule guarantees -- are those of the plain sequential
+program.
 """
 
 from __future__ import annotations
@@ -32,21 +36,23 @@ _BUF_IDS = {name: i for i, name in msgs.BUF_NAMES.items()}
 
 @dataclass
 class Stream:
-    """One program of several operations: ``prog`` (commands, data in, every result's store, in
-    order) and ``parts`` (each operation's own :class:`~pymtl_fp.engine.program.Program`, to
-    unpack its share of the data-out stream)."""
+    """One program of several operations: ``prog`` (commands and data in, in issue order),
+    ``parts`` (each operation's own :class:`~pymtl_fp.engine.program.Program`) and ``order``
+    (for every STORE of ``prog``, in issue order, the operation it belongs to), to unpack the
+    data-out stream."""
 
     prog: program.Program
     parts: list
+    order: list
 
     def unpack(self, elements) -> list:
         """The results of every operation (a dict each, as ``Program.unpack``)."""
-        out, pos = [], 0
-        for p in self.parts:
-            n = p.out_count()
-            out.append(p.unpack(elements[pos:pos + n]))
-            pos += n
-        return out
+        mine: list = [[] for _ in self.parts]
+        pos = 0
+        for i, count in self.order:
+            mine[i].extend(elements[pos:pos + count])
+            pos += count
+        return [p.unpack(e) for p, e in zip(self.parts, mine)]
 
 
 def _spans(cfg, prog) -> dict:
@@ -129,43 +135,52 @@ def build(cfg, ops: list, same_weights: bool = False) -> Stream:
     step = {b: words if 2 * words <= depth[b] else 0 for b, words in span.items()}
     parts = [relocate(p, {b: (i % 2) * w for b, w in step.items()}, drop=keep if i else ())
              for i, p in enumerate(progs)]
-    # software pipeline (commands are accepted in order, the LD unit takes one LOAD at a time):
-    # operation i + 1's first LOAD is issued before operation i's compute command, its other
-    # LOADs after it, then operation i's STOREs -- so they all run while operation i computes.
-    # Only LOADs whose words operation i no longer touches move ahead of it (a single-slot
-    # buffer's LOAD stays behind), in their own order (the data-in stream follows it).
-    whole = program.Program("+".join(op for op, _ in ops))
-    _emit(whole, parts[0], parts[0].cmds[:parts[0].compute_index], data=True)
+    cmds, din, order = schedule(cfg, parts)
+    whole = program.Program("+".join(op for op, _ in ops), cmds=cmds, din=din)
+    whole.compute_index = next(j for j, m in enumerate(cmds) if int(m.op) not in (msgs.OP_LOAD, msgs.OP_STORE))
+    whole.stores = [s for p in parts for s in p.stores]
+    return Stream(whole, parts, order)
+
+
+def _role(q, j) -> int:
+    """0: LOAD, 1: the compute command, 2: STORE."""
+    return 0 if j < q.compute_index else (1 if j == q.compute_index else 2)
+
+
+def _conflict(ra, rb) -> bool:
+    """Two commands touch the same words and one of them writes (their order matters)."""
+    return any(ba == bb and (wa or wb) and fa < eb and fb < ea
+               for ba, fa, ea, wa in ra for bb, fb, eb, wb in rb)
+
+
+def schedule(cfg, parts) -> tuple:
+    """The issue order of the operations ``parts``: ``(commands, data in, store order)``.
+
+    Priority (smaller first) of operation ``i``'s commands: its LOADs ``(i - 1, 2)``, its compute
+    command ``(i, 0)``, its STOREs ``(i + 1, 1)``; a command is issued only after every earlier
+    command (in the sequential program) whose words it shares with a write on either side."""
+    seq = []  # (priority, operation, command, its data, ranges) in sequential program order
     for i, q in enumerate(parts):
-        rest = q.cmds[q.compute_index:]
-        early, late = _hoistable(cfg, parts[i + 1], rest) if i + 1 < len(parts) else ([], [])
-        if early:
-            _emit(whole, parts[i + 1], early[:1], data=True)
-        if i == 0:
-            whole.compute_index = len(whole.cmds)
-        _emit(whole, q, rest[:1])
-        _emit(whole, q, early[1:])
-        _emit(whole, q, rest[1:])
-        whole.stores.extend(q.stores)
-        if late:
-            _emit(whole, parts[i + 1], late, data=not early)
-    return Stream(whole, parts)
-
-
-def _hoistable(cfg, nxt, rest) -> tuple:
-    """Split ``nxt``'s LOADs into the longest prefix that may run ahead of the commands ``rest``
-    (no word it writes is one they read or write) and the others."""
-    busy = [r for m in rest for r in msgs.access_ranges(msgs.cmd_fields(m), cfg)]
-    loads = nxt.cmds[:nxt.compute_index]
-    for j, m in enumerate(loads):
-        mine = msgs.access_ranges(msgs.cmd_fields(m), cfg)
-        if any(b == b2 and lo < hi2 and lo2 < hi for b, lo, hi, _ in mine for b2, lo2, hi2, _ in busy):
-            return loads[:j], loads[j:]
-    return loads, []
-
-
-def _emit(whole, q, cmds, data: bool = False) -> None:
-    """Append ``cmds`` (of ``q``), with all of ``q``'s data-in stream when ``data``."""
-    if data:
-        whole.din.extend(q.din)
-    whole.cmds.extend(cmds)
+        pos = 0
+        for j, m in enumerate(q.cmds):
+            f = msgs.cmd_fields(m)
+            data = []
+            if f["op"] == msgs.OP_LOAD:
+                data = q.din[pos:pos + f["count"]]
+                pos += f["count"]
+            role = _role(q, j)
+            prio = (i - 1, 2) if role == 0 else ((i, 0) if role == 1 else (i + 1, 1))
+            seq.append((prio, i, m, data, msgs.access_ranges(f, cfg), f))
+    preds = [[k for k in range(n) if _conflict(seq[k][4], seq[n][4])] for n in range(len(seq))]
+    done = [False] * len(seq)
+    cmds, din, order = [], [], []
+    for _ in range(len(seq)):
+        ready = [n for n in range(len(seq)) if not done[n] and all(done[k] for k in preds[n])]
+        n = min(ready, key=lambda x: (seq[x][0], x))
+        done[n] = True
+        _prio, i, m, data, _r, f = seq[n]
+        cmds.append(m)
+        din.extend(data)
+        if f["op"] == msgs.OP_STORE:
+            order.append((i, f["count"]))
+    return cmds, din, order
