@@ -81,7 +81,7 @@ def measure(cfg, level: str = "verilator", stream: int = 8, seed: int = 2024, la
             cases = [validate_case(cfg, op, cs) for cs in cases]
             macs = timing.useful_macs(op, _shape(dims).fields(cfg.P))
             single = program.build(cfg, op, cases[0])
-            got1, t1 = eh.drive(model, cfg, single)
+            _, t1 = eh.drive(model, cfg, single)
             st = pipelined.build(cfg, [(op, cs) for cs in cases], same_weights=op in pipelined.WEIGHT_BUFFERS)
             got, t = eh.drive(model, cfg, st.prog)
             results = st.unpack(got)
@@ -98,7 +98,6 @@ def measure(cfg, level: str = "verilator", stream: int = 8, seed: int = 2024, la
                 program_cycles_serial=t1["total_cycles"], program_util_serial=macs / (P2 * t1["total_cycles"]),
                 stream=stream, program_cycles=t["total_cycles"],
                 program_util=stream * macs / (P2 * t["total_cycles"]))
-            del got1
     return out
 
 

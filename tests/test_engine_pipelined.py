@@ -59,8 +59,9 @@ def test_overlap_hides_loads_and_stores_on_the_vgg_like_layer():
     first = program.build(cfg, "fwd", cases[0])
     # the stream takes its compute commands, the first operation's LOADs and the last one's
     # STORE, and (within a few handshake cycles per operation) nothing else
-    loads = program.program_cycles(cfg.P, first)["total_cycles"] - program.program_cycles(cfg.P, first)["cycles"]
-    last_store = program.program_cycles(cfg.P, first)["cycles"] - compute
+    whole = program.program_cycles(cfg.P, first)
+    loads = whole["total_cycles"] - whole["cycles"]
+    last_store = whole["cycles"] - compute
     assert t["total_cycles"] <= 8 * compute + loads + last_store + 8 * 2
 
 

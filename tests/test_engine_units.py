@@ -506,6 +506,21 @@ def _wb(op, **fields):
     return m
 
 
+def _drain_inputs(m, row, P):
+    """A bwd_weight drain presenting row ``row`` of a P x P tile (dw rows 1000.., db 2000..)."""
+    m.dr_busy @= 1
+    m.dr_row @= row
+    m.dr_addr @= 32 + 6
+    m.dr_idx @= 100
+    m.db_addr @= 8 + 2
+    m.db_idx @= 50
+    for lv in range(P * P):
+        m.dr[lv] @= 1000 + lv
+    for i in range(P):
+        m.dbdr[i] @= 2000 + i
+        m.acc[i] @= 3000 + i
+
+
 def _requests(m):
     m.sim_eval_combinational()
     return {n: (int(getattr(m, f"{n}_addr")), [int(w) for w in getattr(m, f"{n}_wen")],
@@ -581,17 +596,8 @@ def test_writeback_update_writes_one_weight_row(row, q, w, g):
 @pytest.mark.parametrize("row", [0, 1, 2])
 def test_writeback_drain_rows_go_to_g_and_db_to_b(row):
     m = _wb(OP_BWD_WEIGHT, c=5, r=1, s=3, shift=4, bshift=9, tid=1, btid=2)
-    m.dr_busy @= 1
-    m.dr_row @= row
-    m.dr_addr @= 32 + 6
-    m.dr_idx @= 100
-    m.db_addr @= 8 + 2
-    m.db_idx @= 50
-    for lv in range(4):
-        m.dr[lv] @= 1000 + lv
+    _drain_inputs(m, row, 2)
     for i in range(2):
-        m.dbdr[i] @= 2000 + i
-        m.acc[i] @= 3000 + i
         m.q[i] @= to_word((-90, 17)[i], 24)
     req = _requests(m)
     if row < 2:
@@ -616,17 +622,7 @@ def test_writeback_drains_dr_rows_a_cycle(row):
     m.ex_busy @= 1
     for name in ("vB", "lastB", "rowB", "tapB"):
         _set(m, name, 0)
-    m.dr_busy @= 1
-    m.dr_row @= row
-    m.dr_addr @= 32 + 6
-    m.dr_idx @= 100
-    m.db_addr @= 8 + 2
-    m.db_idx @= 50
-    for lv in range(P * P):
-        m.dr[lv] @= 1000 + lv
-    for i in range(P):
-        m.dbdr[i] @= 2000 + i
-        m.acc[i] @= 3000 + i
+    _drain_inputs(m, row, P)
     q = [(-90, 17, 3, -1)[i % P] + 10 * (i // P) for i in range(dr * P)]
     for i in range(dr * P):
         m.q[i] @= to_word(q[i], 24)

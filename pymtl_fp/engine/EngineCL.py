@@ -100,15 +100,7 @@ class EngineCL(EngineFL):
     def _edge(s, go, f, din_fire, din_msg, dout_fire):
         """``f``: the fields of the command accepted at this edge (``go``)."""
         if s.ld is not None and din_fire:
-            if s.E == 1:
-                s._write_elem(s.ld, from_word(int(din_msg), s.SB))
-                done = s.ld.advance()
-            else:
-                ld = s.ld
-                vals = unpack_beat(int(din_msg), s.E, s.SB)[:ld.left]
-                s.bufs[ld.target][ld.addr, ld.lane:ld.lane + len(vals)] = vals
-                done = ld.advance(len(vals))
-            if done:
+            if s.ld.advance(s._write_beat(s.ld, din_msg)):
                 s.ld = None
         st = s.st
         if st is not None:
@@ -233,6 +225,16 @@ class EngineCL(EngineFL):
 
     def _read_elem(s, u):
         return int(s.bufs[u.target][u.addr, u.lane])
+
+    def _write_beat(s, u, word) -> int:
+        """The beat LD takes: its first ``min(E, elements left)`` lanes from its lane on; returns
+        how many."""
+        if s.E == 1:
+            s._write_elem(u, from_word(int(word), s.SB))
+            return 1
+        vals = unpack_beat(int(word), s.E, s.SB)[:u.left]
+        s.bufs[u.target][u.addr, u.lane:u.lane + len(vals)] = vals
+        return len(vals)
 
     def _read_beat(s, u):
         """The beat ST offers: up to ``E`` elements from its lane on, surplus lanes zero."""

@@ -83,16 +83,15 @@ class EngineConfig:
         if not self.acc_bits <= self.stream_bits <= 64:
             raise ValueError(f"stream_bits must be in acc_bits..64 = {self.acc_bits}..64, "
                              f"got {self.stream_bits}")
-        E = self.stream_lanes
-        if not 1 <= E <= self.rows or self.rows % E:
-            raise ValueError(f"stream_lanes (E) must divide the array side P = {self.rows} (1 <= E <= P, so a "
-                             f"beat never crosses a buffer word), got {E}")
+        for f, label, sym, why in (("stream_lanes", "stream_lanes (E)", "E", ", so a beat never crosses a buffer word"),
+                                   ("drain_rows", "drain_rows", "DR", "")):
+            v = getattr(self, f)
+            if not 1 <= v <= self.rows or self.rows % v:
+                raise ValueError(f"{label} must divide the array side P = {self.rows} (1 <= {sym} <= P{why}), "
+                                 f"got {v}")
         for f in ("act_depth", "weight_depth", "bias_depth"):
             if not 2 <= getattr(self, f) <= 65536:
                 raise ValueError(f"EngineConfig.{f} must be in 2..65536, got {getattr(self, f)}")
-        if not 1 <= self.drain_rows <= self.rows or self.rows % self.drain_rows:
-            raise ValueError(f"EngineConfig.drain_rows must divide the array side P = {self.rows} "
-                             f"(1..{self.rows}), got {self.drain_rows}")
 
     # ---- derived ---------------------------------------------------------------------------
     @property

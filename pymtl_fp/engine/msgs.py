@@ -228,6 +228,13 @@ def ranges_conflict(ra: list, rb: list) -> bool:
                for ba, fa, ea, wa in ra for bb, fb, eb, wb in rb)
 
 
+def ranges_depend(ra: list, rb: list) -> bool:
+    """Whether two commands' :func:`access_ranges` share words one of them writes (their program
+    order decides the results; unlike :func:`ranges_conflict`, ports do not matter)."""
+    return any(ba == bb and (wa or wb) and _intersect(fa, ea, fb, eb)
+               for ba, fa, ea, wa in ra for bb, fb, eb, wb in rb)
+
+
 # ---- data layout ---------------------------------------------------------------------------
 
 def tiles(n: int, p: int) -> int:

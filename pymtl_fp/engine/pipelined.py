@@ -147,12 +147,6 @@ def _role(q, j) -> int:
     return 0 if j < q.compute_index else (1 if j == q.compute_index else 2)
 
 
-def _conflict(ra, rb) -> bool:
-    """Two commands touch the same words and one of them writes (their order matters)."""
-    return any(ba == bb and (wa or wb) and fa < eb and fb < ea
-               for ba, fa, ea, wa in ra for bb, fb, eb, wb in rb)
-
-
 def schedule(cfg, parts) -> tuple:
     """The issue order of the operations ``parts``: ``(commands, data in, store order)``.
 
@@ -171,7 +165,7 @@ def schedule(cfg, parts) -> tuple:
             role = _role(q, j)
             prio = (i - 1, 2) if role == 0 else ((i, 0) if role == 1 else (i + 1, 1))
             seq.append((prio, i, m, data, msgs.access_ranges(f, cfg), f))
-    preds = [[k for k in range(n) if _conflict(seq[k][4], seq[n][4])] for n in range(len(seq))]
+    preds = [[k for k in range(n) if msgs.ranges_depend(seq[k][4], seq[n][4])] for n in range(len(seq))]
     done = [False] * len(seq)
     cmds, din, order = [], [], []
     for _ in range(len(seq)):
