@@ -43,6 +43,7 @@ from pymtl_fp.cluster.partition import _Shape
 from pymtl_fp.cluster.regions import NodeRegions
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
+from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
 
 
@@ -240,8 +241,12 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             else:
                 self.store(buf, addr, words * P, "bwd_out")
 
-    def weight_phase(self, seed):
-        P, B = self.P, self.B
+    def weight_phase(self, seed, image=None):
+        """The weight gradients and updates of the node's layers: over the whole batch (command
+        field ``n = B``, once per step), or for one ``image`` (a per-image schedule, after its
+        backward pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
+        P = self.P
+        B, b0 = (self.B, 0) if image is None else (1, image)
         for it in self.items:
             if it.pool:
                 continue
@@ -250,6 +255,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             p, sh = f["p"], self.shifts[self.net.layers[li].name]
             kk = it.k1 - it.k0
             CRS = f["c"] * f["r"] * f["s"]
+            wseed = seed if image is None else image_seed(seed, image, f["k"] * CRS)
             _, wpiece, wwords = self.w_region(it)
             g = self.A.get("G", f"g{li}", wwords)
             bb = self.A.get("B", f"b{li}", tiles(kk, P))
@@ -258,28 +264,28 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
             self.compute("bwd_weight", program.useful_macs("bwd_weight", case), **self.conv_fields(it, B, it.k0, it.k1),
                          shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
-                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "DW"),
-                         btid=tensor_id(p, "DB"), a0=self.x_addr(it, 0), a1=self.dy_keep(it, 0), d0=g, d1=d1)
+                         seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
+                         btid=tensor_id(p, "DB"), a0=self.x_addr(it, b0), a1=self.dy_keep(it, b0), d0=g, d1=d1)
             if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
                 ho, wo = f["ho"], f["wo"]
-                xa = self.x_addr(it, 0) if B * ho * wo <= B * self.in_words(li) else \
+                xa = self.x_addr(it, b0) if B * ho * wo <= B * self.in_words(li) else \
                     self.A.get("X", f"dbx{li}", B * ho * wo)
                 gs = self.A.get("G", f"gs{li}", tiles(kk, P))
                 self.compute("bwd_weight", 0,
                              n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
                              lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
-                             seed=slice_seed(seed, it.k0), tid=0, btid=tensor_id(p, "DB"),
-                             a0=xa, a1=self.dy_keep(it, 0), d0=gs, d1=db)
+                             seed=slice_seed(wseed, it.k0), tid=0, btid=tensor_id(p, "DB"),
+                             a0=xa, a1=self.dy_keep(it, b0), d0=gs, d1=db)
             self.compute("update", 0,
                          k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
                          shift=sh.update_w, stoch=self.mode("update_mode"),
-                         seed=slice_seed(seed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
+                         seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
                          a0=wpiece, a1=g, d0=wpiece)
             # bias SGD in the DMA's scalar unit
             nb = tiles(kk, P) * P
             self.store("B", bb, nb, "scratch")
             self.store("B", db, nb, "scratch")
-            self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(seed, it.k0),
+            self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(wseed, it.k0),
                              tensor_id(p, "UPDATE_B"), self.fmt.bias_bits)
             self.load("B", bb, nb, "scratch")
             if kind == "first":

@@ -27,7 +27,7 @@ from pymtl_fp.cluster.codegen import NodeCodegen
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
-from pymtl_fp.cluster.schedule import SCHEDULES, step_order
+from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, layer_versions, step_order
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import step_seed
 
@@ -40,8 +40,12 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
     the hazards) and results alternate between two O slots per direction.  ``schedule``: the
-    order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`)."""
+    order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`) and, for
+    ``cp``, a weight update after each image's backward pass instead of one per step."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
+    per_image = schedule in PER_IMAGE
+    if per_image:
+        layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     if tcfg.momentum is not None:
         raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
                            "(give no --momentum)")
@@ -85,9 +89,12 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
                     then = functools.partial(nd.receive, nb)
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
+            if kind == "bwd" and per_image:  # the node's layers updated at once (in the bwd phase's cycles)
+                nd.weight_phase(seed, image=b)
         nd.phase = "wg"
         nd.mark(MARK_WG)
-        nd.weight_phase(seed)
+        if not per_image:
+            nd.weight_phase(seed)
         nd.flush_marks()
         last = len(nd.ops) - 1
         nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)

@@ -21,15 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp.engine.msgs import pack_act, pack_weight, tiles, unpack_act, unpack_weight
+from pymtl_fp.numerics import slice_seed
 
-_M1 = 0x9E3779B1
-_M1_INV = pow(_M1, -1, 2**32)
-
-
-def slice_seed(seed: int, offset: int) -> int:
-    """The seed that makes a command rounding elements ``0..`` of a slice round them like elements
-    ``offset..`` of the whole tensor under ``seed`` (see the module docstring)."""
-    return (int(seed) + int(offset) * _M1_INV) % 2**32
+__all__ = ["elems", "relayout", "relayout_indices", "slice_seed"]
 
 
 def elems(kind: str, shape, P: int) -> int:

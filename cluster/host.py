@@ -32,18 +32,7 @@ from pymtl_fp.engine.msgs import (
     to_word,
     unpack_act,
 )
-from pymtl_fp.golden.loss import softmax_xent_grad
-
-
-def row_grad(net, fmt, logits_row, label, batch, relu_last) -> np.ndarray:
-    """The loss gradient of one image as in the golden whole-batch call (see the module doc)."""
-    rep = np.repeat(np.asarray(logits_row, dtype=np.int64)[None], batch, axis=0)
-    _, g = softmax_xent_grad(rep, np.full(batch, int(label)), logit_frac=fmt.act.frac, grad_format=fmt.grad,
-                             loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
-    g = g[0]
-    if relu_last:
-        g = np.where(np.asarray(logits_row) > 0, g, 0)
-    return g
+from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
 
 
 class HostModel:
@@ -94,7 +83,7 @@ class HostModel:
         i = len(self.logits)
         self.logits.append(y)
         self.logit_cycles.append(cycle)
-        g = row_grad(self.net, self.fmt, y.reshape(-1), self.labels[i], self.batch, self.relu_last)
+        g = row_loss_grad(y.reshape(-1), self.labels[i], self.batch, self.fmt, self.relu_last)
         if len(self.logits) % self.batch == 0:
             lo = len(self.logits) - self.batch
             batch_logits = np.stack([v.reshape(-1) for v in self.logits[lo:]])

@@ -4,7 +4,8 @@
 simulates ``steps`` mini-batches with a watchdog (a hang raises
 :class:`pymtl_fp.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
 back to the host and returns them with a report.  :func:`golden_steps` is the reference:
-:func:`pymtl_fp.golden.train.train_step` applied ``steps`` times.
+:func:`pymtl_fp.golden.train.train_step` applied ``steps`` times (or, for the ``cp`` schedule,
+:func:`pymtl_fp.golden.per_image.train_step_per_image` with the partition's staleness).
 """
 
 from __future__ import annotations
@@ -21,20 +22,38 @@ from pymtl_fp.cluster.node import node_module_name, node_params, router_config_f
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.router_config import STATES, RouterConfig
+from pymtl_fp.cluster.schedule import PER_IMAGE, layer_versions
 from pymtl_fp.cluster.top import ClusterTop, load_programs
+from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import TrainConfig, train_step
 from pymtl_fp.levels import RTL_LEVELS
 from pymtl_fp.sim import run_until
 
 
-def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int):
-    """``train_step`` applied ``steps`` times on consecutive batches; returns (params, losses)."""
+def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int,
+                 fwd_versions: dict | None = None):
+    """``train_step`` applied ``steps`` times on consecutive batches; returns (params, losses).
+    With ``fwd_versions`` (a per-image schedule: :func:`cp_versions`), each step is
+    :func:`~pymtl_fp.golden.per_image.train_step_per_image` instead."""
     losses = []
     for s in range(steps):
         sl = slice(s * batch, (s + 1) * batch)
-        params, loss = train_step(net, params, images[sl], labels[sl], replace(tcfg, step=tcfg.step + s))
+        cfg = replace(tcfg, step=tcfg.step + s)
+        if fwd_versions is None:
+            params, loss = train_step(net, params, images[sl], labels[sl], cfg)
+        else:
+            params, loss = train_step_per_image(net, params, images[sl], labels[sl], cfg, fwd_versions)
         losses.append(loss)
     return params, losses
+
+
+def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None) -> dict | None:
+    """The staleness of a per-image ``schedule`` on this cluster (``None`` for a mini-batch one):
+    the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes (whole
+    layers per node)."""
+    if schedule not in PER_IMAGE:
+        return None
+    return layer_versions(net, make_partition(net, ccfg, batch, split=False, cuts=cuts), schedule)
 
 
 def params_equal(a: dict, b: dict) -> bool:
@@ -155,6 +174,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
+    if schedule in PER_IMAGE:
+        split = False  # each layer's update on one node (cluster.schedule.layer_versions)
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
     rcfgs = router_configs(ccfg, cprog, router)
@@ -346,7 +367,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance},
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
-                      "weight gradients over the batch; "
+                      + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
+                         else "weight gradients over the batch; ")
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
         "overlap": cprog.overlap, "schedule": cprog.schedule,

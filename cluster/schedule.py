@@ -1,10 +1,14 @@
-"""The order of a node's image passes in one training step (the pipeline schedule)."""
+"""The order of a node's image passes in one training step (the pipeline schedule), and when its
+weights change: once per step (``1f1b``, ``gpipe``: mini-batch SGD) or after each image's backward
+pass (``cp``: pipelined SGD / continuous propagation, :mod:`pymtl_fp.golden.per_image`)."""
 
 from __future__ import annotations
 
 from pymtl_fp.cluster.config import ClusterError
 
-SCHEDULES = ("1f1b", "gpipe")
+SCHEDULES = ("1f1b", "gpipe", "cp")
+#: schedules that update the weights after every image (the rest once per step)
+PER_IMAGE = ("cp",)
 
 
 def step_order(schedule: str, j: int, n: int, batch: int) -> list:
@@ -21,9 +25,13 @@ def step_order(schedule: str, j: int, n: int, batch: int) -> list:
     of the next forward pass's input right after the backward pass's last compute command
     (:meth:`_Node.backward`), so they run beside it.  The
     weights change only in the update at the end of the step (the weight gradients are summed over
-    the batch in one ``bwd_weight``), so both orders compute exactly the same values."""
+    the batch in one ``bwd_weight``), so both orders compute exactly the same values.  ``cp`` runs
+    1F1B's order and updates the node's layers right after each backward pass, so the order decides
+    the values (:func:`fwd_versions`)."""
     if schedule not in SCHEDULES:
         raise ClusterError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    if schedule == "cp":  # 1F1B's order; the updates follow each backward pass
+        schedule = "1f1b"
     if schedule == "gpipe":
         return [("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)]
     warm = min(batch, n - j + 1)
@@ -33,3 +41,36 @@ def step_order(schedule: str, j: int, n: int, batch: int) -> list:
         if b + warm < batch:
             order.append(("fwd", b + warm))
     return order
+
+
+def fwd_versions(schedule: str, j: int, n: int, batch: int) -> list:
+    """Under a per-image schedule, how many of this step's updates of node ``j``'s layers the
+    forward pass of each image sees: the backward passes before it in :func:`step_order` (each
+    followed by its update).  Under 1F1B that is ``max(0, b - (n - j))``: node ``j`` works
+    ``n - j`` images ahead of its updates (its pipeline depth to the host and back)."""
+    order = step_order(schedule, j, n, batch)
+    out, done = [0] * batch, 0
+    for kind, b in order:
+        if kind == "bwd":
+            done += 1
+        else:
+            out[b] = done
+    return out
+
+
+def layer_versions(net, part, schedule: str) -> dict:
+    """``{layer name: fwd_versions of the node holding it}`` for
+    :func:`~pymtl_fp.golden.per_image.train_step_per_image`; refused if a layer is split over two
+    nodes (its pieces would be updated at different times: a per-image schedule cuts at layer
+    boundaries)."""
+    holder = {}
+    for j, items in enumerate(part.nodes):
+        for it in items:
+            if it.pool:
+                continue
+            name = net.layers[it.layer].name
+            if name in holder:
+                raise ClusterError(f"--schedule {schedule} needs whole layers on each node: {name} is split "
+                                   f"over nodes {holder[name]} and {j} (cut at layer boundaries: --no-split)")
+            holder[name] = j
+    return {name: fwd_versions(schedule, j, part.n, part.batch) for name, j in holder.items()}

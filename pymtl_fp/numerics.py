@@ -236,6 +236,17 @@ def stochastic_offset(seed, tensor_id, index, shift) -> np.ndarray:
     return (h >> np.uint64(32 - shift)).astype(np.int64)
 
 
+_SEED_MULT_INV = pow(int(_SEED_MULT), -1, 2**32)
+
+
+def slice_seed(seed: int, offset: int) -> int:
+    """The seed under which elements ``0..`` of a slice round like elements ``offset..`` of the
+    whole tensor under ``seed``: ``h`` is linear in ``seed * 0x9E3779B1 + index`` and the multiplier
+    is odd, so ``seed + offset * 0x9E3779B1**-1 (mod 2**32)`` shifts the index by ``offset``.
+    Linear in ``seed`` too (a step loop may add its iteration to the result)."""
+    return (int(seed) + int(offset) * _SEED_MULT_INV) % 2**32
+
+
 def requantize(acc, shift, bits, mode="nearest", *, seed=0, tensor_id=0, index=None) -> np.ndarray:
     """Exact integer accumulator -> ``bits``-wide result, dividing by ``2**shift`` with rounding.
 

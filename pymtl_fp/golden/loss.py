@@ -71,3 +71,16 @@ def softmax_xent_grad(logits, labels, *, logit_frac, grad_format, batch_mean=Tru
         pushed_out = ((flat == hi) & (dlogits < 0)) | ((flat == lo) & (dlogits > 0))
         dlogits = np.where(pushed_out, 0, dlogits)
     return loss, dlogits.reshape(logits.shape)
+
+
+def row_loss_grad(logits_row, label, batch: int, fmt, relu_last: bool = False) -> np.ndarray:
+    """The loss gradient of one image exactly as row ``i`` of :func:`softmax_xent_grad` over a
+    batch of ``batch`` images (each row depends only on its own logits and the batch size), in the
+    formats of ``fmt`` (a net's precision); ``relu_last`` masks where the logits are ``<= 0``.
+    What the host answers each image's logits with, before the rest of its batch has arrived."""
+    row = np.asarray(logits_row, dtype=np.int64).reshape(-1)
+    rep = np.repeat(row[None], batch, axis=0)
+    _, g = softmax_xent_grad(rep, np.full(batch, int(label)), logit_frac=fmt.act.frac, grad_format=fmt.grad,
+                             loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
+    g = g[0]
+    return np.where(row > 0, g, 0) if relu_last else g

@@ -159,15 +159,23 @@ def gradients(net: Net, params: dict, images, labels, cfg: TrainConfig):
     _check_params(net, params)
     _check_batch(net, images, labels)
     fmt = net.precision(cfg.precision)
-    shifts = net.shifts(cfg.precision, cfg.lr_log2)
     seed = step_seed(cfg.seed, cfg.step)
     acts = forward(net, params, images, cfg.precision, mode=cfg.fwd_mode, seed=seed)
     logits = _value(acts[-1])
     loss, g = softmax_xent_grad(logits, labels, logit_frac=fmt.act.frac, grad_format=fmt.grad,
                                 loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
-    param_layers = net.param_layers()
-    if param_layers[-1].relu:
+    if net.param_layers()[-1].relu:
         g = np.where(logits > 0, g, 0)
+    return loss, backward(net, params, acts, g, cfg, lambda i, layer: seed, lambda i, layer: seed)
+
+
+def backward(net: Net, params: dict, acts: list, g, cfg: TrainConfig, dw_seed, dx_seed) -> dict:
+    """The backward pass from the loss gradient ``g`` over the forward activations ``acts``:
+    ``{layer: (dw, db)}``.  ``dw_seed(i, layer)`` / ``dx_seed(i, layer)``: the rounding seeds of
+    layer ``i``'s weight and data gradients (the step seed for a mini-batch)."""
+    fmt = net.precision(cfg.precision)
+    shifts = net.shifts(cfg.precision, cfg.lr_log2)
+    param_layers = net.param_layers()
     grads, p = {}, len(param_layers) - 1
     for i in reversed(range(len(net.layers))):
         layer, x = net.layers[i], _value(acts[i])
@@ -177,44 +185,48 @@ def gradients(net: Net, params: dict, images, labels, cfg: TrainConfig):
         geo, prm, sh = net.conv_geometry(layer), params[layer.name], shifts[layer.name]
         grads[layer.name] = conv_bwd_weight(
             x, g, geo["w_shape"], stride=geo["stride"], pad=geo["pad"], shift=sh.wgrad,
-            bias_shift=sh.bgrad, out_bits=fmt.wgrad.bits, mode=cfg.grad_mode, seed=seed,
+            bias_shift=sh.bgrad, out_bits=fmt.wgrad.bits, mode=cfg.grad_mode, seed=dw_seed(i, layer),
             tensor_id=tensor_id(p, "DW"), bias_tensor_id=tensor_id(p, "DB"),
             x_bits=fmt.act.bits, dy_bits=fmt.grad.bits)
         if p == 0:
             break
         g = conv_bwd_data(
             g, prm["w"], x, stride=geo["stride"], pad=geo["pad"], shift=sh.bwd_data,
-            relu=param_layers[p - 1].relu, out_bits=fmt.grad.bits, mode=cfg.grad_mode, seed=seed,
+            relu=param_layers[p - 1].relu, out_bits=fmt.grad.bits, mode=cfg.grad_mode, seed=dx_seed(i, layer),
             tensor_id=tensor_id(p, "DX"), dy_bits=fmt.grad.bits, w_bits=fmt.weight.bits)
         p -= 1
-    return loss, grads
+    return grads
+
+
+def sgd_layer(net: Net, p: int, prm: dict, grads: tuple, cfg: TrainConfig, seed: int) -> dict:
+    """The SGD update of the ``p``-th conv/fc layer's parameters ``prm`` by its ``(dw, db)``,
+    rounding with ``seed`` (and momentum velocities, if ``cfg.momentum``)."""
+    fmt = net.precision(cfg.precision)
+    layer = net.param_layers()[p]
+    sh = net.shifts(cfg.precision, cfg.lr_log2)[layer.name]
+    dw, db = grads
+    common = {"mode": cfg.update_mode, "seed": seed, "momentum": cfg.momentum}
+    if cfg.momentum is not None:
+        common["velocity_bits"] = fmt.wgrad.bits + cfg.momentum
+    w = sgd_update(prm["w"], dw, lr_shift=sh.update_w, bits=fmt.weight.bits,
+                   tensor_id=tensor_id(p, "UPDATE_W"), velocity=prm.get("vw"),
+                   velocity_tensor_id=tensor_id(p, "VELOCITY_W"), **common)
+    b = sgd_update(prm["b"], db, lr_shift=sh.update_b, bits=fmt.bias_bits,
+                   tensor_id=tensor_id(p, "UPDATE_B"), velocity=prm.get("vb"),
+                   velocity_tensor_id=tensor_id(p, "VELOCITY_B"), **common)
+    if cfg.momentum is None:
+        return {"w": w, "b": b}
+    return {"w": w[0], "b": b[0], "vw": w[1], "vb": b[1]}
 
 
 def train_step(net: Net, params: dict, images, labels, cfg: TrainConfig):
     """One bit-exact SGD step on a batch of raw-integer images: returns ``(new_params, loss)``."""
     if cfg.precision == FLOAT64:
         raise ValueError("train_step is the fixed-point step; use train_step_float64 for float64")
-    fmt = net.precision(cfg.precision)
-    shifts = net.shifts(cfg.precision, cfg.lr_log2)
     seed = step_seed(cfg.seed, cfg.step)
     loss, grads = gradients(net, params, images, labels, cfg)
-    new = {}
-    for p, layer in enumerate(net.param_layers()):
-        prm, (dw, db), sh = params[layer.name], grads[layer.name], shifts[layer.name]
-        common = {"mode": cfg.update_mode, "seed": seed, "momentum": cfg.momentum}
-        vbits = fmt.wgrad.bits + (cfg.momentum or 0)
-        if cfg.momentum is not None:
-            common["velocity_bits"] = vbits
-        w = sgd_update(prm["w"], dw, lr_shift=sh.update_w, bits=fmt.weight.bits,
-                       tensor_id=tensor_id(p, "UPDATE_W"), velocity=prm.get("vw"),
-                       velocity_tensor_id=tensor_id(p, "VELOCITY_W"), **common)
-        b = sgd_update(prm["b"], db, lr_shift=sh.update_b, bits=fmt.bias_bits,
-                       tensor_id=tensor_id(p, "UPDATE_B"), velocity=prm.get("vb"),
-                       velocity_tensor_id=tensor_id(p, "VELOCITY_B"), **common)
-        if cfg.momentum is None:
-            new[layer.name] = {"w": w, "b": b}
-        else:
-            new[layer.name] = {"w": w[0], "b": b[0], "vw": w[1], "vb": b[1]}
+    new = {layer.name: sgd_layer(net, p, params[layer.name], grads[layer.name], cfg, seed)
+           for p, layer in enumerate(net.param_layers())}
     return new, loss
 
 

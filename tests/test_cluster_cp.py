@@ -1,0 +1,93 @@
+"""Continuous propagation (``--schedule cp``: pipelined SGD, a weight update after each image's
+backward pass) on the simulated cluster: the final weights and losses equal the golden per-image
+step with the partition's staleness (:func:`pymtl_fp.cluster.run.cp_versions`) bit for bit on 1-4
+nodes, at FL and CL with random stalls, link latencies and both topologies, and at Verilator
+cycle-equal with CL; split layers are refused before any simulation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
+from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+from pymtl_fp.tb.hypothesis_profiles import examples
+
+PREC = "8"
+TCFG = TrainConfig(PREC, lr_log2=3, seed=5)
+#: whole layers need as many conv/fc layers as nodes: LeNet has 3, vgg-digits 5
+NETS = {n: load_net("lenet-digits" if n <= 3 else "vgg-digits") for n in (1, 2, 3, 4)}
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = load_digits_split(seed=0)
+    fmt = NETS[1].precision(PREC)
+    return quantize_images(split.x_train[:24], fmt.act), split.y_train[:24]
+
+
+def _run(data, n, level, *, batch=3, steps=2, link=None, stall=None, topology="chain", overlap=True, net=None,
+         act_depth=2048):
+    net = net or NETS[n]
+    images, labels = data
+    params = quantize_params(net, init_params_float64(net, 4), PREC)
+    engine = engine_for_net(net, PREC, act_depth=act_depth, weight_depth=256, bias_depth=32)
+    ccfg = ClusterConfig.homogeneous(n, engine, link, topology=topology)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=[level] * n,
+                           stall=stall, overlap=overlap, schedule="cp")
+    versions = cp_versions(net, ccfg, batch)
+    want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch, versions)
+    assert params_equal(run.params, want), f"{n} nodes at {level}: the weights differ from the golden cp step"
+    assert run.losses == pytest.approx(losses, abs=0)
+    # the staleness is real: the mini-batch step (or no staleness) ends elsewhere
+    minibatch, _ = golden_steps(net, params, images, labels, TCFG, steps, batch)
+    assert not params_equal(run.params, minibatch)
+    if n > 1:
+        fresh, _ = golden_steps(net, params, images, labels, TCFG, steps, batch,
+                                {name: list(range(batch)) for name in versions})
+        assert not params_equal(run.params, fresh)
+    return run
+
+
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 4), level=st.sampled_from(["fl", "cl"]), batch=st.integers(2, 4),
+       latency=st.integers(1, 12), stall=st.floats(0.0, 0.4), seed=st.integers(0, 1000),
+       topology=st.sampled_from(["chain", "ring"]), overlap=st.booleans())
+def test_cp_on_the_cluster_equals_the_golden_cp_step(data, n, level, batch, latency, stall, seed, topology, overlap):
+    if topology == "ring" and n == 1:
+        topology = "chain"
+    link = default_link(32, latency)
+    _run(data, n, level, batch=batch, link=link, stall=(stall, seed), topology=topology, overlap=overlap)
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_cp_at_every_depth_of_the_pipeline(data, n):
+    run = _run(data, n, "cl", batch=6, steps=1)
+    assert run.report["schedule"] == "cp"
+
+
+def test_cp_refuses_split_layers_before_simulating(data):
+    net = NETS[1]
+    images, labels = data
+    params = quantize_params(net, init_params_float64(net, 4), PREC)
+    ccfg = ClusterConfig.homogeneous(4, engine_for_net(net, PREC))
+    with pytest.raises(ClusterError, match="at most that many nodes"):
+        train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["cl"] * 4, schedule="cp")
+    ccfg = ClusterConfig.homogeneous(2, engine_for_net(net, PREC))
+    with pytest.raises(ClusterError, match="needs whole layers on each node: conv2 is split"):
+        train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["cl"] * 2,
+                         schedule="cp", cuts=[0, 4, 9])
+
+
+@pytest.mark.verilator
+def test_cp_verilated_cluster_is_cycle_equal_to_cl(data):
+    """(The 2-node build of tests/test_cluster_verilated.py: the programs differ, the hardware not.)"""
+    cl = _run(data, 2, "cl", batch=3, steps=2, act_depth=512)
+    vl = _run(data, 2, "verilator", batch=3, steps=2, act_depth=512)
+    assert vl.cycles == cl.cycles
+    assert vl.report["cycles_per_step"] == cl.report["cycles_per_step"]
+    assert vl.report["steady_state"] == cl.report["steady_state"]
