@@ -83,13 +83,15 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
                     nd.mark(MARK_BWD)
                 nd.phase = "bwd"
                 then = None
-                if i + 1 < len(order) and order[i + 1][0] == "fwd":
+                # (not under sgd: the next input exists only once this image's gradient has gone back)
+                if i + 1 < len(order) and order[i + 1][0] == "fwd" and schedule != "sgd":
                     nb = order[i + 1][1]
                     received.add(nb)
                     then = functools.partial(nd.receive, nb)
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
-            if kind == "bwd" and per_image:  # the node's layers updated at once (in the bwd phase's cycles)
+            if kind == "bwd" and per_image:  # the node's layers updated at once
+                nd.phase = "upd"
                 nd.weight_phase(seed, image=b)
         nd.phase = "wg"
         nd.mark(MARK_WG)

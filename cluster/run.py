@@ -421,8 +421,11 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
     every node runs one forward and one backward pass per image, so an image costs one interval
     (node N-1's forward completions, which alternate with its backward passes from the first
     image on), bounded by the slowest node's forward plus backward compute for one image or the
-    busiest link.  Fill, drain and the per-step weight phase are excluded: they are in the step's
-    cycles (``cycles_per_step``)."""
+    busiest link.  ``cp`` is 1F1B with each image's update (phase ``upd``) after its backward pass.
+    ``sgd`` (one image in the cluster at a time): bounded by the dependency chain of every node's
+    backward pass, node 0's update and every node's forward pass (the link transfers come on top).
+    Fill, drain and the per-step weight phase are excluded: they are in the step's cycles
+    (``cycles_per_step``)."""
     n, s = ccfg.n, steps - 1
     marks = [dict(r.done_marks) for r in routers]
     out = {"schedule": cprog.schedule}
@@ -439,10 +442,16 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
                       "efficiency": bound / interval if interval else None,
                       "node": j, "completions": ts}
     fi, bi = out["fwd"]["interval_cycles_per_image"], out["bwd"]["interval_cycles_per_image"]
-    per_node = [(p.phase_compute.get("fwd", 0) + p.phase_compute.get("bwd", 0)) / batch for p in cprog.nodes]
+    per_node = [sum(p.phase_compute.get(k, 0) for k in ("fwd", "bwd", "upd")) / batch for p in cprog.nodes]
     if cprog.schedule == "gpipe":
         out["cycles_per_image"] = fi + bi if fi and bi else None
         link = out["fwd"]["bound_link"] + out["bwd"]["bound_link"]
+    elif cprog.schedule == "sgd":  # one image at a time: every node's passes in series
+        out["cycles_per_image"] = fi
+        link = max(out["fwd"]["bound_link"], out["bwd"]["bound_link"])
+        # the chain bwd(N-1)..bwd(0), node 0's update, fwd(0)..fwd(N-1): the other updates may hide
+        per_node = [sum((p.phase_compute.get("fwd", 0) + p.phase_compute.get("bwd", 0)) / batch
+                        for p in cprog.nodes) + cprog.nodes[0].phase_compute.get("upd", 0) / batch]
     else:
         out["cycles_per_image"] = fi
         link = max(out["fwd"]["bound_link"], out["bwd"]["bound_link"])
@@ -494,11 +503,18 @@ def format_report(rep: dict) -> str:
         if ss["schedule"] == "gpipe":
             how = (f"forward {f['interval_cycles_per_image']:.0f} + backward "
                    f"{bw['interval_cycles_per_image']:.0f} = ")
+        elif ss["schedule"] == "sgd":
+            how = "every node's passes one after the other: "
         else:
-            how = "one forward and one backward pass per node: "
-        lines.append(f"steady state ({ss['schedule']}, pipeline full, last step; weight phase excluded): "
+            how = "one forward and one backward pass per node" + (" and its update" if ss["schedule"] == "cp" else "")
+            how += ": "
+        sched = ss["schedule"]
+        flow = "one image at a time" if sched == "sgd" else "pipeline full"
+        wg = "per-image updates included" if sched in PER_IMAGE else "weight phase excluded"
+        comp = "the passes and node 0's update in series" if sched == "sgd" else "slowest node's compute"
+        lines.append(f"steady state ({sched}, {flow}, last step; {wg}): "
                      f"{how}{ss['cycles_per_image']:.0f} cycles/image; bound {ss['bound_cycles_per_image']:.0f} "
-                     f"(slowest node's compute {ss['bound_compute']:.0f}, busiest link {ss['bound_link']:.0f}): "
+                     f"({comp} {ss['bound_compute']:.0f}, busiest link {ss['bound_link']:.0f}): "
                      f"{100 * ss['efficiency']:.1f}% of the bound")
     p = rep["pipeline"]
     lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "

@@ -1,14 +1,15 @@
 """The order of a node's image passes in one training step (the pipeline schedule), and when its
 weights change: once per step (``1f1b``, ``gpipe``: mini-batch SGD) or after each image's backward
-pass (``cp``: pipelined SGD / continuous propagation, :mod:`pymtl_fp.golden.per_image`)."""
+pass (``cp``: pipelined SGD / continuous propagation; ``sgd``: plain SGD, one image in the cluster at
+a time; both :mod:`pymtl_fp.golden.per_image`)."""
 
 from __future__ import annotations
 
 from pymtl_fp.cluster.config import ClusterError
 
-SCHEDULES = ("1f1b", "gpipe", "cp")
+SCHEDULES = ("1f1b", "gpipe", "cp", "sgd")
 #: schedules that update the weights after every image (the rest once per step)
-PER_IMAGE = ("cp",)
+PER_IMAGE = ("cp", "sgd")
 
 
 def step_order(schedule: str, j: int, n: int, batch: int) -> list:
@@ -27,11 +28,14 @@ def step_order(schedule: str, j: int, n: int, batch: int) -> list:
     weights change only in the update at the end of the step (the weight gradients are summed over
     the batch in one ``bwd_weight``), so both orders compute exactly the same values.  ``cp`` runs
     1F1B's order and updates the node's layers right after each backward pass, so the order decides
-    the values (:func:`fwd_versions`)."""
+    the values (:func:`fwd_versions`); ``sgd`` runs one image at a time through the whole cluster
+    (forward, backward, update), so every forward pass sees every earlier update."""
     if schedule not in SCHEDULES:
         raise ClusterError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
     if schedule == "cp":  # 1F1B's order; the updates follow each backward pass
         schedule = "1f1b"
+    if schedule == "sgd":  # no pipelining: each image's forward and backward pass, then the next
+        return [(kind, b) for b in range(batch) for kind in ("fwd", "bwd")]
     if schedule == "gpipe":
         return [("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)]
     warm = min(batch, n - j + 1)

@@ -36,6 +36,7 @@ HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
+SCHEDULE_CHOICES = ("minibatch", "1f1b", "gpipe", "cp", "sgd")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
 #: deepest activation buffer a node may ask for (words; an FPGA's BRAM holds ~10 M bits)
 MAX_ACT_DEPTH = 1 << 20
@@ -62,6 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="learning rate 2**-L (default: the net's)")
     parser.add_argument("--momentum", type=int, metavar="M",
                         help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
+    parser.add_argument("--schedule", choices=SCHEDULE_CHOICES, metavar="S",
+                        help="how the weights are updated and the images flow: minibatch (golden default: one "
+                             "update per batch), 1f1b (cluster default: mini-batch updates; once the pipeline is "
+                             "full each node alternates one image's forward pass with an earlier one's backward "
+                             "pass), gpipe (mini-batch; all forward passes, then all backward passes), cp "
+                             "(continuous propagation: each node updates its layers after each image's backward "
+                             "pass while the pipeline stays full; the golden model takes the staleness of "
+                             "--nodes whole-layer nodes) or sgd (an update after each image, one image in the "
+                             "cluster at a time); sgd and cp cut the net at layer boundaries")
     parser.add_argument("--plot", metavar="FILE.png", help="write learning curves to this PNG file")
     parser.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
     grp = parser.add_argument_group("cluster engine (--engine cluster)")
@@ -100,10 +110,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")
-    grp.add_argument("--schedule", choices=("1f1b", "gpipe"), default="1f1b",
-                     help="order of the image passes in a step: 1f1b (default: once the pipeline is "
-                          "full, each node alternates one image's forward pass with an earlier one's "
-                          "backward pass) or gpipe (all forward passes, then all backward passes)")
     grp.add_argument("--save-weights", metavar="FILE.npz", help="write the final weights (raw integers)")
     grp.add_argument("--trace", metavar="FILE.json",
                      help="write the run's timeline as a Chrome/Perfetto trace-event file (open it in "
@@ -173,7 +179,20 @@ def _plot(histories: list, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _run_golden(args, net, settings: dict, precisions: list) -> list:
+def _golden_staleness(args, net, batch: int, precision: str) -> dict:
+    """``fwd_versions`` of ``--schedule cp`` on ``--nodes`` whole-layer nodes (FPDeep's partition of
+    the default cluster, as ``--engine cluster`` would run it)."""
+    from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, engine_for_net
+    from pymtl_fp.cluster.run import cp_versions
+
+    validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
+    try:
+        return cp_versions(net, ClusterConfig.homogeneous(args.nodes, engine_for_net(net, precision)), batch)
+    except (ClusterError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _run_golden(args, net, settings: dict, precisions: list, schedule: str = "minibatch") -> list:
     from pymtl_fp.data import load_digits_split
     from pymtl_fp.golden.study import fit
 
@@ -183,11 +202,13 @@ def _run_golden(args, net, settings: dict, precisions: list) -> list:
     split = load_digits_split(seed=0)
     print(f"digits: {len(split.y_train)} training / {len(split.y_test)} test images; "
           f"net {net.name}; epochs {settings['epochs']}, batch {settings['batch']}, "
-          f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}")
+          f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}; schedule {schedule}"
+          + (f" ({args.nodes} nodes)" if schedule == "cp" else ""))
     histories = []
     for precision in precisions:
+        versions = _golden_staleness(args, net, settings["batch"], precision) if schedule == "cp" else None
         try:
-            _, history = fit(net, split, precision, **settings)
+            _, history = fit(net, split, precision, schedule=schedule, fwd_versions=versions, **settings)
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"  {precision:>7}: test accuracy {100 * history.final_accuracy:5.1f}%  "
@@ -254,7 +275,7 @@ def _run_cluster(args, net) -> int:
         engine_for_net,
         node_levels,
     )
-    from pymtl_fp.cluster.run import format_report, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run import cp_versions, format_report, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.data import load_digits_split, quantize_images
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
@@ -280,6 +301,7 @@ def _run_cluster(args, net) -> int:
     if args.fpga_family not in fpga_families():
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     cuts = _cuts(args.cuts, args.nodes)
+    schedule = "1f1b" if args.schedule in (None, "minibatch") else args.schedule
     precision = "8" if args.precision == "all" else args.precision
     if precision not in net.formats:
         raise UserError(f"--precision {precision}: the cluster runs a fixed-point precision of the net "
@@ -333,7 +355,7 @@ def _run_cluster(args, net) -> int:
     bar = SimProgress(steps * batch, args.progress)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               overlap=args.overlap, schedule=args.schedule,
+                               overlap=args.overlap, schedule=schedule,
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar)
@@ -343,7 +365,8 @@ def _run_cluster(args, net) -> int:
         raise UserError(str(exc).splitlines()[0]) from None
     finally:
         bar.close()
-    want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
+                                       cp_versions(net, ccfg, batch, schedule, cuts))
     equal = params_equal(run.params, want)
     print(format_report(run.report))
     shown = golden_losses if len(golden_losses) <= 8 else golden_losses[:2] + golden_losses[-2:]
@@ -393,7 +416,10 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
         return _run_cluster(args, _net(args.net))
-    given = [flag for dest, (flag, default) in CLUSTER_OPTIONS.items() if getattr(args, dest, default) != default]
+    schedule = "minibatch" if args.schedule in (None, "1f1b", "gpipe") else args.schedule
+    allowed = ("nodes",) if schedule == "cp" else ()  # the pipeline depth behind cp's staleness
+    given = [flag for dest, (flag, default) in CLUSTER_OPTIONS.items()
+             if getattr(args, dest, default) != default and dest not in allowed]
     if given:
         raise UserError(f"{', '.join(given)}: option{'s' if len(given) > 1 else ''} of --engine cluster, "
                         f"not of --engine {args.engine}")
@@ -402,7 +428,14 @@ def main(args: argparse.Namespace) -> int:
     net = _net(args.net)
     settings = _settings(args, net)
     precisions = _precisions(args.precision, net)
-    histories = _run_golden(args, net, settings, precisions)
+    if schedule != "minibatch":
+        if precisions == [FLOAT64]:
+            raise UserError(f"--schedule {schedule} is defined in fixed point; choose --precision "
+                            f"{' or '.join(sorted(net.formats))}")
+        if FLOAT64 in precisions:
+            print(f"(--schedule {schedule}: fixed point only, float64 left out)")
+            precisions = [p for p in precisions if p != FLOAT64]
+    histories = _run_golden(args, net, settings, precisions, schedule)
 
     by_name = {h.precision: h for h in histories}
     if FLOAT64 in by_name and len(by_name) > 1:

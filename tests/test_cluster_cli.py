@@ -58,6 +58,8 @@ def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
     (["--nodes", "2", "--node-levels", "rtl,fl"], "needs --level mixed"),
     (["--cuts", "0,5,3,9", "--nodes", "3"], "rise from 0"),
     (["--save-weights", "w.txt"], ".npz"),
+    (["--schedule", "cp", "--nodes", "4"], "cutting at layer boundaries needs at most that many nodes"),
+    (["--schedule", "sgd", "--nodes", "2", "--cuts", "0,4,9"], "conv2 is split over nodes 0 and 1"),
 ])
 def test_cluster_bad_options_are_user_errors(argv, match):
     with pytest.raises(UserError, match=match):
@@ -85,3 +87,28 @@ def test_trace_timeline_and_kernels_from_the_command_line(tmp_path, capsys):
         for key in ("cycles_per_step", "node", "links", "steady_state", "losses"):
             assert other[key] == default[key], (extra, key)
     assert "simulated by PyMTL3" not in out
+
+
+@pytest.mark.parametrize("schedule", ["cp", "sgd"])
+def test_per_image_schedules_from_the_command_line(tmp_path, capsys, schedule):
+    report = tmp_path / "r.json"
+    assert run_cli("--nodes", "2", "--batch", "3", "--steps", "1", "--schedule", schedule, "--report", str(report)) == 0
+    out = capsys.readouterr().out
+    assert "final weights equal the golden model's: yes" in out
+    assert f"steady state ({schedule}" in out and "per-image updates included" in out
+    data = json.loads(report.read_text())
+    assert data["schedule"] == schedule and data["partition"]["split_layers"] == []
+
+
+def test_golden_cp_takes_the_pipeline_depth_from_nodes(capsys):
+    parser = argparse.ArgumentParser()
+    cmd_train.add_arguments(parser)
+    args = ["--precision", "8", "--epochs", "1", "--batch", "128", "--schedule", "cp"]
+    assert cmd_train.main(parser.parse_args([*args, "--nodes", "3"])) == 0
+    assert "schedule cp (3 nodes)" in capsys.readouterr().out
+    with pytest.raises(UserError, match="at most that many nodes"):
+        cmd_train.main(parser.parse_args([*args, "--nodes", "5"]))
+    with pytest.raises(UserError, match="defined in fixed point"):
+        cmd_train.main(parser.parse_args(["--precision", "float64", "--schedule", "sgd"]))
+    with pytest.raises(UserError, match="--array: option of --engine cluster"):
+        cmd_train.main(parser.parse_args([*args, "--array", "8"]))

@@ -1,7 +1,8 @@
 """The training study: train a net on the digits split in float64 and fixed point, epoch by epoch.
 
 :func:`fit` runs mini-batch SGD with :func:`~pymtl_fp.golden.train.train_step` (or its float64
-counterpart) and records, per epoch, the mean training loss and the test accuracy.  Every
+counterpart; or per-image SGD / continuous propagation, :mod:`pymtl_fp.golden.per_image`) and
+records, per epoch, the mean training loss and the test accuracy.  Every
 precision starts from the same He-normal float weights (quantized for fixed point) and sees the
 same shuffled batches (``seed``); the last partial batch of an epoch is dropped so every step has
 the same shape.  Step ``t`` of the run uses stochastic-rounding seed ``seed + t``.
@@ -10,12 +11,14 @@ the same shape.  Step ``t`` of the run uses stochastic-rounding seed ``seed + t`
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pymtl_fp.data import Split, quantize_images
+from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import (
     FLOAT64,
     TrainConfig,
@@ -26,6 +29,9 @@ from pymtl_fp.golden.train import (
     train_step_float64,
 )
 from pymtl_fp.net import Net
+
+#: how the study updates the weights (mini-batch SGD, per-image SGD, continuous propagation)
+SCHEDULES = ("minibatch", "sgd", "cp")
 
 
 @dataclass
@@ -57,8 +63,13 @@ def _single_threaded_blas():
 
 def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_log2: int,
         momentum: int | None = None, lr_halve_every: int | None = None, seed: int = 0,
-        max_steps: int | None = None) -> tuple:
+        max_steps: int | None = None, schedule: str = "minibatch", fwd_versions: dict | None = None) -> tuple:
     """Train from scratch; returns ``(params, History)``.
+
+    ``schedule``: ``minibatch`` (one update per step), ``sgd`` (an update after each image, no
+    staleness) or ``cp`` (an update after each image, the forward passes seeing the updates
+    ``fwd_versions`` gives: :func:`~pymtl_fp.golden.per_image.train_step_per_image`); the per-image
+    schedules are fixed point only.
 
     The learning rate is ``2**-lr_log2``, halved every ``lr_halve_every`` epochs if given (i.e.
     ``lr_log2 + epoch // lr_halve_every``).  ``max_steps`` caps the run (for tests).
@@ -75,6 +86,14 @@ def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_l
         params = quantize_params(net, params, precision)
         x_train, x_test = quantize_images(split.x_train, act), quantize_images(split.x_test, act)
         step_fn = train_step
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
+    if schedule != "minibatch":
+        if precision == FLOAT64:
+            raise ValueError(f"the {schedule} schedule is defined in fixed point (train_step_per_image)")
+        if schedule == "cp" and fwd_versions is None:
+            raise ValueError("the cp schedule needs fwd_versions (the pipeline's staleness)")
+        step_fn = functools.partial(train_step_per_image, fwd_versions=fwd_versions if schedule == "cp" else None)
     with _single_threaded_blas():
         return _fit(net, split, precision, params, x_train, x_test, step_fn, epochs=epochs,
                     batch=batch, lr_log2=lr_log2, momentum=momentum,

@@ -5,9 +5,10 @@ layers are split across nodes), then the training run (steps, batch, initial-wei
 images, learning-rate shift) and the stalls.  Mappings the cluster refuses before simulating
 (``ClusterError``: e.g. more nodes than layers without splitting) are rejected, not failures.
 The property: the weights the nodes hold after the steps equal :func:`pymtl_fp.cluster.run.golden_steps`
-exactly (the golden model's ``train_step`` applied
-``steps`` times).  ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``,
-``verilator``); links are cycle level, or RTL when every node is RTL (``cluster.run`` decides).
+exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-image schedules
+``cp`` and ``sgd``, drawn too, the golden per-image step with the partition's staleness).
+``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
+cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
 """
 
@@ -53,6 +54,7 @@ def case_strategy(draw, level):
         train_seed=draw(st.integers(0, 2**16)),
         stall=draw(st.sampled_from([0.0, 0.2, 0.5])),
         stall_seed=draw(st.integers(0, 1000)),
+        schedule=draw(st.sampled_from(["1f1b", "gpipe", "cp", "sgd"])),
     )
 
 
@@ -62,7 +64,7 @@ def strategy(level):
 
 def check(case, level, ctx):
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     net, engine, images, labels = _fixture()
@@ -75,12 +77,13 @@ def check(case, level, ctx):
     tcfg = TrainConfig(PREC, lr_log2=case["lr_log2"], seed=case["train_seed"])
     params = quantize_params(net, init_params_float64(net, case["param_seed"]), PREC)
     stall = (case["stall"], case["stall_seed"]) if case["stall"] else None
+    schedule = case.get("schedule", "1f1b")  # (case files written before schedules were drawn)
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               levels=[level] * n, split=case["split"], stall=stall)
+                               levels=[level] * n, split=case["split"], stall=stall, schedule=schedule)
     except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
         assume(False)
-    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, schedule))
     if not params_equal(run.params, want):
         bad = [f"{layer}.{k}" for layer in want for k in ("w", "b")
                if not (run.params[layer][k] == want[layer][k]).all()]
@@ -88,7 +91,8 @@ def check(case, level, ctx):
 
 
 def coverage(case):
-    return (f"{case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} L{case['latency']} "
+    return (f"{case.get('schedule', '1f1b')} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
+            f"L{case['latency']} "
             f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else ""))
 
 
