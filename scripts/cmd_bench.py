@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-HELP = "benchmarks that print measured figures: engine, engine-cl, link, cluster"
-TARGETS = ("engine", "engine-cl", "link", "cluster")
+HELP = "benchmarks that print measured figures: engine, engine-cl, link, cluster, schedules"
+TARGETS = ("engine", "engine-cl", "link", "cluster", "schedules")
 
 
 def _load(target):

@@ -8,6 +8,8 @@ Sub-commands (each runs with no options, on built-in defaults):
   chain of FPGAs of different sizes, against an even split and FPDeep balancing;
 * ``design``    -- DarkFPGA-style search over engines (P, E), tiling and batch tile on one FPGA:
   the best points and the Pareto front;
+* ``parallelism`` -- FPDeep's pipeline vs data-parallel (ring all-reduce) vs hybrid training for
+  every cluster size and mini-batch: which wins where;
 * ``zoo``       -- the networks' FP/BP/WG operation counts against their published totals.
 
 Outputs go to ``--out DIR`` (default ``reports/`` in the current directory): CSV, Markdown and
@@ -24,7 +26,7 @@ from pathlib import Path
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 
-HELP = "design-space and scaling studies: scaling, partition, design, zoo"
+HELP = "design-space and scaling studies: scaling, partition, design, parallelism, zoo"
 
 DEFAULT_LINKS = "6x10G,6x13.1G,250G,500G,inf"
 
@@ -195,6 +197,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=2, metavar="N",
                    help="worker processes of --scheduler local (default 2)")
 
+    p = sub.add_parser("parallelism", help="pipeline vs data-parallel vs hybrid per mini-batch",
+                       description="FPDeep's pipeline, data-parallel training with a ring all-reduce "
+                       "(CATERPILLAR's collectives) and hybrids of both, for every cluster size and "
+                       "mini-batch: the fastest, and the batch at which each wins.")
+    _common(p, "vgg16", 16, 32)
+    p.add_argument("--device", default="xc7vx690t", help="FPGA part (default xc7vx690t)")
+    p.add_argument("--link", default="6x10G", help="link model (default 6x10G; see explore scaling)")
+    p.add_argument("--fpgas", default="1,2,4,8,16,32,64,128", help="cluster sizes (default 1,2,4,...,128)")
+    p.add_argument("--batches", default="1,2,4,8,16,32,64,128,256",
+                   help="mini-batches (default 1,2,4,...,256; --batch is not used)")
+    p.add_argument("--grad-bits", type=int, default=None,
+                   help="bits per gradient in the all-reduce (default: the accumulator width, as "
+                        "bit-exact data-parallel training needs)")
+    p.add_argument("--pieces", type=int, default=64, help="most pieces a layer may be split into (default 64)")
+
     p = sub.add_parser("zoo", help="operation counts of the networks vs published totals")
     p.add_argument("--net", default=None, help="one network (default: all)")
     p.add_argument("--layers", action="store_true", help="per-layer table")
@@ -203,7 +220,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     return {"scaling": _scaling, "partition": _partition, "design": _design,
-            "zoo": _zoo}[args.study](args)
+            "parallelism": _parallelism, "zoo": _zoo}[args.study](args)
 
 
 # -- studies --------------------------------------------------------------------------------------
@@ -240,6 +257,40 @@ def _scaling(args) -> int:
               f"({best['images_s']:.0f} img/s, {best['gops_per_j']:.1f} GOPs/J) at {best['fpgas']} FPGAs" +
               (f"; optimal partition: {max(r['opt_gops'] for r in res.rows if r['link'] == lk.name):.0f} GOPS"
                if args.optimal else ""))
+    for f in files:
+        print(f"  wrote {f}")
+    return 0
+
+
+def _parallelism(args) -> int:
+    from pymtl_fp.explore import parallelism_report, report
+    from pymtl_fp.explore.parallelism import crossover
+
+    net = _network(args.net)
+    dev = _device(args.device)
+    prec = _precision(args.bits)
+    (link,) = _links([args.link]) if "," not in str(args.link) else (None,)
+    if link is None:
+        raise UserError(f"--link {args.link}: give one link model")
+    sizes = parse_fpgas(args.fpgas)
+    batches = parse_fpgas(args.batches) if str(args.batches).strip() else []
+    if max(batches, default=0) > MAX_BATCH:
+        raise UserError(f"--batches: at most {MAX_BATCH}")
+    validate.integer(args.grad_bits, "--grad-bits", 1, 64)
+    validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
+    out = _out_dir(args)
+    res = crossover(net, dev, sizes, batches, link, prec, args.grad_bits, args.pieces)
+    stem = _stem("parallelism", net.name, dev.name, link.name)
+    files = [report.write_csv(out / f"{stem}.csv", res.rows, parallelism_report.COLUMNS)]
+    (out / f"{stem}.md").write_text(parallelism_report.markdown(res, sizes, batches) + "\n", encoding="utf-8")
+    files.append(out / f"{stem}.md")
+    if not args.no_plot:
+        files.append(parallelism_report.plot(res, sizes, batches, out / f"{stem}.png"))
+    print(f"{net.name} on 1 x .. {max(sizes)} x {dev.name}, link {link.name}, {res.grad_bits}-bit gradient "
+          f"all-reduce: {len(res.rows)} configurations in {res.seconds:.2f} s")
+    for n in sizes:
+        cb = res.crossover_batches(n)
+        print(f"  {n:>4} FPGAs: " + ", ".join(f"{m} from B={b}" for m, b in cb.items() if b is not None))
     for f in files:
         print(f"  wrote {f}")
     return 0

@@ -24,6 +24,8 @@ def _run(argv, capsys):
     ("design", ["design_vgg-cifar_xcvu9p_b128_pareto.csv", "design_vgg-cifar_xcvu9p_b128.md",
                 "design_vgg-cifar_xcvu9p_b128.png"]),
     ("zoo", ["zoo.csv"]),
+    ("parallelism", ["parallelism_vgg16_xc7vx690t_6x10G.csv", "parallelism_vgg16_xc7vx690t_6x10G.md",
+                     "parallelism_vgg16_xc7vx690t_6x10G.png"]),
 ])
 def test_each_study_runs_on_defaults(study, stems, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -73,6 +75,10 @@ def test_partition_with_a_json_devices_file(tmp_path, capsys):
     (["design", "--device", "nope"], "unknown device"),
     (["design", "--dram-gbs", "-1"], "--dram-gbs"),
     (["partition", "--devices", "/nonexistent/file.toml"], "no such file"),
+    (["parallelism", "--link", "6x10G,250G"], "give one link model"),
+    (["parallelism", "--grad-bits", "0"], "--grad-bits"),
+    (["parallelism", "--batches", "0,4"], "outside"),
+    (["parallelism", "--fpgas", "9999"], "--fpgas"),
 ])
 def test_bad_input_is_one_line(argv, needle, tmp_path, capsys):
     rc, _, err = _run(argv + ["--out", str(tmp_path)], capsys)

@@ -54,6 +54,15 @@ class ScalingResult:
         return np.array([p[0] for p in pts]), np.array([p[1] for p in pts], dtype=float)
 
 
+def fpdeep_cuts(chain: Chain, curve, n: int) -> np.ndarray:
+    """FPDeep's balanced cut positions of ``chain`` over ``n`` FPGAs (``n + 1`` of them):
+    equal shares of the FP+BP+WG work curve (:func:`.partition.work_curve`)."""
+    cuts = np.zeros(n + 1, dtype=np.int64)
+    cuts[1:n] = np.maximum.accumulate(nearest_positions(curve, np.arange(1, n) / n))
+    cuts[n] = chain.M
+    return cuts
+
+
 def sweep(network, device: Device, fpgas, links, precision: Precision | None = None,
           batch: int = 32, max_pieces: int = 64, split: str = "auto",
           array=None, optimal: bool = False) -> ScalingResult:
@@ -86,9 +95,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         mat = cyc.matrix() / clock
         total_s = cyc.full_cum[-1] / clock
     for n in fpgas:
-        cuts = np.zeros(n + 1, dtype=np.int64)
-        cuts[1:n] = np.maximum.accumulate(nearest_positions(curve, np.arange(1, n) / n))
-        cuts[n] = chain.M
+        cuts = fpdeep_cuts(chain, curve, n)
         a, b = cuts[:-1], cuts[1:]
         stage_cycles = cyc.vec(a, b)
         compute_ii = stage_cycles.max() / clock
