@@ -41,6 +41,7 @@ engine's timing model, and it may choose row splits, which this cluster does not
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -129,6 +130,12 @@ class _Shape:
 
 
 def layer_info(net, li: int) -> dict:
+    """Layer ``li``'s shape fields as the compiler names them (a fresh dict: callers may add to it)."""
+    return dict(_layer_info(net, li))
+
+
+@functools.lru_cache(maxsize=4096)
+def _layer_info(net, li: int) -> dict:
     layer = net.layers[li]
     c, h, w = net.shapes()[li]
     ko, ho, wo = net.shapes()[li + 1]

@@ -259,7 +259,11 @@ class Net:
 
     # ---- geometry -------------------------------------------------------------------------
     def shapes(self) -> list:
-        """``[input_shape, output of layer 0, output of layer 1, ...]`` as (C, H, W) tuples."""
+        """``[input_shape, output of layer 0, output of layer 1, ...]`` as (C, H, W) tuples
+        (computed once: a net is immutable; the compiler asks for them tens of thousands of times)."""
+        cached = self.__dict__.get("_shapes")
+        if cached is not None:
+            return list(cached)
         shapes = [self.input_shape]
         for layer in self.layers:
             c, h, w = shapes[-1]
@@ -276,6 +280,7 @@ class Net:
             except ValueError as exc:
                 raise NetError(f"{layer.name} (input {c}x{h}x{w}): {exc}") from None
             shapes.append(out)
+        object.__setattr__(self, "_shapes", tuple(shapes))
         return shapes
 
     def param_layers(self) -> list:

@@ -103,6 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="force the partition: N+1 cut positions in tiles of P output channels "
                           "(mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
+    grp.add_argument("--partition", choices=("rule", "search"), default="rule",
+                     help="rule (default: FPDeep's balanced cuts, or the min-max cut vector when better) or "
+                          "search (the best-modelled cut vectors and the rule's, each simulated at cl for one "
+                          "step of the run's first images: the fastest is trained; a few seconds more)")
     grp.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
                           "hazards): faster at cl, rtl and verilator; fl keeps the serial timing "
@@ -346,6 +350,20 @@ def _run_cluster(args, net) -> int:
     params = quantize_params(net, init_params_float64(net, settings["seed"]), precision)
     tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
                        seed=settings["seed"])
+    if args.partition == "search":
+        if cuts is not None:
+            raise UserError("--partition search chooses the cuts: give --cuts or --partition search, not both")
+        from pymtl_fp.cluster.tune import search_partition
+
+        try:
+            found = search_partition(net, ccfg, params, images, labels, tcfg, batch, split=not args.no_split,
+                                     overlap=args.overlap, schedule=schedule)
+        except ClusterError as exc:
+            raise UserError(str(exc)) from None
+        cuts = found["cuts"]
+        print(f"partition search ({len(found['table'])} cut vectors, one step each at cl): "
+              + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"])
+              + f" -> {cuts}", flush=True)
     print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
           f"{args.nodes} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
           f"(arrays {','.join(str(e.P) for e in ccfg.engines)})"

@@ -1,0 +1,58 @@
+"""The partition search (cluster.tune): on 2 and 3 nodes, where FPDeep's rule leaves a node's
+LOADs waiting behind its neighbour, the searched cuts train bit-exactly, faster than the rule's,
+at >= 90 % of their steady-state bound; the search's own cycle figures are the simulated ones."""
+
+import numpy as np
+import pytest
+
+from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
+from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.tune import search_partition
+from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.net import load_net
+
+NET = load_net("lenet-digits")
+PREC = "8"
+TCFG = TrainConfig(PREC, lr_log2=3, seed=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    split = load_digits_split(seed=0)
+    order = np.random.default_rng(0).permutation(len(split.y_train))[:16]
+    return quantize_images(split.x_train[order], NET.precision(PREC).act), split.y_train[order]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_searched_partition_is_faster_and_near_its_bound(data, n):
+    images, labels = data
+    params = quantize_params(NET, init_params_float64(NET, 0), PREC)
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(NET, PREC))
+    found = search_partition(NET, ccfg, params, images, labels, TCFG, 8)
+    assert found["table"][0]["cuts"] == found["rule_cuts"]  # the rule's partition is always tried
+    runs = {}
+    for name, cuts in (("rule", found["rule_cuts"]), ("search", found["cuts"])):
+        runs[name] = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=8, levels=["cl"] * n,
+                                      overlap=True, cuts=cuts)
+    want, _ = golden_steps(NET, params, images, labels, TCFG, 2, 8)
+    assert params_equal(runs["search"].params, want)
+    first = next(r for r in found["table"] if r["cuts"] == found["cuts"])
+    assert first["cycles"] == min(r["cycles"] for r in found["table"])
+    assert found["cuts"] != found["rule_cuts"]
+    ss = {k: r.report["steady_state"] for k, r in runs.items()}
+    assert ss["search"]["cycles_per_image"] < ss["rule"]["cycles_per_image"]
+    assert runs["search"].report["cycles_per_step"][-1] < runs["rule"].report["cycles_per_step"][-1]
+    assert ss["search"]["efficiency"] >= 0.90
+
+
+def test_search_and_cuts_together_are_refused():
+    import argparse
+
+    from pymtl_fp.cli import cmd_train
+    parser = argparse.ArgumentParser()
+    cmd_train.add_arguments(parser)
+    with pytest.raises(UserError, match="give --cuts or --partition search"):
+        cmd_train.main(parser.parse_args(["--engine", "cluster", "--nodes", "2", "--cuts", "0,2,9",
+                                          "--partition", "search"]))
