@@ -1,8 +1,9 @@
 """Continuous propagation (``--schedule cp``: pipelined SGD, a weight update after each image's
-backward pass) on the simulated cluster: the final weights and losses equal the golden per-image
-step with the partition's staleness (:func:`pymtl_fp.cluster.run.cp_versions`) bit for bit on 1-4
-nodes, at FL and CL with random stalls, link latencies and both topologies, and at Verilator
-cycle-equal with CL; split layers are refused before any simulation."""
+backward pass) and plain per-image SGD (``--schedule sgd``) on the simulated cluster: the final
+weights and losses equal the golden per-image step with the partition's staleness
+(:func:`pymtl_fp.cluster.run.cp_versions`) bit for bit on 1-4 nodes, at FL and CL with random
+stalls, link latencies and both topologies, and at Verilator cycle-equal with CL; split layers are
+refused before any simulation."""
 
 from __future__ import annotations
 
@@ -31,22 +32,22 @@ def data():
 
 
 def _run(data, n, level, *, batch=3, steps=2, link=None, stall=None, topology="chain", overlap=True, net=None,
-         act_depth=2048):
+         act_depth=2048, schedule="cp"):
     net = net or NETS[n]
     images, labels = data
     params = quantize_params(net, init_params_float64(net, 4), PREC)
     engine = engine_for_net(net, PREC, act_depth=act_depth, weight_depth=256, bias_depth=32)
     ccfg = ClusterConfig.homogeneous(n, engine, link, topology=topology)
     run = train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=[level] * n,
-                           stall=stall, overlap=overlap, schedule="cp")
-    versions = cp_versions(net, ccfg, batch)
+                           stall=stall, overlap=overlap, schedule=schedule)
+    versions = cp_versions(net, ccfg, batch, schedule)
     want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch, versions)
     assert params_equal(run.params, want), f"{n} nodes at {level}: the weights differ from the golden cp step"
     assert run.losses == pytest.approx(losses, abs=0)
     # the staleness is real: the mini-batch step (or no staleness) ends elsewhere
     minibatch, _ = golden_steps(net, params, images, labels, TCFG, steps, batch)
     assert not params_equal(run.params, minibatch)
-    if n > 1:
+    if n > 1 and schedule == "cp":
         fresh, _ = golden_steps(net, params, images, labels, TCFG, steps, batch,
                                 {name: list(range(batch)) for name in versions})
         assert not params_equal(run.params, fresh)
@@ -56,12 +57,16 @@ def _run(data, n, level, *, batch=3, steps=2, link=None, stall=None, topology="c
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(1, 4), level=st.sampled_from(["fl", "cl"]), batch=st.integers(2, 4),
        latency=st.integers(1, 12), stall=st.floats(0.0, 0.4), seed=st.integers(0, 1000),
-       topology=st.sampled_from(["chain", "ring"]), overlap=st.booleans())
-def test_cp_on_the_cluster_equals_the_golden_cp_step(data, n, level, batch, latency, stall, seed, topology, overlap):
+       topology=st.sampled_from(["chain", "ring"]), overlap=st.booleans(), schedule=st.sampled_from(["cp", "sgd"]))
+def test_per_image_schedules_on_the_cluster_equal_the_golden_step(data, n, level, batch, latency, stall, seed, topology,
+                                                                  overlap, schedule):
+    """(``sgd``: no staleness, one image in the cluster at a time: the golden per-image step
+    with ``fwd_versions = None``, which ``cp_versions`` gives for it.)"""
     if topology == "ring" and n == 1:
         topology = "chain"
     link = default_link(32, latency)
-    _run(data, n, level, batch=batch, link=link, stall=(stall, seed), topology=topology, overlap=overlap)
+    _run(data, n, level, batch=batch, link=link, stall=(stall, seed), topology=topology, overlap=overlap,
+         schedule=schedule)
 
 
 @pytest.mark.parametrize("n", [1, 4])
