@@ -2,8 +2,8 @@
 backward pass) and plain per-image SGD (``--schedule sgd``) on the simulated cluster: the final
 weights and losses equal the golden per-image step with the partition's staleness
 (:func:`pymtl_fp.cluster.run.cp_versions`) bit for bit on 1-4 nodes, at FL and CL with random
-stalls, link latencies and both topologies, and at Verilator cycle-equal with CL; split layers are
-refused before any simulation."""
+stalls, link latencies and both topologies (the Verilated cluster, cycle-equal with CL:
+``tests/test_cluster_verilated.py``); split layers are refused before any simulation."""
 
 from __future__ import annotations
 
@@ -86,13 +86,3 @@ def test_cp_refuses_split_layers_before_simulating(data):
     with pytest.raises(ClusterError, match="needs whole layers on each node: conv2 is split"):
         train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["cl"] * 2,
                          schedule="cp", cuts=[0, 4, 9])
-
-
-@pytest.mark.verilator
-def test_cp_verilated_cluster_is_cycle_equal_to_cl(data):
-    """(The 2-node build of tests/test_cluster_verilated.py: the programs differ, the hardware not.)"""
-    cl = _run(data, 2, "cl", batch=3, steps=2, act_depth=512)
-    vl = _run(data, 2, "verilator", batch=3, steps=2, act_depth=512)
-    assert vl.cycles == cl.cycles
-    assert vl.report["cycles_per_step"] == cl.report["cycles_per_step"]
-    assert vl.report["steady_state"] == cl.report["steady_state"]

@@ -1,13 +1,13 @@
 """The whole RTL cluster as one Verilated model (compiled bench): bit-exact with the golden model,
 cycle-equal with the CL cluster (every per-node statistic and the energy report), chain and ring, split layers, mixed
-array sides, link faults; and the compiled bench's stream semantics against PyMTL3's."""
+array sides, link faults, continuous propagation; and the compiled bench's stream semantics against PyMTL3's."""
 
 from __future__ import annotations
 
 import pytest
 
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -32,12 +32,13 @@ def _ccfg(Ps, topology="chain", act_depth=512):
     return ClusterConfig(engines, default_link(engines[0].stream_bits), topology=topology)
 
 
-def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None):
+def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b"):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
-                           levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts)
-    want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch)
+                           levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule)
+    want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
+                                cp_versions(NET, ccfg, batch, schedule, cuts))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
     assert run.losses == pytest.approx(losses, abs=0)
     return run
@@ -60,6 +61,15 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     v = _run(data, ccfg, "verilator", steps=2)
     assert v.report["simulator"].startswith("verilated cluster") and v.report["partition"]["split_layers"]
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
+
+
+def test_two_node_chain_continuous_propagation(data):
+    """The same hardware as above with the cp schedule's programs (an update after each image):
+    equal to the golden per-image step, cycle for cycle with CL."""
+    ccfg = _ccfg((4, 4))
+    v = _run(data, ccfg, "verilator", steps=2, batch=3, schedule="cp")
+    assert v.report["schedule"] == "cp"
+    _same_cycles(v, _run(data, ccfg, "cl", steps=2, batch=3, schedule="cp"))
 
 
 def test_three_node_ring_of_mixed_array_sides_with_link_faults(data):
