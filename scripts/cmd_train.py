@@ -350,6 +350,7 @@ def _run_cluster(args, net) -> int:
     params = quantize_params(net, init_params_float64(net, settings["seed"]), precision)
     tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
                        seed=settings["seed"])
+    found = None
     if args.partition == "search":
         if cuts is not None:
             raise UserError("--partition search chooses the cuts: give --cuts or --partition search, not both")
@@ -383,6 +384,9 @@ def _run_cluster(args, net) -> int:
         raise UserError(str(exc).splitlines()[0]) from None
     finally:
         bar.close()
+    if found is not None:  # the report says how the cuts were chosen
+        run.report["partition"]["method"] = f"searched at cl; the rule's cuts: {found['rule_cuts']}"
+        run.report["partition"]["search"] = found["table"]
     want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
                                        cp_versions(net, ccfg, batch, schedule, cuts))
     equal = params_equal(run.params, want)

@@ -47,12 +47,21 @@ def test_searched_partition_is_faster_and_near_its_bound(data, n):
     assert ss["search"]["efficiency"] >= 0.90
 
 
-def test_search_and_cuts_together_are_refused():
+def test_search_from_the_command_line_reports_its_candidates(tmp_path, capsys):
     import argparse
+    import json
 
     from pymtl_fp.cli import cmd_train
     parser = argparse.ArgumentParser()
     cmd_train.add_arguments(parser)
+    report = tmp_path / "r.json"
+    assert cmd_train.main(parser.parse_args(["--engine", "cluster", "--nodes", "2", "--steps", "1",
+                                             "--partition", "search", "--report", str(report)])) == 0
+    out = capsys.readouterr().out
+    assert "partition search (" in out and "final weights equal the golden model's: yes" in out
+    part = json.loads(report.read_text())["partition"]
+    assert part["method"].startswith("searched at cl") and len(part["search"]) >= 2
+    assert part["cuts"] == min(part["search"], key=lambda r: r["cycles"])["cuts"]
     with pytest.raises(UserError, match="give --cuts or --partition search"):
         cmd_train.main(parser.parse_args(["--engine", "cluster", "--nodes", "2", "--cuts", "0,2,9",
                                           "--partition", "search"]))
