@@ -10,7 +10,7 @@ from __future__ import annotations
 from pymtl_fp.engine import msgs
 
 BUFS = ("X", "D", "O", "W", "G", "B")
-BUF_ID = {"X": msgs.BUF_X, "D": msgs.BUF_D, "O": msgs.BUF_O, "W": msgs.BUF_W, "G": msgs.BUF_G, "B": msgs.BUF_B}
+BUF_ID = msgs.BUF_IDS
 
 
 class Alloc:
@@ -29,9 +29,7 @@ class Alloc:
         return self.regions[key][0]
 
     def depth(self, buf: str) -> int:
-        e = self.ecfg
-        return {"X": e.act_depth, "D": e.act_depth, "O": e.act_depth, "W": e.weight_depth,
-                "G": e.weight_depth, "B": e.bias_depth}[buf]
+        return msgs.buffer_depth(BUF_ID[buf], self.ecfg)
 
     def usage(self) -> dict:
         return {b: {"used": self.top[b], "depth": self.depth(b)} for b in BUFS}

@@ -34,11 +34,17 @@ class NodeProgram:
     io_cycles: int = 0
     macs: int = 0
     link_elems: dict = field(default_factory=dict)  # per step: port -> elements
-    #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), wg
+    #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), upd (the
+    #: per-image updates of a per-image schedule), wg (the step's weight phase)
     phase_compute: dict = field(default_factory=dict)
     loop: tuple = (0, 0)  #: the step loop's first and last instruction
     longest_command: int = 0  #: cycles of the longest engine command (the watchdog's yardstick)
     notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command
+
+    def image_compute(self, *phases) -> int:
+        """Modelled compute cycles per step of the image passes (``phases``; default: forward,
+        backward and per-image updates: what the steady state is bounded by)."""
+        return sum(self.phase_compute.get(k, 0) for k in (phases or ("fwd", "bwd", "upd")))
 
     def words(self) -> list:
         """The program as binary instruction words."""

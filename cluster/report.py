@@ -166,7 +166,7 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
                       "efficiency": bound / interval if interval else None,
                       "node": j, "completions": ts}
     fi, bi = out["fwd"]["interval_cycles_per_image"], out["bwd"]["interval_cycles_per_image"]
-    per_node = [sum(p.phase_compute.get(k, 0) for k in ("fwd", "bwd", "upd")) / batch for p in cprog.nodes]
+    per_node = [p.image_compute() / batch for p in cprog.nodes]
     if cprog.schedule == "gpipe":
         out["cycles_per_image"] = fi + bi if fi and bi else None
         link = out["fwd"]["bound_link"] + out["bwd"]["bound_link"]
@@ -174,8 +174,8 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
         out["cycles_per_image"] = fi
         link = max(out["fwd"]["bound_link"], out["bwd"]["bound_link"])
         # the chain bwd(N-1)..bwd(0), node 0's update, fwd(0)..fwd(N-1): the other updates may hide
-        per_node = [sum((p.phase_compute.get("fwd", 0) + p.phase_compute.get("bwd", 0)) / batch
-                        for p in cprog.nodes) + cprog.nodes[0].phase_compute.get("upd", 0) / batch]
+        per_node = [(sum(p.image_compute("fwd", "bwd") for p in cprog.nodes)
+                     + cprog.nodes[0].image_compute("upd")) / batch]
     else:
         out["cycles_per_image"] = fi
         link = max(out["fwd"]["bound_link"], out["bwd"]["bound_link"])

@@ -22,7 +22,7 @@ from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.report import format_report, make_report
 from pymtl_fp.cluster.router_config import RouterConfig
-from pymtl_fp.cluster.schedule import PER_IMAGE, layer_versions
+from pymtl_fp.cluster.schedule import PER_IMAGE, layer_versions, split_allowed
 from pymtl_fp.cluster.top import ClusterTop, load_programs
 from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import TrainConfig, train_step
@@ -174,8 +174,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
-    if schedule in PER_IMAGE:
-        split = False  # each layer's update on one node (cluster.schedule.layer_versions)
+    split = split_allowed(schedule, split)
     part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
     rcfgs = router_configs(ccfg, cprog, router)

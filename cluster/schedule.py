@@ -47,6 +47,12 @@ def step_order(schedule: str, j: int, n: int, batch: int) -> list:
     return order
 
 
+def split_allowed(schedule: str, split: bool) -> bool:
+    """May the partition split a layer between two nodes?  Not under a per-image schedule (each
+    layer's update on one node: :func:`layer_versions`)."""
+    return split and schedule not in PER_IMAGE
+
+
 def fwd_versions(schedule: str, j: int, n: int, batch: int) -> list:
     """Under a per-image schedule, how many of this step's updates of node ``j``'s layers the
     forward pass of each image sees: the backward passes before it in :func:`step_order` (each

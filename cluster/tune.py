@@ -21,21 +21,16 @@ import math
 
 from pymtl_fp.cluster.compile import compile_cluster
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cluster.partition import grid_unit, partition
-from pymtl_fp.cluster.schedule import PER_IMAGE
+from pymtl_fp.cluster.partition import partition
+from pymtl_fp.cluster.schedule import split_allowed
 
 #: most cut vectors the search compiles (beyond it: the rule's partition only)
 MAX_CANDIDATES = 5_000
 
 
-def _compute_bound(cprog, batch: int) -> float:
-    return max(sum(p.phase_compute.get(k, 0) for k in ("fwd", "bwd", "upd")) for p in cprog.nodes) / batch
-
-
-def candidates(net, ccfg, batch, params, tcfg, *, split=True, overlap=True, schedule="1f1b") -> list:
-    """``[(compute bound per image, cuts)]`` of every cut vector the compiler accepts, best first."""
-    default = partition(net, ccfg, batch, split=split)
-    total = default.cuts[-1]
+def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overlap=True, schedule="1f1b") -> list:
+    """``[(compute bound per image, cuts)]`` of every cut vector over ``total`` tiles the compiler
+    accepts, best first (the bound: the slowest node's modelled compute of its image passes)."""
     n = ccfg.n
     if n == 1 or math.comb(total - 1, n - 1) > MAX_CANDIDATES:
         return []
@@ -49,7 +44,7 @@ def candidates(net, ccfg, batch, params, tcfg, *, split=True, overlap=True, sche
             cprog = compile_cluster(net, ccfg, part, params, tcfg, 1, overlap, schedule)
         except ClusterError:  # a 3-way split, a misfit in the buffers, ...
             continue
-        out.append((_compute_bound(cprog, batch), cuts))
+        out.append((max(p.image_compute() for p in cprog.nodes) / batch, cuts))
     return sorted(out)
 
 
@@ -60,10 +55,9 @@ def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, spl
     (``table``: per simulated candidate, its cuts, modelled bound and cycles)."""
     from pymtl_fp.cluster.run import train_on_cluster
 
-    if schedule in PER_IMAGE:
-        split = False
+    split = split_allowed(schedule, split)
     rule = partition(net, ccfg, batch, split=split).cuts
-    ranked = candidates(net, ccfg, batch, params, tcfg, split=split, overlap=overlap, schedule=schedule)
+    ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule)
     tried = [list(rule)] + [c for _, c in ranked[:keep] if list(c) != list(rule)]
     bound = {tuple(c): b for b, c in ranked}
     table = []
@@ -73,4 +67,4 @@ def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, spl
                                split=split)
         table.append({"cuts": list(cuts), "compute_bound_per_image": bound.get(tuple(cuts)), "cycles": run.cycles})
     best = min(table, key=lambda r: r["cycles"])  # (ties: the rule's, listed first)
-    return {"cuts": best["cuts"], "rule_cuts": list(rule), "table": table, "tile_channels": grid_unit(ccfg)}
+    return {"cuts": best["cuts"], "rule_cuts": list(rule), "table": table}

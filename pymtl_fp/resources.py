@@ -186,7 +186,7 @@ def engine_resources(cfg) -> Resources:
     # and drain about 60P^2 + 440P + 380 LUTs
     glue = Resources(luts=60 * lanes + 440 * P + 380, ffs=acc * lanes + 2 * acc * P + 160 + 16 * P)
     r.add(glue, "datapath control: drain (accumulator copy), writeback, storer, per-bank read/write ports, pool")
-    E = getattr(cfg, "stream_lanes", 1)
+    E = cfg.stream_lanes
     if E > 1:
         # not measured (the calibration is E = 1): the storer's lane select stays one L:1 mux per
         # element bit in total (E muxes of L/E inputs) and the loader's data are wired, but every

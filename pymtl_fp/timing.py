@@ -323,14 +323,12 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
             packed = not needs_dx and g == 1 and tap_packing_pays(P, ConvShape(n=batch, k=per_group, **shape))
         out = {}
         for key, op in (("fp", "fwd"), ("bp", "bwd_data"), ("wg", "bwd_weight")):
-            if op == "bwd_data" and packed:
+            if op == "bwd_data" and not needs_dx:  # (a packed layer never needs it)
                 out[key] = 0
                 continue
             cyc = sum(mapped_conv_cycles(P, op, ConvShape(n=batch, k=kp, **shape), packed, drain_rows)
                       for kp in parts)
             out[key] = round(cyc * frac / batch)
-        if not needs_dx:
-            out["bp"] = 0
         return out
     if layer.kind == "pool":
         frac = (1.0 if k is None else int(k) / layer.K) * (1.0 if ho is None else int(ho) / layer.Ho)

@@ -29,14 +29,6 @@ LAYERS = {
     "fc": (2, 8, 8, 4, 4, 4, 4, 1, 0),           # fully connected: the kernel covers the input
 }
 
-#: VGG-16 (224 x 224 input): name -> (c, k, size); 3x3 convs, stride 1, pad 1
-VGG16 = {
-    "conv1_1": (3, 64, 224), "conv1_2": (64, 64, 224), "conv2_1": (64, 128, 112),
-    "conv2_2": (128, 128, 112), "conv3_1": (128, 256, 56), "conv3_2": (256, 256, 56),
-    "conv3_3": (256, 256, 56), "conv4_1": (256, 512, 28), "conv4_2": (512, 512, 28),
-    "conv4_3": (512, 512, 28), "conv5_1": (512, 512, 14), "conv5_2": (512, 512, 14),
-    "conv5_3": (512, 512, 14),
-}
 MEASURED_OPS = ("fwd", "bwd_data", "bwd_weight")
 
 
@@ -102,24 +94,30 @@ def measure(cfg, level: str = "verilator", stream: int = 8, seed: int = 2024, la
 
 
 def closed_form_layers(P: int, batch_fc: int = 32) -> dict:
-    """Closed-form compute cycles and utilization of every VGG-16 conv layer (batch 1; conv1_1
-    tap-packed, as a first layer) and fc7 at ``batch_fc`` on a ``P x P`` engine."""
+    """Closed-form compute cycles and utilization of every VGG-16 conv layer (the explore zoo's,
+    batch 1; conv1_1 tap-packed, as a first layer) and fc7 at ``batch_fc`` on a ``P x P`` engine."""
+    from pymtl_fp.explore.zoo import get_network
+
+    convs = [ly for ly in get_network("vgg16").layers if ly.kind == "conv"]
     out = {}
-    for name, (c, k, size) in VGG16.items():
-        dims = (1, c, k, size, size, 3, 3, 1, 1)
+    for ly in convs:
+        first = ly is convs[0]
+        dims = (1, ly.C, ly.K, ly.in_shape[1], ly.in_shape[2], ly.R, ly.S, ly.stride, ly.pad)
         sh = _shape(dims)
         macs = timing.useful_macs("fwd", sh.fields(P))
         row = {}
         for op in MEASURED_OPS:
-            if name == "conv1_1" and op == "bwd_data":
+            if first and op == "bwd_data":
                 continue
-            mapping = _mapping(P, op, dims, name == "conv1_1")
+            mapping = _mapping(P, op, dims, first)
             cyc = timing.mapped_conv_cycles(P, op, sh, mapping == "taps")
             row[op] = dict(mapping=mapping, compute_cycles=cyc, compute_util=macs / (P * P * cyc))
-        out[name] = row
+        out[ly.name] = row
     fc = timing.ConvShape(n=batch_fc, c=4096, k=4096, h=1, w=1, r=1, s=1)
     macs = timing.useful_macs("fwd", fc.fields(P))
-    out[f"fc7_b{batch_fc}"] = {op: dict(mapping="channels", compute_cycles=timing.conv_cycles(P, op, fc),
-                                        compute_util=macs / (P * P * timing.conv_cycles(P, op, fc)))
-                               for op in MEASURED_OPS}
+    row = {}
+    for op in MEASURED_OPS:
+        cyc = timing.conv_cycles(P, op, fc)
+        row[op] = dict(mapping="channels", compute_cycles=cyc, compute_util=macs / (P * P * cyc))
+    out[f"fc7_b{batch_fc}"] = row
     return out

@@ -32,10 +32,9 @@ DEFAULT_LINKS = "6x10G,6x13.1G,250G,500G,inf"
 
 
 # -- argument helpers -----------------------------------------------------------------------------
-def parse_fpgas(text: str) -> list:
-    """``"1..128"``, ``"1..128:4"``, ``"1,2,4,8"`` or a mix (``"1..8,16,32"``) -> sorted sizes."""
-    from pymtl_fp.explore.clusterfile import MAX_FPGAS
-
+def parse_sizes(text: str, option: str, hi: int, what: str) -> list:
+    """``"1..128"``, ``"1..128:4"``, ``"1,2,4,8"`` or a mix (``"1..8,16,32"``) -> sorted values in
+    ``1..hi``; a bad one is a one-line error naming ``option``."""
     out = set()
     for part in str(text).replace(" ", "").split(","):
         if not part:
@@ -43,26 +42,33 @@ def parse_fpgas(text: str) -> list:
         m = re.fullmatch(r"(\d+)(?:\.\.|-)(\d+)(?::(\d+))?", part)
         try:
             if m:
-                lo, hi = int(m.group(1)), int(m.group(2))
+                lo, top = int(m.group(1)), int(m.group(2))
                 step = int(m.group(3) or 1)
-                if lo < 1 or hi < lo or step < 1:
-                    raise UserError(f"--fpgas: bad range {part!r} (need 1 <= low <= high, "
+                if lo < 1 or top < lo or step < 1:
+                    raise UserError(f"{option}: bad range {part!r} (need 1 <= low <= high, "
                                     "step >= 1)")
-                vals = list(range(lo, hi + 1, step))
-                if vals[-1] != hi:
-                    vals.append(hi)
+                vals = list(range(lo, top + 1, step))
+                if vals[-1] != top:
+                    vals.append(top)
             else:
                 vals = [int(part)]
         except ValueError:
-            raise UserError(f"--fpgas: cannot read {part!r}; use e.g. 1..128, 1..128:4 or "
+            raise UserError(f"{option}: cannot read {part!r}; use e.g. 1..128, 1..128:4 or "
                             "1,2,4,8") from None
         for v in vals:
-            if not 1 <= v <= MAX_FPGAS:
-                raise UserError(f"--fpgas: {v} is outside 1..{MAX_FPGAS}")
+            if not 1 <= v <= hi:
+                raise UserError(f"{option}: {v} is outside 1..{hi}")
         out.update(vals)
     if not out:
-        raise UserError("--fpgas: no cluster size given")
+        raise UserError(f"{option}: no {what} given")
     return sorted(out)
+
+
+def parse_fpgas(text: str) -> list:
+    """Cluster sizes (:func:`parse_sizes` of ``--fpgas``)."""
+    from pymtl_fp.explore.clusterfile import MAX_FPGAS
+
+    return parse_sizes(text, "--fpgas", MAX_FPGAS, "cluster size")
 
 
 def _network(name):
@@ -134,12 +140,14 @@ def _out_dir(args) -> Path:
     return out
 
 
-def _common(p, net, bits, batch):
+def _common(p, net, bits, batch=None):
+    """--net, --bits, --batch (unless ``batch`` is None: a study over several), --out, --no-plot."""
     p.add_argument("--net", default=net, help=f"network from the zoo (default {net})")
     p.add_argument("--bits", type=int, default=bits,
                    help=f"word width of activations/weights/gradients (default {bits}; "
                    "<= 8 packs 2 MACs per DSP)")
-    p.add_argument("--batch", type=int, default=batch, help=f"mini-batch (default {batch})")
+    if batch is not None:
+        p.add_argument("--batch", type=int, default=batch, help=f"mini-batch (default {batch})")
     p.add_argument("--out", default="reports", help="output folder (default ./reports)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
 
@@ -201,12 +209,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        description="FPDeep's pipeline, data-parallel training with a ring all-reduce "
                        "(CATERPILLAR's collectives) and hybrids of both, for every cluster size and "
                        "mini-batch: the fastest, and the batch at which each wins.")
-    _common(p, "vgg16", 16, 32)
+    _common(p, "vgg16", 16)
     p.add_argument("--device", default="xc7vx690t", help="FPGA part (default xc7vx690t)")
     p.add_argument("--link", default="6x10G", help="link model (default 6x10G; see explore scaling)")
     p.add_argument("--fpgas", default="1,2,4,8,16,32,64,128", help="cluster sizes (default 1,2,4,...,128)")
     p.add_argument("--batches", default="1,2,4,8,16,32,64,128,256",
-                   help="mini-batches (default 1,2,4,...,256; --batch is not used)")
+                   help="mini-batches, as --fpgas (default 1,2,4,...,256)")
     p.add_argument("--grad-bits", type=int, default=None,
                    help="bits per gradient in the all-reduce (default: the accumulator width, as "
                         "bit-exact data-parallel training needs)")
@@ -269,13 +277,12 @@ def _parallelism(args) -> int:
     net = _network(args.net)
     dev = _device(args.device)
     prec = _precision(args.bits)
-    (link,) = _links([args.link]) if "," not in str(args.link) else (None,)
-    if link is None:
+    links = _links([args.link])
+    if len(links) != 1:
         raise UserError(f"--link {args.link}: give one link model")
+    link = links[0]
     sizes = parse_fpgas(args.fpgas)
-    batches = parse_fpgas(args.batches) if str(args.batches).strip() else []
-    if max(batches, default=0) > MAX_BATCH:
-        raise UserError(f"--batches: at most {MAX_BATCH}")
+    batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "mini-batch")
     validate.integer(args.grad_bits, "--grad-bits", 1, 64)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
     out = _out_dir(args)

@@ -50,11 +50,8 @@ class EngineFL(Component):
         s.busy = OutPort()
         s.DataT = data_type(cfg)
         s.E, s.SB = cfg.stream_lanes, cfg.stream_bits
-        s.lanes = {msgs.BUF_X: P, msgs.BUF_D: P, msgs.BUF_O: P, msgs.BUF_W: P * P,
-                   msgs.BUF_G: P * P, msgs.BUF_B: P}
-        depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
-                 msgs.BUF_W: cfg.weight_depth, msgs.BUF_G: cfg.weight_depth, msgs.BUF_B: cfg.bias_depth}
-        s.bufs = {b: np.zeros((depth[b], s.lanes[b]), dtype=np.int64) for b in s.lanes}
+        s.lanes = {b: msgs.buffer_lanes(b, P) for b in msgs.BUF_NAMES}
+        s.bufs = {b: np.zeros((msgs.buffer_depth(b, cfg), s.lanes[b]), dtype=np.int64) for b in s.lanes}
 
     def construct(s, cfg):
         s._ports_and_buffers(cfg)

@@ -95,22 +95,14 @@ class EngineStorerRTL(Component):
 
         # the read data as beats: rdb_<buf>[b][j] = lane b*E + j (wiring only; PyMTL3 types an
         # index computed in an update block too wide for the array)
-        s.rdb_x = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
-        s.rdb_d = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
-        s.rdb_o = [[Wire(data_bits) for _ in range(E)] for _ in range(NBP)]
-        s.rdb_b = [[Wire(acc_bits) for _ in range(E)] for _ in range(NBP)]
-        s.rdb_w = [[Wire(data_bits) for _ in range(E)] for _ in range(NBPP)]
-        s.rdb_g = [[Wire(data_bits) for _ in range(E)] for _ in range(NBPP)]
-        for b in range(NBP):
-            for j in range(E):
-                s.rdb_x[b][j] //= s.rd_x[b * E + j]
-                s.rdb_d[b][j] //= s.rd_d[b * E + j]
-                s.rdb_o[b][j] //= s.rd_o[b * E + j]
-                s.rdb_b[b][j] //= s.rd_b[b * E + j]
-        for b in range(NBPP):
-            for j in range(E):
-                s.rdb_w[b][j] //= s.rd_w[b * E + j]
-                s.rdb_g[b][j] //= s.rd_g[b * E + j]
+        for buf, width, nbeats in (("x", data_bits, NBP), ("d", data_bits, NBP), ("o", data_bits, NBP),
+                                   ("b", acc_bits, NBP), ("w", data_bits, NBPP), ("g", data_bits, NBPP)):
+            rd = getattr(s, f"rd_{buf}")
+            setattr(s, f"rdb_{buf}", [[Wire(width) for _ in range(E)] for _ in range(nbeats)])
+            rdb = getattr(s, f"rdb_{buf}")
+            for b in range(nbeats):
+                for j in range(E):
+                    rdb[b][j] //= rd[b * E + j]
 
         @update
         def up_st_select():

@@ -65,6 +65,7 @@ OP_NAMES = {v: k for k, v in OPS.items()} | {OP_LOAD: "load", OP_STORE: "store"}
 # buffer ids
 BUF_X, BUF_D, BUF_O, BUF_W, BUF_G, BUF_B = range(6)
 BUF_NAMES = {BUF_X: "X", BUF_D: "D", BUF_O: "O", BUF_W: "W", BUF_G: "G", BUF_B: "B"}
+BUF_IDS = {name: i for i, name in BUF_NAMES.items()}
 
 #: ``dsel``: the buffer a compute command's ``d0`` result goes to (fwd, bwd_data, pool_fwd and
 #: pool_bwd; 0 for every other command).  O is the default; X and D let a layer write its output
@@ -111,7 +112,7 @@ def cmd_type():
 
 def data_type(cfg):
     """The ``din``/``dout`` message: ``stream_lanes`` elements of ``stream_bits`` bits."""
-    return mk_bits(cfg.stream_lanes * cfg.stream_bits)
+    return mk_bits(cfg.beat_bits)
 
 
 def make_cmd(**fields):
@@ -146,6 +147,13 @@ def unit_of(op: int) -> int:
 
 def buffer_lanes(buf: int, P: int) -> int:
     return P * P if buf in (BUF_W, BUF_G) else P
+
+
+def buffer_depth(buf: int, cfg) -> int:
+    """Words of buffer ``buf`` in an engine of ``cfg``."""
+    if buf in (BUF_W, BUF_G):
+        return cfg.weight_depth
+    return cfg.bias_depth if buf == BUF_B else cfg.act_depth
 
 
 def access_ranges(f: dict, cfg) -> list:

@@ -31,8 +31,6 @@ import numpy as np
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.cases import CaseError
 
-_BUF_IDS = {name: i for i, name in msgs.BUF_NAMES.items()}
-
 
 @dataclass
 class Stream:
@@ -67,7 +65,7 @@ def _spans(cfg, prog) -> dict:
 def _address_buffers(op_name: str) -> dict:
     """Compute command field -> buffer id, as :func:`program.build` places results (``dsel`` and
     ``amsel`` 0)."""
-    return {fld: _BUF_IDS[buf] for fld, (buf, _what) in msgs.OP_BUFFERS[op_name].items()}
+    return {fld: msgs.BUF_IDS[buf] for fld, (buf, _what) in msgs.OP_BUFFERS[op_name].items()}
 
 
 def relocate(prog, base: dict, ovl: int = 1, drop=()) -> program.Program:
@@ -129,10 +127,8 @@ def build(cfg, ops: list, same_weights: bool = False) -> Stream:
         for b, hi in _spans(cfg, p).items():
             if b not in keep:
                 span[b] = max(span.get(b, 0), hi)
-    depth = {msgs.BUF_X: cfg.act_depth, msgs.BUF_D: cfg.act_depth, msgs.BUF_O: cfg.act_depth,
-             msgs.BUF_W: cfg.weight_depth, msgs.BUF_G: cfg.weight_depth, msgs.BUF_B: cfg.bias_depth}
     # a buffer without room for two slots keeps one: the hazard rule then serializes its reuse
-    step = {b: words if 2 * words <= depth[b] else 0 for b, words in span.items()}
+    step = {b: words if 2 * words <= msgs.buffer_depth(b, cfg) else 0 for b, words in span.items()}
     parts = [relocate(p, {b: (i % 2) * w for b, w in step.items()}, drop=keep if i else ())
              for i, p in enumerate(progs)]
     cmds, din, order = schedule(cfg, parts)

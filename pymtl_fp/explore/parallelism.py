@@ -105,12 +105,11 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
         raise ValueError("cluster sizes and batches must be >= 1")
     arr = array or device.default_array(precision)
     clock, onchip = device.clock_hz, device.onchip_bits
-    chains = {}
+    chains, stages = {}, {}  # batch -> the chain and what its pipelines need; (m, batch) -> stage()
 
     def stage(m, b):
-        """(II seconds, fill seconds, largest stage's weight bits) of an m-FPGA FPDeep pipeline at batch b."""
-        key = (m, b)
-        if key not in chains:
+        """(II seconds, largest stage's weight bits) of an m-FPGA FPDeep pipeline at batch b."""
+        if (m, b) not in stages:
             if b not in chains:
                 ch = Chain(network, precision, b, max_pieces, split)
                 chains[b] = (ch, work_curve(ch, arr), np.maximum(ch.fwd_bits, ch.bwd_bits), ch.storage()["weights"])
@@ -120,8 +119,8 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
             comp = ch.cycles(arr).vec(a, z).max() / clock
             busiest = float(link_bits[cuts[1:-1]].max()) if m > 1 else 0.0
             lnk = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
-            chains[key] = (max(comp, lnk), float(wts.vec(a, z).max()))
-        return chains[key]
+            stages[(m, b)] = (max(comp, lnk), float(wts.vec(a, z).max()))
+        return stages[(m, b)]
 
     weights = float(network.params)
     rows, best = [], {}

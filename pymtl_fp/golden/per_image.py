@@ -33,20 +33,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymtl_fp.golden.conv import conv_fwd
 from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
-from pymtl_fp.golden.pool import pool_fwd
 from pymtl_fp.golden.train import (
     FLOAT64,
     TrainConfig,
     _check_batch,
     _check_params,
     backward,
+    forward,
     sgd_layer,
     step_seed,
-    tensor_id,
 )
-from pymtl_fp.net import Net, Pool
+from pymtl_fp.net import Net
 from pymtl_fp.numerics import slice_seed
 
 
@@ -73,28 +71,6 @@ def check_versions(net: Net, fwd_versions, batch: int) -> dict:
     return out
 
 
-def _forward_image(net, hist, vers, x, b, cfg, seed):
-    """Image ``b``'s forward pass (``x``: shape (1, C, H, W)) with each layer at the version the
-    schedule gives; returns ``[input, output of layer 0, ...]`` (pools: ``(y, argmax)``)."""
-    fmt = net.precision(cfg.precision)
-    shifts = net.shifts(cfg.precision, cfg.lr_log2)
-    shapes = net.shapes()
-    acts, p = [x], 0
-    for i, layer in enumerate(net.layers):
-        xi = acts[-1][0] if isinstance(acts[-1], tuple) else acts[-1]
-        if isinstance(layer, Pool):
-            acts.append(pool_fwd(xi, k=layer.k))
-            continue
-        geo, prm = net.conv_geometry(layer), hist[layer.name][vers[layer.name][b]]
-        acts.append(conv_fwd(
-            xi, prm["w"], prm["b"], stride=geo["stride"], pad=geo["pad"], shift=shifts[layer.name].fwd,
-            relu=layer.relu, out_bits=fmt.act.bits, mode=cfg.fwd_mode,
-            seed=slice_seed(seed, b * int(np.prod(shapes[i + 1]))), tensor_id=tensor_id(p, "FWD"),
-            x_bits=fmt.act.bits, w_bits=fmt.weight.bits, b_bits=fmt.bias_bits))
-        p += 1
-    return acts
-
-
 def train_step_per_image(net: Net, params: dict, images, labels, cfg: TrainConfig, fwd_versions=None):
     """One step of ``B`` images, the weights updated after each image (see the module doc):
     returns ``(new_params, loss)`` (loss: the batch's mean loss on the logits each image got, as the
@@ -112,19 +88,22 @@ def train_step_per_image(net: Net, params: dict, images, labels, cfg: TrainConfi
     shapes = net.shapes()
     hist = {name: [prm] for name, prm in params.items()}  # version v = after v updates this step
     rows = []
+    numel = {layer.name: int(np.prod(net.conv_geometry(layer)["w_shape"])) for layer in net.param_layers()}
     for b in range(batch):
-        acts = _forward_image(net, hist, vers, images[b:b + 1], b, cfg, seed)
+        # image b's tensors round as slice b of the batch's (an output of layer i: shapes[i + 1])
+        stale = {name: h[vers[name][b]] for name, h in hist.items()}
+        acts = forward(net, stale, images[b:b + 1], cfg.precision, mode=cfg.fwd_mode,
+                       seed=lambda i, b=b: slice_seed(seed, b * int(np.prod(shapes[i + 1]))))
         logits = acts[-1][0] if isinstance(acts[-1], tuple) else acts[-1]
         row = logits.reshape(-1)
         g = row_loss_grad(row, labels[b], batch, fmt, relu_last).reshape(logits.shape)
         rows.append(row)
         current = {name: h[-1] for name, h in hist.items()}
-        grads = backward(net, current, acts, g, cfg,
-                         lambda i, layer, b=b: image_seed(seed, b, int(np.prod(net.conv_geometry(layer)["w_shape"]))),
+        wseed = {name: image_seed(seed, b, n) for name, n in numel.items()}
+        grads = backward(net, current, acts, g, cfg, lambda i, layer, w=wseed: w[layer.name],
                          lambda i, layer, b=b: slice_seed(seed, b * int(np.prod(shapes[i]))))
         for p, layer in enumerate(net.param_layers()):
-            wseed = image_seed(seed, b, int(np.prod(net.conv_geometry(layer)["w_shape"])))
-            hist[layer.name].append(sgd_layer(net, p, current[layer.name], grads[layer.name], cfg, wseed))
+            hist[layer.name].append(sgd_layer(net, p, current[layer.name], grads[layer.name], cfg, wseed[layer.name]))
     loss, _ = softmax_xent_grad(np.stack(rows), labels, logit_frac=fmt.act.frac, grad_format=fmt.grad,
                                 loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
     return {name: h[-1] for name, h in hist.items()}, loss

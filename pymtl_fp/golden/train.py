@@ -122,11 +122,12 @@ def _check_batch(net: Net, images, labels) -> None:
 # ---- fixed point -----------------------------------------------------------------------------
 
 def forward(net: Net, params: dict, images, precision: str, *, mode="nearest", seed=0) -> list:
-    """Integer forward pass; returns ``[input, output of layer 0, ...]`` (pools: ``(y, argmax)``)."""
+    """Integer forward pass; returns ``[input, output of layer 0, ...]`` (pools: ``(y, argmax)``).
+    ``seed``: the rounding seed of every layer, or ``seed(i)`` the one of ``net.layers[i]``."""
     fmt = net.precision(precision)
     shifts = net.shifts(precision)
     acts, p = [np.asarray(images)], 0
-    for layer in net.layers:
+    for i, layer in enumerate(net.layers):
         x = acts[-1][0] if isinstance(acts[-1], tuple) else acts[-1]
         if isinstance(layer, Pool):
             acts.append(pool_fwd(x, k=layer.k))
@@ -136,7 +137,7 @@ def forward(net: Net, params: dict, images, precision: str, *, mode="nearest", s
         acts.append(conv_fwd(
             x, prm["w"], prm["b"], stride=geo["stride"], pad=geo["pad"],
             shift=shifts[layer.name].fwd, relu=layer.relu, out_bits=fmt.act.bits, mode=mode,
-            seed=seed, tensor_id=tensor_id(p, "FWD"), x_bits=fmt.act.bits,
+            seed=seed(i) if callable(seed) else seed, tensor_id=tensor_id(p, "FWD"), x_bits=fmt.act.bits,
             w_bits=fmt.weight.bits, b_bits=fmt.bias_bits))
         p += 1
     return acts
