@@ -121,6 +121,16 @@ def saturate(x, bits: int) -> np.ndarray:
     return np.clip(arr, lo, hi)
 
 
+def wrap(x, bits: int) -> np.ndarray:
+    """Integers modulo ``2**bits``, as ``bits``-wide two's complement (a register of that width:
+    an exact sum of wrapped terms is exact whenever the true sum fits)."""
+    arr = as_int_array(x, "wrap input")
+    if bits >= 64:
+        return arr
+    half = np.int64(1) << np.int64(bits - 1)
+    return ((arr + half) & ((half << np.int64(1)) - np.int64(1))) - half
+
+
 def relu(x) -> np.ndarray:
     """``max(x, 0)`` elementwise (integers stay integers, floats stay floats)."""
     return np.maximum(np.asarray(x), 0)

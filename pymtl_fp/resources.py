@@ -248,7 +248,7 @@ def link_resources(cfg) -> Resources:
     return r
 
 
-INSTR_BITS = 489  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
+INSTR_BITS = 490  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
 
 
 def router_resources(cfg) -> Resources:

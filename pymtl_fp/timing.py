@@ -179,8 +179,8 @@ def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1) -> int:
     (``drain_rows``: its ``bwd_weight`` drain's rows per cycle)."""
     if op in ("fwd", "bwd_data"):
         return conv_steps(P, op, f) + PIPE
-    if op == "bwd_weight":
-        return bwd_weight_cycles(P, f, drain_rows)
+    if op == "bwd_weight":  # raw (un-rounded, into B's one write port): one dw row a cycle
+        return bwd_weight_cycles(P, f, 1 if int(f.get("raw", 0)) else drain_rows)
     if op in POOL_OPS:
         pk = int(f["pk"])
         return int(f["n"]) * int(f["ct"]) * int(f["ho"]) * int(f["wo"]) * pk * pk + PIPE

@@ -36,8 +36,8 @@ def test_the_python_packer_gives_pymtl3s_bits(fields):
 
 
 def test_the_command_word_layout():
-    assert encoding.CMD_BITS == 388 == sum(b for _, b in msgs.CMD_FIELDS)
-    assert encoding.LSB["op"] == 384 and encoding.LSB["amsel"] == 0  # the first field is the most significant
+    assert encoding.CMD_BITS == 389 == sum(b for _, b in msgs.CMD_FIELDS)
+    assert encoding.LSB["op"] == 385 and encoding.LSB["raw"] == 0  # the first field is the most significant
     assert encoding.OP["fwd"] == msgs.OP_FWD and encoding.BUF["G"] == msgs.BUF_G
     with pytest.raises(ValueError, match="count=16777216 does not fit in 24 bits"):
         encoding.pack(count=1 << 24)

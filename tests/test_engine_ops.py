@@ -171,3 +171,27 @@ def test_mixed_widths_3x3_array(cmdline_opts, level, op):
         case = random_case(MIXED, op, rng, mode=mode, stride=stride, pad=pad, c=4, k=5, h=hw, w=hw, r=r, s=r,
                            extremes=0.3)
         run_op(level, MIXED, op, stall=(0.3, 0.3, 0.3), stall_seed=stride, check=True, **case)
+
+
+@pytest.mark.parametrize("drain_rows", [1, 2, 4])
+def test_raw_bwd_weight_every_level(drain_rows):
+    """``bwd_weight`` with ``raw=1`` (a data-parallel replica's partial sums: dw and db
+    un-rounded, accumulator-wide, in B) equals the golden accumulators at FL, CL and RTL, with CL
+    == RTL cycle for cycle, on a 4x4 engine whose drain writes 1, 2 or 4 rows a cycle otherwise
+    (raw drains one row a cycle: a tile whose rows were lost would differ; no padding hides it)."""
+    cfg = preset("small").replace(drain_rows=drain_rows, bias_depth=256)
+    rng = np.random.default_rng(drain_rows)
+    for n, c, k, h, r, stride, pad in ((1, 4, 4, 3, 3, 2, 1), (2, 8, 4, 2, 1, 1, 0), (1, 5, 7, 3, 3, 1, 1)):
+        ho = (h + 2 * pad - r) // stride + 1
+        case = dict(x=rng.integers(-128, 128, (n, c, h, h)), dy=rng.integers(-128, 128, (n, k, ho, ho)),
+                    w_shape=np.array([k, c, r, r]), stride=stride, pad=pad, shift=5, bias_shift=3, raw=1,
+                    mode="stochastic", seed=7, tensor_id=3)
+        want = golden_op(cfg, "bwd_weight", validate_case(cfg, "bwd_weight", case))
+        assert np.abs(want["dw"]).max() > 2 ** cfg.grad_bits  # wider than any rounded gradient
+        cycles = {}
+        for level in ("fl", "cl", "rtl"):
+            got = run_op(level, cfg, "bwd_weight", stall=(0.3, 0.3, 0.3), stall_seed=3, **case)
+            for key, val in want.items():
+                assert np.array_equal(got[key], val), (level, key)
+            cycles[level] = got.get("cycles")
+        assert cycles["cl"] == cycles["rtl"]

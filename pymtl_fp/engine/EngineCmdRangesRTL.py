@@ -117,6 +117,9 @@ class EngineCmdRangesRTL(Component):
                 s.size[0] @= s.sz_x
                 s.size[1] @= s.sz_dy
                 s.size[3] @= s.sz_w
+                if s.cmd.raw:  # accumulator-wide dw rows in B: P words per tile
+                    s.buf_id[3] @= Bits3(BUF_B)
+                    s.size[3] @= s.sz_w * LP32
                 s.size[4] @= s.sz_kt
                 s.v[0] @= 1
                 s.v[1] @= 1

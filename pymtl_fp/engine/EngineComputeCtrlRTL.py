@@ -7,7 +7,7 @@ read port of EX is enabled with it, ``o_ren`` only for a ``pool_bwd`` reading it
 Stage B, one cycle later, holds that step's flags and indices (``vB`` ... ``rowB``) while the
 buffers' registered read data arrive, and drives the MAC array (``mac_*``; the operand ``v`` is
 X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes each finished tile
-back over ``P / DR`` (``P / DR + 1`` with a db row) cycles from drain registers
+back over ``P / DR`` (``P / DR + 1`` with a db row; ``P`` and ``P + 1`` with ``raw``) cycles from drain registers
 (:class:`EngineDrainRTL`, ``DR`` = ``drain_rows`` dw rows a cycle): the cool-down counter
 ``cool`` holds the next tile's last step until the previous drain is done.
 The command is done when the generator has no step left, stage B is empty and the drain is idle
@@ -27,6 +27,7 @@ class EngineComputeCtrlRTL(Component):
         Z16, ONE16 = Bits16(0), Bits16(1)
         # a tile's last step follows the previous one's by at least the drain's P / DR cycles
         COOL, COOL_DB = Bits16(P // drain_rows - 1), Bits16(P // drain_rows)
+        RCOOL, RCOOL_DB = Bits16(P - 1), Bits16(P)  # raw bwd_weight: the drain writes one row a cycle
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_BWD = msgs.OP_POOL_BWD
 
@@ -104,7 +105,12 @@ class EngineComputeCtrlRTL(Component):
                 s.tapB <<= s.ag_tap
                 s.rowB <<= s.ag_row
                 if s.adv & s.ag_last & (s.cmd_r.op == OP_BWD_WEIGHT):
-                    if s.ag_db_end:
+                    if s.cmd_r.raw:
+                        if s.ag_db_end:
+                            s.cool <<= RCOOL_DB
+                        else:
+                            s.cool <<= RCOOL
+                    elif s.ag_db_end:
                         s.cool <<= COOL_DB
                     else:
                         s.cool <<= COOL

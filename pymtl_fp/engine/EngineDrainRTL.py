@@ -3,7 +3,8 @@
 The MAC array accumulates one ``P x P`` ``dw`` tile at a time.  In the stage-B cycle of a tile's
 last step (``vB & lastB``) the tile (the array's result ``mac_res`` after that step's products)
 is copied into the drain registers ``dr`` with its G word (``addr``) and element index (``idx``),
-and ``busy`` stays high for ``P / DR`` cycles (``DR`` = ``drain_rows``, a divisor of ``P``), each
+and ``busy`` stays high for ``P / DR`` cycles (``P`` with the command field ``raw``: one
+accumulator-wide row a cycle, into B) (``DR`` = ``drain_rows``, a divisor of ``P``), each
 draining ``DR`` consecutive ``dw`` rows ``row .. row + DR - 1`` (``row`` = 0, DR, .., P - DR),
 while the array already accumulates the next tile.  The bias gradient needs no pass of its own:
 during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` (``d_rd``, sign-extended) once
@@ -30,6 +31,7 @@ class EngineDrainRTL(Component):
         # cycles per tile (dw, then dw + db), rows per cycle
         Z16, ONE16, LP, LP1 = Bits16(0), Bits16(1), Bits16(P // drain_rows), Bits16(P // drain_rows + 1)
         STEP = Bits16(drain_rows)
+        RP, RP1 = Bits16(P), Bits16(P + 1)  # raw (accumulator-wide rows into B): one row a cycle
         OP_BWD_WEIGHT = msgs.OP_BWD_WEIGHT
 
         s.cmd = InPort(cmd_type())  # the command being executed (op)
@@ -88,12 +90,20 @@ class EngineDrainRTL(Component):
                         s.dbdr[i] <<= s.dbacc_n[i]
                     s.db_addr <<= s.wr_addr2B
                     s.db_idx <<= s.idx2B
-                    s.left <<= LP1
+                    if s.cmd.raw:
+                        s.left <<= RP1
+                    else:
+                        s.left <<= LP1
+                elif s.cmd.raw:
+                    s.left <<= RP
                 else:
                     s.left <<= LP
             elif s.left != Z16:
                 s.left <<= s.left - ONE16
-                s.row <<= s.row + STEP
+                if s.cmd.raw:
+                    s.row <<= s.row + ONE16
+                else:
+                    s.row <<= s.row + STEP
 
     def line_trace(s):
         return f"dr{int(s.left)}" + (f"r{int(s.row)}" if s.busy else "  ")

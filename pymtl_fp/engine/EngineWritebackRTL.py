@@ -21,7 +21,9 @@ writes, one request per buffer (``<b>_we`` with ``<b>_addr`` and every lane's ``
 * ``pool_fwd``'s argmax tap to X or O (field ``amsel``; ``pool_bwd`` reads it from there);
 * ``update``: the new weight row ``rowB`` of W word ``wr_addrB``;
 * the ``bwd_weight`` drain: ``dw`` rows ``dr_row .. dr_row + DR - 1`` (``DR * P`` lanes of the
-  ``P * P``-lane word) to G word ``dr_addr``, the ``db`` row to B.
+  ``P * P``-lane word) to G word ``dr_addr``, the ``db`` row to B; with the command field
+  ``raw``, un-rounded: ``dw`` row ``dr_row`` to B word ``d0 + (dr_addr - d0) * P + dr_row`` (the
+  tile's G word order, a row per word), the ``db`` row to B.
 
 A later request for a buffer overrides an earlier one in this order: drain, pool argmax /
 update, ``d0`` result (valid commands never make two in one cycle: :func:`msgs.check_cmd`).
@@ -132,6 +134,7 @@ class EngineWritebackRTL(Component):
         s.y_g = SignExtendRTL(grad_bits, D, NQ)
         s.y_gb = SignExtendRTL(grad_bits, AB, P)
         s.y_w = SignExtendRTL(weight_bits, D, P)
+        s.raw_addr = Wire(bias_addr_bits)  # raw bwd_weight: B word d0 + tile * P + row
         s.mask = [Wire() for _ in range(P)]  # bwd_data ReLU mask
         s.am_rd = [Wire(D) for _ in range(P)]  # pool_bwd: the argmax read (X or O)
         s.wb_en = Wire()  # the d0 result: enable, word, lanes (routed to O, X or D by dsel)
@@ -219,6 +222,11 @@ class EngineWritebackRTL(Component):
                 s.rq_idx_stride @= s.HW
 
         @update
+        def up_raw_addr():
+            s.raw_addr @= trunc(zext(s.cmd.d0, B32) + (s.dr_addr - zext(s.cmd.d0, B32)) * B32(P)
+                                + zext(s.dr_row, B32), BAT)
+
+        @update
         def up_update_values():
             for j in range(P):
                 if s.row_ok:
@@ -294,8 +302,21 @@ class EngineWritebackRTL(Component):
             for g in range(NG):
                 s.g_grp_en[g] @= 0
             if s.ex_busy:
-                # drain of bwd_weight: dw rows to G, db to B
-                if s.dr_busy:
+                # drain of bwd_weight: dw rows to G, db to B (raw: both un-rounded, to B)
+                if s.dr_busy & s.cmd.raw:
+                    s.b_we @= 1
+                    for i in range(P):
+                        s.b_wen[i] @= 1
+                    if s.dr_row == LP:
+                        for i in range(P):
+                            s.b_wdata[i] @= s.dbdr[i]
+                    else:
+                        s.b_addr @= s.raw_addr
+                        for r in range(P):
+                            if s.dr_row == r:
+                                for i in range(P):
+                                    s.b_wdata[i] @= s.dr[r * P + i]
+                elif s.dr_busy:
                     if s.dr_row == LP:
                         s.b_we @= 1
                         for i in range(P):

@@ -14,6 +14,7 @@ from pymtl_fp import golden
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.geometry import conv_out_size
+from pymtl_fp.numerics import wrap
 from pymtl_fp.timing import POOL_OPS
 
 OPS = tuple(msgs.OPS)
@@ -28,7 +29,7 @@ REQUIRED = {
     "update": (("w", "dw"), ("lr_shift",)),
 }
 OPTIONAL = {"mode", "seed", "tensor_id"}
-OPTIONAL_OP = {"bwd_weight": {"bias_tensor_id"}}
+OPTIONAL_OP = {"bwd_weight": {"bias_tensor_id", "raw"}}
 RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
            "pool_bwd": ("dx",), "update": ("w",)}
 
@@ -120,6 +121,7 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                 out["bias_tensor_id"] = _scalar(case, "bias_tensor_id", 0, 255)
             elif out["tensor_id"] == 255:
                 raise CaseError("tensor_id 255 leaves no default bias_tensor_id (tensor_id + 1)")
+            out["raw"] = _scalar(case, "raw", 0, 1) if "raw" in case else 0
         else:
             out["relu"] = _scalar(case, "relu", 0, 1)
         x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
@@ -164,7 +166,10 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                 fits("dx", n * ct * h * w, act_words, "O")
             else:
                 bound = n * ho * wo * _maxabs(dy) * max(_maxabs(x), 1)
-                fits("db", kt, cfg.bias_depth, "B")
+                if out["raw"]:  # un-rounded dw rows (P words per G word) and db, in B
+                    fits("raw dw and db", kt * ct * r * s * P + kt, cfg.bias_depth, "B")
+                else:
+                    fits("db", kt, cfg.bias_depth, "B")
         if bound >= acc_lim:
             raise CaseError(f"the {op} accumulator could reach {bound}, beyond the {cfg.acc_bits}-bit "
                             f"accumulator of this configuration")
@@ -222,6 +227,10 @@ def golden_op(cfg, op: str, case: dict) -> dict:
         return {"dx": golden.conv_bwd_data(case["dy"], case["w"], case["x"], stride=case["stride"],
                                            pad=case["pad"], shift=case["shift"], relu=bool(case["relu"]),
                                            out_bits=cfg.grad_bits, **rnd)}
+    if op == "bwd_weight" and case.get("raw"):
+        dw, db = golden.conv_bwd_weight_acc(case["x"], case["dy"], case["w_shape"], stride=case["stride"],
+                                            pad=case["pad"])
+        return {"dw": wrap(dw, cfg.acc_bits), "db": wrap(db, cfg.acc_bits)}
     if op == "bwd_weight":
         dw, db = golden.conv_bwd_weight(case["x"], case["dy"], case["w_shape"], stride=case["stride"],
                                         pad=case["pad"], shift=case["shift"], bias_shift=case["bias_shift"],

@@ -47,7 +47,7 @@ ALL = STREAM + COMPUTE
 ADDRESS_ROLES = {
     "fwd": dict(a0="X: x", a1="W: w", a2="B: b", d0="O: y"),
     "bwd_data": dict(a0="D: dy", a1="W: w", a2="X: x (ReLU mask)", d0="O: dx"),
-    "bwd_weight": dict(a0="X: x", a1="D: dy", d0="G: dw", d1="B: db"),
+    "bwd_weight": dict(a0="X: x", a1="D: dy", d0="G: dw (B with raw=1)", d1="B: db"),
     "pool_fwd": dict(a0="X: x", d0="O: y", d1="X: argmax"),
     "pool_bwd": dict(a0="D: dy", a1="X: argmax", d0="O: dx"),
     "update": dict(a0="W: w", a1="G: dw", d0="W: w (new)"),
@@ -106,6 +106,10 @@ FIELDS = (
           "units to be idle"),
     Field("dsel", 2, ("fwd", "bwd_data", "pool_fwd", "pool_bwd"), "buffer of result d0: 0 O, 1 X, 2 D"),
     Field("amsel", 1, POOL, "buffer of the pool argmax (d1 of pool_fwd, a1 of pool_bwd): 0 X, 1 O"),
+    Field("raw", 1, ("bwd_weight",), "1: dw and db leave un-rounded, accumulator-wide, in B (dw tile t's "
+          "row i at B word d0 + t*P + i: the G layout's element order; db at d1), one row per drain "
+          "cycle; shift, bshift, stoch, seed, tid and btid are unused (a data-parallel replica's "
+          "partial sums, all-reduced and rounded once outside the engine)"),
 )
 
 FIELD = {f.name: f for f in FIELDS}

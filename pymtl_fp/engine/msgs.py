@@ -177,7 +177,10 @@ def access_ranges(f: dict, cfg) -> list:
     elif op == OP_BWD_DATA:
         rng = [(BUF_D, a0, dout_, 0), (BUF_W, a1, wts, 0), (BUF_X, a2, xin, 0), (OD, d0, xin, 1)]
     elif op == OP_BWD_WEIGHT:
-        rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_G, d0, wts, 1), (BUF_B, d1, kt, 1)]
+        if f.get("raw", 0):  # dw rows accumulator-wide in B: P words per tile
+            rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_B, d0, wts * P, 1), (BUF_B, d1, kt, 1)]
+        else:
+            rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_G, d0, wts, 1), (BUF_B, d1, kt, 1)]
     elif op == OP_POOL_FWD:
         rng = [(BUF_X, a0, xin, 0), (OD, d0, pool_out, 1), (AM, d1, pool_out, 1)]
     elif op == OP_POOL_BWD:
@@ -203,9 +206,15 @@ def check_cmd(f: dict, cfg) -> None:
         raise ValueError(f"command field dsel={dsel}: 0 (O), 1 (X) or 2 (D)")
     if amsel not in AMSEL_BUF:
         raise ValueError(f"command field amsel={amsel}: 0 (X) or 1 (O)")
+    name = OP_NAMES.get(op, str(op))
+    if f.get("raw", 0):
+        if op != OP_BWD_WEIGHT:
+            raise ValueError(f"{name}: raw=1 is only for bwd_weight (un-rounded dw and db in B)")
+        (_, lo0, hi0, _), (_, lo1, hi1, _) = access_ranges(f, cfg)[2:]
+        if _intersect(lo0, hi0, lo1, hi1):
+            raise ValueError(f"bwd_weight raw: dw [{lo0}, {hi0}) and db [{lo1}, {hi1}) overlap in B")
     if dsel == DSEL_O and amsel == 0:
         return
-    name = OP_NAMES.get(op, str(op))
     if dsel != DSEL_O and op not in DSEL_OPS:
         raise ValueError(f"{name}: dsel={dsel} is only for fwd, bwd_data, pool_fwd and pool_bwd results")
     if amsel and op not in (OP_POOL_FWD, OP_POOL_BWD):

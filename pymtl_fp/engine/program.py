@@ -157,8 +157,15 @@ def build(cfg, op: str, case: dict) -> Program:
             _load(prog, BUF_D, 0, pack_act(case["dy"], P))
             prog.compute_index = len(prog.cmds)
             btid = case.get("bias_tensor_id", common["tid"] + 1)
-            prog.cmds.append(make_cmd(op=OPS[op], bshift=case["bias_shift"], btid=btid, **geo, **common))
             nw = tiles(k, P) * tiles(c, P) * r * s
+            if case.get("raw"):  # accumulator-wide dw rows at B word 0, db after them
+                prog.cmds.append(make_cmd(op=OPS[op], bshift=case["bias_shift"], btid=btid, raw=1, d1=nw * P,
+                                          **geo, **common))
+                _store(prog, "dw", BUF_B, 0, nw * P, P,
+                       lambda a, sh=w_shape: unpack_weight(np.asarray(a).reshape(-1, P * P), sh, P))
+                _store(prog, "db", BUF_B, nw * P, tiles(k, P), P, lambda a, kk=k: unpack_bias(a, kk, P))
+                return prog
+            prog.cmds.append(make_cmd(op=OPS[op], bshift=case["bias_shift"], btid=btid, **geo, **common))
             _store(prog, "dw", BUF_G, 0, nw, P * P, lambda a, sh=w_shape: unpack_weight(a, sh, P))
             _store(prog, "db", BUF_B, 0, tiles(k, P), P, lambda a, kk=k: unpack_bias(a, kk, P))
     elif op in timing.POOL_OPS:
