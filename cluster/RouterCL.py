@@ -14,21 +14,24 @@ the edge; every output is a function of the registers after it, as in the RTL):
 2. **handshakes of the cycle that ended**: output buffers pop what their port took; a fired
    ``cmd`` retires the current ENG/LOAD/STORE (a LOAD's move joins the feeder's queue, a
    STORE's the drainer's); ``din`` takes the skid FIFO's head; an element taken from a link
-   input or the host goes to the skid FIFO (the feeder's move) or, for a MOVE, to its output
-   buffer; an element from ``dout`` goes to every destination of the drainer's head move (link
-   or host output buffers of ``out_depth`` elements, the scratch FIFO).
+   input or the host goes to the skid FIFO (the feeder's move) or, for a MOVE, to its
+   destinations (an output buffer and/or the scratch FIFO's tail), for a REDUCE added to the
+   scratch FIFO's head (which it pops; modulo ``2**stream_bits``) first; an element from
+   ``dout`` goes to every destination of the drainer's head move (link or host output buffers of
+   ``out_depth`` elements, the scratch FIFO).
 3. **feeder from the scratch FIFO**: one element per edge into the skid FIFO (2 entries) if the
    feeder's head move reads the scratch FIFO and there is room (what the FIFO held before the
    edge).
-4. **sequencer**: a MOVE retires after its last element; a BIAS / GATHER starts when the feeder
-   and drainer are idle and retires :func:`~pymtl_fp.cluster.isa.bias_cycles` /
-   :func:`~pymtl_fp.cluster.isa.gather_cycles` edges later (its result is applied to the scratch
+4. **sequencer**: a MOVE / REDUCE retires after its last element; a BIAS / GATHER / REQUANT
+   starts when the feeder and drainer are idle and retires :func:`~pymtl_fp.cluster.isa.unit_cycles`
+   edges later (its result is applied to the scratch
    FIFO when it starts: nothing can read the FIFO while it runs); a NOP retires.  Retiring moves
    ``pc`` on (or back to the loop start: ``lend``), and the next instruction is fresh.
 5. **outputs**: ``cmd`` offers the current ENG/LOAD/STORE (its seed plus the loop iteration when
    ``seedstep``); ``din`` the skid head; each output buffer its head; link/host inputs are ready
-   when the feeder's head move reads them and the skid FIFO has room, or for a MOVE with room in
-   its output buffer; ``dout`` is ready unless a destination of the drainer's head is full.
+   when the feeder's head move reads them and the skid FIFO has room, or for a MOVE / REDUCE with
+   room in its output buffers (a REDUCE: and an element in the scratch FIFO); ``dout`` is ready
+   unless a destination of the drainer's head is full.
 6. **statistics**: the cycle is ``compute`` (a compute command accepted, or the engine busy
    after one), ``io`` (an element moved on din/dout/a link/host input, or a scalar unit ran),
    ``stall_in`` (the feeder waits for a link or the host), ``stall_out`` (an output buffer is
@@ -215,7 +218,7 @@ class RouterCL(Component):
         if s._kind() != isa.HALT:
             ins = s.prog[s.pc]
             what = ins.describe()
-            if ins.kind == isa.MOVE:
+            if ins.kind in isa.STREAM_KINDS:
                 what += f" ({s.moved} moved)"
             parts.append(f"instruction {s.pc}/{len(s.prog)} (iteration {s.iter}) {what}")
         else:
@@ -299,9 +302,13 @@ class RouterCL(Component):
             if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
                 s.skid.append(v)
                 s.feed[0][2] += 1
-            else:  # the current MOVE
+            else:  # the current MOVE or REDUCE
                 ins = prog[s.pc]
+                if ins.kind == isa.REDUCE:
+                    v = _wrap(v + s.scratch.popleft(), s.bits)
                 s._push_out(ins.dmask, v)
+                if ins.dmask & isa.DST_SCRATCH:
+                    s.scratch.append(v)
                 s.moved += 1
                 if s.moved == ins.count:
                     s.moved = 0
@@ -337,7 +344,7 @@ class RouterCL(Component):
                     s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
                 if s.unit_left == 0:
                     retire = True
-            elif kind in (isa.BIAS, isa.GATHER) and quiet_pre:
+            elif kind in isa.UNIT_KINDS and quiet_pre:
                 unit = True
                 s._start_unit(prog[s.pc])
             elif kind == isa.NOP:
@@ -369,8 +376,8 @@ class RouterCL(Component):
             return S_COMPUTE
         if s.q_unit or s.unit_left:
             return S_IO
-        if kind == isa.MOVE and quiet:
-            return S_STALL_IN if len(s.outq[_out_index(prog[s.pc].dmask)]) < s.cfg.out_depth else S_STALL_OUT
+        if kind in isa.STREAM_KINDS and quiet:
+            return S_STALL_IN if s._stream_room(prog[s.pc].dmask) else S_STALL_OUT
         if s.q_compute or (s.last_compute and s.q_busy):
             return S_COMPUTE
         if s.q_io:
@@ -395,6 +402,11 @@ class RouterCL(Component):
                 if i == 2:
                     s.host_out_elems.append(v)
 
+    def _stream_room(s, dmask) -> bool:
+        """Room for one more element of a MOVE / REDUCE in its link output (the scratch FIFO: the
+        router's depth was sized for the program)."""
+        return not any(dmask & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
+
     def _dout_room(s) -> bool:
         dm = s.drain[0][0]
         return not any(dm & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
@@ -409,6 +421,12 @@ class RouterCL(Component):
                               (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32, ins.field("tid"),
                               ins.bits, ins.field("bshift"))
             s.unit_left = isa.bias_cycles(n) - 1
+        elif ins.kind == isa.REQUANT:
+            if len(vals) != ins.count:
+                raise RuntimeError(f"{s.node_name}: REQUANT of {ins.count} elements with {len(vals)} in the "
+                                   f"scratch FIFO")
+            out = isa.apply_requant(vals, ins, (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32)
+            s.unit_left = isa.unit_cycles(ins, s.table) - 1
         else:
             if len(vals) != ins.count:
                 raise RuntimeError(f"{s.node_name}: GATHER of {ins.count} elements with {len(vals)} in the "
@@ -448,7 +466,7 @@ class RouterCL(Component):
             src, n, taken, _ = s.feed[0]
             if src != isa.SRC_SCRATCH and taken < n and len(s.skid) < 2:
                 rdy[_SRC_INDEX[src]] = 1
-        if kind == isa.MOVE and quiet and len(s.outq[_out_index(ins.dmask)]) < s.cfg.out_depth:
+        if kind in isa.STREAM_KINDS and quiet and s._stream_room(ins.dmask) and (kind == isa.MOVE or s.scratch):
             rdy[_SRC_INDEX[ins.src]] = 1
         dout_rdy = 1 if s.drain and s._dout_room() else 0
         on = 1
@@ -513,7 +531,7 @@ class RouterCL(Component):
                 return 0
         if s.pending and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]:
             return 0
-        if s._kind() in (isa.BIAS, isa.GATHER, isa.NOP):
+        if s._kind() in isa.UNIT_KINDS + (isa.NOP,):
             return 0
         head = s.feed[0] if s.feed else None
         if head is not None and head[0] == isa.SRC_SCRATCH and head[2] < head[1] and s.scratch and len(s.skid) < 2:
@@ -532,8 +550,10 @@ class RouterCL(Component):
         return f"{s.node_name}:{s.pc}.{s.iter}"
 
 
-def _out_index(dmask: int) -> int:
-    return 0 if dmask & isa.DST_FWD_OUT else 1 if dmask & isa.DST_BWD_OUT else 2
+def _wrap(v: int, bits: int) -> int:
+    """``v`` modulo ``2**bits``, signed (the adder's register width)."""
+    half = 1 << (bits - 1)
+    return ((v + half) & ((1 << bits) - 1)) - half
 
 
 def _dst_names(dmask: int) -> str:

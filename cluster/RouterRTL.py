@@ -7,8 +7,8 @@ feeder, drainer, output buffers, scratch FIFO and scalar units.
                       | pc
                  sequencer --cmd--> engine         fwd_in/bwd_in/host_in --> feeder --din--> engine
                       |                            engine --dout--> drainer --> out buffers --> fwd_out/
-                 MOVE (link -> link) -------------------------------------------^           bwd_out/host_out
-                 scalar units (BIAS, GATHER) <--> scratch FIFO <--> feeder / drainer
+                 MOVE / REDUCE (link [+ scratch] -> link / scratch) ------------^           bwd_out/host_out
+                 scalar units (BIAS, GATHER, REQUANT) <--> scratch FIFO <--> feeder / drainer
 
 It executes the node program ISA of :mod:`pymtl_fp.cluster.isa`, cycle for cycle as its twin
 :class:`~pymtl_fp.cluster.RouterCL.RouterCL` (whose docstring gives the per-edge behaviour).  The
@@ -53,7 +53,7 @@ from pymtl_fp.cluster.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.primitives.FifoRTL import FifoRTL
 
-K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT = (Bits4(k) for k in range(8))
+K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT, K_REDUCE, K_REQUANT = (Bits4(k) for k in range(10))
 S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = (Bits3(k) for k in range(6))
 NPEND = 4  # done marks waiting for their moves
 NPEND_1 = NPEND - 1
@@ -87,6 +87,8 @@ class RouterRTL(Component):
         N1 = Bits24(1)
         W1 = Bits32(1)
         MARK0 = mk_bits(isa.MARK_BITS)(0)
+        SC0 = mk_bits(SCB)(0)
+        BUF_G = Bits3(isa.encoding.BUF["G"])  # REQUANT: the G layout (else B's)
 
         # ---- ports (the same as RouterCL's) ----------------------------------------------
         s.cmd = SendIfcRTL(cmd_type())
@@ -171,7 +173,10 @@ class RouterRTL(Component):
         s.quiet = Wire()
         s.is_cmd = Wire()
         s.cmd_fire = Wire()
-        s.mv = Wire()          # the current instruction is a MOVE that may move (quiet, room)
+        s.mv = Wire()          # the current instruction is a MOVE / REDUCE that may move (quiet, room)
+        s.stream = Wire()      # the current instruction is a MOVE or a REDUCE
+        s.red = Wire()         # ... a REDUCE (adds the scratch FIFO's head)
+        s.mv_val = Wire(sb)    # what it sends on
         s.mv_room = Wire()
         s.mv_fire = Wire()     # an element moved from a link to a link at this edge
         s.mv_data = Wire(sb)
@@ -210,14 +215,13 @@ class RouterRTL(Component):
 
         @update
         def up_seq_move():
-            s.mv_room @= 0
-            if (s.ins.dmask & Bits4(isa.DST_FWD_OUT)) != Bits4(0):
-                s.mv_room @= s.outs[0].count != OUT_FULL
-            elif (s.ins.dmask & Bits4(isa.DST_BWD_OUT)) != Bits4(0):
-                s.mv_room @= s.outs[1].count != OUT_FULL
-            else:
-                s.mv_room @= s.outs[2].count != OUT_FULL
-            s.mv @= (s.kind == K_MOVE) & s.quiet & s.mv_room
+            # room in every output buffer of dmask (the scratch FIFO: sized for the program)
+            s.mv_room @= ~((((s.ins.dmask & Bits4(isa.DST_FWD_OUT)) != Bits4(0)) & (s.outs[0].count == OUT_FULL))
+                           | (((s.ins.dmask & Bits4(isa.DST_BWD_OUT)) != Bits4(0)) & (s.outs[1].count == OUT_FULL))
+                           | (((s.ins.dmask & Bits4(isa.DST_HOST)) != Bits4(0)) & (s.outs[2].count == OUT_FULL)))
+            s.red @= s.kind == K_REDUCE
+            s.stream @= (s.kind == K_MOVE) | s.red
+            s.mv @= s.stream & s.quiet & s.mv_room & (~s.red | (s.scratch.count != SC0))
             s.fwd_in.rdy @= s.feed.feed_rdy[0] | (s.mv & (s.ins.src == Bits2(isa.SRC_FWD_IN)))
             s.bwd_in.rdy @= s.feed.feed_rdy[1] | (s.mv & (s.ins.src == Bits2(isa.SRC_BWD_IN)))
             s.host_in.rdy @= s.feed.feed_rdy[2] | (s.mv & (s.ins.src == Bits2(isa.SRC_HOST)))
@@ -231,12 +235,16 @@ class RouterRTL(Component):
                 s.mv_data @= s.bwd_in.msg
             else:
                 s.mv_data @= s.host_in.msg
+            if s.red:
+                s.mv_val @= s.mv_data + s.scratch.head
+            else:
+                s.mv_val @= s.mv_data
             s.mv_last @= s.mv_fire & (s.moved + N1 == s.count)
 
         @update
         def up_seq_retire():
-            s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER)) & s.quiet & ~s.unit.busy
-                             & ~s.reset)
+            s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER) | (s.kind == K_REQUANT)) & s.quiet
+                             & ~s.unit.busy & ~s.reset)
             s.retire @= s.cmd_fire | s.mv_last | s.unit.retire | (s.kind == K_NOP)
             s.jump @= s.ins.lend & (zext(s.iter, Bits16) + Bits16(1) < s.ins.lcount)
             if s.jump:
@@ -254,6 +262,13 @@ class RouterRTL(Component):
         def up_seq_unit():
             s.unit.start @= s.unit_start
             s.unit.is_bias @= s.kind == K_BIAS
+            s.unit.is_requant @= s.kind == K_REQUANT
+            s.unit.lanes @= s.ins.cmd.pk
+            s.unit.glayout @= s.ins.cmd.target == BUF_G
+            s.unit.ct @= s.ins.cmd.ct
+            s.unit.c @= s.ins.cmd.c
+            s.unit.r @= s.ins.cmd.r
+            s.unit.sw @= s.ins.cmd.s
             s.unit.n @= s.count
             s.unit.k @= s.ins.cmd.k
             s.unit.shift @= s.ins.cmd.shift
@@ -278,7 +293,7 @@ class RouterRTL(Component):
             if s.drain.deliver:
                 s.push_val @= s.drain.data
             else:
-                s.push_val @= s.mv_data
+                s.push_val @= s.mv_val
             s.outs[0].push @= s.push_out[0]
             s.outs[1].push @= s.push_out[1]
             s.outs[2].push @= s.push_out[2]
@@ -297,14 +312,17 @@ class RouterRTL(Component):
             s.drain.full[0] @= s.outs[0].count == OUT_FULL
             s.drain.full[1] @= s.outs[1].count == OUT_FULL
             s.drain.full[2] @= s.outs[2].count == OUT_FULL
-            # the scratch FIFO: the drainer's or a unit's elements in, the feeder's out
+            # the scratch FIFO: the drainer's, a unit's or a MOVE / REDUCE's elements in, the
+            # feeder's or a REDUCE's out (never two of them at once)
             s.scratch.push @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
-                               | s.unit.push)
+                               | s.unit.push | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_SCRATCH)) != Bits4(0))))
             if s.unit.push:
                 s.scratch.push_data @= s.unit.push_data
+            elif s.mv_fire:
+                s.scratch.push_data @= s.mv_val
             else:
                 s.scratch.push_data @= s.drain.data
-            s.scratch.pop @= s.feed.s_pop
+            s.scratch.pop @= s.feed.s_pop | (s.mv_fire & s.red)
 
         @update
         def up_seq_status():
@@ -314,7 +332,7 @@ class RouterRTL(Component):
             # the state of this cycle, from the registers (see RouterCL)
             if s.q_unit | s.unit.busy:
                 s.state @= S_IO
-            elif (s.kind == K_MOVE) & s.quiet:
+            elif s.stream & s.quiet:
                 if s.mv_room:
                     s.state @= S_STALL_IN
                 else:

@@ -61,8 +61,8 @@ class RouterScratchRTL(Component):
             s.a1 @= s.hd + s.raddr1
             s.rdata0 @= s.mem[s.a0]
             s.rdata1 @= s.mem[s.a1]
-            s.do_push @= s.push & (s.count != FULL)
             s.do_pop @= s.pop & (s.count != ZERO_C)
+            s.do_push @= s.push & ((s.count != FULL) | s.do_pop)  # (a REDUCE pops and pushes at once)
             s.do_drop @= s.drop & (s.drop_n <= s.count)
 
         @update

@@ -1,5 +1,6 @@
-"""The router's scalar units (RTL): the bias SGD step (``BIAS``) and the relayout between array
-sides (``GATHER``), both working on the scratch FIFO.
+"""The router's scalar units (RTL): the bias SGD step (``BIAS``), the relayout between array
+sides (``GATHER``) and the requantizer of all-reduced sums (``REQUANT``), all working on the
+scratch FIFO.
 
 Started by the sequencer at an edge (``start``; the feeder and drainer are idle, so nothing else
 touches the scratch FIFO), a unit appends one result element per edge to the scratch FIFO's tail,
@@ -12,7 +13,12 @@ then, at the edge after its last element, drops its input from the FIFO's head a
   instead of the requantization) and 0 for the padding ``k <= i < n``; it drops ``2n``;
 * ``GATHER`` (the FIFO holds ``n`` elements): for each gather-table entry ``[tbase, tbase +
   tlen)`` (:mod:`pymtl_fp.cluster.isa`: zero flag, run length, offset from the head) the run's
-  elements, or zeros; it drops ``n``.
+  elements, or zeros; it drops ``n``;
+* ``REQUANT`` (the FIFO holds the ``n`` un-rounded sums of a ``(k, c, r, s)`` tensor in the
+  engine's G layout, or B's with ``glayout`` low): counters walk the layout (``kt``, ``ct``, ``r``,
+  ``s``, row ``i``, lane ``j`` of ``lanes = P``; B: no ``j``), element ``(kt*P + i, ct*P + j, r, s)``
+  is ``saturate(requantize(v, shift, stoch, seed, tid, index=flat), bits)`` at its flat C-order
+  index, 0 in padding lanes; it drops ``n``.
 
 So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.bias_cycles` /
 :func:`~pymtl_fp.cluster.isa.gather_cycles` edges.  Elaboration parameters: ``bits`` (stream
@@ -59,6 +65,10 @@ class RouterUnitRTL(Component):
 
         s.start = InPort()
         s.is_bias = InPort()
+        s.is_requant = InPort()
+        s.lanes = InPort(8)  # REQUANT: the engine's P; glayout: G's layout (else B's); the tensor
+        s.glayout = InPort()
+        s.ct, s.c, s.r, s.sw = InPort(16), InPort(16), InPort(16), InPort(16)
         s.n = InPort(24)
         s.k = InPort(16)
         s.shift = InPort(6)
@@ -98,6 +108,13 @@ class RouterUnitRTL(Component):
         s.r_bits = Wire(7)
         s.r_tbase = Wire(16)
         s.r_tlen = Wire(16)
+        s.req = Wire()        # REQUANT (bias is also set: it shares BIAS's element loop)
+        s.r_lanes, s.r_g = Wire(8), Wire()
+        s.r_ct, s.r_c, s.r_r, s.r_s = Wire(16), Wire(16), Wire(16), Wire(16)
+        s.cj, s.ci, s.cs, s.cr, s.cct, s.ckt = (Wire(16) for _ in range(6))  # the layout walk
+        s.kk, s.cc, s.flat = Wire(32), Wire(32), Wire(32)
+        s.in_tensor = Wire()
+        s.jl = Wire(16)       # lanes of j: P in G's layout, 1 in B's
 
         s.rq = RequantRTL(acc_bits=bits, out_bits=bits)
         s.rq.acc //= s.rdata1
@@ -129,7 +146,10 @@ class RouterUnitRTL(Component):
             s.run_len @= s.t_data[23:31]
             s.run_off @= s.t_data[0:23]
             s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
-            s.rq.index @= zext(s.idx, Bits32)
+            if s.req:
+                s.rq.index @= s.flat
+            else:
+                s.rq.index @= zext(s.idx, Bits32)
             s.busy @= s.run
             if s.bias:
                 s.more @= s.run & (s.idx < s.cnt)
@@ -138,14 +158,17 @@ class RouterUnitRTL(Component):
                 s.more @= s.run & (s.tidx < s.r_tlen)
                 s.retire @= s.run & (s.tidx == s.r_tlen)
             s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
-            if s.bias:
+            if s.req:
+                s.raddr0 @= trunc(s.idx, AT)
+                s.raddr1 @= trunc(s.idx, AT)
+            elif s.bias:
                 s.raddr0 @= trunc(s.idx, AT)
                 s.raddr1 @= trunc(s.idx + s.cnt, AT)
             else:
                 s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
                 s.raddr1 @= AT(0)
             s.drop @= s.retire
-            if s.bias:
+            if s.bias & ~s.req:
                 s.drop_n @= trunc(s.cnt + s.cnt, CT)
             else:
                 s.drop_n @= trunc(s.cnt, CT)
@@ -158,7 +181,10 @@ class RouterUnitRTL(Component):
                 s.q @= sext(s.rdata1, D) << zext(s.r_lshift, D)
             else:
                 s.q @= sext(s.rq.out, D)
-            s.diff @= sext(s.rdata0, D) - s.q
+            if s.req:
+                s.diff @= s.q
+            else:
+                s.diff @= sext(s.rdata0, D) - s.q
             s.bm1 @= s.r_bits - B7_1
             s.hi @= (ONE_D << zext(s.bm1, D)) - ONE_D
             s.lo @= ~s.hi
@@ -171,10 +197,28 @@ class RouterUnitRTL(Component):
                 s.sat @= trunc(s.lo, T)
             else:
                 s.sat @= trunc(s.diff, T)
-            if s.idx < zext(s.r_k, Bits24):
+            if s.req:
+                if s.in_tensor:
+                    s.bias_val @= s.sat
+                else:
+                    s.bias_val @= ZERO_T
+            elif s.idx < zext(s.r_k, Bits24):
                 s.bias_val @= s.sat
             else:
                 s.bias_val @= ZERO_T
+
+        @update
+        def up_unit_walk():
+            # REQUANT: element (kt*P + i, ct*P + j, r, s) of the walk, its flat index, real or padding
+            s.kk @= zext(s.ckt, Bits32) * zext(s.r_lanes, Bits32) + zext(s.ci, Bits32)
+            s.cc @= zext(s.cct, Bits32) * zext(s.r_lanes, Bits32) + zext(s.cj, Bits32)
+            s.flat @= ((s.kk * zext(s.r_c, Bits32) + s.cc) * zext(s.r_r, Bits32) + zext(s.cr, Bits32)) \
+                * zext(s.r_s, Bits32) + zext(s.cs, Bits32)
+            s.in_tensor @= (s.kk < zext(s.r_k, Bits32)) & (s.cc < zext(s.r_c, Bits32))
+            if s.r_g:
+                s.jl @= zext(s.r_lanes, Bits16)
+            else:
+                s.jl @= T1
 
         @update
         def up_unit_out():
@@ -192,7 +236,20 @@ class RouterUnitRTL(Component):
                 s.run <<= 0
             elif s.start:
                 s.run <<= 1
-                s.bias <<= s.is_bias
+                s.bias <<= s.is_bias | s.is_requant
+                s.req <<= s.is_requant
+                s.r_lanes <<= s.lanes
+                s.r_g <<= s.glayout
+                s.r_ct <<= s.ct
+                s.r_c <<= s.c
+                s.r_r <<= s.r
+                s.r_s <<= s.sw
+                s.cj <<= Bits16(0)
+                s.ci <<= Bits16(0)
+                s.cs <<= Bits16(0)
+                s.cr <<= Bits16(0)
+                s.cct <<= Bits16(0)
+                s.ckt <<= Bits16(0)
                 s.cnt <<= s.n
                 s.idx <<= Bits24(0)
                 s.tidx <<= Bits16(0)
@@ -211,6 +268,28 @@ class RouterUnitRTL(Component):
             elif s.more:
                 if s.bias:
                     s.idx <<= s.idx + N1
+                if s.req:  # the walk: j fastest, then i, s, r, ct, kt
+                    if s.cj + T1 < s.jl:
+                        s.cj <<= s.cj + T1
+                    else:
+                        s.cj <<= Bits16(0)
+                        if s.ci + T1 < zext(s.r_lanes, Bits16):
+                            s.ci <<= s.ci + T1
+                        else:
+                            s.ci <<= Bits16(0)
+                            if s.cs + T1 < s.r_s:
+                                s.cs <<= s.cs + T1
+                            else:
+                                s.cs <<= Bits16(0)
+                                if s.cr + T1 < s.r_r:
+                                    s.cr <<= s.cr + T1
+                                else:
+                                    s.cr <<= Bits16(0)
+                                    if s.cct + T1 < s.r_ct:
+                                        s.cct <<= s.cct + T1
+                                    else:
+                                        s.cct <<= Bits16(0)
+                                        s.ckt <<= s.ckt + T1
                 elif s.last_run_elem:
                     s.tidx <<= s.tidx + T1
                     s.roff <<= Bits8(0)
@@ -218,4 +297,4 @@ class RouterUnitRTL(Component):
                     s.roff <<= s.roff + Bits8(1)
 
     def line_trace(s):
-        return f"U{'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."
+        return f"U{'q' if s.req else 'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."

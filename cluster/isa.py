@@ -16,7 +16,20 @@ kind      what it does                                                   retires
           elements from ``dout`` to every destination in ``dmask``
           (``fwd_out``, ``bwd_out``, scratch, host side channel)
 ``MOVE``  pass ``cmd.count`` elements from link input ``src`` to link     after the last element
-          output ``dmask`` (a board forwarding traffic it does not use)
+          output(s) and/or the scratch FIFO in ``dmask`` (a board
+          forwarding traffic, keeping a copy of a broadcast)
+``REDUCE``the adder: ``cmd.count`` times, take one element from link      after the last element
+          input ``src`` and the scratch FIFO's head, and send their sum
+          (modulo ``2**stream_bits``) to every destination in ``dmask``
+          (link outputs, the scratch FIFO's tail): one hop of an
+          all-reduce
+``REQUANT``the requantizer: the scratch FIFO holds ``count`` un-rounded   after ``count + 2`` cycles
+          sums of a ``(k, c, r, s)`` tensor in the engine's layout of
+          buffer ``cmd.target`` (G: ``P*P`` lanes a word; B: ``P``;
+          ``P`` in ``cmd.pk``, tile counts in ``cmd.kt``/``cmd.ct``);
+          replace each with ``saturate(requantize(v, shift), bits)``,
+          rounding element ``(k, c, r, s)`` at its flat index (0 in
+          padding lanes): what the engine's drain would have written
 ``BIAS``  the scalar unit: the scratch FIFO holds ``[b, db]`` (``count``  after ``count + 2``
           elements each); replace them with ``b - round(db >> shift)``    cycles
           saturated to ``bits`` (the golden ``sgd_update``)
@@ -27,7 +40,7 @@ kind      what it does                                                   retires
 ``HALT``  the end of the program                                          never
 ========  =============================================================  ==========================
 
-``MOVE``, ``BIAS`` and ``GATHER`` start only when every earlier LOAD and STORE has moved its
+``MOVE``, ``REDUCE``, ``BIAS``, ``GATHER`` and ``REQUANT`` start only when every earlier LOAD and STORE has moved its
 last element (the feeder and drainer are idle); ``ENG``/``LOAD``/``STORE`` are offered to the
 engine at once, in order (the engine decides whether it may overlap them).
 
@@ -70,11 +83,15 @@ CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
 
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
-NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT = range(8)
+NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT, REDUCE, REQUANT = range(10)
 KIND_NAMES = {NOP: "nop", ENG: "eng", LOAD: "load", STORE: "store", MOVE: "move", BIAS: "bias",
-              GATHER: "gather", HALT: "halt"}
+              GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant"}
 #: kinds that start only when the feeder and the drainer are idle
-QUIET_KINDS = (MOVE, BIAS, GATHER)
+QUIET_KINDS = (MOVE, BIAS, GATHER, REDUCE, REQUANT)
+#: kinds run by a scalar unit over the scratch FIFO (``count + 2`` cycles or a gather's runs)
+UNIT_KINDS = (BIAS, GATHER, REQUANT)
+#: kinds that stream link input elements to destinations (the sequencer waits for each)
+STREAM_KINDS = (MOVE, REDUCE)
 
 SRC_FWD_IN, SRC_BWD_IN, SRC_SCRATCH, SRC_HOST = range(4)
 SRC_NAMES = {SRC_FWD_IN: "fwd_in", SRC_BWD_IN: "bwd_in", SRC_SCRATCH: "scratch", SRC_HOST: "host"}
@@ -105,8 +122,14 @@ KIND_DOC = {
            "when `cmd` is accepted"),
     STORE: ("push the STORE `cmd`; the drainer moves its `cmd.count` elements from dout to every destination "
             "in `dmask`", "when `cmd` is accepted"),
-    MOVE: ("pass `cmd.count` elements from link input `src` to link output `dmask` (forwarding)",
-           "after the last element"),
+    MOVE: ("pass `cmd.count` elements from link input `src` to the link output and/or scratch FIFO in `dmask` "
+           "(forwarding, keeping a copy)", "after the last element"),
+    REDUCE: ("`cmd.count` times: link input `src` + the scratch FIFO's head (mod 2**stream_bits) to every "
+             "destination in `dmask` (link outputs, the scratch FIFO's tail): an all-reduce hop",
+             "after the last element"),
+    REQUANT: ("requantizer: the scratch FIFO's `cmd.count` un-rounded sums of a (`k`, `c`, `r`, `s`) tensor in "
+              "buffer `cmd.target`'s layout become saturate(requantize(v, `shift`), `bits`), element (k, c, r, s) "
+              "rounded at its flat index (padding lanes 0)", "after `count` + 2 cycles"),
     BIAS: ("scalar unit: the scratch FIFO holds [b, db] (`cmd.count` elements each); replace them with "
            "b - round(db >> `cmd.shift`) (or << `cmd.bshift`) saturated to `bits`", "after `count` + 2 cycles"),
     GATHER: ("relayout unit: replace the scratch FIFO's `cmd.count` elements with the runs of gather-table "
@@ -122,9 +145,9 @@ HEADER_DOC = {
     "lcount": "loop iterations (with `lend`)",
     "ltarget": "first instruction of the loop body (with `lend`)",
     "seedstep": "1: the rounding seed is `cmd.seed` + loop iteration (mod 2**32)",
-    "src": "LOAD / MOVE source: 0 fwd_in, 1 bwd_in, 2 scratch FIFO, 3 host_in",
-    "dmask": "STORE / MOVE destinations: bit 0 fwd_out, 1 bwd_out, 2 scratch FIFO, 3 host_out",
-    "bits": "BIAS: output width of the saturation",
+    "src": "LOAD / MOVE / REDUCE source: 0 fwd_in, 1 bwd_in, 2 scratch FIFO, 3 host_in",
+    "dmask": "STORE / MOVE / REDUCE destinations: bit 0 fwd_out, 1 bwd_out, 2 scratch FIFO, 3 host_out",
+    "bits": "BIAS / REQUANT: output width of the saturation",
     "tbase": "GATHER: first gather-table entry",
     "tlen": "GATHER: gather-table entries",
 }
@@ -186,9 +209,11 @@ class Instr:
                 return (f"store {encoding.BUF_NAMES[self.field('target')]}@{self.field('addr')} x{self.count} -> "
                         + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b))
             return op
-        if self.kind == MOVE:
-            return f"move {SRC_NAMES[self.src]} -> " + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b) \
+        if self.kind in (MOVE, REDUCE):
+            return f"{k} {SRC_NAMES[self.src]} -> " + "+".join(n for b, n in DST_NAMES.items() if self.dmask & b) \
                 + f" x{self.count}"
+        if self.kind == REQUANT:
+            return f"requant x{self.count} ({encoding.BUF_NAMES[self.field('target')]} layout)"
         if self.kind == BIAS:
             return f"bias x{self.count}"
         if self.kind == GATHER:
@@ -215,9 +240,78 @@ def store(dmask: int, **fields) -> Instr:
 
 
 def move(src: int, dmask: int, n: int) -> Instr:
-    if src not in (SRC_FWD_IN, SRC_BWD_IN) or dmask not in (DST_FWD_OUT, DST_BWD_OUT):
-        raise IsaError("MOVE passes one link input to one link output")
+    """``dmask``: one link output, the scratch FIFO, or both."""
+    if src not in (SRC_FWD_IN, SRC_BWD_IN) or dmask not in _STREAM_DMASKS:
+        raise IsaError("MOVE passes one link input to one link output and/or the scratch FIFO")
     return Instr(MOVE, _checked_cmd(dict(count=n)), src=src, dmask=dmask)
+
+
+_STREAM_DMASKS = (DST_FWD_OUT, DST_BWD_OUT, DST_SCRATCH, DST_FWD_OUT | DST_SCRATCH, DST_BWD_OUT | DST_SCRATCH)
+
+
+def reduce_(src: int, dmask: int, n: int) -> Instr:
+    """An all-reduce hop: link input ``src`` + the scratch FIFO's head, to ``dmask`` (one link
+    output and/or the scratch FIFO)."""
+    if src not in (SRC_FWD_IN, SRC_BWD_IN) or dmask not in _STREAM_DMASKS:
+        raise IsaError("REDUCE adds one link input to the scratch FIFO, to one link output and/or the scratch FIFO")
+    return Instr(REDUCE, _checked_cmd(dict(count=n)), src=src, dmask=dmask)
+
+
+def requant(n: int, layout: str, shape: tuple, P: int, shift: int, stoch: int, seed: int, tid: int,
+            bits: int) -> Instr:
+    """Round ``n`` un-rounded sums of a ``shape = (k, c, r, s)`` tensor laid out as buffer
+    ``layout`` of a ``P x P`` engine (``"G"``: ``P*P`` lanes a word, or ``"B"``: ``P``, with
+    ``c = r = s = 1``).  The instruction carries ``P`` in ``cmd.pk`` and the tile counts in
+    ``cmd.kt`` / ``cmd.ct`` (the unit walks the layout with counters)."""
+    if layout not in ("G", "B"):
+        raise IsaError(f"REQUANT layout {layout!r}: G or B")
+    k, c, r, s = (int(v) for v in shape)
+    if layout == "B" and (c, r, s) != (1, 1, 1):
+        raise IsaError("REQUANT in B's layout rounds a vector: c = r = s = 1")
+    kt, ct = -(-k // P), -(-c // P)
+    want = kt * ct * r * s * P * P if layout == "G" else kt * P
+    if n != want:
+        raise IsaError(f"REQUANT of a {shape} tensor in {layout}'s layout on P = {P} holds {want} elements, not {n}")
+    return Instr(REQUANT, _checked_cmd(dict(count=n, target=encoding.BUF[layout], k=k, c=c, r=r, s=s, kt=kt, ct=ct,
+                                            pk=P, shift=shift, stoch=stoch, seed=seed, tid=tid)), bits=bits)
+
+
+def requant_indices(ins: Instr):
+    """The flat element index of each scratch position a REQUANT rounds (``-1``: padding)."""
+    import numpy as np
+
+    from pymtl_fp.engine.msgs import pack_bias, pack_weight
+
+    k, c, r, s, P = (ins.field(f) for f in ("k", "c", "r", "s", "pk"))
+    if ins.field("target") == encoding.BUF["B"]:
+        return pack_bias(np.arange(1, k + 1), P).reshape(-1) - 1
+    return pack_weight(np.arange(1, k * c * r * s + 1).reshape(k, c, r, s), P).reshape(-1) - 1
+
+
+def apply_requant(values: list, ins: Instr, seed: int) -> list:
+    """What REQUANT leaves in the scratch FIFO (``values``: its input, ``seed``: the rounding
+    seed in effect): the engine's rounding of each sum at its flat index, saturated to ``bits``,
+    0 in padding lanes."""
+    import numpy as np
+
+    from pymtl_fp.numerics import requantize
+
+    idx = requant_indices(ins)
+    if len(values) != len(idx):
+        raise IsaError(f"REQUANT of a {len(idx)}-element tensor with {len(values)} in the scratch FIFO")
+    real = idx >= 0
+    out = np.zeros(len(idx), dtype=np.int64)
+    out[real] = requantize(np.asarray(values, dtype=np.int64)[real], ins.field("shift"), ins.bits,
+                           "stochastic" if ins.field("stoch") else "nearest", seed=seed,
+                           tensor_id=ins.field("tid"), index=idx[real])
+    return [int(v) for v in out]
+
+
+def unit_cycles(ins: Instr, table: list) -> int:
+    """Cycles a scalar unit (BIAS, GATHER, REQUANT) holds the sequencer."""
+    if ins.kind == GATHER:
+        return gather_cycles(table[ins.tbase: ins.tbase + ins.tlen])
+    return ins.count + 2
 
 
 def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:

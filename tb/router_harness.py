@@ -179,8 +179,29 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
                 tally -= take
                 out.append(isa.load(isa.SRC_SCRATCH, count=take, target=0))
             elif r < 0.75:
-                out.append(isa.move(rng.choice([isa.SRC_FWD_IN, isa.SRC_BWD_IN]),
-                                    rng.choice([isa.DST_FWD_OUT, isa.DST_BWD_OUT]), rng.randint(1, max_count)))
+                src = rng.choice([isa.SRC_FWD_IN, isa.SRC_BWD_IN])
+                dst = rng.choice([isa.DST_FWD_OUT, isa.DST_BWD_OUT])
+                c = rng.randint(1, max_count)
+                if scratch_ok and rng.random() < 0.5 and tally > 0:  # an all-reduce hop
+                    take = rng.randint(1, tally)
+                    dst = rng.choice([dst, isa.DST_SCRATCH, dst | isa.DST_SCRATCH])
+                    tally -= 0 if dst & isa.DST_SCRATCH else take
+                    out.append(isa.reduce_(src, dst, take))
+                    continue
+                if scratch_ok and rng.random() < 0.3 and tally + c <= scratch_depth // 4:  # keep a copy
+                    dst = rng.choice([isa.DST_SCRATCH, dst | isa.DST_SCRATCH])
+                    tally += c
+                out.append(isa.move(src, dst, c))
+            elif r < 0.78 and scratch_ok and tally > 0:
+                if rng.random() < 0.6:  # top the FIFO up to whole P x P words of a random P
+                    P = rng.randint(2, 4)
+                    want = P * P * rng.randint(1, 3)
+                    if tally < want <= scratch_depth // 4:
+                        out.append(isa.store(isa.DST_SCRATCH, count=want - tally, target=0))
+                        tally = want
+                req = _random_requant(rng, tally)
+                if req is not None:
+                    out.append(req)
             elif r < 0.8:
                 out.append(isa.Instr(isa.NOP))
             elif scratch_ok and tally > 0 and tally % 2 == 0 and 3 * tally // 2 <= scratch_depth and r < 0.9:
@@ -221,6 +242,41 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
         prog.append(isa.load(isa.SRC_SCRATCH, count=tally, target=0))
     prog.append(tagged(isa.Instr(isa.HALT)))
     return prog, table
+
+
+def _random_requant(rng: random.Random, n: int):
+    """A REQUANT of the scratch FIFO's ``n`` elements: a random tensor shape whose layout (G or B,
+    on a random array side) holds exactly ``n`` elements, or None if none fits."""
+    shifts = dict(shift=rng.randrange(0, 20), stoch=rng.randrange(2), seed=rng.getrandbits(32),
+                  tid=rng.randrange(256), bits=rng.randint(2, 32))
+    options = []
+    for P in (4, 3, 2, 1):
+        if n % (P * P) == 0:
+            words = n // (P * P)
+            dims = [1, 1, 1, 1]  # kt, ct, r, s: the words' factors, spread at random
+            for f in _factors(words):
+                dims[rng.randrange(4)] *= f
+            kt, ct, r, s = dims
+            k = rng.randint((kt - 1) * P + 1, kt * P)
+            c = rng.randint((ct - 1) * P + 1, ct * P)
+            options.append(("G", (k, c, r, s), P))
+        if n % P == 0:
+            kt = n // P
+            options.append(("B", (rng.randint((kt - 1) * P + 1, kt * P), 1, 1, 1), P))
+    if not options:
+        return None
+    layout, shape, P = options[0] if rng.random() < 0.6 else rng.choice(options)  # (large P first)
+    return isa.requant(n, layout, shape, P, **shifts)
+
+
+def _factors(n: int) -> list:
+    out, d = [], 2
+    while n > 1:
+        while n % d == 0:
+            out.append(d)
+            n //= d
+        d += 1
+    return out
 
 
 # ---- running ----------------------------------------------------------------------------------
