@@ -84,3 +84,11 @@ def row_loss_grad(logits_row, label, batch: int, fmt, relu_last: bool = False) -
                              loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
     g = g[0]
     return np.where(row > 0, g, 0) if relu_last else g
+
+
+def batch_loss(logit_rows, labels, fmt) -> float:
+    """The batch's mean loss (for reporting) on its logit rows ``(B, K)``, as the host reports it
+    once every row is in."""
+    loss, _ = softmax_xent_grad(np.asarray(logit_rows), labels, logit_frac=fmt.act.frac, grad_format=fmt.grad,
+                                loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
+    return loss

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
+from pymtl_fp.golden.loss import batch_loss, row_loss_grad
 from pymtl_fp.golden.train import (
     FLOAT64,
     TrainConfig,
@@ -104,6 +104,4 @@ def train_step_per_image(net: Net, params: dict, images, labels, cfg: TrainConfi
                          lambda i, layer, b=b: slice_seed(seed, b * int(np.prod(shapes[i]))))
         for p, layer in enumerate(net.param_layers()):
             hist[layer.name].append(sgd_layer(net, p, current[layer.name], grads[layer.name], cfg, wseed[layer.name]))
-    loss, _ = softmax_xent_grad(np.stack(rows), labels, logit_frac=fmt.act.frac, grad_format=fmt.grad,
-                                loss_scale_log2=fmt.loss_scale_log2, logit_bits=fmt.act.bits)
-    return {name: h[-1] for name, h in hist.items()}, loss
+    return {name: h[-1] for name, h in hist.items()}, batch_loss(np.stack(rows), labels, fmt)

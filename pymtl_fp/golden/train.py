@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymtl_fp.golden import reference
-from pymtl_fp.golden.conv import conv_bwd_data, conv_bwd_weight, conv_fwd
+from pymtl_fp.golden.conv import conv_bwd_data, conv_bwd_weight, conv_bwd_weight_acc, conv_fwd
 from pymtl_fp.golden.loss import softmax_xent_grad
 from pymtl_fp.golden.pool import pool_bwd, pool_fwd
 from pymtl_fp.golden.sgd import sgd_update
@@ -170,10 +170,11 @@ def gradients(net: Net, params: dict, images, labels, cfg: TrainConfig):
     return loss, backward(net, params, acts, g, cfg, lambda i, layer: seed, lambda i, layer: seed)
 
 
-def backward(net: Net, params: dict, acts: list, g, cfg: TrainConfig, dw_seed, dx_seed) -> dict:
+def backward(net: Net, params: dict, acts: list, g, cfg: TrainConfig, dw_seed, dx_seed, raw: bool = False) -> dict:
     """The backward pass from the loss gradient ``g`` over the forward activations ``acts``:
     ``{layer: (dw, db)}``.  ``dw_seed(i, layer)`` / ``dx_seed(i, layer)``: the rounding seeds of
-    layer ``i``'s weight and data gradients (the step seed for a mini-batch)."""
+    layer ``i``'s weight and data gradients (the step seed for a mini-batch).  ``raw``: ``dw`` and
+    ``db`` are the exact accumulators, not rounded (``dw_seed`` unused): a replica's partial sums."""
     fmt = net.precision(cfg.precision)
     shifts = net.shifts(cfg.precision, cfg.lr_log2)
     param_layers = net.param_layers()
@@ -184,11 +185,15 @@ def backward(net: Net, params: dict, acts: list, g, cfg: TrainConfig, dw_seed, d
             g = pool_bwd(g, acts[i + 1][1], k=layer.k)
             continue
         geo, prm, sh = net.conv_geometry(layer), params[layer.name], shifts[layer.name]
-        grads[layer.name] = conv_bwd_weight(
-            x, g, geo["w_shape"], stride=geo["stride"], pad=geo["pad"], shift=sh.wgrad,
-            bias_shift=sh.bgrad, out_bits=fmt.wgrad.bits, mode=cfg.grad_mode, seed=dw_seed(i, layer),
-            tensor_id=tensor_id(p, "DW"), bias_tensor_id=tensor_id(p, "DB"),
-            x_bits=fmt.act.bits, dy_bits=fmt.grad.bits)
+        if raw:
+            grads[layer.name] = conv_bwd_weight_acc(x, g, geo["w_shape"], stride=geo["stride"], pad=geo["pad"],
+                                                    x_bits=fmt.act.bits, dy_bits=fmt.grad.bits)
+        else:
+            grads[layer.name] = conv_bwd_weight(
+                x, g, geo["w_shape"], stride=geo["stride"], pad=geo["pad"], shift=sh.wgrad,
+                bias_shift=sh.bgrad, out_bits=fmt.wgrad.bits, mode=cfg.grad_mode, seed=dw_seed(i, layer),
+                tensor_id=tensor_id(p, "DW"), bias_tensor_id=tensor_id(p, "DB"),
+                x_bits=fmt.act.bits, dy_bits=fmt.grad.bits)
         if p == 0:
             break
         g = conv_bwd_data(
