@@ -36,6 +36,7 @@ import numpy as np
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.buffers import Alloc
+from pymtl_fp.cluster.collectives import NodeCollectives
 from pymtl_fp.cluster.dma import elems, slice_seed
 from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.node_program import NodeProgram
@@ -47,7 +48,7 @@ from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
 
 
-class NodeCodegen(NodeEmitter, NodeRegions):
+class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
     """Code generation context of one node."""
 
     def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False):
@@ -70,6 +71,12 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             self.A.get("O", "slots", max(self.o_fwd, self.o_bwd))
         self.prog = NodeProgram(j, alloc=self.A)
         self.in_loop = False
+        #: the first image of this node's share of the batch (a data-parallel replica's): seeds
+        #: round image ``b`` as image ``b0 + b`` of the whole batch
+        self.b0 = 0
+        #: the output gradients of the last item are already LOADed (a replica's last stage takes
+        #: all of its share's loss gradients before passing the others' on)
+        self.dy_loaded = False
         self._init_emitter()
 
 
@@ -106,7 +113,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
                 name = self.net.layers[li].name
                 _, wpiece, _ = self.w_region(it)
                 bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
-                off = b * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
+                off = (self.b0 + b) * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
                 case = self.case(it, 1, it.k0, it.k1)
                 pw = self.out_words(li, it.k0, it.k1)
                 if kind == "second":
@@ -179,7 +186,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
             li, f, kind = it.layer, self.info(it.layer), self.kind(it)
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             prev = items[idx - 1] if idx > 0 else None
-            if idx == len(items) - 1:
+            if idx == len(items) - 1 and not self.dy_loaded:
                 kk = it.k1 - it.k0 if kind == "first" else f["k"]
                 self.load_from("D", self.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
             out = None
@@ -228,7 +235,7 @@ class NodeCodegen(NodeEmitter, NodeRegions):
                     self.compute("bwd_data", program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
                                  shift=self.shifts[name].bwd_data, relu=int(prev_relu),
                                  stoch=self.mode("grad_mode"),
-                                 seed=slice_seed(seed, b * f["c"] * f["h"] * f["w"]),
+                                 seed=slice_seed(seed, (self.b0 + b) * f["c"] * f["h"] * f["w"]),
                                  tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
                                  a2=self.x_addr(it, b), d0=d0, dsel=dsel)
                     out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
@@ -250,15 +257,14 @@ class NodeCodegen(NodeEmitter, NodeRegions):
         for it in self.items:
             if it.pool:
                 continue
-            li, f, kind = it.layer, self.info(it.layer), self.kind(it)
+            li, f = it.layer, self.info(it.layer)
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             p, sh = f["p"], self.shifts[self.net.layers[li].name]
             kk = it.k1 - it.k0
             CRS = f["c"] * f["r"] * f["s"]
             wseed = seed if image is None else image_seed(seed, image, f["k"] * CRS)
-            _, wpiece, wwords = self.w_region(it)
+            _, _, wwords = self.w_region(it)
             g = self.A.get("G", f"g{li}", wwords)
-            bb = self.A.get("B", f"b{li}", tiles(kk, P))
             db = self.A.get("B", f"db{li}", tiles(kk, P))
             case = self.case(it, B, it.k0, it.k1)
             d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
@@ -276,23 +282,36 @@ class NodeCodegen(NodeEmitter, NodeRegions):
                              lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
                              seed=slice_seed(wseed, it.k0), tid=0, btid=tensor_id(p, "DB"),
                              a0=xa, a1=self.dy_keep(it, b0), d0=gs, d1=db)
-            self.compute("update", 0,
-                         k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
-                         shift=sh.update_w, stoch=self.mode("update_mode"),
-                         seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
-                         a0=wpiece, a1=g, d0=wpiece)
-            # bias SGD in the DMA's scalar unit
-            nb = tiles(kk, P) * P
-            self.store("B", bb, nb, "scratch")
-            self.store("B", db, nb, "scratch")
-            self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(wseed, it.k0),
-                             tensor_id(p, "UPDATE_B"), self.fmt.bias_bits)
-            self.load("B", bb, nb, "scratch")
-            if kind == "first":
-                self.store("W", wpiece, wwords * P * P, "fwd_out")
-            elif kind == "second":
-                wfull, _, _ = self.w_region(it)
-                self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
+            self.apply_update(it, wseed)
+
+    def apply_update(self, it, wseed):
+        """The SGD update of item ``it``'s weights (the engine's ``update`` from G) and biases (the
+        scalar unit, from the db region of B), rounding with ``wseed``; a split layer's first
+        holder then sends its new piece to the second holder."""
+        P, li, f, kind = self.P, it.layer, self.info(it.layer), self.kind(it)
+        p, sh = f["p"], self.shifts[self.net.layers[li].name]
+        kk, CRS = it.k1 - it.k0, f["c"] * f["r"] * f["s"]
+        _, wpiece, wwords = self.w_region(it)
+        g = self.A.get("G", f"g{li}", wwords)
+        bb = self.A.get("B", f"b{li}", tiles(kk, P))
+        db = self.A.get("B", f"db{li}", tiles(kk, P))
+        self.compute("update", 0,
+                     k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
+                     shift=sh.update_w, stoch=self.mode("update_mode"),
+                     seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
+                     a0=wpiece, a1=g, d0=wpiece)
+        # bias SGD in the DMA's scalar unit
+        nb = tiles(kk, P) * P
+        self.store("B", bb, nb, "scratch")
+        self.store("B", db, nb, "scratch")
+        self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(wseed, it.k0),
+                         tensor_id(p, "UPDATE_B"), self.fmt.bias_bits)
+        self.load("B", bb, nb, "scratch")
+        if kind == "first":
+            self.store("W", wpiece, wwords * P * P, "fwd_out")
+        elif kind == "second":
+            wfull, _, _ = self.w_region(it)
+            self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
 
     def initial(self, params):
         P = self.P

@@ -46,32 +46,11 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     per_image = schedule in PER_IMAGE
     if per_image:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
-    if tcfg.momentum is not None:
-        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
-                           "(give no --momentum)")
-    fmt = net.precision(tcfg.precision)
-    shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
-    for name, sh in shifts.items():
-        if sh.update_w < 0:
-            raise ClusterError(f"{name}: the weight-update shift {sh.update_w} is negative; the "
-                               f"engine's update takes right shifts only")
-    if not 1 <= steps < (1 << isa.LCOUNT_BITS):
-        raise ClusterError(f"steps must be in 1..{(1 << isa.LCOUNT_BITS) - 1}, got {steps}")
-    if 2 * part.batch + 1 >= (1 << isa.DONE_BITS):
-        raise ClusterError(f"batch {part.batch} is too large for the node program's done marks")
+    fmt, shifts = check_training(net, tcfg, steps, part.batch)
     nodes = []
     for j in range(part.n):
         nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap)
-        nd.initial(params)
-        nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
-        nd.prog.phase_compute = {}
-        nd.link = {}
-        # one step, in a loop run `steps` times: seeds relative to the step (seedstep)
-        nd.in_loop = True
-        seed = step_seed(tcfg.seed, tcfg.step)
-        nd.flush_marks()
-        start = len(nd.ops)
-        nd.mark(MARK_STEP)
+        seed = begin_step(nd, params)
         order = step_order(schedule, j, part.n, part.batch)
         received = set()
         for i, (kind, b) in enumerate(order):
@@ -97,21 +76,71 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
         nd.mark(MARK_WG)
         if not per_image:
             nd.weight_phase(seed)
-        nd.flush_marks()
-        last = len(nd.ops) - 1
-        nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)
-        nd.prog.loop = (start, last)
-        nd.in_loop = False
-        nd.counting = False
-        nd.mark(MARK_END)
-        nd.final()
-        nd.emit(isa.Instr(isa.HALT))
-        nd.prog.link_elems = dict(nd.link)
-        nd.prog.scratch_peak = nd.scratch_peak
-        if len(nd.ops) > (1 << isa.PC_BITS):
-            raise ClusterError(f"node {j}: the program has {len(nd.ops)} instructions; the sequencer "
-                               f"addresses at most {1 << isa.PC_BITS}")
-        nodes.append(nd.prog)
+        nodes.append(end_step(nd, steps))
+    check_fit(nodes, part.batch)
+    c, h, w = net.input_shape
+    K, ho, wo = net.shapes()[-1]
+    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
+    return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
+                          (K, ho, wo), steps, part.batch, bool(overlap), schedule)
+
+
+def check_training(net, tcfg, steps: int, batch: int) -> tuple:
+    """Refuse what the cluster cannot train (momentum, a negative update shift, a step count or
+    batch beyond the program's fields); return the precision's formats and the layer shifts."""
+    if tcfg.momentum is not None:
+        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
+                           "(give no --momentum)")
+    fmt = net.precision(tcfg.precision)
+    shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
+    for name, sh in shifts.items():
+        if sh.update_w < 0:
+            raise ClusterError(f"{name}: the weight-update shift {sh.update_w} is negative; the "
+                               f"engine's update takes right shifts only")
+    if not 1 <= steps < (1 << isa.LCOUNT_BITS):
+        raise ClusterError(f"steps must be in 1..{(1 << isa.LCOUNT_BITS) - 1}, got {steps}")
+    if 2 * batch + 1 >= (1 << isa.DONE_BITS):
+        raise ClusterError(f"batch {batch} is too large for the node program's done marks")
+    return fmt, shifts
+
+
+def begin_step(nd, params) -> int:
+    """Emit node ``nd``'s initial weights and open the step loop (marked ``step``); returns the
+    step's rounding seed (relative: the loop's ``seedstep`` adds the iteration)."""
+    nd.initial(params)
+    nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
+    nd.prog.phase_compute = {}
+    nd.link = {}
+    # one step, in a loop run `steps` times: seeds relative to the step (seedstep)
+    nd.in_loop = True
+    nd.flush_marks()
+    nd.loop_start = len(nd.ops)
+    nd.mark(MARK_STEP)
+    return step_seed(nd.cfg.seed, nd.cfg.step)
+
+
+def end_step(nd, steps: int) -> NodeProgram:
+    """Close node ``nd``'s step loop (``steps`` iterations), emit the final weights to the host and
+    HALT; returns its program."""
+    nd.flush_marks()
+    start, last = nd.loop_start, len(nd.ops) - 1
+    nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)
+    nd.prog.loop = (start, last)
+    nd.in_loop = False
+    nd.counting = False
+    nd.mark(MARK_END)
+    nd.final()
+    nd.emit(isa.Instr(isa.HALT))
+    nd.prog.link_elems = dict(nd.link)
+    nd.prog.scratch_peak = nd.scratch_peak
+    if len(nd.ops) > (1 << isa.PC_BITS):
+        raise ClusterError(f"node {nd.prog.node}: the program has {len(nd.ops)} instructions; the sequencer "
+                           f"addresses at most {1 << isa.PC_BITS}")
+    return nd.prog
+
+
+def check_fit(nodes: list, batch: int) -> None:
+    """Refuse programs whose buffer regions overflow their nodes' buffers (before simulating)."""
     bad = []
     for prog in nodes:
         for buf in prog.alloc.overflow():
@@ -119,13 +148,8 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
             bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}")
     if bad:
         raise ClusterError("the mapping does not fit the nodes' buffers (batch "
-                           f"{part.batch}): " + "; ".join(bad) +
+                           f"{batch}): " + "; ".join(bad) +
                            ". Use a smaller batch, more nodes or deeper buffers.")
-    c, h, w = net.input_shape
-    K, ho, wo = net.shapes()[-1]
-    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
-    return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
-                          (K, ho, wo), steps, part.batch, bool(overlap), schedule)
 
 
 def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
@@ -146,6 +170,11 @@ def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
         else:
             out[layer.name]["b"][k0:k1] = unpack_bias(np.asarray(vals), k1 - k0, P)
     return out
+
+
+def params_equal(a: dict, b: dict) -> bool:
+    """Two ``{layer: {"w", "b"}}`` parameter sets hold the same integers."""
+    return all(np.array_equal(a[n][k], b[n][k]) for n in a for k in ("w", "b"))
 
 
 def split_host_out(prog: NodeProgram, elements: list) -> dict:

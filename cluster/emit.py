@@ -130,10 +130,33 @@ class NodeEmitter:
         self.load(buf, addr, len(values), "host")
 
     def move(self, src, dst, n):
-        """Pass ``n`` elements from a link input to a link output (the board forwards them)."""
-        self.emit(isa.move(SRC[src], DST[dst], n))
+        """Pass ``n`` elements from a link input to a link output and/or the scratch FIFO (``dst``:
+        a name or a tuple of names): the board forwards them, keeping a copy."""
+        dsts = dst if isinstance(dst, tuple) else (dst,)
+        self.emit(isa.move(SRC[src], sum(DST[d] for d in dsts), n))
         self._count_link(src, n)
-        self._count_link(dst, n)
+        for d in dsts:
+            self._count_link(d, n)
+            if d == "scratch":
+                self._scratch(n)
+
+    def reduce(self, src, dst, n):
+        """An all-reduce hop: ``n`` elements of link input ``src`` plus the scratch FIFO's head, to
+        ``dst`` (a link output and/or the scratch FIFO's tail)."""
+        dsts = dst if isinstance(dst, tuple) else (dst,)
+        self.emit(isa.reduce_(SRC[src], sum(DST[d] for d in dsts), n))
+        self._count_link(src, n)
+        for d in dsts:
+            self._count_link(d, n)
+        self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
+        self._io(n)
+
+    def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
+        """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or
+        B, the tensor ``shape``)."""
+        self.emit(isa.requant(n, layout, shape, self.P, shift, stoch, seed, tid, bits).with_(seedstep=int(self.in_loop)))
+        self._io(n + 2)
+        self._scratch(0, peak=self.scratch + n)  # (the unit appends its n results before it drops its input)
 
     def load_from(self, buf, addr, src, shape, kind="act"):
         """LOAD a tensor of ``shape`` (activations ``(1, C, H, W)``, weights ``(K, C, R, S)``)

@@ -40,6 +40,8 @@ class NodeProgram:
     loop: tuple = (0, 0)  #: the step loop's first and last instruction
     longest_command: int = 0  #: cycles of the longest engine command (the watchdog's yardstick)
     notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command
+    #: per step, elements of all-reduces (its own and those it passes on) per link port
+    collective_elems: dict = field(default_factory=dict)
 
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,
@@ -78,3 +80,4 @@ class ClusterProgram:
     batch: int
     overlap: bool = False    #: engine commands carry ovl = 1
     schedule: str = "1f1b"   #: order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`)
+    replicas: object = None  #: data-parallel / hybrid layout (:class:`~pymtl_fp.cluster.replicas.Replicas`), or None

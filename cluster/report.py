@@ -10,6 +10,7 @@ import numpy as np
 
 from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.cluster.node import router_config_for
+from pymtl_fp.cluster.report_replicas import format_replicas, replicas_section
 from pymtl_fp.cluster.router_config import STATES
 from pymtl_fp.cluster.schedule import PER_IMAGE
 
@@ -57,7 +58,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     bound = max(bound_compute if cprog.overlap else bound_serial, bound_link)
     steady = step_cycles[-1] if steps > 1 else step_cycles[0]
     dir_links = {d: [(name, per_link[name]) for name, dd, _ in plan if dd == d] for d in ("fwd", "bwd")}
-    steady_state = _steady_state(ccfg, cprog, routers, dir_links, steps, batch)
+    # (replicas: each runs its own share; the pipeline's steady state does not apply)
+    steady_state = None if cprog.replicas else _steady_state(ccfg, cprog, routers, dir_links, steps, batch)
     nodes = []
     for j, (r, p) in enumerate(zip(routers, cprog.nodes)):
         peak = ccfg.engines[j].macs_per_cycle
@@ -90,6 +92,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance},
+        "replicas": replicas_section(cprog, routers, steps),
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
                       + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
                          else "weight gradients over the batch; ")
@@ -240,6 +243,8 @@ def format_report(rep: dict) -> str:
                      f"{how}{ss['cycles_per_image']:.0f} cycles/image; bound {ss['bound_cycles_per_image']:.0f} "
                      f"({comp} {ss['bound_compute']:.0f}, busiest link {ss['bound_link']:.0f}): "
                      f"{100 * ss['efficiency']:.1f}% of the bound")
+    if rep.get("replicas"):
+        lines += format_replicas(rep["replicas"])
     p = rep["pipeline"]
     lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
                  f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")

@@ -15,11 +15,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pymtl_fp.cluster.compile import compile_cluster, host_out_params
+from pymtl_fp.cluster.compile import compile_cluster, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
+from pymtl_fp.cluster.replicas import (
+    bias_words_needed,
+    check_replica_cluster,
+    compile_replicas,
+    replica_params,
+    replicas_for,
+    whole_partition,
+)
 from pymtl_fp.cluster.report import format_report, make_report
 from pymtl_fp.cluster.router_config import RouterConfig
 from pymtl_fp.cluster.schedule import PER_IMAGE, layer_versions, split_allowed
@@ -54,10 +62,6 @@ def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None) -> dict 
     if schedule not in PER_IMAGE:
         return None
     return layer_versions(net, make_partition(net, ccfg, batch, split=False, cuts=cuts), schedule)
-
-
-def params_equal(a: dict, b: dict) -> bool:
-    return all(np.array_equal(a[n][k], b[n][k]) for n in a for k in ("w", "b"))
 
 
 @dataclass
@@ -148,7 +152,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
-                     kernel: str | None = None, skip: bool = True, trace: bool = False) -> ClusterRun:
+                     kernel: str | None = None, skip: bool = True, trace: bool = False,
+                     parallel: str = "pipeline", groups: int | None = None) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -165,7 +170,11 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     and the links cl: :mod:`pymtl_fp.direct`, the same models without PyMTL3's signals) or
     ``pymtl`` (PyMTL3's simulator; any mix of levels).  ``skip``: the direct scheduler skips
     quiet spans (cycle-identical; off to compare).  ``trace``: record a timeline
-    (:mod:`pymtl_fp.cluster.trace`; fl/cl nodes and cl links) into ``ClusterRun.trace``."""
+    (:mod:`pymtl_fp.cluster.trace`; fl/cl nodes and cl links) into ``ClusterRun.trace``.
+
+    ``parallel``: ``pipeline`` (one pipeline over the nodes), ``data`` (a replica per node) or
+    ``hybrid`` (``groups`` replicas of a pipeline): :mod:`pymtl_fp.cluster.replicas`; the engines'
+    B buffers are deepened to hold the replicas' un-rounded partial sums (reported)."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -174,16 +183,28 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
-    split = split_allowed(schedule, split)
-    part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
-    cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)   # refuses misfits before simulating
+    rep = replicas_for(parallel, ccfg.n, batch, groups)
+    if rep is None:
+        split = split_allowed(schedule, split)
+        part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
+        cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)  # refuses misfits first
+        parts = None
+    else:
+        if schedule not in ("1f1b", "gpipe") or cuts is not None:
+            raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
+                               "(no --schedule cp/sgd, no --cuts)")
+        check_replica_cluster(ccfg)
+        need = bias_words_needed(net, ccfg, rep, params, tcfg, steps, overlap)
+        ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, _pow2(need))) for e in ccfg.engines))
+        cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap)
+        part = whole_partition(rep, parts)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
         idle_limit = watchdog_limit(ccfg, cprog, stall)
     fmt = net.precision(tcfg.precision)
     if fast and all(lv == "verilator" for lv in levels):
-        return _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels,
-                                max_cycles, idle_limit, faults)
+        return _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch,
+                                levels, max_cycles, idle_limit, faults)
     if faults is not None:
         raise ClusterError("link faults need every node at level verilator (the compiled cluster)")
     if kernel is None:
@@ -233,7 +254,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     t_sim, cpu_sim = time.time() - t0, time.process_time() - c0
     logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else pollers[j].log(steps, cprog.nodes[j])
             for j in range(ccfg.n)]
-    new_params = host_out_params(net, part, cprog, [e.P for e in ccfg.engines], top.side.received, params)
+    new_params = _params_back(net, ccfg, part, parts, cprog, top.side.received, params)
     if top.host.model.unexpected:
         raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
@@ -255,8 +276,15 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
 
 
-def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt, steps, batch, levels, max_cycles,
-                     idle_limit, faults) -> ClusterRun:
+def _params_back(net, ccfg, part, parts, cprog, streams, like) -> dict:
+    """The trained weights from every node's host stream (replicas: each replica's, checked equal)."""
+    if cprog.replicas is None:
+        return host_out_params(net, part, cprog, [e.P for e in ccfg.engines], streams, like)
+    return replica_params(net, cprog.replicas, parts, cprog, ccfg.P, streams, like)
+
+
+def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch, levels,
+                     max_cycles, idle_limit, faults) -> ClusterRun:
     from pymtl_fp.cluster.host import HostModel
     from pymtl_fp.cluster.verilated import VerilatedCluster
 
@@ -272,7 +300,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, cprog, rcfgs, fmt,
         if vc.errors():
             raise ClusterError(f"router overflow flagged on node(s) {vc.errors()}: the program does not fit")
         logs = vc.logs(cprog, steps, cycles)
-        new_params = host_out_params(net, part, cprog, [e.P for e in ccfg.engines], vc.host_streams(), params)
+        new_params = _params_back(net, ccfg, part, parts, cprog, vc.host_streams(), params)
         links = vc.link_status()
     finally:
         vc.close()

@@ -103,6 +103,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="force the partition: N+1 cut positions in tiles of P output channels "
                           "(mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
+    grp.add_argument("--parallel", choices=("pipeline", "data", "hybrid"), default="pipeline",
+                     help="pipeline (default: the net partitioned over the nodes), data (every node a replica "
+                          "of the whole net on its share of the batch) or hybrid (--groups replicas of a "
+                          "pipeline); replicas all-reduce their un-rounded weight gradients over the links "
+                          "(bit-exact with one node; fl/cl nodes)")
+    grp.add_argument("--groups", type=int, metavar="G", help="--parallel hybrid: replicas (G divides --nodes)")
     grp.add_argument("--partition", choices=("rule", "search"), default="rule",
                      help="rule (default: FPDeep's balanced cuts, or the min-max cut vector when better) or "
                           "search (the best-modelled cut vectors and the rule's, each simulated at cl for one "
@@ -306,6 +312,10 @@ def _run_cluster(args, net) -> int:
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     cuts = _cuts(args.cuts, args.nodes)
     schedule = "1f1b" if args.schedule in (None, "minibatch") else args.schedule
+    if args.groups is not None:
+        validate.integer(args.groups, "--groups", 1, args.nodes)
+    if args.parallel != "pipeline" and args.partition == "search":
+        raise UserError(f"--partition search tunes one pipeline's cuts; not with --parallel {args.parallel}")
     precision = "8" if args.precision == "all" else args.precision
     if precision not in net.formats:
         raise UserError(f"--precision {precision}: the cluster runs a fixed-point precision of the net "
@@ -368,6 +378,8 @@ def _run_cluster(args, net) -> int:
     print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
           f"{args.nodes} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
           f"(arrays {','.join(str(e.P) for e in ccfg.engines)})"
+          + (f"; --parallel {args.parallel}" + (f" --groups {args.groups}" if args.groups else "")
+             if args.parallel != "pipeline" else "")
           + (f"; link faults {args.faults:g} per flit (seed {args.fault_seed})" if faults else ""), flush=True)
     from pymtl_fp.cli.progress import SimProgress
 
@@ -377,7 +389,8 @@ def _run_cluster(args, net) -> int:
                                overlap=args.overlap, schedule=schedule,
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
-                               trace=bool(trace_path or timeline_path), progress_cb=bar)
+                               trace=bool(trace_path or timeline_path), progress_cb=bar,
+                               parallel=args.parallel, groups=args.groups)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:

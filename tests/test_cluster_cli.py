@@ -112,3 +112,34 @@ def test_golden_cp_takes_the_pipeline_depth_from_nodes(capsys):
         cmd_train.main(parser.parse_args(["--precision", "float64", "--schedule", "sgd"]))
     with pytest.raises(UserError, match="--array: option of --engine cluster"):
         cmd_train.main(parser.parse_args([*args, "--array", "8"]))
+
+
+def test_data_parallel_and_hybrid_from_the_command_line(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    assert run_cli("--nodes", "4", "--parallel", "hybrid", "--groups", "2", "--batch", "4", "--steps", "1",
+                   "--report", str(report)) == 0
+    out = capsys.readouterr().out
+    assert "final weights equal the golden model's: yes" in out and "--parallel hybrid --groups 2" in out
+    assert "replicas (hybrid: 2 replica(s) of a 2-node pipeline" in out and "weight phase" in out
+    data = json.loads(report.read_text())
+    assert data["replicas"]["groups"] == 2 and data["replicas"]["shares"] == [2, 2]
+    for argv, match in ((("--parallel", "hybrid", "--groups", "3"), "must divide"),
+                        (("--parallel", "data", "--partition", "search"), "--partition search"),
+                        (("--groups", "9"), "--groups")):
+        with pytest.raises(UserError, match=match):
+            run_cli("--nodes", "4", "--batch", "4", "--steps", "1", *argv)
+
+
+def test_bench_parallel_measures_every_method_bit_exact(tmp_path, capsys):
+    from pymtl_fp.cli.main import main
+
+    out_json = tmp_path / "p.json"
+    assert main(["bench", "parallel", "--nodes", "2,4", "--batches", "4", "--steps", "1", "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "checked bit-exact" in out and "fastest" in out
+    runs = json.loads(out_json.read_text())["runs"]
+    assert {(r["nodes"], r["method"]) for r in runs} == {(2, "pipeline"), (2, "data"), (4, "pipeline"), (4, "data"),
+                                                         (4, "hybrid")}
+    for r in runs:
+        assert "error" not in r and r["images_per_s"] > 0 and 0 < r["mac_utilization"] < 1
+        assert (r["weight_phase_cycles"] is None) == (r["method"] == "pipeline")

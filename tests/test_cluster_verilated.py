@@ -1,6 +1,7 @@
 """The whole RTL cluster as one Verilated model (compiled bench): bit-exact with the golden model,
 cycle-equal with the CL cluster (every per-node statistic and the energy report), chain and ring, split layers, mixed
-array sides, link faults, continuous propagation; and the compiled bench's stream semantics against PyMTL3's."""
+array sides, link faults, continuous propagation, data-parallel replicas; and the compiled bench's stream semantics
+against PyMTL3's."""
 
 from __future__ import annotations
 
@@ -32,11 +33,13 @@ def _ccfg(Ps, topology="chain", act_depth=512):
     return ClusterConfig(engines, default_link(engines[0].stream_bits), topology=topology)
 
 
-def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b"):
+def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b",
+         parallel="pipeline"):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
-                           levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule)
+                           levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule,
+                           parallel=parallel)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
                                 cp_versions(NET, ccfg, batch, schedule, cuts))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
@@ -70,6 +73,18 @@ def test_two_node_chain_continuous_propagation(data):
     v = _run(data, ccfg, "verilator", steps=2, batch=3, schedule="cp")
     assert v.report["schedule"] == "cp"
     _same_cycles(v, _run(data, ccfg, "cl", steps=2, batch=3, schedule="cp"))
+
+
+def test_three_node_data_parallel_all_reduce_in_rtl(data):
+    """Three replicas (first, middle and last member of the all-reduce: REDUCE, MOVE to the
+    scratch FIFO and REQUANT in RouterRTL, raw bwd_weight in EngineRTL): the one-node weights,
+    cycle for cycle with the CL cluster."""
+    ccfg = _ccfg((4, 4, 4))
+    v = _run(data, ccfg, "verilator", steps=2, batch=4, parallel="data")
+    assert v.report["replicas"]["shares"] == [1, 1, 2]
+    c = _run(data, ccfg, "cl", steps=2, batch=4, parallel="data")
+    _same_cycles(v, c)
+    assert v.report["replicas"] == c.report["replicas"]
 
 
 def test_three_node_ring_of_mixed_array_sides_with_link_faults(data):

@@ -1,0 +1,120 @@
+"""Collectives over the chain's links, as node-program code: the weight-gradient all-reduce of
+data-parallel and hybrid training (:mod:`pymtl_fp.cluster.replicas`), and the pass-through of
+traffic between replicas that are not neighbours.
+
+What travels is **un-rounded**: each replica's engine runs ``bwd_weight`` with ``raw = 1`` over its
+share of the batch (accumulator-wide ``dw`` and ``db`` partial sums in B), the routers add the
+partial sums (``REDUCE``, modulo ``2**stream_bits``: exact whenever the whole batch's sum fits the
+accumulator, as it must on one node) and each replica rounds the total once (``REQUANT``: the
+engine's rounding of each element at its flat index, the step's seed), so the gradient every
+replica applies is, bit for bit, the one-node gradient of the whole batch.
+
+The all-reduce on ``G`` members at chain positions ``q_0 < q_1 < ... < q_{G-1}`` (one per
+replica; nodes between them pass the stream on) is the ring's open form on a chain, pipelined
+element by element:
+
+* **reduce** towards the last member over the ``fwd`` links: ``q_0`` sends its partial sums,
+  each ``q_g`` adds its own to what arrives (``REDUCE fwd_in + scratch -> fwd_out``);
+* **broadcast** back over the ``bwd`` links: the last member's ``REDUCE`` sends each sum on at
+  once (``-> scratch + bwd_out``) and every earlier member keeps a copy as it passes it on
+  (``MOVE bwd_in -> bwd_out + scratch``).
+
+Each link carries the ``M`` elements once per direction, so the all-reduce takes about
+``M + 2 (q_{G-1} - q_0) L`` cycles for link latency ``L`` (the reduce and the broadcast overlap):
+the bandwidth term of a ring's reduce-scatter + all-gather (``2 (G-1)/G * M`` per link, one
+direction) without its ``2 (G-1)`` steps.  A ring topology runs the same code (its closing link
+is not used).  Reduce-scatter and all-gather as separate collectives (a ring's chunked form) are
+not built: nothing in training needs them here.
+"""
+
+from __future__ import annotations
+
+from pymtl_fp.cluster.dma import slice_seed
+from pymtl_fp.engine import program
+from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.golden.train import tensor_id
+
+
+def collective_sizes(f: dict, it, P: int) -> tuple:
+    """Elements of item ``it``'s ``db`` and ``dw`` all-reduces on ``P x P`` engines (``f``: its
+    layer's :func:`~pymtl_fp.cluster.partition.layer_info`)."""
+    kt = tiles(it.k1 - it.k0, P)
+    return kt * P, kt * tiles(f["c"], P) * f["r"] * f["s"] * P * P
+
+
+class NodeCollectives:
+    """Collective code (mixed into the code generator; ``pos``: this node's chain position)."""
+
+    def reduce_then_broadcast(self, buf, addr, n, pos, members):
+        """This node's part in the all-reduce of ``n`` elements at ``buf@addr`` among the chain
+        positions ``members`` (ascending, ``pos`` among them): afterwards its scratch FIFO holds
+        the ``n`` sums."""
+        g, last = members.index(pos), len(members) - 1
+        if last:  # the link ports this member's part uses
+            ends = {0: ("fwd_out", "bwd_in"), last: ("fwd_in", "bwd_out")}
+            self._count_collective(ends.get(g, ("fwd_in", "fwd_out", "bwd_in", "bwd_out")), n)
+        if last == 0:
+            self.store(buf, addr, n, "scratch")
+        elif g == 0:
+            self.store(buf, addr, n, "fwd_out")
+            self.move("bwd_in", "scratch", n)
+        elif g < last:
+            self.store(buf, addr, n, "scratch")
+            self.reduce("fwd_in", "fwd_out", n)
+            self.move("bwd_in", ("bwd_out", "scratch"), n)
+        else:
+            self.store(buf, addr, n, "scratch")
+            self.reduce("fwd_in", ("scratch", "bwd_out"), n)
+
+    def _count_collective(self, ports, n):
+        if self.counting:
+            for port in ports:
+                self.prog.collective_elems[port] = self.prog.collective_elems.get(port, 0) + n
+
+    def pass_collective(self, n):
+        """Forward an all-reduce of ``n`` elements between two members on either side."""
+        self._count_collective(("fwd_in", "fwd_out", "bwd_in", "bwd_out"), n)
+        self.move("fwd_in", "fwd_out", n)
+        self.move("bwd_in", "bwd_out", n)
+
+    # ---- the weight gradients of a replica ----------------------------------------------------
+    def raw_regions(self, it):
+        """B regions of item ``it``'s un-rounded ``dw`` (the G layout, a row per word) and ``db``."""
+        f, P = self.info(it.layer), self.P
+        _, _, wwords = self.w_region(it)
+        kt = tiles(it.k1 - it.k0, P)
+        return self.A.get("B", f"rawdw{it.layer}", wwords * P), self.A.get("B", f"rawdb{it.layer}", kt), f
+
+
+    def raw_gradients(self):
+        """``bwd_weight`` with ``raw = 1`` over the node's share of the batch for each of its
+        conv/fc items (last first: the order their backward passes finish)."""
+        for it in reversed(self.items):
+            if it.pool:
+                continue
+            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
+            raw_w, raw_b, _ = self.raw_regions(it)
+            case = self.case(it, self.B, it.k0, it.k1)
+            self.compute("bwd_weight", program.useful_macs("bwd_weight", case),
+                         **self.conv_fields(it, self.B, it.k0, it.k1), raw=1, a0=self.x_addr(it, 0),
+                         a1=self.dy_keep(it, 0), d0=raw_w, d1=raw_b)
+
+    def reduce_and_update(self, it, seed, pos, members):
+        """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),
+        round them once into the db region of B and into G, and update the weights and biases."""
+        P, li = self.P, it.layer
+        raw_w, raw_b, f = self.raw_regions(it)
+        p, sh = f["p"], self.shifts[self.net.layers[li].name]
+        kk = it.k1 - it.k0
+        nb, nw = collective_sizes(f, it, P)
+        bits, stoch = self.fmt.wgrad.bits, self.mode("grad_mode")
+        self.layer = self.net.layers[li].name
+        self.reduce_then_broadcast("B", raw_b, nb, pos, members)
+        self.requant(nb, "B", (kk, 1, 1, 1), sh.bgrad, stoch, slice_seed(seed, it.k0), tensor_id(p, "DB"), bits)
+        self.load("B", self.A.get("B", f"db{li}", tiles(kk, P)), nb, "scratch")
+        self.reduce_then_broadcast("B", raw_w, nw, pos, members)
+        self.requant(nw, "G", (kk, f["c"], f["r"], f["s"]), sh.wgrad, stoch,
+                     slice_seed(seed, it.k0 * f["c"] * f["r"] * f["s"]), tensor_id(p, "DW"), bits)
+        _, _, wwords = self.w_region(it)
+        self.load("G", self.A.get("G", f"g{li}", wwords), nw, "scratch")
+        self.apply_update(it, seed)
