@@ -34,12 +34,12 @@ def _ccfg(Ps, topology="chain", act_depth=512):
 
 
 def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b",
-         parallel="pipeline"):
+         parallel="pipeline", groups=None):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
                            levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule,
-                           parallel=parallel)
+                           parallel=parallel, groups=groups)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
                                 cp_versions(NET, ccfg, batch, schedule, cuts))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
@@ -85,6 +85,17 @@ def test_three_node_data_parallel_all_reduce_in_rtl(data):
     c = _run(data, ccfg, "cl", steps=2, batch=4, parallel="data")
     _same_cycles(v, c)
     assert v.report["replicas"] == c.report["replicas"]
+
+
+def test_four_node_hybrid_replicas_in_rtl(data):
+    """Two replicas of a 2-node pipeline: each stage's all-reduce passes through a board of the
+    other stage (MOVE link to link) while the boards run their own; the one-node weights, cycle
+    for cycle with the CL cluster."""
+    ccfg = _ccfg((4, 4, 4, 4))
+    v = _run(data, ccfg, "verilator", batch=4, parallel="hybrid", groups=2)
+    c = _run(data, ccfg, "cl", batch=4, parallel="hybrid", groups=2)
+    _same_cycles(v, c)
+    assert v.report["replicas"] == c.report["replicas"] and v.report["replicas"]["size"] == 2
 
 
 def test_three_node_ring_of_mixed_array_sides_with_link_faults(data):

@@ -6,7 +6,10 @@ images, learning-rate shift) and the stalls.  Mappings the cluster refuses befor
 (``ClusterError``: e.g. more nodes than layers without splitting) are rejected, not failures.
 The property: the weights the nodes hold after the steps equal :func:`pymtl_fp.cluster.run.golden_steps`
 exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-image schedules
-``cp`` and ``sgd``, drawn too, the golden per-image step with the partition's staleness).
+``cp`` and ``sgd``, drawn too, the golden per-image step with the partition's staleness).  The
+case also draws how the nodes share the work: one pipeline, or data-parallel / hybrid replicas
+(``--parallel``; GPipe order, a batch of at least one image per replica), which must end with the
+same one-node weights.
 ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
 cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
@@ -55,6 +58,7 @@ def case_strategy(draw, level):
         stall=draw(st.sampled_from([0.0, 0.2, 0.5])),
         stall_seed=draw(st.integers(0, 1000)),
         schedule=draw(st.sampled_from(["1f1b", "gpipe", "cp", "sgd"])),
+        parallel=draw(st.sampled_from(["pipeline", "pipeline", "data", "hybrid"])),
     )
 
 
@@ -78,9 +82,17 @@ def check(case, level, ctx):
     params = quantize_params(net, init_params_float64(net, case["param_seed"]), PREC)
     stall = (case["stall"], case["stall_seed"]) if case["stall"] else None
     schedule = case.get("schedule", "1f1b")  # (case files written before schedules were drawn)
+    parallel = case.get("parallel", "pipeline")  # (... and before replicas were)
+    groups = 2 if parallel == "hybrid" else None
+    if parallel != "pipeline":  # replicas run GPipe order, an image each at least
+        schedule = "gpipe"
+        batch = max(batch, groups or n)
+        sl = slice(case["first_image"], case["first_image"] + steps * batch)
+        images, labels = _fixture()[2][sl], _fixture()[3][sl]
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               levels=[level] * n, split=case["split"], stall=stall, schedule=schedule)
+                               levels=[level] * n, split=case["split"], stall=stall, schedule=schedule,
+                               parallel=parallel, groups=groups)
     except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
         assume(False)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, schedule))
@@ -91,7 +103,9 @@ def check(case, level, ctx):
 
 
 def coverage(case):
-    return (f"{case.get('schedule', '1f1b')} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
+    parallel = case.get("parallel", "pipeline")
+    schedule = case.get("schedule", "1f1b") if parallel == "pipeline" else "gpipe"
+    return (f"{parallel} {schedule} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
             f"L{case['latency']} "
             f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else ""))
 
