@@ -178,7 +178,8 @@ class RouterCL(Component):
         s.outq_max = [0, 0, 0]
         s.feed = deque()   # LOAD moves in order: [src, n, taken, given]
         s.drain = deque()  # STORE moves in order: [dmask, n, taken]
-        s.moved = 0        # elements of the current MOVE
+        s.moved = 0        # elements of the current MOVE / REDUCE (a RELAY's reduce)
+        s.moved2 = 0       # a RELAY's broadcast elements
         s.unit_left = 0    # edges until a running BIAS / GATHER retires (0: none running)
         s.wait = 0         # timed (FL) compute wait
         s.last_compute = False
@@ -208,7 +209,7 @@ class RouterCL(Component):
         return s.prog[s.pc].kind if s.pc < len(s.prog) else isa.HALT
 
     def _progress(s):
-        return (s.pc, s.iter, s.moved, s.unit_left, tuple(m[2] for m in s.feed), tuple(m[3] for m in s.feed),
+        return (s.pc, s.iter, s.moved, s.moved2, s.unit_left, tuple(m[2] for m in s.feed), tuple(m[3] for m in s.feed),
                 tuple(m[2] for m in s.drain), tuple(s.sent))
 
     def describe(s) -> str:
@@ -220,6 +221,8 @@ class RouterCL(Component):
             what = ins.describe()
             if ins.kind in isa.STREAM_KINDS:
                 what += f" ({s.moved} moved)"
+            if ins.kind == isa.RELAY:
+                what += f" ({s.moved} reduced, {s.moved2} passed back)"
             parts.append(f"instruction {s.pc}/{len(s.prog)} (iteration {s.iter}) {what}")
         else:
             parts.append("program done")
@@ -302,6 +305,17 @@ class RouterCL(Component):
             if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
                 s.skid.append(v)
                 s.feed[0][2] += 1
+            elif prog[s.pc].kind == isa.RELAY:  # the reduce forward, the broadcast back
+                if src == isa.SRC_FWD_IN:
+                    s._push_out(isa.DST_FWD_OUT, _wrap(v + s.scratch.popleft(), s.bits))
+                    s.moved += 1
+                else:
+                    s._push_out(isa.DST_BWD_OUT, v)
+                    s.scratch.append(v)
+                    s.moved2 += 1
+                if s.moved == s.moved2 == prog[s.pc].count:
+                    s.moved = s.moved2 = 0
+                    retire = True
             else:  # the current MOVE or REDUCE
                 ins = prog[s.pc]
                 if ins.kind == isa.REDUCE:
@@ -376,7 +390,7 @@ class RouterCL(Component):
             return S_COMPUTE
         if s.q_unit or s.unit_left:
             return S_IO
-        if kind in isa.STREAM_KINDS and quiet:
+        if kind in isa.STREAM_KINDS + (isa.RELAY,) and quiet:
             return S_STALL_IN if s._stream_room(prog[s.pc].dmask) else S_STALL_OUT
         if s.q_compute or (s.last_compute and s.q_busy):
             return S_COMPUTE
@@ -468,6 +482,10 @@ class RouterCL(Component):
                 rdy[_SRC_INDEX[src]] = 1
         if kind in isa.STREAM_KINDS and quiet and s._stream_room(ins.dmask) and (kind == isa.MOVE or s.scratch):
             rdy[_SRC_INDEX[ins.src]] = 1
+        if kind == isa.RELAY and quiet:
+            n = ins.count
+            rdy[0] = int(s.moved < n and bool(s.scratch) and len(s.outq[0]) < s.cfg.out_depth)
+            rdy[1] = int(s.moved2 < n and len(s.outq[1]) < s.cfg.out_depth)
         dout_rdy = 1 if s.drain and s._dout_room() else 0
         on = 1
         if s.stall_gen is not None and not in_reset and next(s.stall_gen):

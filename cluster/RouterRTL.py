@@ -7,7 +7,7 @@ feeder, drainer, output buffers, scratch FIFO and scalar units.
                       | pc
                  sequencer --cmd--> engine         fwd_in/bwd_in/host_in --> feeder --din--> engine
                       |                            engine --dout--> drainer --> out buffers --> fwd_out/
-                 MOVE / REDUCE (link [+ scratch] -> link / scratch) ------------^           bwd_out/host_out
+                 MOVE / REDUCE / RELAY (link [+ scratch] -> link / scratch) ----^           bwd_out/host_out
                  scalar units (BIAS, GATHER, REQUANT) <--> scratch FIFO <--> feeder / drainer
 
 It executes the node program ISA of :mod:`pymtl_fp.cluster.isa`, cycle for cycle as its twin
@@ -53,7 +53,7 @@ from pymtl_fp.cluster.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.primitives.FifoRTL import FifoRTL
 
-K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT, K_REDUCE, K_REQUANT = (Bits4(k) for k in range(10))
+K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT, K_REDUCE, K_REQUANT, K_RELAY = (Bits4(k) for k in range(11))
 S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = (Bits3(k) for k in range(6))
 NPEND = 4  # done marks waiting for their moves
 NPEND_1 = NPEND - 1
@@ -177,6 +177,12 @@ class RouterRTL(Component):
         s.stream = Wire()      # the current instruction is a MOVE or a REDUCE
         s.red = Wire()         # ... a REDUCE (adds the scratch FIFO's head)
         s.mv_val = Wire(sb)    # what it sends on
+        s.rl = Wire()          # a RELAY may move (quiet): its reduce on fwd_in, its broadcast on bwd_in
+        s.rl_red_ok, s.rl_bc_ok = Wire(), Wire()
+        s.rl_red, s.rl_bc = Wire(), Wire()   # ... fired at this edge
+        s.rl_red_val = Wire(sb)
+        s.rl_done = Wire()     # both streams complete at this edge
+        s.moved2 = Wire(24)    # a RELAY's broadcast elements (its reduce counts in moved)
         s.mv_room = Wire()
         s.mv_fire = Wire()     # an element moved from a link to a link at this edge
         s.mv_data = Wire(sb)
@@ -222,8 +228,11 @@ class RouterRTL(Component):
             s.red @= s.kind == K_REDUCE
             s.stream @= (s.kind == K_MOVE) | s.red
             s.mv @= s.stream & s.quiet & s.mv_room & (~s.red | (s.scratch.count != SC0))
-            s.fwd_in.rdy @= s.feed.feed_rdy[0] | (s.mv & (s.ins.src == Bits2(isa.SRC_FWD_IN)))
-            s.bwd_in.rdy @= s.feed.feed_rdy[1] | (s.mv & (s.ins.src == Bits2(isa.SRC_BWD_IN)))
+            s.rl @= (s.kind == K_RELAY) & s.quiet
+            s.rl_red_ok @= s.rl & (s.moved < s.count) & (s.scratch.count != SC0) & (s.outs[0].count != OUT_FULL)
+            s.rl_bc_ok @= s.rl & (s.moved2 < s.count) & (s.outs[1].count != OUT_FULL)
+            s.fwd_in.rdy @= s.feed.feed_rdy[0] | (s.mv & (s.ins.src == Bits2(isa.SRC_FWD_IN))) | s.rl_red_ok
+            s.bwd_in.rdy @= s.feed.feed_rdy[1] | (s.mv & (s.ins.src == Bits2(isa.SRC_BWD_IN))) | s.rl_bc_ok
             s.host_in.rdy @= s.feed.feed_rdy[2] | (s.mv & (s.ins.src == Bits2(isa.SRC_HOST)))
             s.in_fire[0] @= s.fwd_in.val & s.fwd_in.rdy
             s.in_fire[1] @= s.bwd_in.val & s.bwd_in.rdy
@@ -240,12 +249,17 @@ class RouterRTL(Component):
             else:
                 s.mv_val @= s.mv_data
             s.mv_last @= s.mv_fire & (s.moved + N1 == s.count)
+            s.rl_red @= s.rl_red_ok & s.fwd_in.val
+            s.rl_bc @= s.rl_bc_ok & s.bwd_in.val
+            s.rl_red_val @= s.fwd_in.msg + s.scratch.head
+            s.rl_done @= (s.rl & ((s.moved == s.count) | (s.rl_red & (s.moved + N1 == s.count)))
+                          & ((s.moved2 == s.count) | (s.rl_bc & (s.moved2 + N1 == s.count))))
 
         @update
         def up_seq_retire():
             s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER) | (s.kind == K_REQUANT)) & s.quiet
                              & ~s.unit.busy & ~s.reset)
-            s.retire @= s.cmd_fire | s.mv_last | s.unit.retire | (s.kind == K_NOP)
+            s.retire @= s.cmd_fire | s.mv_last | s.rl_done | s.unit.retire | (s.kind == K_NOP)
             s.jump @= s.ins.lend & (zext(s.iter, Bits16) + Bits16(1) < s.ins.lcount)
             if s.jump:
                 s.next_pc @= s.ins.ltarget
@@ -294,11 +308,17 @@ class RouterRTL(Component):
                 s.push_val @= s.drain.data
             else:
                 s.push_val @= s.mv_val
-            s.outs[0].push @= s.push_out[0]
-            s.outs[1].push @= s.push_out[1]
+            s.outs[0].push @= s.push_out[0] | s.rl_red
+            s.outs[1].push @= s.push_out[1] | s.rl_bc
             s.outs[2].push @= s.push_out[2]
-            s.outs[0].push_data @= s.push_val
-            s.outs[1].push_data @= s.push_val
+            if s.rl_red:  # (a RELAY: the sum forward, the broadcast element back)
+                s.outs[0].push_data @= s.rl_red_val
+            else:
+                s.outs[0].push_data @= s.push_val
+            if s.rl_bc:
+                s.outs[1].push_data @= s.bwd_in.msg
+            else:
+                s.outs[1].push_data @= s.push_val
             s.outs[2].push_data @= s.push_val
             s.fwd_out.val @= s.outs[0].count != OCT(0)
             s.bwd_out.val @= s.outs[1].count != OCT(0)
@@ -315,14 +335,17 @@ class RouterRTL(Component):
             # the scratch FIFO: the drainer's, a unit's or a MOVE / REDUCE's elements in, the
             # feeder's or a REDUCE's out (never two of them at once)
             s.scratch.push @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
-                               | s.unit.push | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_SCRATCH)) != Bits4(0))))
+                               | s.unit.push | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
+                               | s.rl_bc)
             if s.unit.push:
                 s.scratch.push_data @= s.unit.push_data
             elif s.mv_fire:
                 s.scratch.push_data @= s.mv_val
+            elif s.rl_bc:
+                s.scratch.push_data @= s.bwd_in.msg
             else:
                 s.scratch.push_data @= s.drain.data
-            s.scratch.pop @= s.feed.s_pop | (s.mv_fire & s.red)
+            s.scratch.pop @= s.feed.s_pop | (s.mv_fire & s.red) | s.rl_red
 
         @update
         def up_seq_status():
@@ -332,7 +355,7 @@ class RouterRTL(Component):
             # the state of this cycle, from the registers (see RouterCL)
             if s.q_unit | s.unit.busy:
                 s.state @= S_IO
-            elif s.stream & s.quiet:
+            elif (s.stream | (s.kind == K_RELAY)) & s.quiet:
                 if s.mv_room:
                     s.state @= S_STALL_IN
                 else:
@@ -377,6 +400,7 @@ class RouterRTL(Component):
                 s.iter <<= Bits16(0)
                 s.fresh <<= 1
                 s.moved <<= Bits24(0)
+                s.moved2 <<= Bits24(0)
                 s.last_compute <<= 0
                 s.n_feed <<= Bits32(0)
                 s.n_drain <<= Bits32(0)
@@ -413,6 +437,14 @@ class RouterRTL(Component):
                         s.moved <<= Bits24(0)
                     else:
                         s.moved <<= s.moved + N1
+                if s.rl_done:
+                    s.moved <<= Bits24(0)
+                    s.moved2 <<= Bits24(0)
+                else:
+                    if s.rl_red:
+                        s.moved <<= s.moved + N1
+                    if s.rl_bc:
+                        s.moved2 <<= s.moved2 + N1
                 if s.cmd_fire:
                     s.last_compute <<= s.kind == K_ENG
                 if s.feed.push:

@@ -17,7 +17,9 @@ element by element:
   each ``q_g`` adds its own to what arrives (``REDUCE fwd_in + scratch -> fwd_out``);
 * **broadcast** back over the ``bwd`` links: the last member's ``REDUCE`` sends each sum on at
   once (``-> scratch + bwd_out``) and every earlier member keeps a copy as it passes it on
-  (``MOVE bwd_in -> bwd_out + scratch``).
+  (``MOVE bwd_in -> scratch`` at the first; a middle member's ``RELAY`` runs its reduce and its
+  part of the broadcast at once, ``bwd_in -> bwd_out + scratch``, so the broadcast never waits
+  for a member's reduce to end).
 
 Each link carries the ``M`` elements once per direction, so the all-reduce takes about
 ``M + 2 (q_{G-1} - q_0) L`` cycles for link latency ``L`` (the reduce and the broadcast overlap):
@@ -58,10 +60,9 @@ class NodeCollectives:
         elif g == 0:
             self.store(buf, addr, n, "fwd_out")
             self.move("bwd_in", "scratch", n)
-        elif g < last:
+        elif g < last:  # the reduce forward and the broadcast back at once
             self.store(buf, addr, n, "scratch")
-            self.reduce("fwd_in", "fwd_out", n)
-            self.move("bwd_in", ("bwd_out", "scratch"), n)
+            self.relay(n)
         else:
             self.store(buf, addr, n, "scratch")
             self.reduce("fwd_in", ("scratch", "bwd_out"), n)

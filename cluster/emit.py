@@ -151,6 +151,14 @@ class NodeEmitter:
         self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
         self._io(n)
 
+    def relay(self, n):
+        """An all-reduce's middle member: ``n`` elements of fwd_in plus the scratch FIFO's head to
+        fwd_out, and ``n`` of bwd_in to bwd_out and the scratch FIFO's tail, at once."""
+        self.emit(isa.relay(n))
+        for port in ("fwd_in", "fwd_out", "bwd_in", "bwd_out"):
+            self._count_link(port, n)
+        self._io(n)
+
     def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or
         B, the tensor ``shape``)."""

@@ -23,6 +23,11 @@ kind      what it does                                                   retires
           (modulo ``2**stream_bits``) to every destination in ``dmask``
           (link outputs, the scratch FIFO's tail): one hop of an
           all-reduce
+``RELAY``  a middle member of an all-reduce: ``REDUCE fwd_in ->          after both streams' last
+          fwd_out`` and ``MOVE bwd_in -> bwd_out + scratch`` at once,     element
+          ``cmd.count`` elements each (the broadcast passes back while
+          the reduce still runs; the FIFO pops own partial sums at its
+          head and keeps the sums at its tail)
 ``REQUANT``the requantizer: the scratch FIFO holds ``count`` un-rounded   after ``count + 2`` cycles
           sums of a ``(k, c, r, s)`` tensor in the engine's layout of
           buffer ``cmd.target`` (G: ``P*P`` lanes a word; B: ``P``;
@@ -40,8 +45,8 @@ kind      what it does                                                   retires
 ``HALT``  the end of the program                                          never
 ========  =============================================================  ==========================
 
-``MOVE``, ``REDUCE``, ``BIAS``, ``GATHER`` and ``REQUANT`` start only when every earlier LOAD and STORE has moved its
-last element (the feeder and drainer are idle); ``ENG``/``LOAD``/``STORE`` are offered to the
+``MOVE``, ``REDUCE``, ``RELAY``, ``BIAS``, ``GATHER`` and ``REQUANT`` start only when every earlier
+LOAD and STORE has moved its last element (the feeder and drainer are idle); ``ENG``/``LOAD``/``STORE`` are offered to the
 engine at once, in order (the engine decides whether it may overlap them).
 
 Fields every instruction has (applied when the instruction becomes current, i.e. in the cycle
@@ -83,11 +88,11 @@ CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
 
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
-NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT, REDUCE, REQUANT = range(10)
+NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT, REDUCE, REQUANT, RELAY = range(11)
 KIND_NAMES = {NOP: "nop", ENG: "eng", LOAD: "load", STORE: "store", MOVE: "move", BIAS: "bias",
-              GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant"}
+              GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant", RELAY: "relay"}
 #: kinds that start only when the feeder and the drainer are idle
-QUIET_KINDS = (MOVE, BIAS, GATHER, REDUCE, REQUANT)
+QUIET_KINDS = (MOVE, BIAS, GATHER, REDUCE, REQUANT, RELAY)
 #: kinds run by a scalar unit over the scratch FIFO (``count + 2`` cycles or a gather's runs)
 UNIT_KINDS = (BIAS, GATHER, REQUANT)
 #: kinds that stream link input elements to destinations (the sequencer waits for each)
@@ -127,6 +132,8 @@ KIND_DOC = {
     REDUCE: ("`cmd.count` times: link input `src` + the scratch FIFO's head (mod 2**stream_bits) to every "
              "destination in `dmask` (link outputs, the scratch FIFO's tail): an all-reduce hop",
              "after the last element"),
+    RELAY: ("an all-reduce's middle member: REDUCE fwd_in + scratch -> fwd_out and MOVE bwd_in -> bwd_out + "
+            "scratch at once, `cmd.count` elements each", "after both streams' last element"),
     REQUANT: ("requantizer: the scratch FIFO's `cmd.count` un-rounded sums of a (`k`, `c`, `r`, `s`) tensor in "
               "buffer `cmd.target`'s layout become saturate(requantize(v, `shift`), `bits`), element (k, c, r, s) "
               "rounded at its flat index (padding lanes 0)", "after `count` + 2 cycles"),
@@ -214,6 +221,8 @@ class Instr:
                 + f" x{self.count}"
         if self.kind == REQUANT:
             return f"requant x{self.count} ({encoding.BUF_NAMES[self.field('target')]} layout)"
+        if self.kind == RELAY:
+            return f"relay fwd_in+scratch -> fwd_out, bwd_in -> bwd_out+scratch x{self.count}"
         if self.kind == BIAS:
             return f"bias x{self.count}"
         if self.kind == GATHER:
@@ -255,6 +264,17 @@ def reduce_(src: int, dmask: int, n: int) -> Instr:
     if src not in (SRC_FWD_IN, SRC_BWD_IN) or dmask not in _STREAM_DMASKS:
         raise IsaError("REDUCE adds one link input to the scratch FIFO, to one link output and/or the scratch FIFO")
     return Instr(REDUCE, _checked_cmd(dict(count=n)), src=src, dmask=dmask)
+
+
+#: RELAY's fixed destinations (so its room check is the one of a stream to both link outputs)
+RELAY_DMASK = DST_FWD_OUT | DST_BWD_OUT | DST_SCRATCH
+
+
+def relay(n: int) -> Instr:
+    """An all-reduce's middle member: the reduce forward and the broadcast back, concurrently."""
+    if n < 1:
+        raise IsaError("RELAY moves at least one element each way")
+    return Instr(RELAY, _checked_cmd(dict(count=n)), src=SRC_FWD_IN, dmask=RELAY_DMASK)
 
 
 def requant(n: int, layout: str, shape: tuple, P: int, shift: int, stoch: int, seed: int, tid: int,

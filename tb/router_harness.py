@@ -182,6 +182,9 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
                 src = rng.choice([isa.SRC_FWD_IN, isa.SRC_BWD_IN])
                 dst = rng.choice([isa.DST_FWD_OUT, isa.DST_BWD_OUT])
                 c = rng.randint(1, max_count)
+                if scratch_ok and rng.random() < 0.25 and tally > 0 and 2 * tally <= scratch_depth // 2:
+                    out.append(isa.relay(rng.randint(1, tally)))  # a middle member (pops n, pushes n)
+                    continue
                 if scratch_ok and rng.random() < 0.5 and tally > 0:  # an all-reduce hop
                     take = rng.randint(1, tally)
                     dst = rng.choice([dst, isa.DST_SCRATCH, dst | isa.DST_SCRATCH])
