@@ -307,7 +307,7 @@ class RouterCL(Component):
                 s.feed[0][2] += 1
             elif prog[s.pc].kind == isa.RELAY:  # the reduce forward, the broadcast back
                 if src == isa.SRC_FWD_IN:
-                    s._push_out(isa.DST_FWD_OUT, _wrap(v + s.scratch.popleft(), s.bits))
+                    s._push_out(isa.DST_FWD_OUT, from_word(v + s.scratch.popleft(), s.bits))
                     s.moved += 1
                 else:
                     s._push_out(isa.DST_BWD_OUT, v)
@@ -319,7 +319,7 @@ class RouterCL(Component):
             else:  # the current MOVE or REDUCE
                 ins = prog[s.pc]
                 if ins.kind == isa.REDUCE:
-                    v = _wrap(v + s.scratch.popleft(), s.bits)
+                    v = from_word(v + s.scratch.popleft(), s.bits)
                 s._push_out(ins.dmask, v)
                 if ins.dmask & isa.DST_SCRATCH:
                     s.scratch.append(v)
@@ -417,39 +417,34 @@ class RouterCL(Component):
                     s.host_out_elems.append(v)
 
     def _stream_room(s, dmask) -> bool:
-        """Room for one more element of a MOVE / REDUCE in its link output (the scratch FIFO: the
+        """Room for one more element in every output buffer of ``dmask`` (the scratch FIFO: the
         router's depth was sized for the program)."""
         return not any(dmask & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
 
     def _dout_room(s) -> bool:
-        dm = s.drain[0][0]
-        return not any(dm & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
+        return s._stream_room(s.drain[0][0])
 
     def _start_unit(s, ins):
         vals = list(s.scratch)
+        want = 2 * ins.count if ins.kind == isa.BIAS else ins.count  # (BIAS holds [b, db])
+        if len(vals) != want:
+            raise RuntimeError(f"{s.node_name}: {isa.KIND_NAMES[ins.kind].upper()} of {ins.count} elements with "
+                               f"{len(vals)} in the scratch FIFO")
         if ins.kind == isa.BIAS:
             n = ins.count
-            if len(vals) != 2 * n:
-                raise RuntimeError(f"{s.node_name}: BIAS over {n} elements with {len(vals)} in the scratch FIFO")
             out = bias_update(vals[:n], vals[n:], ins.field("k"), ins.field("shift"), ins.field("stoch"),
-                              (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32, ins.field("tid"),
-                              ins.bits, ins.field("bshift"))
-            s.unit_left = isa.bias_cycles(n) - 1
+                              s._seed(ins), ins.field("tid"), ins.bits, ins.field("bshift"))
         elif ins.kind == isa.REQUANT:
-            if len(vals) != ins.count:
-                raise RuntimeError(f"{s.node_name}: REQUANT of {ins.count} elements with {len(vals)} in the "
-                                   f"scratch FIFO")
-            out = isa.apply_requant(vals, ins, (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32)
-            s.unit_left = isa.unit_cycles(ins, s.table) - 1
+            out = isa.apply_requant(vals, ins, s._seed(ins))
         else:
-            if len(vals) != ins.count:
-                raise RuntimeError(f"{s.node_name}: GATHER of {ins.count} elements with {len(vals)} in the "
-                                   f"scratch FIFO")
-            table = s.table[ins.tbase: ins.tbase + ins.tlen]
-            out = isa.apply_gather(vals, table)
-            s.unit_left = isa.gather_cycles(table) - 1
+            out = isa.apply_gather(vals, s.table[ins.tbase: ins.tbase + ins.tlen])
+        s.unit_left = isa.unit_cycles(ins, s.table) - 1
         s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), 0
         s.scratch = deque(out)
+
+    def _seed(s, ins) -> int:
+        """The rounding seed of an instruction at this loop iteration (``seedstep``)."""
+        return (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32
 
     def _cmd_msg(s, ins):
         """The command message of the current instruction (built once per instruction and step
@@ -465,7 +460,7 @@ class RouterCL(Component):
     def _cmd_fields(s, ins):
         f = dict(ins.cmd)
         if ins.seedstep:
-            f["seed"] = (f.get("seed", 0) + s.iter) % 2**32
+            f["seed"] = s._seed(ins)
         return f
 
     # ---- outputs -----------------------------------------------------------------------------
@@ -566,12 +561,6 @@ class RouterCL(Component):
 
     def line_trace(s):
         return f"{s.node_name}:{s.pc}.{s.iter}"
-
-
-def _wrap(v: int, bits: int) -> int:
-    """``v`` modulo ``2**bits``, signed (the adder's register width)."""
-    half = 1 << (bits - 1)
-    return ((v + half) & ((1 << bits) - 1)) - half
 
 
 def _dst_names(dmask: int) -> str:

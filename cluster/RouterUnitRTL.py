@@ -20,8 +20,7 @@ then, at the edge after its last element, drops its input from the FIFO's head a
   is ``saturate(requantize(v, shift, stoch, seed, tid, index=flat), bits)`` at its flat C-order
   index, 0 in padding lanes; it drops ``n``.
 
-So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.bias_cycles` /
-:func:`~pymtl_fp.cluster.isa.gather_cycles` edges.  Elaboration parameters: ``bits`` (stream
+So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.unit_cycles` edges.  Elaboration parameters: ``bits`` (stream
 width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width).
 """
 

@@ -13,6 +13,12 @@ BUFS = ("X", "D", "O", "W", "G", "B")
 BUF_ID = msgs.BUF_IDS
 
 
+def pow2_at_least(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``): a depth sized to what a program
+    uses, rounded so that similar runs share one hardware build."""
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
 class Alloc:
     """Bump allocator over the six buffers of one node; remembers every region."""
 

@@ -81,10 +81,9 @@ class NodeCollectives:
     # ---- the weight gradients of a replica ----------------------------------------------------
     def raw_regions(self, it):
         """B regions of item ``it``'s un-rounded ``dw`` (the G layout, a row per word) and ``db``."""
-        f, P = self.info(it.layer), self.P
         _, _, wwords = self.w_region(it)
-        kt = tiles(it.k1 - it.k0, P)
-        return self.A.get("B", f"rawdw{it.layer}", wwords * P), self.A.get("B", f"rawdb{it.layer}", kt), f
+        return (self.A.get("B", f"rawdw{it.layer}", wwords * self.P),
+                self.A.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, self.P)))
 
 
     def raw_gradients(self):
@@ -94,7 +93,7 @@ class NodeCollectives:
             if it.pool:
                 continue
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
-            raw_w, raw_b, _ = self.raw_regions(it)
+            raw_w, raw_b = self.raw_regions(it)
             case = self.case(it, self.B, it.k0, it.k1)
             self.compute("bwd_weight", program.useful_macs("bwd_weight", case),
                          **self.conv_fields(it, self.B, it.k0, it.k1), raw=1, a0=self.x_addr(it, 0),
@@ -104,7 +103,8 @@ class NodeCollectives:
         """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),
         round them once into the db region of B and into G, and update the weights and biases."""
         P, li = self.P, it.layer
-        raw_w, raw_b, f = self.raw_regions(it)
+        raw_w, raw_b = self.raw_regions(it)
+        f = self.info(li)
         p, sh = f["p"], self.shifts[self.net.layers[li].name]
         kk = it.k1 - it.k0
         nb, nw = collective_sizes(f, it, P)

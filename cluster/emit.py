@@ -40,6 +40,12 @@ def done_label(did: int) -> tuple:
     return ("bwd" if (did - 1) % 2 else "fwd", (did - 1) // 2)
 
 
+def _dsts(dst) -> tuple:
+    """A stream's destination names (``dst``: one name or a tuple) and their ``dmask``."""
+    dsts = dst if isinstance(dst, tuple) else (dst,)
+    return dsts, sum(DST[d] for d in dsts)
+
+
 class NodeEmitter:
     """Instruction emission (mixed into the code generator, which sets ``ecfg``, ``P``, ``j``,
     ``ovl``, ``A``, ``prog`` and the counting state)."""
@@ -132,8 +138,8 @@ class NodeEmitter:
     def move(self, src, dst, n):
         """Pass ``n`` elements from a link input to a link output and/or the scratch FIFO (``dst``:
         a name or a tuple of names): the board forwards them, keeping a copy."""
-        dsts = dst if isinstance(dst, tuple) else (dst,)
-        self.emit(isa.move(SRC[src], sum(DST[d] for d in dsts), n))
+        dsts, mask = _dsts(dst)
+        self.emit(isa.move(SRC[src], mask, n))
         self._count_link(src, n)
         for d in dsts:
             self._count_link(d, n)
@@ -143,8 +149,8 @@ class NodeEmitter:
     def reduce(self, src, dst, n):
         """An all-reduce hop: ``n`` elements of link input ``src`` plus the scratch FIFO's head, to
         ``dst`` (a link output and/or the scratch FIFO's tail)."""
-        dsts = dst if isinstance(dst, tuple) else (dst,)
-        self.emit(isa.reduce_(SRC[src], sum(DST[d] for d in dsts), n))
+        dsts, mask = _dsts(dst)
+        self.emit(isa.reduce_(SRC[src], mask, n))
         self._count_link(src, n)
         for d in dsts:
             self._count_link(d, n)

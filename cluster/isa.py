@@ -316,9 +316,7 @@ def apply_requant(values: list, ins: Instr, seed: int) -> list:
 
     from pymtl_fp.numerics import requantize
 
-    idx = requant_indices(ins)
-    if len(values) != len(idx):
-        raise IsaError(f"REQUANT of a {len(idx)}-element tensor with {len(values)} in the scratch FIFO")
+    idx = requant_indices(ins)  # (as many as values: the instruction's count, checked by its constructor)
     real = idx >= 0
     out = np.zeros(len(idx), dtype=np.int64)
     out[real] = requantize(np.asarray(values, dtype=np.int64)[real], ins.field("shift"), ins.bits,
@@ -331,7 +329,7 @@ def unit_cycles(ins: Instr, table: list) -> int:
     """Cycles a scalar unit (BIAS, GATHER, REQUANT) holds the sequencer."""
     if ins.kind == GATHER:
         return gather_cycles(table[ins.tbase: ins.tbase + ins.tlen])
-    return ins.count + 2
+    return bias_cycles(ins.count)  # (REQUANT: one element an edge, as BIAS)
 
 
 def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.collectives import collective_sizes
 from pymtl_fp.cluster.compile import (
     begin_step,
@@ -128,8 +129,21 @@ def whole_partition(rep: Replicas, parts: list) -> Partition:
 
 
 def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool = False):
-    """One program per node for ``steps`` data-parallel / hybrid steps; returns the
-    :class:`ClusterProgram` and the whole-cluster partition."""
+    """One program per node for ``steps`` data-parallel / hybrid steps; returns the cluster with
+    its engines' B deepened to hold the un-rounded partial sums (the power of two the programs
+    need; compiled once against room to spare, then each node's plan rebound to its engine), the
+    :class:`ClusterProgram` and each replica's partition."""
+    roomy = ccfg.replace(engines=tuple(e.replace(bias_depth=65536) for e in ccfg.engines))
+    cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap)
+    need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
+    ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
+                                      for e in ccfg.engines))
+    for prog, ecfg in zip(cprog.nodes, ccfg.engines):
+        prog.alloc.ecfg = ecfg
+    return ccfg, cprog, parts
+
+
+def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool):
     from pymtl_fp.cluster.codegen import NodeCodegen
 
     fmt, shifts = check_training(net, tcfg, steps, rep.batch)
@@ -142,7 +156,7 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
     order = [(s, it) for s in reversed(range(m)) for it in reversed(parts[0].nodes[s]) if not it.pool]
     nodes = []
     for g in range(rep.groups):
-        later, earlier = sum(rep.shares[g + 1:]), sum(rep.shares[:g])
+        later, earlier = rep.first(g), sum(rep.shares[:g])  # images before / after the replica's
         for s in range(m):
             j = g * m + s
             nd = NodeCodegen(s, ccfg.engines[j], net, parts[g], tcfg, shifts, fmt, [P] * m, overlap)
@@ -160,9 +174,8 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
             nd.phase = "bwd"
             if s == m - 1:  # the share's loss gradients first, so the others' pass at once
                 last = nd.items[-1]
-                f = layer_info(net, last.layer)
                 for b in range(S):
-                    nd.load("D", nd.dy_keep(last, b), tiles(f["k"], P) * f["ho"] * f["wo"] * P, "bwd_in")
+                    nd.load("D", nd.dy_keep(last, b), logit_elems, "bwd_in")
                 nd.dy_loaded = True
             if earlier:
                 nd.move("bwd_in", "bwd_out", earlier * logit_elems)
@@ -185,7 +198,6 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
                           rep), parts
 
 
-
 def replica_params(net, rep: Replicas, parts: list, cprog, P: int, streams: list, like: dict) -> dict:
     """The trained weights every replica sent back (``streams[j]``: node j's host stream); a
     :class:`ClusterError` if two replicas disagree (the all-reduce gave them different updates)."""
@@ -201,10 +213,3 @@ def replica_params(net, rep: Replicas, parts: list, cprog, P: int, streams: list
             raise ClusterError(f"replica {g}'s final weights differ from replica 0's")
     return out
 
-
-def bias_words_needed(net, ccfg, rep: Replicas, params, tcfg, steps: int, overlap: bool) -> int:
-    """Words of B the replicas' programs use (the un-rounded partial sums live there), compiled
-    against engines with room to spare."""
-    roomy = ccfg.replace(engines=tuple(e.replace(bias_depth=65536) for e in ccfg.engines))
-    cprog, _ = compile_replicas(net, roomy, rep, params, tcfg, steps, overlap)
-    return max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.compile import compile_cluster, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.replicas import (
-    bias_words_needed,
     check_replica_cluster,
     compile_replicas,
     replica_params,
@@ -94,13 +94,9 @@ def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
     out = []
     for e, prog in zip(ccfg.engines, cprog.nodes):
         out.append(router_config_for(e, base).replace(
-            prog_depth=max(256, _pow2(len(prog.ops))), table_depth=max(64, _pow2(len(prog.table))),
-            scratch_depth=max(256, _pow2(prog.scratch_peak))))
+            prog_depth=max(256, pow2_at_least(len(prog.ops))), table_depth=max(64, pow2_at_least(len(prog.table))),
+            scratch_depth=max(256, pow2_at_least(prog.scratch_peak))))
     return out
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
 
 
 def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel="pymtl", skip=True,
@@ -194,9 +190,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
             raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
                                "(no --schedule cp/sgd, no --cuts)")
         check_replica_cluster(ccfg)
-        need = bias_words_needed(net, ccfg, rep, params, tcfg, steps, overlap)
-        ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, _pow2(need))) for e in ccfg.engines))
-        cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap)
+        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap)
         part = whole_partition(rep, parts)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:

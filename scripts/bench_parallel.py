@@ -19,8 +19,7 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_schedules import _ints
-from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
 
@@ -50,21 +49,13 @@ def _methods(n: int) -> list:
 
 def _run(job):
     """One CL cluster run (bit-exact checked): the figures of its last step."""
-    import numpy as np
-
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
-    from pymtl_fp.data import load_digits_split, quantize_images
-    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.net import load_net
 
     net_name, prec, method, groups, n, batch, steps, act_depth = job
     net = load_net(net_name)
-    split = load_digits_split(seed=0)
-    order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
-    images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
-    params = quantize_params(net, init_params_float64(net, 0), prec)
-    tcfg = TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
+    images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
     row = {"method": method, "groups": groups, "nodes": n, "batch": batch}
     try:
@@ -75,15 +66,9 @@ def _run(job):
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
     if not params_equal(run.params, want):
         return dict(row, error="the final weights differ from the golden model's")
-    rep = run.report
-    last = rep["cycles_per_step"][-1]
-    peak = sum(e.P * e.P for e in ccfg.engines)
-    macs = sum(nd["macs"] for nd in rep["node"])
-    reps = rep.get("replicas")
-    return dict(row, cycles_per_step=last, images_per_s=batch * ccfg.clock_mhz * 1e6 / last,
-                mac_utilization=macs / (peak * run.cycles),
-                weight_phase_cycles=reps["weight_phase_cycles_max"] if reps else None,
-                clock_mhz=ccfg.clock_mhz)
+    reps = run.report.get("replicas")
+    return dict(row, **last_step_figures(run, ccfg, batch),
+                weight_phase_cycles=reps["weight_phase_cycles_max"] if reps else None)
 
 
 def _plot(path, rows, title):
@@ -114,20 +99,11 @@ def _plot(path, rows, title):
 
 
 def main(args) -> int:
-    from pymtl_fp.net import NetError, load_net
-
     json_path = validate.output_file(args.json, "--json", ".json")
     plot_path = validate.output_file(args.plot, "--plot", ".png")
-    try:
-        net = load_net(args.net)
-    except NetError as exc:
-        raise UserError(f"--net {args.net}: {exc}") from None
-    if net.input_shape != (1, 8, 8) or net.classes != 10:
-        raise UserError(f"--net {args.net}: takes {net.input_shape} -> {net.classes}; the digits need (1, 8, 8) -> 10")
-    if args.precision not in net.formats:
-        raise UserError(f"--precision {args.precision}: {net.name} offers {', '.join(sorted(net.formats))}")
-    nodes = _ints(args.nodes, "--nodes", 1, 16)
-    batches = _ints(args.batches, "--batches", 1, 256)
+    net = digits_net(args.net, args.precision)
+    nodes = int_list(args.nodes, "--nodes", 1, 16)
+    batches = int_list(args.batches, "--batches", 1, 256)
     validate.integer(args.steps, "--steps", 1, 100)
     validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
     validate.integer(args.workers, "--workers", 1, 64)

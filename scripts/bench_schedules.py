@@ -25,6 +25,7 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 
 from pymtl_fp.cli import validate
+from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs
 from pymtl_fp.cli.errors import UserError
 
 HELP = "SGD vs mini-batch vs continuous propagation: accuracy per epoch (golden) and images/s (CL cluster)"
@@ -49,31 +50,12 @@ def add_arguments(parser):
     parser.add_argument("--plot", metavar="FILE.png", help="accuracy vs epoch and vs simulated time")
 
 
-def _ints(text, option, lo, hi):
-    try:
-        vals = [int(v) for v in str(text).split(",")]
-    except ValueError:
-        raise UserError(f"{option} {text}: give comma-separated integers") from None
-    for v in vals:
-        validate.integer(v, option, lo, hi)
-    return vals
-
-
 def _check(args):
-    from pymtl_fp.net import NetError, load_net
-
-    try:
-        net = load_net(args.net)
-    except NetError as exc:
-        raise UserError(f"--net {args.net}: {exc}") from None
-    if net.input_shape != (1, 8, 8) or net.classes != 10:
-        raise UserError(f"--net {args.net}: takes {net.input_shape} -> {net.classes}; the digits need (1, 8, 8) -> 10")
-    if args.precision not in net.formats:
-        raise UserError(f"--precision {args.precision}: {net.name} offers {', '.join(sorted(net.formats))}")
+    net = digits_net(args.net, args.precision)
     layers = len(net.param_layers())
-    nodes = _ints(args.nodes, "--nodes", 1, layers)
+    nodes = int_list(args.nodes, "--nodes", 1, layers)
     tn = validate.integer(args.time_nodes, "--time-nodes", 1, layers) or max(nodes)
-    seeds = _ints(args.seeds, "--seeds", 0, 2**32 - 1)
+    seeds = int_list(args.seeds, "--seeds", 0, 2**32 - 1)
     epochs = validate.integer(args.epochs, "--epochs", 1, 1000) or net.train.epochs
     batch = validate.integer(args.batch, "--batch", 1, 1024) or net.train.batch
     validate.integer(args.steps, "--steps", 1, 100)
@@ -84,18 +66,10 @@ def _check(args):
 
 def _throughput(net, prec, method, n, batch, steps, act_depth):
     """One CL cluster run: cycles of the last step, images/s, MAC utilization; bit-exact checked."""
-    import numpy as np
-
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
     from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
-    from pymtl_fp.data import load_digits_split, quantize_images
-    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
-    split = load_digits_split(seed=0)
-    order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
-    images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
-    params = quantize_params(net, init_params_float64(net, 0), prec)
-    tcfg = TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
+    images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
     sched = METHODS[method]
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
@@ -103,14 +77,8 @@ def _throughput(net, prec, method, n, batch, steps, act_depth):
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, sched))
     if not params_equal(run.params, want):
         raise UserError(f"bench schedules: {method} on {n} nodes differs from the golden model")
-    rep = run.report
-    last = rep["cycles_per_step"][-1]
-    peak = sum(e.P * e.P for e in ccfg.engines)
-    macs = sum(nd["macs"] for nd in rep["node"])
-    return {"method": method, "schedule": sched, "nodes": n, "cycles_per_step": last,
-            "images_per_s": batch * ccfg.clock_mhz * 1e6 / last, "mac_utilization": macs / (peak * run.cycles),
-            "steady_cycles_per_image": (rep.get("steady_state") or {}).get("cycles_per_image"),
-            "clock_mhz": ccfg.clock_mhz}
+    return dict(last_step_figures(run, ccfg, batch), method=method, schedule=sched, nodes=n,
+                steady_cycles_per_image=(run.report.get("steady_state") or {}).get("cycles_per_image"))
 
 
 def _fit(job):

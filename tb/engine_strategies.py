@@ -49,10 +49,14 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
         else:
             case.update(x=x, dy=_vals(rng, (n, k, ho, wo), cfg.grad_bits, extremes),
                         w_shape=np.array([k, c, r, s]), bias_shift=draw(st.sampled_from([0, 2, 7, 32])))
-            P = cfg.P
-            nraw = -(-k // P) * (-(-c // P) * r * s * P + 1)  # B words of un-rounded dw and db
-            if nraw <= cfg.bias_depth and draw(st.booleans()):
-                case["raw"] = 1
+            if draw(st.booleans()):  # un-rounded, where B holds it (validate_case says)
+                from pymtl_fp.engine.cases import CaseError, validate_case
+
+                try:
+                    validate_case(cfg, op, dict(case, raw=1))
+                    case["raw"] = 1
+                except CaseError:
+                    pass
     elif op in POOL_OPS:
         pk = draw(st.sampled_from([1, 2, 2, 3]))
         ho, wo = draw(st.integers(1, 3)), draw(st.integers(1, 3))

@@ -197,15 +197,14 @@ class EngineFL(Component):
             dx = golden.conv_bwd_data(dy, wt, x, stride=stride, pad=pad, shift=f["shift"],
                                       relu=bool(f["relu"]), out_bits=cfg.grad_bits, **rnd)
             s._wr(OB, f["d0"], pack_act(dx, P))
-        elif op == "bwd_weight" and f.get("raw", 0):
-            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
-            dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
-            dw, db = golden.conv_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad)
-            s._wr(B, f["d0"], wrap(pack_weight(dw, P), cfg.acc_bits).reshape(-1, P))
-            s._wr(B, f["d1"], wrap(pack_bias(db, P), cfg.acc_bits))
         elif op == "bwd_weight":
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
+            if f.get("raw", 0):  # un-rounded, accumulator-wide, in B (a row of the G layout per word)
+                dw, db = golden.conv_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad)
+                s._wr(B, f["d0"], wrap(pack_weight(dw, P), cfg.acc_bits).reshape(-1, P))
+                s._wr(B, f["d1"], wrap(pack_bias(db, P), cfg.acc_bits))
+                return
             dw, db = golden.conv_bwd_weight(x, dy, (k, c, r, sw), stride=stride, pad=pad,
                                             shift=f["shift"], bias_shift=f["bshift"],
                                             out_bits=cfg.grad_bits, bias_tensor_id=f["btid"], **rnd)

@@ -1,0 +1,60 @@
+"""What the cluster benchmarks on the digits data share (``bench schedules``, ``bench parallel``):
+the option parsing of a zoo net and of integer lists, the training inputs of a run, and the
+figures of a run's last step.  Not a bench target itself."""
+
+from __future__ import annotations
+
+from pymtl_fp.cli import validate
+from pymtl_fp.cli.errors import UserError
+
+
+def int_list(text, option, lo, hi) -> list:
+    """``--option A,B,...`` as integers in ``lo..hi`` (else a one-line :class:`UserError`)."""
+    try:
+        vals = [int(v) for v in str(text).split(",")]
+    except ValueError:
+        raise UserError(f"{option} {text}: give comma-separated integers") from None
+    for v in vals:
+        validate.integer(v, option, lo, hi)
+    return vals
+
+
+def digits_net(name: str, precision: str):
+    """The zoo net ``--net name`` at ``--precision``, refused unless it takes the 8x8 digits."""
+    from pymtl_fp.net import NetError, load_net
+
+    try:
+        net = load_net(name)
+    except NetError as exc:
+        raise UserError(f"--net {name}: {exc}") from None
+    if net.input_shape != (1, 8, 8) or net.classes != 10:
+        raise UserError(f"--net {name}: takes {net.input_shape} -> {net.classes}; the digits need (1, 8, 8) -> 10")
+    if precision not in net.formats:
+        raise UserError(f"--precision {precision}: {net.name} offers {', '.join(sorted(net.formats))}")
+    return net
+
+
+def run_inputs(net, prec: str, steps: int, batch: int) -> tuple:
+    """``(images, labels, params, tcfg)`` of a benchmark run: ``steps`` batches of the training
+    images in a seed-0 order, seed-0 weights, the net's learning rate."""
+    import numpy as np
+
+    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+
+    split = load_digits_split(seed=0)
+    order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
+    images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
+    params = quantize_params(net, init_params_float64(net, 0), prec)
+    return images, labels, params, TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
+
+
+def last_step_figures(run, ccfg, batch: int) -> dict:
+    """The cycles of a run's last step, images/s at the clock, and the cluster's MAC utilization
+    (useful MACs over ``nodes x P x P x cycles`` of the whole run)."""
+    rep = run.report
+    last = rep["cycles_per_step"][-1]
+    peak = sum(e.P * e.P for e in ccfg.engines)
+    macs = sum(nd["macs"] for nd in rep["node"])
+    return {"cycles_per_step": last, "images_per_s": batch * ccfg.clock_mhz * 1e6 / last,
+            "mac_utilization": macs / (peak * run.cycles), "clock_mhz": ccfg.clock_mhz}
