@@ -39,10 +39,14 @@ DSP_A, DSP_B = 25, 18  # signed multiplier operand widths of a DSP48E1 (27 x 18 
 #: lo*hi, hi*lo) and one 8x32 product (2 DSPs: the 32-bit constant spans two 18-bit B ports).
 #: Yosys 0.70 ``synth_xilinx``: 11 DSP48E1 for the requantizer (was counted as 10)
 HASH_DSPS = 3 * 3 + 2
-#: the engine's address generator and command checks: about fifty variable multiplies of loop
-#: counters and tensor sizes; Yosys 0.70 ``synth_xilinx -flatten`` maps them to 96 DSP48E1
-#: (``tiny``: 122 DSPs = 4 MAC lanes + 2 x 11 hash + 96)
-CONTROL_DSPS = 96
+#: the engine's address generation and command checks: the per-command strides (10 products of
+#: command fields, registered), the address units' 12 products of a counter and a stride, and the
+#: command checks' tensor sizes; Yosys 0.70 ``synth_xilinx -flatten`` maps them to 48-62 DSP48E1
+#: (``tiny``: 87 DSPs = 4 MAC lanes + 2 x 11 hash + 61; ``small``: 122 = 16 + 44 + 62;
+#: ``medium``: 200 = 64 + 88 + 48); the model takes the upper end.  Before the strides were
+#: registered, the address generator chained up to four products of command fields and counters
+#: per address and this was 96.
+CONTROL_DSPS = 61
 
 
 @dataclasses.dataclass
@@ -175,10 +179,13 @@ def engine_resources(cfg) -> Resources:
         # and the gradient's saturation; the drain's row select keeps P*P inputs in all
         r.add(Resources(luts=(rq_lanes - P) * (32 + 2 * cfg.grad_bits)),
               f"drain rows 1..{dr - 1}: element indices and saturation ({rq_lanes - P} lanes)")
-    # measured (per module, the same for P = 2, 4, 8): address generator 3.1k LUTs, 113 FFs,
-    # 85 DSPs; command checks and buffer ranges 2.3k LUTs, 473 FFs, 46 DSPs; compute control and
-    # loader 620 FFs.  After flattening the multiplies come to 91-105 DSPs.
-    ctrl = Resources(luts=5375, ffs=1205, dsps=CONTROL_DSPS)
+    # measured (per module, the same for P = 2, 4, 8, before the strides were registered):
+    # address generator 3.1k LUTs, 113 FFs, 85 DSPs; command checks and buffer ranges 2.3k LUTs,
+    # 473 FFs, 46 DSPs; compute control and loader 620 FFs.  With the strides registered
+    # (EngineStridesRTL: about 450 more FFs) and the addresses one level of products in four
+    # shared units, the flattened engines come out about 700 LUTs lower than these figures, at
+    # the same FFs and at 48-62 control DSPs.
+    ctrl = Resources(luts=4675, ffs=1205, dsps=CONTROL_DSPS)
     r.add(ctrl, "control: address generator (variable multiplies), command checks and ranges, "
                 "loop counters, compute control, loader")
     # measured per module, fitted over P = 2, 4, 8: drain 32P^2 + 64P + 160 FFs (a copy of every
@@ -255,7 +262,8 @@ def router_resources(cfg) -> Resources:
     """Estimate for a router/DMA (``pymtl_fp.cluster.router_config.RouterConfig``).
 
     Calibrated on Yosys 0.70 ``synth_xilinx`` of the nodes (node minus engine is the same default
-    router in all three presets: 13.6k LUTs of which 8320 LUT RAM, 2029 FFs, 11 DSPs, 52 RAMB18).
+    router in all three presets: 13.6k LUTs of which 8320 LUT RAM, 2029 FFs, 11 DSPs, 52 RAMB18;
+    with the collectives' REDUCE, RELAY and REQUANT, 14.0k LUTs, 2.3k FFs, 19 DSPs).
     The first model put every memory in LUT RAM (21.9k LUTs, no block RAM).  Yosys instead puts
     the program memory and the three output buffers, whose read addresses are registers, in block
     RAM (28 + 3 x 8 RAMB18); the gather table stays LUT RAM; the scratch FIFO, read at three
@@ -280,6 +288,11 @@ def router_resources(cfg) -> Resources:
     r.add(Resources(luts=4 * 66 + 2 * 32, ffs=170), "bias unit: 66-bit subtract and saturation, unit registers")
     r.add(Resources(ffs=1650 + 2 * sb, luts=32 * 12 + 800),
           "sequencer, feeder, drainer, output-buffer pointers: counters, queues, skid FIFO, status counters")
+    # measured when the collectives came (nodes tiny and small minus their engines: +1.6k LUTs,
+    # +340 FFs, +8 DSPs over the terms above): the REQUANT unit's layout walk (tile, tap, row and
+    # lane counters, the flat index k*C*R*S + c*R*S + r*S + s: 8 DSPs), the REDUCE/RELAY adder
+    r.add(Resources(luts=1600, ffs=340, dsps=8),
+          "collectives: REQUANT layout walk and flat index, REDUCE/RELAY adder")
     return r
 
 

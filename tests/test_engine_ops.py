@@ -195,3 +195,20 @@ def test_raw_bwd_weight_every_level(drain_rows):
                 assert np.array_equal(got[key], val), (level, key)
             cycles[level] = got.get("cycles")
         assert cycles["cl"] == cycles["rtl"]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("op", COMPUTE_OPS)
+def test_outer_counters_moving_at_the_second_step(op):
+    """1x1 maps, 1x1 kernels and one input-channel tile: every inner loop is one step, so an
+    outer counter (image, output-channel tile, channel tile) moves at the command's second step.
+    The per-command strides (EngineStridesRTL) that multiply those counters are registered one
+    cycle after the first level: the results equal the golden model's and CL's cycles."""
+    from pymtl_fp.tb.engine_harness import random_case
+
+    rng = np.random.default_rng(sum(map(ord, op)) + 11)
+    for n, c, k in ((2, 2, 4), (1, 2, 6), (3, 1, 2)):
+        hw = 2 if op.startswith("pool") else 1
+        case = random_case(CFG, op, rng, n=n, c=c, k=k, h=hw, w=hw, r=1, s=1, pad=0, mode="stochastic")
+        got = run_op("rtl", CFG, op, stall=(0.0, 0.0, 0.0), check=True, **case)
+        assert got["cycles"] == run_op("cl", CFG, op, **case)["cycles"]

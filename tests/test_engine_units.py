@@ -497,9 +497,19 @@ WB = dict(P=2, act_bits=6, weight_bits=8, grad_bits=7, acc_bits=24, XA=6, WA=5, 
 WB_NAMES = ("x", "d", "o", "w", "g", "b")
 
 
+def _set_cmd(m, **fields):
+    """The command register and the strides EngineStridesRTL would hold for it."""
+    m.cmd @= make_cmd(**fields)
+    f = lambda name: fields.get(name, 0)
+    m.HOWO @= f("ho") * f("wo")
+    m.HW @= f("h") * f("w")
+    m.RS @= f("r") * f("s")
+    m.CRS @= f("c") * f("r") * f("s")
+
+
 def _wb(op, **fields):
     m = fresh(EngineWritebackRTL, *WB.values(), True)
-    m.cmd @= make_cmd(op=op, **fields)
+    _set_cmd(m, op=op, **fields)
     m.ex_busy @= 1
     for name in ("vB", "lastB", "rowB", "tapB", "dr_busy", "dr_row"):
         _set(m, name, 0)
@@ -618,7 +628,7 @@ def test_writeback_drains_dr_rows_a_cycle(row):
     rows (indices one output channel, C*R*S, apart) into G in one cycle; row P is db."""
     P, dr = 4, 2
     m = fresh(EngineWritebackRTL, P, 6, 8, 7, 24, 6, 5, 3, True, dr)
-    m.cmd @= make_cmd(op=OP_BWD_WEIGHT, c=5, r=1, s=3, shift=4, bshift=9, tid=1, btid=2)
+    _set_cmd(m, op=OP_BWD_WEIGHT, c=5, r=1, s=3, shift=4, bshift=9, tid=1, btid=2)
     m.ex_busy @= 1
     for name in ("vB", "lastB", "rowB", "tapB"):
         _set(m, name, 0)

@@ -8,7 +8,8 @@ Structure (one component per file; this top instantiates and wires them)::
                  | go              |          | EngineWritePortRTL (LD or EX)
                  v                            v
            EngineComputeCtrlRTL --- AddrGenRTL: read addresses --> buffers X D O (P lanes),
-                 | stage A / stage B                                W G (P*P), B (bias)
+                 | stage A / stage B   ^ EngineStridesRTL           W G (P*P), B (bias)
+                 |                       (per-command strides, registered at go)
                  v                                                  | registered read
            MacArrayRTL (P x P, exact accumulators) <----------------+--> EnginePoolRTL (max)
                  |  res (after this cycle's products)
@@ -53,6 +54,7 @@ from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
 from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
+from pymtl_fp.engine.EngineStridesRTL import STRIDES, EngineStridesRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
 from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
@@ -94,6 +96,7 @@ class EngineRTL(Component):
         DR = cfg.drain_rows
         s.ex = EngineComputeCtrlRTL(P, D, DR)
         s.ag = AddrGenRTL(P)
+        s.strides = EngineStridesRTL(P)
         s.mac = MacArrayRTL(P, D, AB)
         s.pool = EnginePoolRTL(P, D)
         s.drain = EngineDrainRTL(P, D, AB, DR)
@@ -126,6 +129,14 @@ class EngineRTL(Component):
 
         # ---- compute: address generator, stage B, MAC array, pooling, drain ---------------
         s.ag.cmd //= s.ex.cmd_r
+        s.strides.cmd //= s.cmd.msg
+        s.strides.go //= s.acc.go_ex
+        for name in STRIDES:
+            connect(getattr(s.ag, name), getattr(s.strides, name))
+        s.wb.HOWO //= s.strides.howo
+        s.wb.HW //= s.strides.hw
+        s.wb.RS //= s.strides.rs
+        s.wb.CRS //= s.strides.crs
         s.ag.start //= s.ex.ag_start
         s.ag.advance //= s.ex.ag_advance
         for name in AG_OUTPUTS:

@@ -120,7 +120,8 @@ class EngineWritebackRTL(Component):
             setattr(s, f"{name}_wdata", [OutPort(width) for _ in range(lanes)])
 
         # ---- internals ---------------------------------------------------------------------
-        s.HOWO, s.HW, s.RS, s.CRS = Wire(32), Wire(32), Wire(32), Wire(32)  # element strides
+        # element strides of the command (EngineStridesRTL: ho*wo, h*w, r*s, c*r*s)
+        s.HOWO, s.HW, s.RS, s.CRS = InPort(32), InPort(32), InPort(32), InPort(32)
         s.row_ok = Wire()  # rowB names a row of the P x P word (update)
         s.g_row = [Wire(D) for _ in range(P)]  # update: row rowB of the G / W words read
         s.w_row = [Wire(D) for _ in range(P)]
@@ -165,13 +166,6 @@ class EngineWritebackRTL(Component):
             @update
             def up_row_stride():
                 s.rq_row_stride @= s.CRS  # the drain's rows: one output channel apart
-
-        @update
-        def up_strides():
-            s.HOWO @= zext(s.cmd.ho, B32) * zext(s.cmd.wo, B32)
-            s.HW @= zext(s.cmd.h, B32) * zext(s.cmd.w, B32)
-            s.RS @= zext(s.cmd.r, B32) * zext(s.cmd.s, B32)
-            s.CRS @= zext(s.cmd.c, B32) * s.RS
 
         @update
         def up_update_rows():
