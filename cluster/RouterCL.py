@@ -66,8 +66,9 @@ class RouterCL(Component):
     def construct(s, cfg: RouterConfig, prog=None, table=None, *, timed=False, name="node", stall=None,
                   P=None, drain_rows=1, status_ports=True):
         s.cfg = cfg
-        s.DataT = mk_bits(cfg.stream_bits)
         s.bits = cfg.stream_bits
+        s.E = cfg.stream_lanes  # elements per beat on every stream
+        s.DataT = mk_bits(s.E * cfg.stream_bits)
         s.P = P  # the engine's array side and drain rows (FL timing of compute commands)
         s.drain_rows = drain_rows
         # engine side
@@ -176,8 +177,8 @@ class RouterCL(Component):
         s.skid = deque()
         s.outq = [deque(), deque(), deque()]  # fwd_out, bwd_out, host_out
         s.outq_max = [0, 0, 0]
-        s.feed = deque()   # LOAD moves in order: [src, n, taken, given]
-        s.drain = deque()  # STORE moves in order: [dmask, n, taken]
+        s.feed = deque()   # LOAD moves in order: [src, n elements, elements taken, beats given, beats]
+        s.drain = deque()  # STORE moves in order: [dmask, n elements, elements taken]
         s.moved = 0        # elements of the current MOVE / REDUCE (a RELAY's reduce)
         s.moved2 = 0       # a RELAY's broadcast elements
         s.unit_left = 0    # edges until a running BIAS / GATHER retires (0: none running)
@@ -194,7 +195,6 @@ class RouterCL(Component):
         s.received = [0, 0, 0]  # fwd_in, bwd_in, host_in
         s.done_cycle = None
         s.scratch_max = 0
-        s.host_out_elems = []
         s.state = s._state()
         #: timeline records (tracing): ("S", cycle, state) from that cycle on; ("C", cycle, pc,
         #: iteration) an ENG/LOAD/STORE handed to the engine; ("F"/"D", cycle) the next LOAD/STORE
@@ -226,8 +226,8 @@ class RouterCL(Component):
             parts.append(f"instruction {s.pc}/{len(s.prog)} (iteration {s.iter}) {what}")
         else:
             parts.append("program done")
-        for src, n, taken, given in s.feed:
-            parts.append(f"move {isa.SRC_NAMES[src]}->din {given}/{n} (in {taken})")
+        for src, n, taken, given, _ in s.feed:
+            parts.append(f"move {isa.SRC_NAMES[src]}->din {given} beats (in {taken}/{n})")
         for dmask, n, taken in s.drain:
             parts.append(f"move dout->{_dst_names(dmask)} {taken}/{n}")
         for i, q in enumerate(s.outq):
@@ -260,7 +260,7 @@ class RouterCL(Component):
         head_pre = s.feed[0] if s.feed else None  # the feeder's head move before the edge
         quiet_pre = not s.feed and not s.drain
         scratch_take = (head_pre is not None and head_pre[0] == isa.SRC_SCRATCH and head_pre[2] < head_pre[1]
-                        and scratch_pre > 0 and skid_pre - f_din < 2)
+                        and scratch_pre >= s._lanes(head_pre[1], head_pre[2]) and skid_pre - f_din < 2)
         # 2. handshakes of the cycle that ended
         for i, f in enumerate((f_fout, f_bout, f_hout)):
             if f:
@@ -281,7 +281,7 @@ class RouterCL(Component):
                     s.wait = max(0, program.command_cycles(s.P, s._cmd_fields(ins), drain_rows=s.drain_rows) - 1)
             elif ins.count > 0:
                 if ins.kind == isa.LOAD:
-                    s.feed.append([ins.src, ins.count, 0, 0])
+                    s.feed.append([ins.src, ins.count, 0, 0, -(-ins.count // s.E)])
                     s.n_feed += 1
                 else:
                     s.drain.append([ins.dmask, ins.count, 0])
@@ -291,7 +291,7 @@ class RouterCL(Component):
             s.skid.popleft()
             head = s.feed[0]
             head[3] += 1
-            if head[3] == head[1]:
+            if head[3] == head[4]:
                 s.feed.popleft()
                 s.n_feed_done += 1
                 if tr is not None:
@@ -299,51 +299,57 @@ class RouterCL(Component):
         for src, f in ((isa.SRC_FWD_IN, f_fin), (isa.SRC_BWD_IN, f_bin), (isa.SRC_HOST, f_hin)):
             if not f:
                 continue
-            v = from_word(int(in_msgs[src if src != isa.SRC_HOST else 2]), s.bits)
+            w = int(in_msgs[src if src != isa.SRC_HOST else 2])
             s.received[src if src != isa.SRC_HOST else 2] += 1
             io = True
             if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
-                s.skid.append(v)
-                s.feed[0][2] += 1
+                s.skid.append(w)
+                s.feed[0][2] += s._lanes(s.feed[0][1], s.feed[0][2])
             elif prog[s.pc].kind == isa.RELAY:  # the reduce forward, the broadcast back
+                count = prog[s.pc].count
                 if src == isa.SRC_FWD_IN:
-                    s._push_out(isa.DST_FWD_OUT, from_word(v + s.scratch.popleft(), s.bits))
-                    s.moved += 1
+                    ln = s._lanes(count, s.moved)
+                    s._push_out(isa.DST_FWD_OUT, s._reduce(w, ln))
+                    s.moved += ln
                 else:
-                    s._push_out(isa.DST_BWD_OUT, v)
-                    s.scratch.append(v)
-                    s.moved2 += 1
-                if s.moved == s.moved2 == prog[s.pc].count:
+                    ln = s._lanes(count, s.moved2)
+                    s._push_out(isa.DST_BWD_OUT, w)
+                    s.scratch.extend(s._elements(w, ln))
+                    s.moved2 += ln
+                if s.moved == s.moved2 == count:
                     s.moved = s.moved2 = 0
                     retire = True
             else:  # the current MOVE or REDUCE
                 ins = prog[s.pc]
+                ln = s._lanes(ins.count, s.moved)
                 if ins.kind == isa.REDUCE:
-                    v = from_word(v + s.scratch.popleft(), s.bits)
-                s._push_out(ins.dmask, v)
+                    w = s._reduce(w, ln)
+                s._push_out(ins.dmask, w)
                 if ins.dmask & isa.DST_SCRATCH:
-                    s.scratch.append(v)
-                s.moved += 1
+                    s.scratch.extend(s._elements(w, ln))
+                s.moved += ln
                 if s.moved == ins.count:
                     s.moved = 0
                     retire = True
         if f_dout:
             head = s.drain[0]
-            v = from_word(int(dout_msg), s.bits)
+            w = int(dout_msg)
             dm = head[0]
-            s._push_out(dm, v)
+            ln = s._lanes(head[1], head[2])
+            s._push_out(dm, w)
             if dm & isa.DST_SCRATCH:
-                s.scratch.append(v)
-            head[2] += 1
+                s.scratch.extend(s._elements(w, ln))
+            head[2] += ln
             if head[2] == head[1]:
                 s.drain.popleft()
                 s.n_drain_done += 1
                 if tr is not None:
                     tr.append(("D", cyc))
-        # 3. the feeder from the scratch FIFO (one element per edge)
+        # 3. the feeder from the scratch FIFO (one beat per edge)
         if scratch_take:  # (from the head move before the edge, which cannot have retired)
-            s.skid.append(s.scratch.popleft())
-            head_pre[2] += 1
+            ln = s._lanes(head_pre[1], head_pre[2])
+            s.skid.append(s._beat([s.scratch.popleft() for _ in range(ln)]))
+            head_pre[2] += ln
         # 4. the sequencer
         unit = False
         if s.wait > 0:
@@ -406,15 +412,35 @@ class RouterCL(Component):
             return S_DONE
         return S_STALL_OUT
 
-    def _push_out(s, dmask, v):
+    # ---- beats: E elements per stream word (lane j in bits [j*bits, (j+1)*bits)) ----------------
+    def _lanes(s, n, done) -> int:
+        """Elements in the next beat of a move of ``n`` elements with ``done`` moved."""
+        return min(s.E, n - done)
+
+    def _elements(s, w, ln) -> list:
+        """The first ``ln`` elements of beat ``w`` (signed)."""
+        mask = (1 << s.bits) - 1
+        return [from_word((w >> (j * s.bits)) & mask, s.bits) for j in range(ln)]
+
+    def _beat(s, elements) -> int:
+        """A beat of these elements (at most E; surplus lanes zero)."""
+        w = 0
+        for j, v in enumerate(elements):
+            w |= to_word(v, s.bits) << (j * s.bits)
+        return w
+
+    def _reduce(s, w, ln) -> int:
+        """The adder: beat ``w``'s first ``ln`` elements plus as many from the scratch FIFO's head
+        (popped), each modulo ``2**stream_bits``; surplus lanes zero."""
+        return s._beat([from_word(a + s.scratch.popleft(), s.bits) for a in s._elements(w, ln)])
+
+    def _push_out(s, dmask, w):
         for bit, i in _DST_OUT:
             if dmask & bit:
                 q = s.outq[i]
-                q.append(v)
+                q.append(w)
                 if len(q) > s.outq_max[i]:
                     s.outq_max[i] = len(q)
-                if i == 2:
-                    s.host_out_elems.append(v)
 
     def _stream_room(s, dmask) -> bool:
         """Room for one more element in every output buffer of ``dmask`` (the scratch FIFO: the
@@ -472,22 +498,23 @@ class RouterCL(Component):
         cmd_val = kind in (isa.ENG, isa.LOAD, isa.STORE) and s.wait == 0
         rdy = [0, 0, 0]
         if s.feed:
-            src, n, taken, _ = s.feed[0]
+            src, n, taken, _, _ = s.feed[0]
             if src != isa.SRC_SCRATCH and taken < n and len(s.skid) < 2:
                 rdy[_SRC_INDEX[src]] = 1
-        if kind in isa.STREAM_KINDS and quiet and s._stream_room(ins.dmask) and (kind == isa.MOVE or s.scratch):
+        if (kind in isa.STREAM_KINDS and quiet and s._stream_room(ins.dmask)
+                and (kind == isa.MOVE or len(s.scratch) >= s._lanes(ins.count, s.moved))):
             rdy[_SRC_INDEX[ins.src]] = 1
         if kind == isa.RELAY and quiet:
             n = ins.count
-            rdy[0] = int(s.moved < n and bool(s.scratch) and len(s.outq[0]) < s.cfg.out_depth)
+            rdy[0] = int(s.moved < n and len(s.scratch) >= s._lanes(n, s.moved) and len(s.outq[0]) < s.cfg.out_depth)
             rdy[1] = int(s.moved2 < n and len(s.outq[1]) < s.cfg.out_depth)
         dout_rdy = 1 if s.drain and s._dout_room() else 0
         on = 1
         if s.stall_gen is not None and not in_reset and next(s.stall_gen):
             cmd_val, dout_rdy, rdy, on = False, 0, [0, 0, 0], 0
         msg = s._cmd_msg(ins) if cmd_val else None
-        din = (on if s.skid else 0, to_word(s.skid[0], s.bits) if s.skid else 0)
-        outs = [(on if q else 0, to_word(q[0], s.bits) if q else 0) for q in s.outq]
+        din = (on if s.skid else 0, s.skid[0] if s.skid else 0)
+        outs = [(on if q else 0, q[0] if q else 0) for q in s.outq]
         if s.status_ports:
             mark = ins.mark if (ins is not None and s.fresh) else 0
             ready = bool(s.pending) and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]
@@ -547,7 +574,8 @@ class RouterCL(Component):
         if s._kind() in isa.UNIT_KINDS + (isa.NOP,):
             return 0
         head = s.feed[0] if s.feed else None
-        if head is not None and head[0] == isa.SRC_SCRATCH and head[2] < head[1] and s.scratch and len(s.skid) < 2:
+        if (head is not None and head[0] == isa.SRC_SCRATCH and head[2] < head[1]
+                and len(s.scratch) >= s._lanes(head[1], head[2]) and len(s.skid) < 2):
             return 0
         if s._state() != s.state:
             return 0

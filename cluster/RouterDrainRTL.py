@@ -4,9 +4,12 @@ buffers (``fwd_out``, ``bwd_out``, host) and the scratch FIFO.
 A queue of two STORE moves ``(destination mask, count)`` (the sequencer pushes one when the engine
 accepts a STORE); ``dout.rdy`` is high while a move is queued and none of its output buffers is
 full; each element taken goes to every destination of the head move (``deliver``/``mask``/
-``data``), which retires at the edge of its last element (``done``).  ``idle``: no move queued;
+``data``), which retires at the edge of its last beat (``done``).  A beat carries ``lanes`` (``E``) elements;
+``n`` is the number of the beat's elements (``E``, fewer in a move's last beat), the scratch
+FIFO takes those.  ``idle``: no move queued;
 ``blocked``: a move is queued but ``dout.rdy`` is low (a full output buffer).  Cycle for cycle the
-drainer of :class:`~pymtl_fp.cluster.RouterCL.RouterCL`.  Elaboration parameter: ``bits``.
+drainer of :class:`~pymtl_fp.cluster.RouterCL.RouterCL`.  Elaboration parameters: ``bits`` (element
+width), ``lanes``.
 """
 
 from pymtl3 import Bits2, Bits4, Bits24, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
@@ -18,11 +21,14 @@ M_FWD, M_BWD, M_HOST = Bits4(isa.DST_FWD_OUT), Bits4(isa.DST_BWD_OUT), Bits4(isa
 
 
 class RouterDrainRTL(Component):
-    def construct(s, bits=32):
-        T = mk_bits(bits)
+    def construct(s, bits=32, lanes=1):
+        E = lanes
+        NB = E.bit_length()
+        BW = E * bits
+        T = mk_bits(BW)
         N0 = Bits24(0)
-        N1 = Bits24(1)
-        s.params = dict(bits=bits)
+        NE = Bits24(E)
+        s.params = dict(bits=bits, lanes=lanes)
 
         s.push = InPort()
         s.push_mask = InPort(4)
@@ -31,7 +37,8 @@ class RouterDrainRTL(Component):
         s.full = [InPort() for _ in range(3)]  # output buffers fwd_out, bwd_out, host_out
         s.deliver = OutPort()
         s.mask = OutPort(4)
-        s.data = OutPort(bits)
+        s.data = OutPort(BW)
+        s.n = OutPort(NB)
         s.idle = OutPort()
         s.done = OutPort()
         s.blocked = OutPort()
@@ -39,7 +46,9 @@ class RouterDrainRTL(Component):
         s.q_mask = [Wire(4) for _ in range(2)]
         s.q_n = [Wire(24) for _ in range(2)]
         s.q_cnt = Wire(2)
-        s.taken = Wire(24)
+        s.taken = Wire(24)  # elements delivered
+        s.rem = Wire(24)
+        s.ln = Wire(24)
         s.room = Wire()
 
         @update
@@ -53,7 +62,13 @@ class RouterDrainRTL(Component):
             s.deliver @= s.dout.val & s.dout.rdy
             s.mask @= s.q_mask[0]
             s.data @= s.dout.msg
-            s.done @= s.deliver & (s.taken + N1 == s.q_n[0])
+            s.rem @= s.q_n[0] - s.taken
+            if s.rem < NE:
+                s.ln @= s.rem
+            else:
+                s.ln @= NE
+            s.n @= s.ln[0:NB]
+            s.done @= s.deliver & (s.taken + s.ln == s.q_n[0])
 
         @update_ff
         def up_drain_queue():
@@ -75,7 +90,7 @@ class RouterDrainRTL(Component):
                     s.q_cnt <<= s.q_cnt - Bits2(1)
             else:
                 if s.deliver:
-                    s.taken <<= s.taken + N1
+                    s.taken <<= s.taken + s.ln
                 if s.push:
                     if s.q_cnt == Bits2(0):
                         s.q_mask[0] <<= s.push_mask

@@ -70,7 +70,13 @@ class RouterRTL(Component):
         s.cfg = cfg
         s.params = cfg.params()
         sb = cfg.stream_bits
-        T = mk_bits(sb)
+        E = cfg.stream_lanes  # elements per beat on every stream
+        BW = E * sb
+        T = mk_bits(BW)
+        NB = E.bit_length()
+        NT = mk_bits(NB)
+        NE = Bits24(E)
+        ZSB = mk_bits(sb)(0)
         InstrT = isa.instr_type()
         PCB = isa.PC_BITS
         PCT = mk_bits(PCB)
@@ -84,10 +90,8 @@ class RouterRTL(Component):
         PD16 = Bits16(PD)
         TD16 = Bits16(cfg.table_depth)
         OUT_FULL = OCT(cfg.out_depth)
-        N1 = Bits24(1)
         W1 = Bits32(1)
         MARK0 = mk_bits(isa.MARK_BITS)(0)
-        SC0 = mk_bits(SCB)(0)
         BUF_G = Bits3(isa.encoding.BUF["G"])  # REQUANT: the G layout (else B's)
 
         # ---- ports (the same as RouterCL's) ----------------------------------------------
@@ -122,15 +126,16 @@ class RouterRTL(Component):
                 s.gtab[trunc(s.prog_addr, TABT)] <<= s.tab_data
 
         # ---- units ---------------------------------------------------------------------------
-        s.feed = RouterFeedRTL(sb, SCB)
-        s.drain = RouterDrainRTL(sb)
-        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth)
+        s.feed = RouterFeedRTL(sb, SCB, E)
+        s.drain = RouterDrainRTL(sb, E)
+        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E)
         s.unit = RouterUnitRTL(sb, SCB, TAB)
-        s.outs = [FifoRTL(sb, cfg.out_depth) for _ in range(3)]
+        s.outs = [FifoRTL(BW, cfg.out_depth) for _ in range(3)]
 
         s.feed.din //= s.din
         s.drain.dout //= s.dout
-        s.feed.s_head //= s.scratch.head
+        for j in range(E):
+            s.feed.s_head[j] //= s.scratch.head[j]
         s.feed.s_count //= s.scratch.count
         s.unit.rdata0 //= s.scratch.rdata0
         s.unit.rdata1 //= s.scratch.rdata1
@@ -176,16 +181,19 @@ class RouterRTL(Component):
         s.mv = Wire()          # the current instruction is a MOVE / REDUCE that may move (quiet, room)
         s.stream = Wire()      # the current instruction is a MOVE or a REDUCE
         s.red = Wire()         # ... a REDUCE (adds the scratch FIFO's head)
-        s.mv_val = Wire(sb)    # what it sends on
+        s.mv_val = Wire(BW)    # what it sends on
+        s.mv_ln = Wire(24)     # elements in its next beat
+        s.mv_need = Wire(24)   # elements a REDUCE needs in the scratch FIFO for it
         s.rl = Wire()          # a RELAY may move (quiet): its reduce on fwd_in, its broadcast on bwd_in
         s.rl_red_ok, s.rl_bc_ok = Wire(), Wire()
         s.rl_red, s.rl_bc = Wire(), Wire()   # ... fired at this edge
-        s.rl_red_val = Wire(sb)
+        s.rl_red_val = Wire(BW)
+        s.rl_ln, s.rl_ln2 = Wire(24), Wire(24)  # elements in the next reduce / broadcast beat
         s.rl_done = Wire()     # both streams complete at this edge
         s.moved2 = Wire(24)    # a RELAY's broadcast elements (its reduce counts in moved)
         s.mv_room = Wire()
         s.mv_fire = Wire()     # an element moved from a link to a link at this edge
-        s.mv_data = Wire(sb)
+        s.mv_data = Wire(BW)
         s.mv_last = Wire()
         s.unit_start = Wire()
         s.retire = Wire()
@@ -194,7 +202,25 @@ class RouterRTL(Component):
         s.in_fire = [Wire() for _ in range(3)]
         s.out_fire = [Wire() for _ in range(3)]
         s.push_out = [Wire() for _ in range(3)]
-        s.push_val = Wire(sb)
+        s.push_val = Wire(BW)
+        s.sc_n = Wire(NB)      # elements pushed into the scratch FIFO at this edge
+        # lane views of the beats (lane j: bits [j*sb, (j+1)*sb)) and the lanes computed here
+        s.fwd_l, s.bwd_l, s.mvd_l, s.drn_l, s.unit_l, s.mv_val_l, s.rl_red_l = (
+            [Wire(sb) for _ in range(E)] for _ in range(7))
+        for j in range(E):
+            lo, hi = j * sb, (j + 1) * sb
+            s.fwd_l[j] //= s.fwd_in.msg[lo:hi]
+            s.bwd_l[j] //= s.bwd_in.msg[lo:hi]
+            s.mvd_l[j] //= s.mv_data[lo:hi]
+            s.drn_l[j] //= s.drain.data[lo:hi]
+            s.mv_val[lo:hi] //= s.mv_val_l[j]
+            s.rl_red_val[lo:hi] //= s.rl_red_l[j]
+        s.unit_l[0] //= s.unit.push_data  # a scalar unit appends one element (lane 0)
+        if E > 1:
+            @update
+            def up_unit_lanes():
+                for j in range(1, E):
+                    s.unit_l[j] @= ZSB
         s.state = Wire(3)
         s.halted = Wire()
         s.p_ready = Wire()
@@ -227,9 +253,23 @@ class RouterRTL(Component):
                            | (((s.ins.dmask & Bits4(isa.DST_HOST)) != Bits4(0)) & (s.outs[2].count == OUT_FULL)))
             s.red @= s.kind == K_REDUCE
             s.stream @= (s.kind == K_MOVE) | s.red
-            s.mv @= s.stream & s.quiet & s.mv_room & (~s.red | (s.scratch.count != SC0))
+            if s.count - s.moved < NE:
+                s.mv_ln @= s.count - s.moved
+            else:
+                s.mv_ln @= NE
+            if s.count - s.moved2 < NE:
+                s.rl_ln2 @= s.count - s.moved2
+            else:
+                s.rl_ln2 @= NE
+            s.rl_ln @= s.mv_ln  # (a RELAY's reduce counts in moved too)
+            if s.red:
+                s.mv_need @= s.mv_ln
+            else:
+                s.mv_need @= Bits24(0)
+            s.mv @= s.stream & s.quiet & s.mv_room & (zext(s.scratch.count, Bits24) >= s.mv_need)
             s.rl @= (s.kind == K_RELAY) & s.quiet
-            s.rl_red_ok @= s.rl & (s.moved < s.count) & (s.scratch.count != SC0) & (s.outs[0].count != OUT_FULL)
+            s.rl_red_ok @= (s.rl & (s.moved < s.count) & (zext(s.scratch.count, Bits24) >= s.rl_ln)
+                            & (s.outs[0].count != OUT_FULL))
             s.rl_bc_ok @= s.rl & (s.moved2 < s.count) & (s.outs[1].count != OUT_FULL)
             s.fwd_in.rdy @= s.feed.feed_rdy[0] | (s.mv & (s.ins.src == Bits2(isa.SRC_FWD_IN))) | s.rl_red_ok
             s.bwd_in.rdy @= s.feed.feed_rdy[1] | (s.mv & (s.ins.src == Bits2(isa.SRC_BWD_IN))) | s.rl_bc_ok
@@ -244,16 +284,24 @@ class RouterRTL(Component):
                 s.mv_data @= s.bwd_in.msg
             else:
                 s.mv_data @= s.host_in.msg
-            if s.red:
-                s.mv_val @= s.mv_data + s.scratch.head
-            else:
-                s.mv_val @= s.mv_data
-            s.mv_last @= s.mv_fire & (s.moved + N1 == s.count)
+            # the adder, lane by lane (modulo 2**stream_bits); lanes past the beat's elements zero
+            for j in range(E):
+                if s.mv_ln > j:
+                    s.rl_red_l[j] @= s.fwd_l[j] + s.scratch.head[j]
+                else:
+                    s.rl_red_l[j] @= ZSB
+                if s.red:
+                    if s.mv_ln > j:
+                        s.mv_val_l[j] @= s.mvd_l[j] + s.scratch.head[j]
+                    else:
+                        s.mv_val_l[j] @= ZSB
+                else:
+                    s.mv_val_l[j] @= s.mvd_l[j]
+            s.mv_last @= s.mv_fire & (s.moved + s.mv_ln == s.count)
             s.rl_red @= s.rl_red_ok & s.fwd_in.val
             s.rl_bc @= s.rl_bc_ok & s.bwd_in.val
-            s.rl_red_val @= s.fwd_in.msg + s.scratch.head
-            s.rl_done @= (s.rl & ((s.moved == s.count) | (s.rl_red & (s.moved + N1 == s.count)))
-                          & ((s.moved2 == s.count) | (s.rl_bc & (s.moved2 + N1 == s.count))))
+            s.rl_done @= (s.rl & ((s.moved == s.count) | (s.rl_red & (s.moved + s.rl_ln == s.count)))
+                          & ((s.moved2 == s.count) | (s.rl_bc & (s.moved2 + s.rl_ln2 == s.count))))
 
         @update
         def up_seq_retire():
@@ -334,18 +382,32 @@ class RouterRTL(Component):
             s.drain.full[2] @= s.outs[2].count == OUT_FULL
             # the scratch FIFO: the drainer's, a unit's or a MOVE / REDUCE's elements in, the
             # feeder's or a REDUCE's out (never two of them at once)
-            s.scratch.push @= ((s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
-                               | s.unit.push | (s.mv_fire & ((s.ins.dmask & Bits4(isa.DST_SCRATCH)) != Bits4(0)))
-                               | s.rl_bc)
+            s.sc_n @= NT(0)
             if s.unit.push:
-                s.scratch.push_data @= s.unit.push_data
+                s.sc_n @= NT(1)
             elif s.mv_fire:
-                s.scratch.push_data @= s.mv_val
+                if (s.ins.dmask & Bits4(isa.DST_SCRATCH)) != Bits4(0):
+                    s.sc_n @= s.mv_ln[0:NB]
             elif s.rl_bc:
-                s.scratch.push_data @= s.bwd_in.msg
+                s.sc_n @= s.rl_ln2[0:NB]
+            elif s.drain.deliver & ((s.drain.mask & Bits4(isa.DST_SCRATCH)) != Bits4(0)):
+                s.sc_n @= s.drain.n
+            s.scratch.push_n @= s.sc_n
+            for j in range(E):
+                if s.unit.push:
+                    s.scratch.push_data[j] @= s.unit_l[j]
+                elif s.mv_fire:
+                    s.scratch.push_data[j] @= s.mv_val_l[j]
+                elif s.rl_bc:
+                    s.scratch.push_data[j] @= s.bwd_l[j]
+                else:
+                    s.scratch.push_data[j] @= s.drn_l[j]
+            if s.mv_fire & s.red:
+                s.scratch.pop_n @= s.mv_ln[0:NB]
+            elif s.rl_red:
+                s.scratch.pop_n @= s.rl_ln[0:NB]
             else:
-                s.scratch.push_data @= s.drain.data
-            s.scratch.pop @= s.feed.s_pop | (s.mv_fire & s.red) | s.rl_red
+                s.scratch.pop_n @= s.feed.s_pop_n
 
         @update
         def up_seq_status():
@@ -436,15 +498,15 @@ class RouterRTL(Component):
                     if s.mv_last:
                         s.moved <<= Bits24(0)
                     else:
-                        s.moved <<= s.moved + N1
+                        s.moved <<= s.moved + s.mv_ln
                 if s.rl_done:
                     s.moved <<= Bits24(0)
                     s.moved2 <<= Bits24(0)
                 else:
                     if s.rl_red:
-                        s.moved <<= s.moved + N1
+                        s.moved <<= s.moved + s.rl_ln
                     if s.rl_bc:
-                        s.moved2 <<= s.moved2 + N1
+                        s.moved2 <<= s.moved2 + s.rl_ln2
                 if s.cmd_fire:
                     s.last_compute <<= s.kind == K_ENG
                 if s.feed.push:

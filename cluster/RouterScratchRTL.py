@@ -1,39 +1,53 @@
-"""The router's scratch FIFO (RTL): a ring buffer with a FIFO interface for the DMA's copies and
-random reads relative to its head for the scalar units.
+"""The router's scratch FIFO (RTL): a ring buffer of elements with a FIFO interface that moves up to
+``lanes`` elements an edge for the DMA's copies, and random reads relative to its head for the
+scalar units.
 
-* ``push``/``push_data`` append at the tail, ``pop`` drops the head (the feeder's reads), at a
-  rising edge; ``head`` is the oldest element (combinational read), ``count`` what is held;
+* ``push_n`` elements (0..``lanes``: lanes ``0 .. push_n - 1`` of ``push_data``) append at the
+  tail and ``pop_n`` elements drop from the head, at a rising edge; ``head`` holds the ``lanes``
+  oldest elements (combinational; lanes past ``count`` are undefined), ``count`` what is held;
 * ``raddr0``/``raddr1`` read the elements at those offsets from the head (combinational:
   ``rdata0``/``rdata1``): the bias unit reads ``b[i]`` and ``db[i]``, the gather unit its runs;
 * ``drop`` discards ``drop_n`` elements at the head (a scalar unit's consumed input) in one edge
-  (with a push in the same edge allowed; ``pop`` and ``drop`` never come together);
-* ``peak``: the largest ``count`` since reset; ``error`` (sticky): a push when full, or a pop /
-  drop of more than is held.
+  (with a push in the same edge allowed; ``pop_n`` and ``drop`` never come together);
+* ``peak``: the largest ``count`` since reset; ``error`` (sticky): a push that does not fit, or a
+  pop / drop of more than is held.
 
-Elaboration parameters: ``width``, ``depth`` (a power of two).
+Element ``i`` of the ring (``depth`` elements) lives in bank ``i % lanes``, row ``i // lanes``,
+so ``lanes`` consecutive elements, wherever they start, sit in different banks: a beat is written
+or read in one edge with the lanes rotated by the tail's (head's) position.  With ``lanes = 1``
+this is a plain one-element ring.  Elaboration parameters: ``width``, ``depth`` and ``lanes``
+(powers of two, ``lanes`` dividing ``depth``).
 """
 
-from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff
+from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
+
+
+def _pow2(v) -> bool:
+    return isinstance(v, int) and v >= 1 and v & (v - 1) == 0
 
 
 class RouterScratchRTL(Component):
-    def construct(s, width=32, depth=1024):
-        if not (isinstance(depth, int) and depth >= 2 and depth & (depth - 1) == 0):
+    def construct(s, width=32, depth=1024, lanes=1):
+        if not (_pow2(depth) and depth >= 2):
             raise ValueError(f"RouterScratchRTL: depth must be a power of two >= 2, got {depth!r}")
-        s.params = dict(width=width, depth=depth)
-        A = depth.bit_length() - 1
+        if not (_pow2(lanes) and lanes <= depth // 2):
+            raise ValueError(f"RouterScratchRTL: lanes must be a power of two <= depth / 2, got {lanes!r}")
+        s.params = dict(width=width, depth=depth, lanes=lanes)
+        E = lanes
+        A = depth.bit_length() - 1   # element address bits
+        LB = E.bit_length() - 1      # lane bits
         C = A + 1
-        CT = mk_bits(C)
-        AT = mk_bits(A)
+        NB = E.bit_length()          # 0..E
+        CT, AT, NT = mk_bits(C), mk_bits(A), mk_bits(NB)
         FULL = CT(depth)
-        ONE_A = AT(1)
-        ONE_C = CT(1)
         ZERO_C = CT(0)
+        LMASK = AT(E - 1)
+        ZW = mk_bits(width)(0)
 
-        s.push = InPort()
-        s.push_data = InPort(width)
-        s.pop = InPort()
-        s.head = OutPort(width)
+        s.push_n = InPort(NB)
+        s.push_data = [InPort(width) for _ in range(E)]
+        s.pop_n = InPort(NB)
+        s.head = [OutPort(width) for _ in range(E)]
         s.count = OutPort(C)
         s.peak = OutPort(C)
         s.error = OutPort()
@@ -44,25 +58,38 @@ class RouterScratchRTL(Component):
         s.drop = InPort()
         s.drop_n = InPort(C)
 
-        s.mem = [Wire(width) for _ in range(depth)]
+        s.mem = [[Wire(width) for _ in range(depth // E)] for _ in range(E)]
         s.hd = Wire(A)
         s.tl = Wire(A)
-        s.do_push = Wire()
-        s.do_pop = Wire()
+        s.ok_push = Wire()
+        s.ok_pop = Wire()
         s.do_drop = Wire()
         s.a0 = Wire(A)
         s.a1 = Wire(A)
         s.cnt_next = Wire(C)
+        s.h_idx = [Wire(A) for _ in range(E)]  # head lane j: element hd + j
+        s.t_idx = [Wire(A) for _ in range(E)]  # tail lane j: element tl + j
 
         @update
         def up_scratch_read():
-            s.head @= s.mem[s.hd]
+            for j in range(E):
+                s.h_idx[j] @= s.hd + AT(j)
+                s.t_idx[j] @= s.tl + AT(j)
+                s.head[j] @= ZW
+                for b in range(E):
+                    if (s.h_idx[j] & LMASK) == AT(b):
+                        s.head[j] @= s.mem[b][s.h_idx[j][LB:A]]
             s.a0 @= s.hd + s.raddr0
             s.a1 @= s.hd + s.raddr1
-            s.rdata0 @= s.mem[s.a0]
-            s.rdata1 @= s.mem[s.a1]
-            s.do_pop @= s.pop & (s.count != ZERO_C)
-            s.do_push @= s.push & ((s.count != FULL) | s.do_pop)  # (a REDUCE pops and pushes at once)
+            s.rdata0 @= ZW
+            s.rdata1 @= ZW
+            for b in range(E):
+                if (s.a0 & LMASK) == AT(b):
+                    s.rdata0 @= s.mem[b][s.a0[LB:A]]
+                if (s.a1 & LMASK) == AT(b):
+                    s.rdata1 @= s.mem[b][s.a1[LB:A]]
+            s.ok_pop @= zext(s.pop_n, C) <= s.count
+            s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
             s.do_drop @= s.drop & (s.drop_n <= s.count)
 
         @update
@@ -70,15 +97,18 @@ class RouterScratchRTL(Component):
             s.cnt_next @= s.count
             if s.do_drop:
                 s.cnt_next @= s.count - s.drop_n
-            elif s.do_pop:
-                s.cnt_next @= s.count - ONE_C
-            if s.do_push:
-                s.cnt_next @= s.cnt_next + ONE_C
+            elif s.ok_pop:
+                s.cnt_next @= s.count - zext(s.pop_n, C)
+            if s.ok_push:
+                s.cnt_next @= s.cnt_next + zext(s.push_n, C)
 
         @update_ff
         def up_scratch_mem():
-            if s.do_push:
-                s.mem[s.tl] <<= s.push_data
+            for j in range(E):  # tail lane j goes to bank (tl + j) % E
+                if s.ok_push & (NT(j) < s.push_n):
+                    for b in range(E):
+                        if (s.t_idx[j] & LMASK) == AT(b):
+                            s.mem[b][s.t_idx[j][LB:A]] <<= s.push_data[j]
 
         @update_ff
         def up_scratch_ptrs():
@@ -89,16 +119,16 @@ class RouterScratchRTL(Component):
                 s.peak <<= ZERO_C
                 s.error <<= 0
             else:
-                if s.do_push:
-                    s.tl <<= s.tl + ONE_A
+                if s.ok_push:
+                    s.tl <<= s.tl + zext(s.push_n, A)
                 if s.do_drop:
                     s.hd <<= s.hd + s.drop_n[0:A]
-                elif s.do_pop:
-                    s.hd <<= s.hd + ONE_A
+                elif s.ok_pop:
+                    s.hd <<= s.hd + zext(s.pop_n, A)
                 s.count <<= s.cnt_next
                 if s.cnt_next > s.peak:
                     s.peak <<= s.cnt_next
-                if (s.push & ~s.do_push) | (s.pop & ~s.do_pop) | (s.drop & ~s.do_drop):
+                if ~s.ok_push | ~s.ok_pop | (s.drop & ~s.do_drop):
                     s.error <<= 1
 
     def line_trace(s):

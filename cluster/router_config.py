@@ -23,7 +23,11 @@ class RouterConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RouterConfig:
-    """* ``stream_bits``: one element per word on every stream (the engine's ``stream_bits``);
+    """* ``stream_bits``: the width of one element (the engine's ``stream_bits``);
+    * ``stream_lanes``: elements per beat on every stream (``E``, the engine's ``stream_lanes``; a
+      power of two): links, the host side channel, ``din``/``dout`` and the output buffers move
+      beats of ``E * stream_bits`` bits, the scratch FIFO takes and gives up to ``E`` elements an
+      edge, its scalar units stay element by element;
     * ``prog_depth``: instructions the program memory holds (at most ``2**14``);
     * ``table_depth``: gather-table entries (runs of a relayout between array sides);
     * ``scratch_depth``: elements of the scratch FIFO (copies, bias updates, relayouts);
@@ -31,6 +35,7 @@ class RouterConfig:
     """
 
     stream_bits: int = 32
+    stream_lanes: int = 1
     prog_depth: int = 1024
     table_depth: int = 256
     scratch_depth: int = 4096
@@ -44,6 +49,12 @@ class RouterConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
+        E = self.stream_lanes
+        if not isinstance(E, int) or isinstance(E, bool) or E < 1 or E & (E - 1) or E > 16:
+            raise RouterConfigError(f"RouterConfig.stream_lanes must be a power of two in [1, 16], got {E!r}")
+        if 2 * E > self.scratch_depth:
+            raise RouterConfigError(f"RouterConfig.scratch_depth={self.scratch_depth} must hold two beats of "
+                                    f"stream_lanes={E}")
 
     def params(self) -> dict:
         """Every elaboration parameter (what the Verilog module name encodes)."""

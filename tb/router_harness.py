@@ -7,7 +7,8 @@ sources and sinks with random stalls, and a per-cycle trace of every port and st
 * :class:`EngineStub` answers the router's engine side: it accepts a command when its unit is idle
   (one command at a time, like the serial engine) and not stalled, takes a LOAD's elements on
   ``din``, produces a STORE's elements on ``dout`` (a pure function of the seed and the element
-  count), and stays busy a command-dependent number of cycles after a compute command.
+  count), and stays busy a command-dependent number of cycles after a compute command.  With
+  ``lanes`` (E) elements per beat it takes and gives ``ceil(count / E)`` beats of random words.
 * :func:`run_router` builds the bench around a router of a given level (``cl``, ``rtl``,
   ``verilator``), writes the program through the program bus while reset is high, runs until the
   router has halted and returns the per-cycle trace, so two levels can be compared cycle by cycle.
@@ -37,7 +38,9 @@ def _data(seed: int, i: int, bits: int) -> int:
 class EngineStub(Component):
     """A stand-in engine for router tests (CL behaviour; see the module docstring)."""
 
-    def construct(s, bits=32, seed=0, stall=0.0):
+    def construct(s, bits=32, seed=0, stall=0.0, lanes=1):
+        s.lanes = lanes
+        bits = lanes * bits  # one beat
         T = mk_bits(bits)
         s.cmd = RecvIfcRTL(cmd_type())
         s.din = RecvIfcRTL(T)
@@ -74,9 +77,9 @@ class EngineStub(Component):
                 f = msgs.cmd_fields(s.cmd.msg)
                 s.commands.append((s.cycle, f["op"], f["count"], f["seed"]))
                 if f["op"] == msgs.OP_LOAD:
-                    s.ld = f["count"]
+                    s.ld = -(-f["count"] // s.lanes)
                 elif f["op"] == msgs.OP_STORE:
-                    s.st = f["count"]
+                    s.st = -(-f["count"] // s.lanes)
                 else:
                     s.ex = 1 + (f["seed"] + f["n"]) % 9
             stall = next(s.pat)
@@ -105,10 +108,11 @@ class EngineStub(Component):
 class RouterBench(Component):
     """A router of any level with its environment."""
 
-    def construct(s, router, bits=32, seed=0, stall=0.0, n_in=4096):
-        T = mk_bits(bits)
+    def construct(s, router, bits=32, seed=0, stall=0.0, n_in=4096, lanes=1):
         s.router = router
-        s.engine = EngineStub(bits, seed, stall)
+        s.engine = EngineStub(bits, seed, stall, lanes)
+        bits = lanes * bits  # the links' and the host's beats
+        T = mk_bits(bits)
         s.router.cmd //= s.engine.cmd
         s.router.din //= s.engine.din
         s.engine.dout //= s.router.dout
@@ -304,7 +308,8 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
 
     from pymtl_fp.sim import SimulationHang
 
-    bench = RouterBench(router_of("rtl" if level == "verilator" else level, cfg), cfg.stream_bits, seed, stall)
+    bench = RouterBench(router_of("rtl" if level == "verilator" else level, cfg), cfg.stream_bits, seed, stall,
+                        lanes=cfg.stream_lanes)
     if level == "verilator":
         from pymtl_fp.verilate import translate_import_units
 
