@@ -272,7 +272,7 @@ YOSYS_RECORDED = {
     ("engine", "medium"): dict(luts=25831, ffs=7277, dsps=200, bram18=24, ns=25.5),
     ("node", "tiny"): dict(luts=22446, ffs=4134, dsps=106, bram18=52, ns=36.0),
     ("node", "small"): dict(luts=25911, ffs=5294, dsps=141, bram18=64, ns=35.9),
-    ("node", "medium"): dict(luts=40610, ffs=9585, dsps=223, bram18=76, ns=35.9),
+    ("node", "medium"): dict(luts=40434, ffs=9565, dsps=219, bram18=76, ns=36.0),
     ("link", "tiny"): dict(luts=245, ffs=388, dsps=0, bram18=0, ns=1.1),
     ("requant", "small"): dict(luts=470, ffs=0, dsps=11, bram18=0, ns=22.1),
     ("requant", "wide"): dict(luts=602, ffs=0, dsps=11, bram18=0, ns=22.6),

@@ -437,7 +437,7 @@ class AddrGenRTL(Component):
             s.zero @= 0
             s.db_acc @= 0
             if s.cmd.op == OP_FWD:
-                s.x_addr @= s.A0 + s.asum[AU_MAP]
+                s.x_addr @= s.A0 + s.asum[AU_MAP]  # fwd: x[n, ct, hh, ww]
                 s.w_addr @= s.A1 + s.asum[AU_WGT]
                 s.b_addr @= s.A2 + s.u[1]
                 s.wr_addr @= s.D0 + s.asum[AU_OUT]
