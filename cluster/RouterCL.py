@@ -19,9 +19,15 @@ the edge; every output is a function of the registers after it, as in the RTL):
    scratch FIFO's head (which it pops; modulo ``2**stream_bits``) first; an element from
    ``dout`` goes to every destination of the drainer's head move (link or host output buffers of
    ``out_depth`` elements, the scratch FIFO).
-3. **feeder from the scratch FIFO**: one element per edge into the skid FIFO (2 entries) if the
-   feeder's head move reads the scratch FIFO and there is room (what the FIFO held before the
-   edge).
+3. **feeder from the scratch FIFO**: one beat per edge into the skid FIFO (2 entries) if the
+   feeder's head move reads the scratch FIFO, there is room and the FIFO held the beat's
+   elements before the edge.
+
+Every stream carries beats of ``E = cfg.stream_lanes`` elements: a move of ``n`` elements is
+``ceil(n / E)`` beats, the last with the remaining elements (surplus lanes: zero from the scratch
+FIFO and the adder, as they came from a link or ``dout`` otherwise); the scratch FIFO holds
+elements (a beat pushes or pops only its elements), and the scalar units work element by element.
+The counters (``sent``, ``received``, output buffer depths) count beats.
 4. **sequencer**: a MOVE / REDUCE retires after its last element; a BIAS / GATHER / REQUANT
    starts when the feeder and drainer are idle and retires :func:`~pymtl_fp.cluster.isa.unit_cycles`
    edges later (its result is applied to the scratch

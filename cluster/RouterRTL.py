@@ -215,12 +215,15 @@ class RouterRTL(Component):
             s.drn_l[j] //= s.drain.data[lo:hi]
             s.mv_val[lo:hi] //= s.mv_val_l[j]
             s.rl_red_val[lo:hi] //= s.rl_red_l[j]
-        s.unit_l[0] //= s.unit.push_data  # a scalar unit appends one element (lane 0)
+        # a scalar unit appends one element (lane 0)
         if E > 1:
             @update
             def up_unit_lanes():
+                s.unit_l[0] @= s.unit.push_data
                 for j in range(1, E):
                     s.unit_l[j] @= ZSB
+        else:
+            s.unit_l[0] //= s.unit.push_data
         s.state = Wire(3)
         s.halted = Wire()
         s.p_ready = Wire()

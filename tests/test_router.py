@@ -91,6 +91,12 @@ def test_bias_unit_is_the_golden_sgd_update(n, shift, stoch, seed, tid, vseed):
 def test_router_config_is_validated():
     with pytest.raises(RouterConfigError, match="prog_depth"):
         RouterConfig(prog_depth=1 << 20)
+    for bad in (3, 0, 32, True):
+        with pytest.raises(RouterConfigError, match="stream_lanes"):
+            RouterConfig(stream_lanes=bad)
+    with pytest.raises(RouterConfigError, match="two beats"):
+        RouterConfig(scratch_depth=4, stream_lanes=4)
+    assert RouterConfig(stream_lanes=4).module_name() != RouterConfig().module_name()
     assert RouterConfig().module_name().startswith("RouterRTL_") and "__" not in RouterConfig().module_name()
 
 
