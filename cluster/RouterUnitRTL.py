@@ -18,7 +18,8 @@ then, at the edge after its last element, drops its input from the FIFO's head a
   engine's G layout, or B's with ``glayout`` low): counters walk the layout (``kt``, ``ct``, ``r``,
   ``s``, row ``i``, lane ``j`` of ``lanes = P``; B: no ``j``), element ``(kt*P + i, ct*P + j, r, s)``
   is ``saturate(requantize(v, shift, stoch, seed, tid, index=flat), bits)`` at its flat C-order
-  index, 0 in padding lanes; it drops ``n``.
+  index, 0 in padding lanes; it drops ``n``.  The flat index is one level of products with the
+  strides ``r*s`` and ``c*r*s`` in registers (set when the unit starts and one edge later).
 
 So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.unit_cycles` edges.  Elaboration parameters: ``bits`` (stream
 width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width).
@@ -112,6 +113,9 @@ class RouterUnitRTL(Component):
         s.r_ct, s.r_c, s.r_r, s.r_s = Wire(16), Wire(16), Wire(16), Wire(16)
         s.cj, s.ci, s.cs, s.cr, s.cct, s.ckt = (Wire(16) for _ in range(6))  # the layout walk
         s.kk, s.cc, s.flat = Wire(32), Wire(32), Wire(32)
+        # the walk's strides, registered: s*r at start, c*r*s one edge later (the first element
+        # has kk = 0, so c*r*s is not needed before the second)
+        s.k_rs, s.k_crs = Wire(32), Wire(32)
         s.in_tensor = Wire()
         s.jl = Wire(16)       # lanes of j: P in G's layout, 1 in B's
 
@@ -211,8 +215,8 @@ class RouterUnitRTL(Component):
             # REQUANT: element (kt*P + i, ct*P + j, r, s) of the walk, its flat index, real or padding
             s.kk @= zext(s.ckt, Bits32) * zext(s.r_lanes, Bits32) + zext(s.ci, Bits32)
             s.cc @= zext(s.cct, Bits32) * zext(s.r_lanes, Bits32) + zext(s.cj, Bits32)
-            s.flat @= ((s.kk * zext(s.r_c, Bits32) + s.cc) * zext(s.r_r, Bits32) + zext(s.cr, Bits32)) \
-                * zext(s.r_s, Bits32) + zext(s.cs, Bits32)
+            s.flat @= (s.kk * s.k_crs + s.cc * s.k_rs + zext(s.cr, Bits32) * zext(s.r_s, Bits32)
+                       + zext(s.cs, Bits32))
             s.in_tensor @= (s.kk < zext(s.r_k, Bits32)) & (s.cc < zext(s.r_c, Bits32))
             if s.r_g:
                 s.jl @= zext(s.r_lanes, Bits16)
@@ -230,11 +234,16 @@ class RouterUnitRTL(Component):
                 s.push_data @= s.rdata0
 
         @update_ff
+        def up_unit_crs():
+            s.k_crs <<= zext(s.r_c, Bits32) * s.k_rs
+
+        @update_ff
         def up_unit_state():
             if s.reset:
                 s.run <<= 0
             elif s.start:
                 s.run <<= 1
+                s.k_rs <<= zext(s.r, Bits32) * zext(s.sw, Bits32)
                 s.bias <<= s.is_bias | s.is_requant
                 s.req <<= s.is_requant
                 s.r_lanes <<= s.lanes
