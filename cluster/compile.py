@@ -78,6 +78,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
             nd.weight_phase(seed)
         nodes.append(end_step(nd, steps))
     check_fit(nodes, part.batch)
+    check_beats(nodes, ccfg.lanes)
     c, h, w = net.input_shape
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
@@ -137,6 +138,27 @@ def end_step(nd, steps: int) -> NodeProgram:
         raise ClusterError(f"node {nd.prog.node}: the program has {len(nd.ops)} instructions; the sequencer "
                            f"addresses at most {1 << isa.PC_BITS}")
     return nd.prog
+
+
+def check_beats(nodes: list, lanes: int) -> None:
+    """Refuse a program whose link or host streams do not split into whole beats of ``lanes``
+    elements (a partial beat would end one command and start the next on the other side).  Every
+    tensor is padded to its array side, which ``lanes`` divides, so the compiler's programs pass;
+    a partial last beat is fine towards the scratch FIFO."""
+    if lanes == 1:
+        return
+    links = isa.DST_FWD_OUT | isa.DST_BWD_OUT | isa.DST_HOST
+    for prog in nodes:
+        for pc, ins in enumerate(prog.ops):
+            on_link = (ins.kind in (isa.MOVE, isa.REDUCE, isa.RELAY)
+                       or (ins.kind == isa.LOAD and ins.src != isa.SRC_SCRATCH)
+                       or (ins.kind == isa.STORE and ins.dmask & links))
+            if on_link and ins.count % lanes:
+                raise ClusterError(f"node {prog.node} instruction {pc} ({ins.describe()}) streams {ins.count} "
+                                   f"elements over a link or the host: not a whole number of {lanes}-element beats")
+        if len(prog.host_in) % lanes:
+            raise ClusterError(f"node {prog.node}: {len(prog.host_in)} side-channel elements are not a whole "
+                               f"number of {lanes}-element beats")
 
 
 def check_fit(nodes: list, batch: int) -> None:

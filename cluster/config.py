@@ -7,10 +7,10 @@ partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluste
 * ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
   array side ``P`` (``rows``) and buffer depths; a tensor that crosses from a node with ``P_a`` to
   one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`pymtl_fp.cluster.compile`).  They must share
-  the word widths and ``stream_bits`` (one element per link message; checked), and their
-  ``stream_lanes`` must be 1 (the routers and links move one element per beat; checked).
+  the word widths, ``stream_bits`` and ``stream_lanes`` (``E`` elements per beat on every stream:
+  din/dout, the routers, the links and the host; checked).
 * ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the
-  host links (``msg_bits`` must equal the engines' ``stream_bits``: one tensor element per
+  host links (``msg_bits`` must equal ``E * stream_bits``: one beat of ``E`` tensor elements per
   message).
 * ``link_overrides``: ``{link name: LinkConfig}`` for links that differ from ``link``; names are
   ``host->node0``, ``nodeI->nodeJ`` (neighbours, either direction), ``nodeN-1->host`` and
@@ -39,6 +39,8 @@ TOPOLOGIES = ("chain", "ring")
 #: most nodes in one cluster: the host and node ids travel in 8-bit fields nowhere, but a
 #: simulated cluster elaborates every node, so a typo (500 nodes) is refused before that
 MAX_NODES = 64
+#: most elements per beat (the router's limit)
+MAX_LANES = 16
 #: what each cluster level runs: (node level, link level)
 CLUSTER_LEVELS = {
     "fl": ("fl", "cl"),          # EngineFL + RouterCL (timed compute), LinkCL
@@ -53,13 +55,15 @@ class ClusterError(ValueError):
     """A cluster description, partition or mapping that cannot run (raised before simulation)."""
 
 
-def default_link(stream_bits: int = 32, latency: int = 8) -> LinkConfig:
-    """One element (``stream_bits``) per cycle, ``latency`` cycles, enough credits for full rate, CRC on."""
-    probe = LinkConfig(msg_bits=stream_bits, phit_bits=stream_bits, latency=latency,
-                       credit_latency=latency, credits=1, crc=True)
-    return LinkConfig(msg_bits=stream_bits, phit_bits=stream_bits, latency=latency,
-                      credit_latency=latency, credits=max(2, probe.min_credits), crc=True,
-                      name=f"cluster_l{latency}")
+def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:
+    """One beat of ``lanes`` elements (``lanes * stream_bits``) per cycle, ``latency`` cycles, enough
+    credits for full rate, CRC on."""
+    bits = lanes * stream_bits
+    probe = LinkConfig(msg_bits=bits, phit_bits=bits, latency=latency, credit_latency=latency, credits=1,
+                       crc=True)
+    return LinkConfig(msg_bits=bits, phit_bits=bits, latency=latency, credit_latency=latency,
+                      credits=max(2, probe.min_credits), crc=True,
+                      name=f"cluster_l{latency}" + (f"_e{lanes}" if lanes > 1 else ""))
 
 
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = 2048, weight_depth: int = 512,
@@ -98,12 +102,13 @@ class ClusterConfig:
         for i, e in enumerate(engines):
             if not isinstance(e, EngineConfig):
                 raise ClusterError(f"node {i}: engine must be an EngineConfig, got {e!r}")
-            if e.stream_lanes != 1:
-                raise ClusterError(f"node {i}: engine stream_lanes={e.stream_lanes}, but the cluster's routers and "
-                                   f"links move one element per beat (stream_lanes=1)")
+            E = e.stream_lanes
+            if E & (E - 1) or E > MAX_LANES:
+                raise ClusterError(f"node {i}: engine stream_lanes={E}; a cluster's routers move beats of a power "
+                                   f"of two up to {MAX_LANES} elements")
         first = engines[0]
         for i, e in enumerate(engines[1:], 1):
-            for f in ("act_bits", "weight_bits", "grad_bits", "stream_bits"):
+            for f in ("act_bits", "weight_bits", "grad_bits", "stream_bits", "stream_lanes"):
                 if getattr(e, f) != getattr(first, f):
                     raise ClusterError(
                         f"node {i}: {f}={getattr(e, f)} differs from node 0's {getattr(first, f)}; "
@@ -112,9 +117,9 @@ class ClusterConfig:
                         f"in the same number formats)")
         if not isinstance(self.link, LinkConfig):
             raise ClusterError(f"link must be a LinkConfig, got {self.link!r}")
-        if self.link.msg_bits != first.stream_bits:
-            raise ClusterError(f"link msg_bits={self.link.msg_bits} must equal the engines' "
-                               f"stream_bits={first.stream_bits} (one element per message)")
+        if self.link.msg_bits != first.beat_bits:
+            raise ClusterError(f"link msg_bits={self.link.msg_bits} must equal the engines' beat of "
+                               f"{first.stream_lanes} x {first.stream_bits} bits ({first.beat_bits}: one beat per message)")
         if self.topology not in TOPOLOGIES:
             raise ClusterError(f"unknown topology {self.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
         if self.topology == "ring" and len(engines) < 2:
@@ -123,9 +128,9 @@ class ClusterConfig:
         for name, lc in self.link_overrides.items():
             if name not in names:
                 raise ClusterError(f"link_overrides: no link named {name!r}; links: {', '.join(names)}")
-            if not isinstance(lc, LinkConfig) or lc.msg_bits != first.stream_bits:
+            if not isinstance(lc, LinkConfig) or lc.msg_bits != first.beat_bits:
                 raise ClusterError(f"link_overrides[{name!r}] must be a LinkConfig with msg_bits="
-                                   f"{first.stream_bits}, got {lc!r}")
+                                   f"{first.beat_bits}, got {lc!r}")
         if not 0 < self.clock_mhz < float("inf"):
             raise ClusterError(f"clock_mhz must be a finite number > 0, got {self.clock_mhz}")
         from pymtl_fp.energy.constants import fpga_families
@@ -140,6 +145,11 @@ class ClusterConfig:
     def link_cfg(self, name: str) -> LinkConfig:
         """The config of the link called ``name`` (see :func:`link_names`)."""
         return self.link_overrides.get(name, self.link)
+
+    @property
+    def lanes(self) -> int:
+        """``E``: elements per beat on every stream of the cluster."""
+        return self.engines[0].stream_lanes
 
     @property
     def P(self) -> int:
@@ -159,7 +169,7 @@ class ClusterConfig:
     def homogeneous(cls, n: int, engine: EngineConfig, link: LinkConfig | None = None, **kw):
         if not isinstance(n, int) or n < 1:
             raise ClusterError(f"number of nodes must be >= 1, got {n!r}")
-        return cls((engine,) * n, link or default_link(engine.stream_bits), **kw)
+        return cls((engine,) * n, link or default_link(engine.stream_bits, lanes=engine.stream_lanes), **kw)
 
     def replace(self, **changes) -> ClusterConfig:
         return dataclasses.replace(self, **changes)

@@ -101,7 +101,7 @@ class NodeEmitter:
     def load(self, buf, addr, n, src):
         """LOAD ``n`` elements from ``src`` (``fwd_in``, ``bwd_in``, ``scratch`` or ``host``)."""
         self.emit(isa.load(SRC[src], target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl))
-        self._io(timing.load_cycles(n))
+        self._io(timing.load_cycles(n, self.ecfg.stream_lanes))
         self._count_link(src, n)
         if src == "scratch":
             self._scratch(-n)
@@ -123,7 +123,7 @@ class NodeEmitter:
                 if d == "scratch":
                     self._scratch(n)
         self.emit(isa.store(mask, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl))
-        self._io(timing.store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P))
+        self._io(timing.store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P, self.ecfg.stream_lanes))
 
     def copy(self, sbuf, saddr, dbuf, daddr, n, also=None):
         """Copy through the DMA's scratch FIFO; ``also``: a link the elements are sent on too."""
@@ -155,7 +155,7 @@ class NodeEmitter:
         for d in dsts:
             self._count_link(d, n)
         self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
-        self._io(n)
+        self._io(-(-n // self.ecfg.stream_lanes))  # (beats)
 
     def relay(self, n):
         """An all-reduce's middle member: ``n`` elements of fwd_in plus the scratch FIFO's head to
@@ -163,7 +163,7 @@ class NodeEmitter:
         self.emit(isa.relay(n))
         for port in ("fwd_in", "fwd_out", "bwd_in", "bwd_out"):
             self._count_link(port, n)
-        self._io(n)
+        self._io(-(-n // self.ecfg.stream_lanes))  # (beats)
 
     def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or

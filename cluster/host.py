@@ -1,7 +1,8 @@
 """The host at the ends of the chain (Python behaviour behind val/rdy ports).
 
 * ``img_out`` -> link -> node 0 ``fwd_in``: the images of every step, in order, in node 0's
-  activation layout (one element per message).
+  activation layout (``E = stream_lanes`` elements per message: an image is a whole number of
+  beats, its elements being a multiple of the array side, which E divides).
 * node N-1 ``fwd_out`` -> link -> ``logit_in``: one image's logits at a time, in node N-1's
   layout (``p_out``: its array side, which may differ from node 0's), as are the loss gradients.
 * ``grad_out`` -> link -> node N-1 ``bwd_in``: the loss gradient of each image as soon as its
@@ -24,12 +25,11 @@ from pymtl3 import Component, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.direct import QUIET_FOREVER
+from pymtl_fp.engine.encoding import to_beats, unpack_beat
 from pymtl_fp.engine.msgs import (
     data_type,
-    from_word,
     pack_act,
     tiles,
-    to_word,
     unpack_act,
 )
 from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
@@ -42,6 +42,7 @@ class HostModel:
 
     def __init__(self, ecfg, net, fmt, images, labels, batch, p_out=None):
         self.bits = ecfg.stream_bits
+        self.E = ecfg.stream_lanes
         self.P = ecfg.P                                        # node 0's layout: images
         self.P_out = ecfg.P if p_out is None else int(p_out)   # node N-1's layout: logits, gradients
         self.net, self.fmt, self.batch = net, fmt, batch
@@ -63,6 +64,24 @@ class HostModel:
     def image_elements(self) -> list:
         """Every element the host sends on the images' link, in order."""
         return [int(v) for img in self.images for v in pack_act(img[None], self.P).reshape(-1)]
+
+    def image_beats(self) -> list:
+        """The images' link messages: :meth:`image_elements` in beats of ``E``."""
+        return self.beats(self.image_elements())
+
+    def beats(self, elements) -> list:
+        """Elements as beats of ``E`` (a whole number of them: every tensor the host sends or
+        receives is padded to the array side, which ``E`` divides)."""
+        if len(elements) % self.E:
+            raise ValueError(f"{len(elements)} elements are not a whole number of {self.E}-element beats")
+        return to_beats(elements, self.E, self.bits)
+
+    def logit_beat(self, word: int, cycle: int) -> list:
+        """One beat of logits arrived; returns the loss-gradient beats to send (see :meth:`logit`)."""
+        grads = []
+        for v in unpack_beat(word, self.E, self.bits):
+            grads += self.logit(v, cycle)
+        return self.beats(grads)
 
     def done_images(self) -> int:
         return len(self.logits)
@@ -120,16 +139,16 @@ class HostCL(Component):
                         bool(s.logit_in.val & s.logit_in.rdy), s.logit_in.msg, bool(s.up_in.val & s.up_in.rdy))
             iq, gq = s.img_queue, s.grad_queue
             s.img_out.val <<= 1 if iq else 0
-            s.img_out.msg <<= s.DataT(to_word(iq[0], s.bits)) if iq else s.DataT(0)
+            s.img_out.msg <<= s.DataT(iq[0]) if iq else s.DataT(0)
             s.grad_out.val <<= 1 if gq else 0
-            s.grad_out.msg <<= s.DataT(to_word(gq[0], s.bits)) if gq else s.DataT(0)
+            s.grad_out.msg <<= s.DataT(gq[0]) if gq else s.DataT(0)
             s.logit_in.rdy <<= 1
             s.up_in.rdy <<= 1
 
     def _reset_state(s):
         s.cycle = 0
         s.model.reset()
-        s.img_queue = deque(s.model.image_elements())
+        s.img_queue = deque(s.model.image_beats())  # (beat words)
         s.grad_queue = deque()
 
     def done_images(s) -> int:
@@ -144,7 +163,7 @@ class HostCL(Component):
         if up_fired:
             s.model.unexpected += 1
         if logit_fired:
-            s.grad_queue.extend(s.model.logit(from_word(int(logit_msg), s.bits), s.cycle))
+            s.grad_queue.extend(s.model.logit_beat(int(logit_msg), s.cycle))
 
     # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
     DIRECT_PORTS = (("img_out", "send"), ("logit_in", "recv"), ("grad_out", "send"), ("up_in", "recv"))
@@ -163,8 +182,8 @@ class HostCL(Component):
     def direct_drive(s):
         img, logit, grad, up = s._dc
         iq, gq = s.img_queue, s.grad_queue
-        img.val, img.msg = (1, to_word(iq[0], s.bits)) if iq else (0, 0)
-        grad.val, grad.msg = (1, to_word(gq[0], s.bits)) if gq else (0, 0)
+        img.val, img.msg = (1, iq[0]) if iq else (0, 0)
+        grad.val, grad.msg = (1, gq[0]) if gq else (0, 0)
         logit.rdy = up.rdy = 1
 
     def direct_quiet(s):

@@ -4,7 +4,9 @@ final weights back from its ``host_out`` (a PCIe or AXI path per board, outside 
 :class:`HostSideCL` offers each node's queue of elements (the values its program LOADs from the
 host, in program order) on ``to_node[j]`` whenever the queue is not empty, and takes every element
 a node sends on ``from_node[j]`` at once (always ready), keeping them in ``received[j]``: the same
-stream behaviour as the compiled test bench of a Verilated cluster, so cycle counts agree.
+stream behaviour as the compiled test bench of a Verilated cluster, so cycle counts agree.  With
+``lanes`` (``E``) elements per beat the queues go out, and arrive, in beats of ``E`` (every
+tensor on a side channel is padded to the array side, which ``E`` divides).
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from pymtl3 import Component, mk_bits, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.direct import QUIET_FOREVER
-from pymtl_fp.engine.msgs import from_word, to_word
+from pymtl_fp.engine.encoding import to_beats, unpack_beat
+
+
+def side_beats(elements, lanes: int, bits: int) -> list:
+    """A side channel's elements as beats of ``lanes`` (refused unless whole)."""
+    if len(elements) % lanes:
+        raise ValueError(f"{len(elements)} side-channel elements are not a whole number of {lanes}-element beats")
+    return to_beats(elements, lanes, bits)
 
 
 class HostSideCL(Component):
-    def construct(s, bits, queues):
-        T = mk_bits(bits)
+    def construct(s, bits, queues, lanes=1):
+        s.E = lanes
+        T = mk_bits(lanes * bits)
         s.bits = bits
         s.T = T
         s.n = len(queues)
-        s.queues = [list(q) for q in queues]
+        s.queues = [side_beats(list(q), lanes, bits) for q in queues]
         s.to_node = [SendIfcRTL(T) for _ in range(s.n)]
         s.from_node = [RecvIfcRTL(T) for _ in range(s.n)]
         s._reset_state()
@@ -38,13 +48,13 @@ class HostSideCL(Component):
                     if s.to_node[j].val & s.to_node[j].rdy:
                         s.pending[j].popleft()
                     if s.from_node[j].val & s.from_node[j].rdy:
-                        s.received[j].append(from_word(int(s.from_node[j].msg), s.bits))
+                        s.received[j].extend(unpack_beat(int(s.from_node[j].msg), s.E, s.bits))
                 q = s.pending[j]
                 out = (1, q[0]) if q else (0, 0)
                 if out != s.driven[j]:  # (ports written only when they change)
                     s.driven[j] = out
                     s.to_node[j].val <<= out[0]
-                    s.to_node[j].msg <<= s.T(to_word(out[1], s.bits))
+                    s.to_node[j].msg <<= s.T(out[1])
                 s.from_node[j].rdy <<= 1
 
     def _reset_state(s):
@@ -67,12 +77,12 @@ class HostSideCL(Component):
             if to.val and to.rdy:
                 s.pending[j].popleft()
             if frm.val and frm.rdy:
-                s.received[j].append(from_word(int(frm.msg), s.bits))
+                s.received[j].extend(unpack_beat(int(frm.msg), s.E, s.bits))
 
     def direct_drive(s):
         for j, (to, frm) in enumerate(s._dc):
             q = s.pending[j]
-            to.val, to.msg = (1, to_word(q[0], s.bits)) if q else (0, 0)
+            to.val, to.msg = (1, q[0]) if q else (0, 0)
             frm.rdy = 1
 
     def direct_quiet(s):

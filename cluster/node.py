@@ -50,9 +50,11 @@ def node_module_name(ecfg, rcfg: RouterConfig) -> str:
 
 
 def router_config_for(ecfg, rcfg: RouterConfig | None = None) -> RouterConfig:
-    """The router config of a node with engine ``ecfg`` (stream width from the engine)."""
+    """The router config of a node with engine ``ecfg`` (element width and beat from the engine)."""
     rcfg = rcfg or RouterConfig()
-    return rcfg if rcfg.stream_bits == ecfg.stream_bits else rcfg.replace(stream_bits=ecfg.stream_bits)
+    if (rcfg.stream_bits, rcfg.stream_lanes) == (ecfg.stream_bits, ecfg.stream_lanes):
+        return rcfg
+    return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes)
 
 
 class _Node(Component):

@@ -39,6 +39,7 @@ from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.collectives import collective_sizes
 from pymtl_fp.cluster.compile import (
     begin_step,
+    check_beats,
     check_fit,
     check_training,
     end_step,
@@ -194,6 +195,7 @@ def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: 
                         nd.pass_collective(n)
             nodes.append(end_step(nd, steps))
     check_fit(nodes, rep.batch)
+    check_beats(nodes, ccfg.lanes)
     return ClusterProgram(nodes, image_elems, logit_elems, (K, ho, wo), steps, rep.batch, bool(overlap), "gpipe",
                           rep), parts
 

@@ -21,7 +21,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     ``host``: the :class:`~pymtl_fp.cluster.host.HostModel`, ``rcfgs``: the routers' configs (for
     the energy model's resource counts; default ones if not given)."""
     clock = ccfg.clock_mhz * 1e6
-    link_rate = ccfg.link.throughput_msgs  # messages (elements) per cycle at full load
+    E = ccfg.lanes  # elements per link message (beat)
+    link_rate = ccfg.link.throughput_msgs * E  # elements per cycle at full load
     # step boundaries: when every node has passed the step's mark
     marks = [dict(r.marks) for r in routers]
     # a step ends when its last node has finished its update; steps overlap (node 0 starts the
@@ -52,7 +53,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     per_link = {name: elems(c) for name, _, c in plan}
     bound_compute = max(node_compute)
     bound_serial = max(node_serial)
-    bound_link = max(v / ccfg.link_cfg(k).throughput_msgs for k, v in per_link.items())
+    bound_link = max(v / (E * ccfg.link_cfg(k).throughput_msgs) for k, v in per_link.items())
     # a serial node needs its compute and its stream I/O one after the other; an overlapping one
     # is bounded by its compute (or the link) only
     bound = max(bound_compute if cprog.overlap else bound_serial, bound_link)
@@ -80,7 +81,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         })
     links = []
     for name, per_step in per_link.items():
-        rate = ccfg.link_cfg(name).throughput_msgs
+        rate = E * ccfg.link_cfg(name).throughput_msgs  # elements per cycle
         links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
                       "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
     fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
@@ -132,7 +133,7 @@ def _energy(ccfg, cprog, routers, rcfgs, cycles, steps, batch) -> dict:
 
     rcfgs = rcfgs or [router_config_for(e) for e in ccfg.engines]
     acts = [node_activity(j, ccfg.engines[j], cprog.nodes[j], routers[j], steps, cycles, ccfg.link.msg_bits,
-                          ccfg.engines[j].stream_bits) for j in range(ccfg.n)]
+                          ccfg.engines[j].beat_bits) for j in range(ccfg.n)]  # (a message is a beat)
     return run_energy(acts, list(ccfg.engines), list(rcfgs), ccfg.fpga_family, ccfg.clock_mhz, steps=steps,
                       images=steps * batch)
 
@@ -161,7 +162,8 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
         diffs = [b - a for a, b in itertools.pairwise(ts) if a is not None and b is not None]
         interval = float(np.median(diffs)) if diffs else None
         comp = max(p.phase_compute.get(phase, 0) for p in cprog.nodes) / batch
-        link = max((elems / batch / ccfg.link_cfg(name).throughput_msgs for name, elems in dir_links[phase]),
+        link = max((elems / batch / (ccfg.lanes * ccfg.link_cfg(name).throughput_msgs)
+                    for name, elems in dir_links[phase]),
                    default=0.0)
         bound = max(comp, link)
         out[phase] = {"interval_cycles_per_image": interval, "bound_compute": comp, "bound_link": link,

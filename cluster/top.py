@@ -25,7 +25,7 @@ class ClusterTop(Component):
         node_levels = ["rtl" if lv == "verilator" else lv for lv in levels]
         s.cnet = ClusterNet(ccfg, rcfgs, node_levels, link_level, False, stalls)
         s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, ccfg.engines[-1].P)
-        s.side = HostSideCL(ccfg.engines[0].stream_bits, [p.host_in for p in cprog.nodes])
+        s.side = HostSideCL(ccfg.engines[0].stream_bits, [p.host_in for p in cprog.nodes], ccfg.lanes)
         s.host.img_out //= s.cnet.img
         s.cnet.logit //= s.host.logit_in
         s.host.grad_out //= s.cnet.grad

@@ -19,10 +19,11 @@ from pymtl_fp import cxxsim
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.ClusterNet import cluster_module_name
 from pymtl_fp.cluster.config import ClusterError, link_plan
+from pymtl_fp.cluster.host_side import side_beats
 from pymtl_fp.cluster.observe import make_log
 from pymtl_fp.cluster.router_config import STATES, status_ports
 from pymtl_fp.cxxsim import Ports, Sig
-from pymtl_fp.engine.msgs import from_word
+from pymtl_fp.engine.encoding import unpack_beat
 from pymtl_fp.verilate import build_dir
 
 _SOURCE_DIRS = ("cluster", "engine", "link", "primitives")
@@ -61,7 +62,7 @@ def cluster_verilog(ccfg, rcfgs, faults: bool = False) -> tuple[Path, str, Path]
 
 def cluster_ports(ccfg, rcfgs, faults: bool) -> Ports:
     N = ccfg.n
-    sb = ccfg.engines[0].stream_bits
+    sb = ccfg.engines[0].beat_bits  # one beat of E elements per stream message
     p = Ports()
     p.in_streams = [("img", sb, None), ("grad", sb, None)] + [("host_in", sb, j) for j in range(N)]
     p.out_streams = [("logit", sb, None), ("up", sb, None)] + [("host_out", sb, j) for j in range(N)]
@@ -137,19 +138,17 @@ class VerilatedCluster:
         answering each image's logits; returns the cycles run."""
         from pymtl_fp.sim import SimulationHang
 
-        s, bits = self.sim, self.ccfg.engines[0].stream_bits
-        mask = (1 << bits) - 1
-        s.push("img", [v & mask for v in host.image_elements()])
+        s, ecfg = self.sim, self.ccfg.engines[0]
+        s.push("img", host.image_beats())
         for j, prog in enumerate(cprog.nodes):
-            s.push("host_in", [v & mask for v in prog.host_in], j)
+            s.push("host_in", side_beats(prog.host_in, ecfg.stream_lanes, ecfg.stream_bits), j)
         total = 0
         while True:
-            target = host.logit_elems * (host.done_images() + 1)
+            target = host.logit_elems * (host.done_images() + 1) // ecfg.stream_lanes  # (beats)
             n, why = s.run(max_cycles - total, until=("logit", None, target), idle_limit=idle_limit)
             total += n
             for value, cyc in s.pop("logit"):
-                grads = host.logit(from_word(value, bits), cyc + 1)
-                s.push("grad", [g & mask for g in grads])
+                s.push("grad", host.logit_beat(value, cyc + 1))
             host.unexpected += len(s.pop("up"))
             if why == "done":
                 return total
@@ -161,8 +160,9 @@ class VerilatedCluster:
                                      f"{s.cycle}; stuck: {self.describe(cprog)}")
 
     def host_streams(self) -> list:
-        bits = self.ccfg.engines[0].stream_bits
-        return [[from_word(v, bits) for v, _ in self.sim.pop("host_out", j)] for j in range(self.ccfg.n)]
+        e = self.ccfg.engines[0]
+        return [[x for v, _ in self.sim.pop("host_out", j) for x in unpack_beat(v, e.stream_lanes, e.stream_bits)]
+                for j in range(self.ccfg.n)]
 
     def describe(self, cprog) -> str:
         parts = []

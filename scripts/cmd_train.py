@@ -94,6 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--act-depth", type=int, default=2048, metavar="WORDS",
                      help="activation buffer depth of every node (default 2048)")
     grp.add_argument("--link-latency", type=int, default=8, metavar="CYCLES", help="link latency (default 8)")
+    grp.add_argument("--stream-lanes", type=int, default=1, metavar="E",
+                     help="elements per beat on every stream of the cluster: the engines' din/dout, the routers, "
+                          "the links (E x 32-bit messages) and the host (a power of two dividing every array "
+                          "side; default 1)")
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
                      help="clock for images/s and the energy's static part (default 200)")
     grp.add_argument("--fpga-family", default="ultrascale+", metavar="FAMILY",
@@ -304,6 +308,7 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
+    validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
     from pymtl_fp.energy.constants import fpga_families
@@ -338,8 +343,9 @@ def _run_cluster(args, net) -> int:
                         "the digits data needs (1, 8, 8) -> 10")
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth) for p in arrays]
-        ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency),
+        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth).replace(stream_lanes=args.stream_lanes)
+                   for p in arrays]
+        ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
                              clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
