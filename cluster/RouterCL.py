@@ -232,8 +232,8 @@ class RouterCL(Component):
             parts.append(f"instruction {s.pc}/{len(s.prog)} (iteration {s.iter}) {what}")
         else:
             parts.append("program done")
-        for src, n, taken, given, _ in s.feed:
-            parts.append(f"move {isa.SRC_NAMES[src]}->din {given} beats (in {taken}/{n})")
+        for src, n, taken, given, beats in s.feed:
+            parts.append(f"move {isa.SRC_NAMES[src]}->din {given}/{beats} beats (in {taken}/{n})")
         for dmask, n, taken in s.drain:
             parts.append(f"move dout->{_dst_names(dmask)} {taken}/{n}")
         for i, q in enumerate(s.outq):
