@@ -124,6 +124,8 @@ ROWS = [
     ("act-depth-0", C + ["--act-depth", "0"], 1, r"act.depth"),
     ("act-depth-huge", C + ["--act-depth", "100000000"], 1, r"act.depth"),
     ("link-latency-0", C + ["--link-latency", "0"], 1, r"latency"),
+    ("stream-lanes-3", C + ["--stream-lanes", "3"], 1, r"must divide the array side"),
+    ("stream-lanes-32", C + ["--stream-lanes", "32"], 1, r"--stream-lanes must be in 1..16"),
     ("clock-inf", C + ["--clock-mhz", "inf"], 1, r"--clock-mhz"),
     ("clock-nan", C + ["--clock-mhz", "nan"], 1, r"--clock-mhz"),
     ("clock-neg", C + ["--clock-mhz", "-5"], 1, r"--clock-mhz"),
