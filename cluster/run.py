@@ -197,11 +197,6 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         idle_limit = watchdog_limit(ccfg, cprog, stall)
     fmt = net.precision(tcfg.precision)
     if fast and all(lv == "verilator" for lv in levels):
-        if ccfg.engines[0].beat_bits > 64:
-            raise ClusterError(f"the compiled bench of a Verilated cluster carries stream messages of up to 64 bits; "
-                               f"{ccfg.lanes} elements of {ccfg.engines[0].stream_bits} bits are "
-                               f"{ccfg.engines[0].beat_bits} (use --stream-lanes {64 // ccfg.engines[0].stream_bits} "
-                               f"or less, or another level)")
         return _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch,
                                 levels, max_cycles, idle_limit, faults)
     if faults is not None:

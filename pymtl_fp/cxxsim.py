@@ -70,7 +70,7 @@ class Sig:
 @dataclass
 class Ports:
     """What the bench drives and watches.  Streams: ``(prefix, width, index)`` with ports
-    ``<prefix>__val``/``__rdy``/``__msg`` (width <= 64)."""
+    ``<prefix>__val``/``__rdy``/``__msg`` (any width: a message is kept as 32-bit words)."""
 
     in_streams: list = field(default_factory=list)
     out_streams: list = field(default_factory=list)
@@ -102,27 +102,32 @@ def _scalar(sig: Sig) -> str:
     return f"(uint64_t)({sig.cxx()})"
 
 
+def message_words(ports: Ports) -> int:
+    """32-bit words of one stream message in the bench (the widest stream's, at least 2)."""
+    return max([2] + [-(-w // 32) for _, w, _ in ports.in_streams + ports.out_streams])
+
+
 def generate(top: str, ports: Ports, trace: bool) -> str:
     """The C++ source of the bench."""
     ins, outs = ports.in_streams, ports.out_streams
-    for _, w, _ in ins + outs:
-        if w > 64:
-            raise CxxSimError("stream messages wider than 64 bits are not supported")
+    mw = message_words(ports)
 
     def s(prefix, idx, part):
         return Sig(f"{prefix}__{part}", 1, idx).cxx()
 
     drive = []
-    for i, (p, _, idx) in enumerate(ins):
+    for i, (p, w, idx) in enumerate(ins):
+        msg = Sig(f"{p}__msg", w, idx)
         drive.append(f"{s(p, idx, 'val')} = !q_in[{i}].empty(); "
-                     f"if (!q_in[{i}].empty()) {s(p, idx, 'msg')} = q_in[{i}].front();")
+                     f"if (!q_in[{i}].empty()) {{ const uint32_t* w = q_in[{i}].front().w; {_wr(msg, 'w')} }}")
     for p, _, idx in outs:
         drive.append(f"{s(p, idx, 'rdy')} = 1;")
     sample = []
     for i, (p, _, idx) in enumerate(ins):
         sample.append(f"if ({s(p, idx, 'val')} && {s(p, idx, 'rdy')}) {{ q_in[{i}].pop_front(); moved = true; }}")
-    for i, (p, _, idx) in enumerate(outs):
-        sample.append(f"if ({s(p, idx, 'val')}) {{ out_msg[{i}].push_back((uint64_t)({s(p, idx, 'msg')})); "
+    for i, (p, w, idx) in enumerate(outs):
+        msg = Sig(f"{p}__msg", w, idx)
+        sample.append(f"if ({s(p, idx, 'val')}) {{ Msg x = {{}}; {_rd(msg, 'x.w')} out_msg[{i}].push_back(x); "
                       f"out_cyc[{i}].push_back(cycle); moved = true; }}")
     ev_words = [2 + sum(v.words for v in vals) for _, vals in ports.events]
     for e, (strobe, vals) in enumerate(ports.events):
@@ -150,14 +155,16 @@ def generate(top: str, ports: Ports, trace: bool) -> str:
 #include <deque>
 #include <vector>
 
+struct Msg {{ uint32_t w[{mw}]; }};  // one stream message, least significant word first
+
 struct Sim {{
   VerilatedContext* ctx;
   V{top}* m;
   {"VerilatedVcdC* tfp = nullptr;" if trace else ""}
   uint64_t t = 0;
   int64_t cycle = 0;
-  std::deque<uint64_t> q_in[{nin}];
-  std::vector<uint64_t> out_msg[{nout}];
+  std::deque<Msg> q_in[{nin}];
+  std::vector<Msg> out_msg[{nout}];
   std::vector<int64_t> out_cyc[{nout}];
   std::vector<uint32_t> ev[{nev}];
 }};
@@ -210,15 +217,22 @@ void sim_tick(void* p, int n) {{  // raw cycles (reset, program loading): no str
   for (int k = 0; k < n; ++k) {{ half(S, 0); half(S, 1); }}
   half(S, 0);
 }}
-void sim_push(void* p, int i, const uint64_t* v, int64_t n) {{
+void sim_push(void* p, int i, const uint32_t* v, int64_t n) {{  // n messages of {mw} words
   Sim* S = (Sim*)p;
-  for (int64_t k = 0; k < n; ++k) S->q_in[i].push_back(v[k]);
+  for (int64_t k = 0; k < n; ++k) {{
+    Msg x;
+    for (int j = 0; j < {mw}; ++j) x.w[j] = v[k * {mw} + j];
+    S->q_in[i].push_back(x);
+  }}
 }}
 int64_t sim_in_left(void* p, int i) {{ return (int64_t)((Sim*)p)->q_in[i].size(); }}
 int64_t sim_out_count(void* p, int i) {{ return (int64_t)((Sim*)p)->out_msg[i].size(); }}
-void sim_out_read(void* p, int i, int64_t a, int64_t n, uint64_t* msg, int64_t* cyc) {{
+void sim_out_read(void* p, int i, int64_t a, int64_t n, uint32_t* msg, int64_t* cyc) {{
   Sim* S = (Sim*)p;
-  for (int64_t k = 0; k < n; ++k) {{ msg[k] = S->out_msg[i][a + k]; cyc[k] = S->out_cyc[i][a + k]; }}
+  for (int64_t k = 0; k < n; ++k) {{
+    for (int j = 0; j < {mw}; ++j) msg[k * {mw} + j] = S->out_msg[i][a + k].w[j];
+    cyc[k] = S->out_cyc[i][a + k];
+  }}
 }}
 int64_t sim_events(void* p, int e) {{ return (int64_t)(((Sim*)p)->ev[e].size() / {max(ev_words) if ev_words else 1}); }}
 int64_t sim_event_words(void* p, int e) {{ return (int64_t)((Sim*)p)->ev[e].size(); }}
@@ -322,25 +336,25 @@ class StreamSim:
         self.lib = ctypes.CDLL(str(lib))
         L = self.lib
         vp, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        u32p, u64p, i64p = (ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64),
-                            ctypes.POINTER(ctypes.c_int64))
+        u32p, i64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_int64)
         L.sim_new.restype = vp
         L.sim_new.argtypes = [ctypes.c_char_p]
         L.sim_free.argtypes = [vp]
         L.sim_set.argtypes = [vp, i32, u32p]
         L.sim_get.argtypes = [vp, i32, u32p]
         L.sim_tick.argtypes = [vp, i32]
-        L.sim_push.argtypes = [vp, i32, u64p, i64]
+        L.sim_push.argtypes = [vp, i32, u32p, i64]
         for f in ("sim_in_left", "sim_out_count", "sim_events", "sim_event_words"):
             getattr(L, f).restype = i64
             getattr(L, f).argtypes = [vp, i32]
-        L.sim_out_read.argtypes = [vp, i32, i64, i64, u64p, i64p]
+        L.sim_out_read.argtypes = [vp, i32, i64, i64, u32p, i64p]
         L.sim_event_read.argtypes = [vp, i32, u32p]
         L.sim_cycle.restype = i64
         L.sim_cycle.argtypes = [vp]
         L.sim_run.restype = i64
         L.sim_run.argtypes = [vp, i64, i32, i64, i64, ctypes.POINTER(ctypes.c_int)]
         self.h = L.sim_new(vcd.encode() if vcd else None)
+        self.mw = message_words(ports)
         self._in = {_key(p, idx): i for i, (p, _, idx) in enumerate(ports.in_streams)}
         self._out = {_key(p, idx): i for i, (p, _, idx) in enumerate(ports.out_streams)}
         self._set = {_key(s.name, s.index): (i, s) for i, s in enumerate(ports.inputs)}
@@ -372,10 +386,11 @@ class StreamSim:
 
     # ---- streams -------------------------------------------------------------------------------
     def push(self, stream: str, values, index: int | None = None) -> None:
-        vals = [int(v) & 0xFFFFFFFFFFFFFFFF for v in values]
-        if vals:
-            arr = (ctypes.c_uint64 * len(vals))(*vals)
-            self.lib.sim_push(self.h, self._in[_key(stream, index)], arr, len(vals))
+        mw = self.mw
+        words = [(int(v) >> (32 * j)) & 0xFFFFFFFF for v in values for j in range(mw)]
+        if words:
+            arr = (ctypes.c_uint32 * len(words))(*words)
+            self.lib.sim_push(self.h, self._in[_key(stream, index)], arr, len(words) // mw)
 
     def in_left(self, stream: str, index: int | None = None) -> int:
         return int(self.lib.sim_in_left(self.h, self._in[_key(stream, index)]))
@@ -391,10 +406,12 @@ class StreamSim:
         a, n = self._read[k], total - self._read[k]
         if n <= 0:
             return []
-        msg, cyc = (ctypes.c_uint64 * n)(), (ctypes.c_int64 * n)()
+        mw = self.mw
+        msg, cyc = (ctypes.c_uint32 * (n * mw))(), (ctypes.c_int64 * n)()
         self.lib.sim_out_read(self.h, i, a, n, msg, cyc)
         self._read[k] = total
-        return list(zip((int(m) for m in msg), (int(c) for c in cyc)))
+        vals = [sum(int(msg[m * mw + j]) << (32 * j) for j in range(mw)) for m in range(n)]
+        return list(zip(vals, (int(c) for c in cyc)))
 
     def events(self, e: int) -> list:
         """Event ``e``'s records: ``[(cycle, value, ...)]``."""
