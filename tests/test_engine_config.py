@@ -46,13 +46,14 @@ def test_stream_lanes_must_divide_p(E):
         preset("small").replace(stream_lanes=E)
 
 
-def test_the_cluster_refuses_engines_with_several_elements_per_beat():
+def test_a_cluster_shares_one_beat_width():
+    """Every node of a cluster moves the same E elements per beat (routers and links carry one
+    beat per message); a mix is refused in one line."""
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError
 
     eng = preset("small")
-    ClusterConfig.homogeneous(2, eng)  # E = 1: fine
-    with pytest.raises(ClusterError, match="node 1: engine stream_lanes=2, but the cluster's routers and links "
-                                           r"move one element per beat \(stream_lanes=1\)") as exc:
+    assert ClusterConfig.homogeneous(2, eng.replace(stream_lanes=2)).link.msg_bits == 2 * eng.stream_bits
+    with pytest.raises(ClusterError, match="node 1: stream_lanes=2 differs from node 0's 1") as exc:
         ClusterConfig((eng, eng.replace(stream_lanes=2)), ClusterConfig.homogeneous(1, eng).link)
     assert isinstance(exc.value, ValueError) and "\n" not in str(exc.value)
 
