@@ -58,7 +58,6 @@ class RouterScratchRTL(Component):
         s.drop = InPort()
         s.drop_n = InPort(C)
 
-        s.mem = [[Wire(width) for _ in range(depth // E)] for _ in range(E)]
         s.hd = Wire(A)
         s.tl = Wire(A)
         s.ok_push = Wire()
@@ -67,30 +66,61 @@ class RouterScratchRTL(Component):
         s.a0 = Wire(A)
         s.a1 = Wire(A)
         s.cnt_next = Wire(C)
-        s.h_idx = [Wire(A) for _ in range(E)]  # head lane j: element hd + j
-        s.t_idx = [Wire(A) for _ in range(E)]  # tail lane j: element tl + j
 
-        @update
-        def up_scratch_read():
-            for j in range(E):
-                s.h_idx[j] @= s.hd + AT(j)
-                s.t_idx[j] @= s.tl + AT(j)
-                s.head[j] @= ZW
+        if E == 1:
+            # one element an edge: a plain ring, one write and three reads at computed addresses
+            # (Yosys maps it to quad-port LUT RAM)
+            s.mem = [Wire(width) for _ in range(depth)]
+
+            @update
+            def up_ring_read():
+                s.head[0] @= s.mem[s.hd]
+                s.a0 @= s.hd + s.raddr0
+                s.a1 @= s.hd + s.raddr1
+                s.rdata0 @= s.mem[s.a0]
+                s.rdata1 @= s.mem[s.a1]
+                s.ok_pop @= zext(s.pop_n, C) <= s.count
+                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
+                s.do_drop @= s.drop & (s.drop_n <= s.count)
+
+            @update_ff
+            def up_ring_mem():
+                if s.ok_push & s.push_n:
+                    s.mem[s.tl] <<= s.push_data[0]
+        else:
+            s.mem = [[Wire(width) for _ in range(depth // E)] for _ in range(E)]
+            s.h_idx = [Wire(A) for _ in range(E)]  # head lane j: element hd + j
+            s.t_idx = [Wire(A) for _ in range(E)]  # tail lane j: element tl + j
+
+            @update
+            def up_scratch_read():
+                for j in range(E):
+                    s.h_idx[j] @= s.hd + AT(j)
+                    s.t_idx[j] @= s.tl + AT(j)
+                    s.head[j] @= ZW
+                    for b in range(E):
+                        if (s.h_idx[j] & LMASK) == AT(b):
+                            s.head[j] @= s.mem[b][s.h_idx[j][LB:A]]
+                s.a0 @= s.hd + s.raddr0
+                s.a1 @= s.hd + s.raddr1
+                s.rdata0 @= ZW
+                s.rdata1 @= ZW
                 for b in range(E):
-                    if (s.h_idx[j] & LMASK) == AT(b):
-                        s.head[j] @= s.mem[b][s.h_idx[j][LB:A]]
-            s.a0 @= s.hd + s.raddr0
-            s.a1 @= s.hd + s.raddr1
-            s.rdata0 @= ZW
-            s.rdata1 @= ZW
-            for b in range(E):
-                if (s.a0 & LMASK) == AT(b):
-                    s.rdata0 @= s.mem[b][s.a0[LB:A]]
-                if (s.a1 & LMASK) == AT(b):
-                    s.rdata1 @= s.mem[b][s.a1[LB:A]]
-            s.ok_pop @= zext(s.pop_n, C) <= s.count
-            s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
-            s.do_drop @= s.drop & (s.drop_n <= s.count)
+                    if (s.a0 & LMASK) == AT(b):
+                        s.rdata0 @= s.mem[b][s.a0[LB:A]]
+                    if (s.a1 & LMASK) == AT(b):
+                        s.rdata1 @= s.mem[b][s.a1[LB:A]]
+                s.ok_pop @= zext(s.pop_n, C) <= s.count
+                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
+                s.do_drop @= s.drop & (s.drop_n <= s.count)
+
+            @update_ff
+            def up_scratch_mem():
+                for j in range(E):  # tail lane j goes to bank (tl + j) % E
+                    if s.ok_push & (NT(j) < s.push_n):
+                        for b in range(E):
+                            if (s.t_idx[j] & LMASK) == AT(b):
+                                s.mem[b][s.t_idx[j][LB:A]] <<= s.push_data[j]
 
         @update
         def up_scratch_count():
@@ -101,14 +131,6 @@ class RouterScratchRTL(Component):
                 s.cnt_next @= s.count - zext(s.pop_n, C)
             if s.ok_push:
                 s.cnt_next @= s.cnt_next + zext(s.push_n, C)
-
-        @update_ff
-        def up_scratch_mem():
-            for j in range(E):  # tail lane j goes to bank (tl + j) % E
-                if s.ok_push & (NT(j) < s.push_n):
-                    for b in range(E):
-                        if (s.t_idx[j] & LMASK) == AT(b):
-                            s.mem[b][s.t_idx[j][LB:A]] <<= s.push_data[j]
 
         @update_ff
         def up_scratch_ptrs():

@@ -270,7 +270,7 @@ YOSYS_RECORDED = {
     ("engine", "tiny"): dict(luts=8277, ffs=1846, dsps=87, bram18=0, ns=25.1),
     ("engine", "small"): dict(luts=11634, ffs=3006, dsps=122, bram18=12, ns=25.1),
     ("engine", "medium"): dict(luts=25831, ffs=7277, dsps=200, bram18=24, ns=25.5),
-    ("node", "tiny"): dict(luts=22446, ffs=4134, dsps=106, bram18=52, ns=36.0),
+    ("node", "tiny"): dict(luts=22459, ffs=4134, dsps=109, bram18=52, ns=31.8),
     ("node", "small"): dict(luts=25911, ffs=5294, dsps=141, bram18=64, ns=35.9),
     ("node", "medium"): dict(luts=40434, ffs=9565, dsps=219, bram18=76, ns=36.0),
     ("link", "tiny"): dict(luts=245, ffs=388, dsps=0, bram18=0, ns=1.1),
