@@ -59,7 +59,8 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.router_config import STATES, RouterConfig, declare_status_ports
 from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import program
-from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd, to_word
+from pymtl_fp.engine.encoding import pack_beat, unpack_beat
+from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd
 from pymtl_fp.sim import stall_pattern
 
 S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = range(6)
@@ -425,15 +426,11 @@ class RouterCL(Component):
 
     def _elements(s, w, ln) -> list:
         """The first ``ln`` elements of beat ``w`` (signed)."""
-        mask = (1 << s.bits) - 1
-        return [from_word((w >> (j * s.bits)) & mask, s.bits) for j in range(ln)]
+        return unpack_beat(w, ln, s.bits)
 
     def _beat(s, elements) -> int:
         """A beat of these elements (at most E; surplus lanes zero)."""
-        w = 0
-        for j, v in enumerate(elements):
-            w |= to_word(v, s.bits) << (j * s.bits)
-        return w
+        return pack_beat(elements, s.bits)
 
     def _reduce(s, w, ln) -> int:
         """The adder: beat ``w``'s first ``ln`` elements plus as many from the scratch FIFO's head

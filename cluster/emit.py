@@ -155,7 +155,7 @@ class NodeEmitter:
         for d in dsts:
             self._count_link(d, n)
         self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
-        self._io(-(-n // self.ecfg.stream_lanes))  # (beats)
+        self._io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
 
     def relay(self, n):
         """An all-reduce's middle member: ``n`` elements of fwd_in plus the scratch FIFO's head to
@@ -163,7 +163,7 @@ class NodeEmitter:
         self.emit(isa.relay(n))
         for port in ("fwd_in", "fwd_out", "bwd_in", "bwd_out"):
             self._count_link(port, n)
-        self._io(-(-n // self.ecfg.stream_lanes))  # (beats)
+        self._io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
 
     def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or

@@ -24,8 +24,9 @@ import numpy as np
 from pymtl3 import Component, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
+from pymtl_fp.cluster.host_side import side_beats
 from pymtl_fp.direct import QUIET_FOREVER
-from pymtl_fp.engine.encoding import to_beats, unpack_beat
+from pymtl_fp.engine.encoding import unpack_beat
 from pymtl_fp.engine.msgs import (
     data_type,
     pack_act,
@@ -72,9 +73,7 @@ class HostModel:
     def beats(self, elements) -> list:
         """Elements as beats of ``E`` (a whole number of them: every tensor the host sends or
         receives is padded to the array side, which ``E`` divides)."""
-        if len(elements) % self.E:
-            raise ValueError(f"{len(elements)} elements are not a whole number of {self.E}-element beats")
-        return to_beats(elements, self.E, self.bits)
+        return side_beats(elements, self.E, self.bits)
 
     def logit_beat(self, word: int, cycle: int) -> list:
         """One beat of logits arrived; returns the loss-gradient beats to send (see :meth:`logit`)."""

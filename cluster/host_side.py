@@ -21,9 +21,10 @@ from pymtl_fp.engine.encoding import to_beats, unpack_beat
 
 
 def side_beats(elements, lanes: int, bits: int) -> list:
-    """A side channel's elements as beats of ``lanes`` (refused unless whole)."""
+    """Elements the host sends (images, loss gradients, a side channel's weights) as beats of
+    ``lanes``, refused unless whole (every such tensor is padded to the array side)."""
     if len(elements) % lanes:
-        raise ValueError(f"{len(elements)} side-channel elements are not a whole number of {lanes}-element beats")
+        raise ValueError(f"{len(elements)} elements are not a whole number of {lanes}-element beats")
     return to_beats(elements, lanes, bits)
 
 
