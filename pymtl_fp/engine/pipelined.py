@@ -12,19 +12,26 @@ of the compute commands alone (``pymtl-fp bench engine --json``).
 
 Each operation's program is :func:`pymtl_fp.engine.program.build`'s, relocated: slot ``i % 2`` of
 buffer ``b`` starts at ``(i % 2) * span[b]``, ``span`` the most words any of the operations uses
-in that buffer (one slot where two do not fit: the hazard rule then serializes that buffer's
-reuse).  Commands are accepted in order and each unit takes one command at a time, so the order
-matters: the wanted order is ``EX(i), STOREs(i - 1), LOADs(i + 1), EX(i + 1), ...`` (the stores
-and loads queue behind the compute command that just started, and the next compute command
-finds its operands loaded).  :func:`schedule` reaches it by a list schedule that keeps every
-pair of commands touching the same words (one of them writing) in program order, so the
-in-order results -- what the hazard rule guarantees -- are those of the plain sequential
-program.
+in that buffer.  Where two slots do not fit, slot 1 is placed at the buffer's end,
+``[depth - span, depth)``, overlapping slot 0 in the *shared* words ``[depth - span, span)``,
+and every LOAD and STORE of that buffer is split at the shared words' edges: a STORE gives up
+the shared words first and a LOAD fills the private words first, so the next operation waits
+only for the shared words' transfer (a 36-word gradient in a 64-word G: 8 words, not 36).  The
+hazard rule serializes the shared words' reuse; results are unchanged (:meth:`Stream.unpack`
+puts every STORE's piece back where it belongs).
+
+Commands are accepted in order and each unit takes one command at a time, so the order matters:
+the wanted order is ``EX(i), STOREs(i - 1), LOADs(i + 1), EX(i + 1), ...`` (the stores and loads
+queue behind the compute command that just started, and the next compute command finds its
+operands loaded). :func:`schedule` reaches it by a list schedule that keeps every pair of
+commands touching the same words (one of them writing) in program order, so the in-order results
+-- what the hazard rule guarantees -- are those of the plain sequential program.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -41,14 +48,14 @@ class Stream:
 
     prog: program.Program
     parts: list
-    order: list
+    order: list  #: per STORE of ``prog``: (operation, element offset in its own program's output, count)
 
     def unpack(self, elements) -> list:
         """The results of every operation (a dict each, as ``Program.unpack``)."""
-        mine: list = [[] for _ in self.parts]
+        mine: list = [[0] * sum(st.words * st.lanes for st in p.stores) for p in self.parts]
         pos = 0
-        for i, count in self.order:
-            mine[i].extend(elements[pos:pos + count])
+        for i, offset, count in self.order:
+            mine[i][offset:offset + count] = elements[pos:pos + count]
             pos += count
         return [p.unpack(e) for p, e in zip(self.parts, mine)]
 
@@ -128,14 +135,62 @@ def build(cfg, ops: list, same_weights: bool = False) -> Stream:
             if b not in keep:
                 span[b] = max(span.get(b, 0), hi)
     # a buffer without room for two slots keeps one: the hazard rule then serializes its reuse
-    step = {b: words if 2 * words <= msgs.buffer_depth(b, cfg) else 0 for b, words in span.items()}
+    step, shared = {}, {}
+    for b, words in span.items():
+        depth = msgs.buffer_depth(b, cfg)
+        step[b] = words if 2 * words <= depth else (depth - words if words < depth else 0)
+        if 0 < step[b] < words:  # overlapping slots: words [depth - span, span) are shared
+            shared[b] = (step[b], words)
     parts = [relocate(p, {b: (i % 2) * w for b, w in step.items()}, drop=keep if i else ())
              for i, p in enumerate(progs)]
-    cmds, din, order = schedule(cfg, parts)
+    parts, offsets = zip(*(split_transfers(cfg, p, shared) for p in parts))
+    cmds, din, order = schedule(cfg, parts, offsets)
     whole = program.Program("+".join(op for op, _ in ops), cmds=cmds, din=din)
     whole.compute_index = next(j for j, m in enumerate(cmds) if int(m.op) not in (msgs.OP_LOAD, msgs.OP_STORE))
     whole.stores = [s for p in parts for s in p.stores]
     return Stream(whole, parts, order)
+
+
+def _pieces(lo: int, hi: int, cuts) -> list:
+    """``[lo, hi)`` cut at the words ``cuts`` that fall inside it."""
+    edges = [lo] + sorted(c for c in set(cuts) if lo < c < hi) + [hi]
+    return list(pairwise(edges))
+
+
+def split_transfers(cfg, prog, shared: dict) -> tuple:
+    """``prog`` with every LOAD and STORE of a buffer in ``shared`` (buffer id -> shared words
+    ``(lo, hi)``) split at ``lo`` and ``hi``: a STORE's shared piece first, a LOAD's last.
+    Returns ``(program, offsets)``, ``offsets`` the element offset in ``prog``'s own output of
+    each STORE of the new program, in command order."""
+    out = program.Program(prog.op)
+    out.stores = prog.stores
+    pos = stored = 0
+    offsets = []
+    for j, m in enumerate(prog.cmds):
+        f = msgs.cmd_fields(m)
+        op = f["op"]
+        if j == prog.compute_index:
+            out.compute_index = len(out.cmds)
+        if op not in (msgs.OP_LOAD, msgs.OP_STORE):
+            out.cmds.append(m)
+            continue
+        data = prog.din[pos:pos + f["count"]] if op == msgs.OP_LOAD else None
+        pos += f["count"] if op == msgs.OP_LOAD else 0
+        lanes = msgs.buffer_lanes(f["target"], cfg.P)
+        a = f["addr"]
+        end = a + msgs.tiles(f["count"], lanes)
+        pieces = _pieces(a, end, shared.get(f["target"], ()))
+        lo, hi = shared.get(f["target"], (end, end))
+        first = [pc for pc in pieces if (lo <= pc[0] < hi) == (op == msgs.OP_STORE)]
+        for u, v in first + [pc for pc in pieces if pc not in first]:
+            e0, e1 = (u - a) * lanes, min(f["count"], (v - a) * lanes)
+            out.cmds.append(msgs.make_cmd(**dict(f, addr=u, count=e1 - e0)))
+            if op == msgs.OP_LOAD:
+                out.din.extend(data[e0:e1])
+            else:
+                offsets.append(stored + e0)
+        stored += f["count"] if op == msgs.OP_STORE else 0
+    return out, offsets
 
 
 def _role(q, j) -> int:
@@ -143,8 +198,9 @@ def _role(q, j) -> int:
     return 0 if j < q.compute_index else (1 if j == q.compute_index else 2)
 
 
-def schedule(cfg, parts) -> tuple:
-    """The issue order of the operations ``parts``: ``(commands, data in, store order)``.
+def schedule(cfg, parts, offsets) -> tuple:
+    """The issue order of the operations ``parts``: ``(commands, data in, store order)``;
+    ``offsets[i]``: the element offset in operation ``i``'s output of each of its STOREs.
 
     Priority (smaller first) of operation ``i``'s commands: its LOADs ``(i - 1, 2)``, its compute
     command ``(i, 0)``, its STOREs ``(i + 1, 1)``; a command is issued only after every earlier
@@ -152,6 +208,7 @@ def schedule(cfg, parts) -> tuple:
     seq = []  # (priority, operation, command, its data, ranges) in sequential program order
     for i, q in enumerate(parts):
         pos = 0
+        stores = iter(offsets[i])
         for j, m in enumerate(q.cmds):
             f = msgs.cmd_fields(m)
             data = []
@@ -160,7 +217,8 @@ def schedule(cfg, parts) -> tuple:
                 pos += f["count"]
             role = _role(q, j)
             prio = (i - 1, 2) if role == 0 else ((i, 0) if role == 1 else (i + 1, 1))
-            seq.append((prio, i, m, data, msgs.access_ranges(f, cfg), f))
+            where = next(stores) if f["op"] == msgs.OP_STORE else None
+            seq.append((prio, i, m, data, msgs.access_ranges(f, cfg), f, where))
     preds = [[k for k in range(n) if msgs.ranges_depend(seq[k][4], seq[n][4])] for n in range(len(seq))]
     done = [False] * len(seq)
     cmds, din, order = [], [], []
@@ -168,9 +226,9 @@ def schedule(cfg, parts) -> tuple:
         ready = [n for n in range(len(seq)) if not done[n] and all(done[k] for k in preds[n])]
         n = min(ready, key=lambda x: (seq[x][0], x))
         done[n] = True
-        _prio, i, m, data, _r, f = seq[n]
+        _prio, i, m, data, _r, f, where = seq[n]
         cmds.append(m)
         din.extend(data)
         if f["op"] == msgs.OP_STORE:
-            order.append((i, f["count"]))
+            order.append((i, where, f["count"]))
     return cmds, din, order
