@@ -42,7 +42,7 @@ from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.node_program import NodeProgram
 from pymtl_fp.cluster.partition import _Shape
 from pymtl_fp.cluster.regions import NodeRegions
-from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine import msgs, packing, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
 from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
@@ -129,7 +129,8 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
                     dsel, d0 = msgs.DSEL_X, self.x_addr(nxt, b)
                 else:
                     dsel, d0 = msgs.DSEL_O, self.ob(b)
-                self.compute("fwd", program.useful_macs("fwd", case), **self.conv_fields(it, 1, it.k0, it.k1),
+                self.compute("fwd", program.useful_macs("fwd", case), li in self.part.packed,
+                             **self.conv_fields(it, 1, it.k0, it.k1),
                              shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
                              stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
                              tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece,
@@ -268,7 +269,8 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
             db = self.A.get("B", f"db{li}", tiles(kk, P))
             case = self.case(it, B, it.k0, it.k1)
             d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
-            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), **self.conv_fields(it, B, it.k0, it.k1),
+            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), li in self.part.packed,
+                         **self.conv_fields(it, B, it.k0, it.k1),
                          shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
                          seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
                          btid=tensor_id(p, "DB"), a0=self.x_addr(it, b0), a1=self.dy_keep(it, b0), d0=g, d1=d1)
@@ -322,6 +324,8 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             name = self.net.layers[li].name
             w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
+            if li in self.part.packed:  # kept in the packed layout (K, C*R*S, 1, 1) on the node
+                w = packing.pack_weight(w)
             wfull, wpiece, _ = self.w_region(it)
             if self.kind(it) == "second":
                 self.host_load("W", wfull, pack_weight(w[: it.k1], P).reshape(-1))

@@ -95,7 +95,7 @@ class NodeCollectives:
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             raw_w, raw_b = self.raw_regions(it)
             case = self.case(it, self.B, it.k0, it.k1)
-            self.compute("bwd_weight", program.useful_macs("bwd_weight", case),
+            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), it.layer in self.part.packed,
                          **self.conv_fields(it, self.B, it.k0, it.k1), raw=1, a0=self.x_addr(it, 0),
                          a1=self.dy_keep(it, 0), d0=raw_w, d1=raw_b)
 

@@ -27,11 +27,12 @@ from pymtl_fp.cluster.codegen import NodeCodegen
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
+from pymtl_fp.cluster.partition import layer_info, partition
 from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, layer_versions, step_order
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
-from pymtl_fp.golden.train import step_seed
+from pymtl_fp.golden.train import TrainConfig, step_seed
 
-__all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "compile_cluster", "host_out_params",
+__all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "choose_partition", "compile_cluster", "host_out_params",
            "split_host_out", "step_order", "unpack_params"]
 
 
@@ -43,10 +44,21 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`) and, for
     ``cp``, a weight update after each image's backward pass instead of one per step."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
-    per_image = schedule in PER_IMAGE
-    if per_image:
+    if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     fmt, shifts = check_training(net, tcfg, steps, part.batch)
+    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule)
+    check_fit(nodes, part.batch)
+    check_beats(nodes, ccfg.lanes)
+    K, ho, wo = net.shapes()[-1]
+    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
+    return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
+                          (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part))
+
+
+def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule) -> list:
+    """Every node's program (unchecked)."""
+    per_image = schedule in PER_IMAGE
     nodes = []
     for j in range(part.n):
         nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap)
@@ -77,13 +89,45 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
         if not per_image:
             nd.weight_phase(seed)
         nodes.append(end_step(nd, steps))
-    check_fit(nodes, part.batch)
-    check_beats(nodes, ccfg.lanes)
-    c, h, w = net.input_shape
-    K, ho, wo = net.shapes()[-1]
-    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
-    return ClusterProgram(nodes, tiles(c, p_in) * h * w * p_in, tiles(K, p_out) * ho * wo * p_out,
-                          (K, ho, wo), steps, part.batch, bool(overlap), schedule)
+    return nodes
+
+
+def fits_buffers(net, ccfg, part) -> bool:
+    """Whether ``part``'s programs fit its nodes' buffers (what :func:`compile_cluster` checks;
+    the regions depend on the shapes only, so any weights and precision will do)."""
+    pname = next(iter(net.formats))
+    tcfg = TrainConfig(pname)
+    params = {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
+                        "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
+              for ly in net.param_layers()}
+    nodes = _emit(net, ccfg, part, params, tcfg, net.precision(pname), net.shifts(pname, tcfg.lr_log2), 1,
+                  False, "1f1b")
+    return not any(prog.alloc.overflow() for prog in nodes)
+
+
+def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off"):
+    """The partition a run compiles: ``pack`` (``--tap-pack``) ``auto`` takes the tap-packed one
+    where packing pays (:func:`~pymtl_fp.cluster.partition.packed_layers`) and its programs fit the
+    buffers (the packed input is ``R*S/stride^2`` times the image), else the unpacked one."""
+    part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
+    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part):
+        part = partition(net, ccfg, batch, split=split, cuts=cuts, pack="off")
+    return part
+
+
+def image_pack(net, part) -> tuple | None:
+    """``(R, S, stride, pad)`` of a tap-packed first layer (the host packs every image), else None."""
+    if 0 not in part.packed:
+        return None
+    f = layer_info(net, 0)
+    return (f["r"], f["s"], f["stride"], f["pad"])
+
+
+def image_elems(net, part, P: int) -> int:
+    """Elements of one image as the host sends it, in the layout of array side ``P`` (tap-packed:
+    ``C*R*S`` channels on the first layer's output map)."""
+    f = layer_info(net, 0, 0 in part.packed)
+    return tiles(f["c"], P) * f["h"] * f["w"] * P
 
 
 def check_training(net, tcfg, steps: int, batch: int) -> tuple:
@@ -188,7 +232,11 @@ def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
         _, C, R, S = net.conv_geometry(layer)["w_shape"]
         if kind == "w":
             words = np.asarray(vals, dtype=np.int64).reshape(-1, P * P)
-            out[layer.name]["w"][k0:k1] = unpack_weight(words, (k1 - k0, C, R, S), P)
+            if li in part.packed:  # the node keeps (K, C*R*S, 1, 1): the same elements in the same order
+                w = unpack_weight(words, (k1 - k0, C * R * S, 1, 1), P).reshape(k1 - k0, C, R, S)
+            else:
+                w = unpack_weight(words, (k1 - k0, C, R, S), P)
+            out[layer.name]["w"][k0:k1] = w
         else:
             out[layer.name]["b"][k0:k1] = unpack_bias(np.asarray(vals), k1 - k0, P)
     return out

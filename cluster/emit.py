@@ -197,9 +197,10 @@ class NodeEmitter:
         self._scratch(n_b - n_a, peak=self.scratch + n_b)
         self.load(buf, addr, n_b, "scratch")
 
-    def compute(self, op, macs=0, **fields):
+    def compute(self, op, macs=0, packed=False, **fields):
         """A compute command; its rounding seed is relative to the step (``seedstep``) in the
-        step loop."""
+        step loop.  ``macs``: its useful MACs; ``packed``: a tap-packed layer's (whose fields
+        count the padding zeros of the packed input too: the energy model takes ``macs``)."""
         f = dict(fields, op=msgs.OPS[op], ovl=self.ovl)
         try:
             msgs.check_cmd({name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS}, self.ecfg)
@@ -210,6 +211,8 @@ class NodeEmitter:
                                         drain_rows=self.ecfg.drain_rows)
         self.prog.longest_command = max(self.prog.longest_command, cycles)
         self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
+        if packed:
+            self.prog.useful_macs[len(self.ops)] = macs
         self.emit(ins)
         if self.counting:
             self.prog.compute_cycles += cycles

@@ -33,6 +33,7 @@ from pymtl_fp.engine.msgs import (
     tiles,
     unpack_act,
 )
+from pymtl_fp.engine.packing import pack_input
 from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
 
 
@@ -41,13 +42,14 @@ class HostModel:
     the compiled test bench of a Verilated cluster between its runs): the images to send, each
     image's logits as they arrive, the loss gradient it answers with, the losses."""
 
-    def __init__(self, ecfg, net, fmt, images, labels, batch, p_out=None):
+    def __init__(self, ecfg, net, fmt, images, labels, batch, p_out=None, pack=None):
         self.bits = ecfg.stream_bits
         self.E = ecfg.stream_lanes
         self.P = ecfg.P                                        # node 0's layout: images
         self.P_out = ecfg.P if p_out is None else int(p_out)   # node N-1's layout: logits, gradients
         self.net, self.fmt, self.batch = net, fmt, batch
         self.images = np.asarray(images)  # (steps*B, C, H, W)
+        self.pack = pack  # (R, S, stride, pad): the first layer runs tap-packed
         self.labels = np.asarray(labels)
         self.out_shape = net.shapes()[-1]
         K, ho, wo = self.out_shape
@@ -64,7 +66,14 @@ class HostModel:
 
     def image_elements(self) -> list:
         """Every element the host sends on the images' link, in order."""
-        return [int(v) for img in self.images for v in pack_act(img[None], self.P).reshape(-1)]
+        return [int(v) for img in self.images for v in pack_act(self.image(img), self.P).reshape(-1)]
+
+    def image(self, img) -> np.ndarray:
+        """One image as node 0 takes it: ``(1, C, H, W)``, or tap-packed ``(1, C*R*S, Ho, Wo)``."""
+        if self.pack is None:
+            return img[None]
+        r, s, stride, pad = self.pack
+        return pack_input(img[None], r, s, stride, pad)
 
     def image_beats(self) -> list:
         """The images' link messages: :meth:`image_elements` in beats of ``E``."""
@@ -119,10 +128,10 @@ class HostCL(Component):
     ready from the first cycle after reset; the gradient of an image is offered from the cycle
     after its last logit arrived."""
 
-    def construct(s, ecfg, net, fmt, images, labels, batch, p_out=None):
+    def construct(s, ecfg, net, fmt, images, labels, batch, p_out=None, pack=None):
         s.DataT = data_type(ecfg)
         s.bits = ecfg.stream_bits
-        s.model = HostModel(ecfg, net, fmt, images, labels, batch, p_out)
+        s.model = HostModel(ecfg, net, fmt, images, labels, batch, p_out, pack)
         s.img_out = SendIfcRTL(s.DataT)
         s.logit_in = RecvIfcRTL(s.DataT)
         s.grad_out = SendIfcRTL(s.DataT)

@@ -42,6 +42,9 @@ class NodeProgram:
     notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command
     #: per step, elements of all-reduces (its own and those it passes on) per link port
     collective_elems: dict = field(default_factory=dict)
+    #: instruction index -> useful MACs of a tap-packed compute command (its fields count the
+    #: packed input's padding zeros too; the energy model takes these instead)
+    useful_macs: dict = field(default_factory=dict)
 
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,
@@ -81,3 +84,6 @@ class ClusterProgram:
     overlap: bool = False    #: engine commands carry ovl = 1
     schedule: str = "1f1b"   #: order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`)
     replicas: object = None  #: data-parallel / hybrid layout (:class:`~pymtl_fp.cluster.replicas.Replicas`), or None
+    #: the first layer tap-packed: the host sends ``packing.pack_input(image, *image_pack)``
+    #: (``(R, S, stride, pad)``), or None: the images themselves
+    image_pack: tuple | None = None

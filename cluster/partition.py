@@ -48,10 +48,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp import timing
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
-from pymtl_fp.net import Pool
+from pymtl_fp.net import Conv, Pool
+
+#: ``--tap-pack``: pack the first layer's taps when it pays (auto), always when it can (on), never
+TAP_PACK = ("auto", "on", "off")
 
 
 def nearest_positions(curve: np.ndarray, targets) -> np.ndarray:
@@ -87,6 +91,7 @@ class Partition:
     nodes: list                    #: per node, its items in layer order
     work: list = field(default_factory=list)  #: per node, modelled cycles per image
     method: str = "fpdeep"
+    packed: frozenset = frozenset()  #: layers run tap-packed (:func:`packed_layers`)
 
     @property
     def n(self) -> int:
@@ -129,9 +134,38 @@ class _Shape:
         self.shape = tuple(int(v) for v in shape)
 
 
-def layer_info(net, li: int) -> dict:
-    """Layer ``li``'s shape fields as the compiler names them (a fresh dict: callers may add to it)."""
-    return dict(_layer_info(net, li))
+def layer_info(net, li: int, packed: bool = False) -> dict:
+    """Layer ``li``'s shape fields as the compiler names them (a fresh dict: callers may add to it);
+    ``packed``: as the engine runs it tap-packed (:func:`pymtl_fp.timing.tap_packed_shape`: ``C*R*S``
+    input channels on the ``Ho x Wo`` map, a ``1 x 1`` kernel, stride 1, no padding)."""
+    info = dict(_layer_info(net, li))
+    if packed:
+        info.update(c=info["c"] * info["r"] * info["s"], h=info["ho"], w=info["wo"], r=1, s=1, stride=1, pad=0,
+                    packed=True)
+    return info
+
+
+def packed_layers(net, ccfg, batch: int, pack: str = "auto") -> frozenset:
+    """The layers the cluster runs tap-packed: at most the first layer, a conv fed by the host's
+    images (its input is made off the engine and it needs no ``bwd_data``) with more than one tap;
+    ``auto``: when :func:`pymtl_fp.timing.tap_packing_pays` on node 0's array, ``on``: always
+    (refused where the first layer cannot be packed), ``off``: never."""
+    if pack not in TAP_PACK:
+        raise ClusterError(f"unknown --tap-pack {pack!r}; choose one of {', '.join(TAP_PACK)}")
+    if pack == "off":
+        return frozenset()
+    layer = net.layers[0]
+    if not isinstance(layer, Conv) or layer_info(net, 0)["r"] * layer_info(net, 0)["s"] == 1:
+        if pack == "on":
+            raise ClusterError(f"--tap-pack on: the first layer of {net.name} ({layer.name}) is not a conv "
+                               f"with more than one kernel tap; nothing to pack")
+        return frozenset()
+    f = _layer_info(net, 0)
+    shape = timing.ConvShape(n=batch, c=f["c"], k=f["k"], h=f["h"], w=f["w"], r=f["r"], s=f["s"],
+                             stride=f["stride"], pad=f["pad"])
+    if pack == "auto" and not timing.tap_packing_pays(ccfg.engines[0].P, shape):
+        return frozenset()
+    return frozenset({0})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -150,9 +184,11 @@ def _layer_info(net, li: int) -> dict:
     return info
 
 
-def op_cycles(ecfg, net, li: int, op: str, n: int = 1, k0: int = 0, k1: int | None = None) -> int:
-    """Engine cycles (timing model) of one command on layer ``li``, channels ``[k0, k1)``."""
-    f = layer_info(net, li)
+def op_cycles(ecfg, net, li: int, op: str, n: int = 1, k0: int = 0, k1: int | None = None,
+              packed: bool = False) -> int:
+    """Engine cycles (timing model) of one command on layer ``li``, channels ``[k0, k1)``
+    (``packed``: tap-packed)."""
+    f = layer_info(net, li, packed)
     if f["pool"]:
         if op == "pool_fwd":
             return program.compute_cycles(ecfg, op, dict(x=_Shape(n, f["c"], f["h"], f["w"]), k=f["pk"]))
@@ -168,13 +204,15 @@ def op_cycles(ecfg, net, li: int, op: str, n: int = 1, k0: int = 0, k1: int | No
     return program.compute_cycles(ecfg, op, case)
 
 
-def item_work(ecfg, net, it: Item, batch: int) -> float:
-    """Modelled engine cycles per image of one item (FP + BP + WG, see the module docstring)."""
+def item_work(ecfg, net, it: Item, batch: int, packed: frozenset = frozenset()) -> float:
+    """Modelled engine cycles per image of one item (FP + BP + WG, see the module docstring);
+    ``packed``: the layers run tap-packed."""
     f = layer_info(net, it.layer)
     if it.pool:
         return op_cycles(ecfg, net, it.layer, "pool_fwd") + op_cycles(ecfg, net, it.layer, "pool_bwd")
-    work = op_cycles(ecfg, net, it.layer, "fwd", 1, it.k0, it.k1)
-    work += op_cycles(ecfg, net, it.layer, "bwd_weight", batch, it.k0, it.k1) / batch
+    pk = it.layer in packed
+    work = op_cycles(ecfg, net, it.layer, "fwd", 1, it.k0, it.k1, pk)
+    work += op_cycles(ecfg, net, it.layer, "bwd_weight", batch, it.k0, it.k1, pk) / batch
     if it.k1 == f["k"] and f["p"] > 0:
         work += op_cycles(ecfg, net, it.layer, "bwd_data", 1)
     return work
@@ -233,7 +271,8 @@ def _check_nodes(net, nodes) -> None:
                                f"a layer may be shared by at most two neighbouring nodes")
 
 
-def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: bool = True) -> Partition:
+def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: bool = True,
+              pack: str = "off") -> Partition:
     """FPDeep-balanced partition (see the module docstring); ``cuts`` forces tile positions (tiles of
     :func:`grid_unit` channels: the nodes' ``P`` when they share it),
     ``split=False`` cuts at layer boundaries only.  With ``refine`` (default), when FPDeep's
@@ -243,6 +282,7 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
     N = ccfg.n
     ecfg = ccfg.engines[0]
     plist = _param_layers(net)
+    packed = packed_layers(net, ccfg, batch, pack)
     # per-tile work: the cumulative curve FPDeep balances
     tile_work = []
     layer_end = [0]
@@ -251,12 +291,14 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
         T = tiles(K, P)
         for t in range(T):
             k0, k1 = t * P, min(K, (t + 1) * P)
-            w = op_cycles(ecfg, net, li, "fwd", 1, k0, k1)
-            w += op_cycles(ecfg, net, li, "bwd_weight", batch, k0, k1) / batch
+            pk = li in packed
+            w = op_cycles(ecfg, net, li, "fwd", 1, k0, k1, pk)
+            w += op_cycles(ecfg, net, li, "bwd_weight", batch, k0, k1, pk) / batch
             if t == T - 1:
                 it = Item(li, 0, K)
-                w += item_work(ecfg, net, it, batch) - (
-                    op_cycles(ecfg, net, li, "fwd", 1) + op_cycles(ecfg, net, li, "bwd_weight", batch) / batch)
+                w += item_work(ecfg, net, it, batch, packed) - (
+                    op_cycles(ecfg, net, li, "fwd", 1, packed=pk)
+                    + op_cycles(ecfg, net, li, "bwd_weight", batch, packed=pk) / batch)
                 nxt = li + 1
                 while nxt < len(net.layers) and isinstance(net.layers[nxt], Pool):
                     w += item_work(ecfg, net, Item(nxt, pool=True), batch)
@@ -298,17 +340,17 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
                     cuts[i] = b if b <= hi_room else cuts[i]
     nodes = items_from_cuts(net, P, cuts)
     _check_nodes(net, nodes)
-    work = [sum(item_work(ccfg.engines[j], net, it, batch) for it in items) for j, items in enumerate(nodes)]
-    result = Partition(net, P, batch, list(cuts), nodes, work, method)
+    work = [sum(item_work(ccfg.engines[j], net, it, batch, packed) for it in items) for j, items in enumerate(nodes)]
+    result = Partition(net, P, batch, list(cuts), nodes, work, method, packed)
     if method == "fpdeep" and refine:
-        best = _min_max(net, ccfg, batch, total_tiles)
+        best = _min_max(net, ccfg, batch, total_tiles, packed)
         if best is not None and max(best.work) < max(result.work):
             best.method = f"min-max (FPDeep's rule gave max/mean {result.balance:.3f})"
             return best
     return result
 
 
-def _min_max(net, ccfg, batch, total_tiles, limit=200_000):
+def _min_max(net, ccfg, batch, total_tiles, packed=frozenset(), limit=200_000):
     """The cut vector with the smallest maximum node work (exact search over tile positions; the
     asymmetric-FPGA objective of Zhang et al., here with the engine's timing model), or None when
     there are too many cut vectors to enumerate."""
@@ -331,9 +373,9 @@ def _min_max(net, ccfg, batch, total_tiles, limit=200_000):
         for j, items in enumerate(nodes):
             key = (j, tuple(items))
             if key not in cache:
-                cache[key] = sum(item_work(ccfg.engines[j], net, it, batch) for it in items)
+                cache[key] = sum(item_work(ccfg.engines[j], net, it, batch, packed) for it in items)
             work.append(cache[key])
         k = (max(work), sum(w * w for w in work))
         if best_key is None or k < best_key:
-            best_key, best = k, Partition(net, grid_unit(ccfg), batch, cuts, nodes, work, "min-max")
+            best_key, best = k, Partition(net, grid_unit(ccfg), batch, cuts, nodes, work, "min-max", packed)
     return best

@@ -43,7 +43,8 @@ class NodeRegions:
 
     # ---- geometry and regions --------------------------------------------------------------
     def info(self, li):
-        return layer_info(self.net, li)
+        """Layer ``li``'s fields as the engine runs it (tap-packed: ``C*R*S`` channels, ``1 x 1``)."""
+        return layer_info(self.net, li, li in self.part.packed)
 
     def dx_dest(self, prev, b):
         """``(dsel, d0)`` of a data gradient: straight into the previous item's output gradient
@@ -74,7 +75,7 @@ class NodeRegions:
                     fwd.append(self.out_words(it.layer))
             elif kind == "first" or (kind == "whole" and last):
                 fwd.append(self.out_words(it.layer, it.k0, it.k1))
-            if i == 0:
+            if i == 0 and it.layer not in self.part.packed:  # (a packed layer sends no dx)
                 bwd.append(self.in_words(it.layer))
         return max(fwd), max(bwd)
 
@@ -147,7 +148,8 @@ class NodeRegions:
                     ho=f["ho"], wo=f["wo"], r=f["r"], s=f["s"], lgst=f["stride"].bit_length() - 1, pad=f["pad"])
 
     def case(self, it, n, k0=0, k1=None):
-        f = self.info(it.layer)
+        """The layer's own shapes (not packed): its useful MACs."""
+        f = layer_info(self.net, it.layer)
         k1 = f["k"] if k1 is None else k1
         return dict(x=_Shape(n, f["c"], f["h"], f["w"]), w=_Shape(k1 - k0, f["c"], f["r"], f["s"]),
                     w_shape=(k1 - k0, f["c"], f["r"], f["s"]), stride=f["stride"], pad=f["pad"])

@@ -43,6 +43,8 @@ from pymtl_fp.cluster.compile import (
     check_fit,
     check_training,
     end_step,
+    image_elems,
+    image_pack,
     params_equal,
     split_host_out,
     unpack_params,
@@ -115,27 +117,35 @@ def check_replica_cluster(ccfg) -> None:
         raise ClusterError(f"data-parallel and hybrid runs need nodes of one array side, got P = {list(ccfg.Ps)}")
 
 
-def replica_partitions(net, ccfg, rep: Replicas) -> list:
-    """Each replica's partition of its ``size`` nodes (whole layers; one cut vector for all)."""
+def replica_partitions(net, ccfg, rep: Replicas, pack: str = "off") -> list:
+    """Each replica's partition of its ``size`` nodes (whole layers; one cut vector and one
+    tap-packing choice for all)."""
     sub = ccfg.replace(engines=ccfg.engines[:rep.size], link_overrides={}, topology="chain")
-    first = make_partition(net, sub, max(rep.shares), split=False)
-    return [make_partition(net, sub, share, split=False, cuts=first.cuts) for share in rep.shares]
+    first = make_partition(net, sub, max(rep.shares), split=False, pack=pack)
+    pack = "on" if first.packed else "off"
+    return [make_partition(net, sub, share, split=False, cuts=first.cuts, pack=pack) for share in rep.shares]
 
 
 def whole_partition(rep: Replicas, parts: list) -> Partition:
     """One partition over every node (for the report): the replicas' items side by side."""
     p = parts[0]
     return Partition(p.net, p.P, rep.batch, p.cuts, [items for part in parts for items in part.nodes],
-                     [w for part in parts for w in part.work], f"{p.method}, {rep.groups} replica(s)")
+                     [w for part in parts for w in part.work], f"{p.method}, {rep.groups} replica(s)", p.packed)
 
 
-def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool = False):
+def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool = False,
+                     pack: str = "off"):
     """One program per node for ``steps`` data-parallel / hybrid steps; returns the cluster with
     its engines' B deepened to hold the un-rounded partial sums (the power of two the programs
     need; compiled once against room to spare, then each node's plan rebound to its engine), the
     :class:`ClusterProgram` and each replica's partition."""
     roomy = ccfg.replace(engines=tuple(e.replace(bias_depth=65536) for e in ccfg.engines))
-    cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap)
+    try:
+        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, pack)
+    except ClusterError:
+        if pack != "auto":
+            raise
+        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, "off")
     need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
     ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
                                       for e in ccfg.engines))
@@ -144,15 +154,14 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
     return ccfg, cprog, parts
 
 
-def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool):
+def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool, pack: str = "off"):
     from pymtl_fp.cluster.codegen import NodeCodegen
 
     fmt, shifts = check_training(net, tcfg, steps, rep.batch)
-    parts = replica_partitions(net, ccfg, rep)
+    parts = replica_partitions(net, ccfg, rep, pack)
     P, m = ccfg.P, rep.size
-    c, h, w = net.input_shape
     K, ho, wo = net.shapes()[-1]
-    image_elems, logit_elems = tiles(c, P) * h * w * P, tiles(K, P) * ho * wo * P
+    img_elems, logit_elems = image_elems(net, parts[0], P), tiles(K, P) * ho * wo * P
     # the all-reduces, in one order for every node: the last stage's layers first
     order = [(s, it) for s in reversed(range(m)) for it in reversed(parts[0].nodes[s]) if not it.pool]
     nodes = []
@@ -165,7 +174,7 @@ def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: 
             seed = begin_step(nd, params)
             nd.phase = "fwd"
             if later:
-                nd.move("fwd_in", "fwd_out", later * image_elems)
+                nd.move("fwd_in", "fwd_out", later * img_elems)
             for b in range(S):
                 nd.forward(b, seed)
                 nd.done_mark(done_id("fwd", nd.b0 + b))
@@ -191,13 +200,13 @@ def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: 
                 if stage == s:
                     nd.reduce_and_update(it, seed, j, members)
                 elif members[0] < j < members[-1]:
-                    for n in collective_sizes(layer_info(net, it.layer), it, P):
+                    for n in collective_sizes(layer_info(net, it.layer, it.layer in parts[0].packed), it, P):
                         nd.pass_collective(n)
             nodes.append(end_step(nd, steps))
     check_fit(nodes, rep.batch)
     check_beats(nodes, ccfg.lanes)
-    return ClusterProgram(nodes, image_elems, logit_elems, (K, ho, wo), steps, rep.batch, bool(overlap), "gpipe",
-                          rep), parts
+    return ClusterProgram(nodes, img_elems, logit_elems, (K, ho, wo), steps, rep.batch, bool(overlap), "gpipe",
+                          rep, image_pack(net, parts[0])), parts
 
 
 def replica_params(net, rep: Replicas, parts: list, cprog, P: int, streams: list, like: dict) -> dict:

@@ -92,7 +92,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                  "elements_per_cycle": link_rate},
         "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
-                      "nodes": part.describe(), "balance_max_over_mean": part.balance},
+                      "nodes": part.describe(), "balance_max_over_mean": part.balance,
+                      "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
         "replicas": replicas_section(cprog, routers, steps),
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
                       + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
@@ -211,7 +212,8 @@ def format_report(rep: dict) -> str:
               f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"),
              (f"partition ({rep['partition']['method']}, balance max/mean = "
               f"{rep['partition']['balance_max_over_mean']:.3f}, split layers: "
-              f"{', '.join(rep['partition']['split_layers']) or 'none'}):")]
+              f"{', '.join(rep['partition']['split_layers']) or 'none'}; tap-packed: "
+              f"{', '.join(rep['partition'].get('tap_packed', [])) or 'none'}):")]
     lines += [f"  {x}" for x in rep["partition"]["nodes"]]
     b = rep["bound"]
     steady = rep["cycles_per_step"][-1]

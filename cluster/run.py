@@ -16,11 +16,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pymtl_fp.cluster.buffers import pow2_at_least
-from pymtl_fp.cluster.compile import compile_cluster, host_out_params, params_equal
+from pymtl_fp.cluster.compile import choose_partition, compile_cluster, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
-from pymtl_fp.cluster.partition import partition as make_partition
 from pymtl_fp.cluster.replicas import (
     check_replica_cluster,
     compile_replicas,
@@ -55,13 +54,13 @@ def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, bat
     return params, losses
 
 
-def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None) -> dict | None:
+def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None, pack: str = "off") -> dict | None:
     """The staleness of a per-image ``schedule`` on this cluster (``None`` for a mini-batch one):
     the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes (whole
     layers per node)."""
     if schedule not in PER_IMAGE:
         return None
-    return layer_versions(net, make_partition(net, ccfg, batch, split=False, cuts=cuts), schedule)
+    return layer_versions(net, choose_partition(net, ccfg, batch, split=False, cuts=cuts, pack=pack), schedule)
 
 
 @dataclass
@@ -149,7 +148,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
-                     parallel: str = "pipeline", groups: int | None = None) -> ClusterRun:
+                     parallel: str = "pipeline", groups: int | None = None, pack: str = "off") -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -182,7 +181,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
         split = split_allowed(schedule, split)
-        part = make_partition(net, ccfg, batch, split=split, cuts=cuts)
+        part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
         cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)  # refuses misfits first
         parts = None
     else:
@@ -190,7 +189,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
             raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
                                "(no --schedule cp/sgd, no --cuts)")
         check_replica_cluster(ccfg)
-        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap)
+        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap, pack)
         part = whole_partition(rep, parts)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
@@ -286,7 +285,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
     vc = VerilatedCluster(ccfg, rcfgs, faults=faults)
     vc.load(cprog)
     t_build = time.time() - t0
-    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.engines[-1].P)
+    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.engines[-1].P, cprog.image_pack)
     t0 = time.time()
     try:
         cycles = vc.train(cprog, host, max_cycles=max_cycles, idle_limit=idle_limit)

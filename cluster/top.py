@@ -24,7 +24,7 @@ class ClusterTop(Component):
         stalls = [(stall[0], stall[1] + 7919 * j) for j in range(N)] if stall else None
         node_levels = ["rtl" if lv == "verilator" else lv for lv in levels]
         s.cnet = ClusterNet(ccfg, rcfgs, node_levels, link_level, False, stalls)
-        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, ccfg.engines[-1].P)
+        s.host = HostCL(ccfg.engines[0], net, fmt, images, labels, cprog.batch, ccfg.engines[-1].P, cprog.image_pack)
         s.side = HostSideCL(ccfg.engines[0].stream_bits, [p.host_in for p in cprog.nodes], ccfg.lanes)
         s.host.img_out //= s.cnet.img
         s.cnet.logit //= s.host.logit_in

@@ -19,16 +19,16 @@ from __future__ import annotations
 import itertools
 import math
 
-from pymtl_fp.cluster.compile import compile_cluster
+from pymtl_fp.cluster.compile import choose_partition, compile_cluster
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cluster.partition import partition
 from pymtl_fp.cluster.schedule import split_allowed
 
 #: most cut vectors the search compiles (beyond it: the rule's partition only)
 MAX_CANDIDATES = 5_000
 
 
-def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overlap=True, schedule="1f1b") -> list:
+def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overlap=True, schedule="1f1b",
+               pack="off") -> list:
     """``[(compute bound per image, cuts)]`` of every cut vector over ``total`` tiles the compiler
     accepts, best first (the bound: the slowest node's modelled compute of its image passes)."""
     n = ccfg.n
@@ -38,7 +38,7 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
     for inner in itertools.combinations(range(1, total), n - 1):
         cuts = [0, *inner, total]
         try:
-            part = partition(net, ccfg, batch, split=split, cuts=cuts)
+            part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
             if not split and part.split_layers():
                 continue
             cprog = compile_cluster(net, ccfg, part, params, tcfg, 1, overlap, schedule)
@@ -49,22 +49,23 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
 
 
 def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, split: bool = True,
-                     overlap: bool = True, schedule: str = "1f1b", keep: int = 6) -> dict:
+                     overlap: bool = True, schedule: str = "1f1b", keep: int = 6, pack: str = "off") -> dict:
     """The fastest of the ``keep`` best-modelled cut vectors and the rule's own, by the CL
     cluster's cycles for one step of ``images[:batch]``: ``{"cuts", "rule_cuts", "table"}``
     (``table``: per simulated candidate, its cuts, modelled bound and cycles)."""
     from pymtl_fp.cluster.run import train_on_cluster
 
     split = split_allowed(schedule, split)
-    rule = partition(net, ccfg, batch, split=split).cuts
-    ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule)
+    rule = choose_partition(net, ccfg, batch, split=split, pack=pack).cuts
+    ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule,
+                        pack=pack)
     tried = [list(rule)] + [c for _, c in ranked[:keep] if list(c) != list(rule)]
     bound = {tuple(c): b for b, c in ranked}
     table = []
     for cuts in tried:
         run = train_on_cluster(net, params, images[:batch], labels[:batch], tcfg, ccfg, steps=1, batch=batch,
                                levels=["cl"] * ccfg.n, cuts=cuts, overlap=overlap, schedule=schedule,
-                               split=split)
+                               split=split, pack=pack)
         table.append({"cuts": list(cuts), "compute_bound_per_image": bound.get(tuple(cuts)), "cycles": run.cycles})
     best = min(table, key=lambda r: r["cycles"])  # (ties: the rule's, listed first)
     return {"cuts": best["cuts"], "rule_cuts": list(rule), "table": table}

@@ -61,11 +61,10 @@ def _setup(args):
 
 def _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args, level):
     """Cycles/s of the first ``--pymtl-cycles`` cycles of a PyMTL3-driven RTL cluster."""
-    from pymtl_fp.cluster.compile import compile_cluster
-    from pymtl_fp.cluster.partition import partition
+    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
     from pymtl_fp.cluster.run import _build, router_configs
 
-    part = partition(net, ccfg, args.batch)
+    part = choose_partition(net, ccfg, args.batch)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
     rcfgs = router_configs(ccfg, cprog)
     t0 = time.perf_counter()
@@ -80,17 +79,17 @@ def _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args, level):
 
 def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
     """One C++ call over the whole run with every stream preloaded (gradients included)."""
-    from pymtl_fp.cluster.compile import compile_cluster
+    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
     from pymtl_fp.cluster.host import HostModel
-    from pymtl_fp.cluster.partition import partition
     from pymtl_fp.cluster.run import router_configs
     from pymtl_fp.cluster.verilated import VerilatedCluster
 
-    part = partition(net, ccfg, args.batch)
+    part = choose_partition(net, ccfg, args.batch)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
     vc = VerilatedCluster(ccfg, router_configs(ccfg, cprog))
     vc.load(cprog)
-    host = HostModel(ccfg.engines[0], net, fmt, images, labels, args.batch, ccfg.engines[-1].P)
+    host = HostModel(ccfg.engines[0], net, fmt, images, labels, args.batch, ccfg.engines[-1].P,
+                     cprog.image_pack)
     mask = (1 << ccfg.engines[0].stream_bits) - 1
     s = vc.sim
     s.push("img", [v & mask for v in host.image_elements()])

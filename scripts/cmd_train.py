@@ -107,6 +107,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="force the partition: N+1 cut positions in tiles of P output channels "
                           "(mixed --arrays: tiles of their lcm)")
     grp.add_argument("--no-split", action="store_true", help="cut at layer boundaries only")
+    grp.add_argument("--tap-pack", choices=("auto", "on", "off"), default="off",
+                     help="run the first conv layer tap-packed (a 1x1 conv over C*R*S channels the host packs): "
+                          "auto (when it shortens the layer's compute and the packed input fits node 0's X), "
+                          "on, off (default)")
     grp.add_argument("--parallel", choices=("pipeline", "data", "hybrid"), default="pipeline",
                      help="pipeline (default: the net partitioned over the nodes), data (every node a replica "
                           "of the whole net on its share of the batch) or hybrid (--groups replicas of a "
@@ -201,7 +205,8 @@ def _golden_staleness(args, net, batch: int, precision: str) -> dict:
 
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     try:
-        return cp_versions(net, ClusterConfig.homogeneous(args.nodes, engine_for_net(net, precision)), batch)
+        return cp_versions(net, ClusterConfig.homogeneous(args.nodes, engine_for_net(net, precision)), batch,
+                           pack=args.tap_pack)
     except (ClusterError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
@@ -374,7 +379,7 @@ def _run_cluster(args, net) -> int:
 
         try:
             found = search_partition(net, ccfg, params, images, labels, tcfg, batch, split=not args.no_split,
-                                     overlap=args.overlap, schedule=schedule)
+                                     overlap=args.overlap, schedule=schedule, pack=args.tap_pack)
         except ClusterError as exc:
             raise UserError(str(exc)) from None
         cuts = found["cuts"]
@@ -396,7 +401,7 @@ def _run_cluster(args, net) -> int:
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar,
-                               parallel=args.parallel, groups=args.groups)
+                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
@@ -407,7 +412,7 @@ def _run_cluster(args, net) -> int:
         run.report["partition"]["method"] = f"searched at cl; the rule's cuts: {found['rule_cuts']}"
         run.report["partition"]["search"] = found["table"]
     want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
-                                       cp_versions(net, ccfg, batch, schedule, cuts))
+                                       cp_versions(net, ccfg, batch, schedule, cuts, args.tap_pack))
     equal = params_equal(run.params, want)
     print(format_report(run.report))
     shown = golden_losses if len(golden_losses) <= 8 else golden_losses[:2] + golden_losses[-2:]

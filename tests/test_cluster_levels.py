@@ -30,12 +30,12 @@ def data():
     return quantize_images(split.x_train[8:16], FMT.act), split.y_train[8:16]
 
 
-def _run(data, levels, *, batch=2, link_level=None):
+def _run(data, levels, *, batch=2, link_level=None, pack="auto"):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 2), PREC)
     ccfg = ClusterConfig.homogeneous(len(levels), ENGINE)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=batch, levels=levels,
-                           link_level=link_level)
+                           link_level=link_level, pack=pack)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 1, batch)
     assert params_equal(run.params, want), f"{levels}: final weights differ from the golden model's"
     assert run.losses == pytest.approx(losses)
@@ -65,6 +65,28 @@ def test_verilated_cluster_equals_golden_and_takes_the_cl_cycles(data, n):
 def test_four_nodes_at_four_different_levels_equal_golden(data):
     run = _run(data, ["verilator", "cl", "fl", "cl"], link_level="cl")
     assert run.report["levels"] == ["verilator", "cl", "fl", "cl"]
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("levels", [["verilator"], ["verilator", "cl", "fl", "cl"]], ids=["1", "4-mixed"])
+def test_tap_packed_first_layer_equals_golden_and_cl_cycles(data, levels):
+    """conv1 tap-packed (the host sends each image as 9 packed channels on the 8 x 8 output map;
+    the node keeps conv1's weights as (6, 9, 1, 1)): bit-exact on a Verilated node and beside
+    CL and FL nodes, in the CL cluster's cycles (batch 1: the packed input of 2 images does not
+    fit this engine's 512-word X with the rest of node 0's layers).  The same cluster with the
+    Verilated node at CL takes the same cycles."""
+    run = _run(data, levels, batch=1, link_level="cl", pack="on")
+    assert run.report["partition"]["tap_packed"] == ["conv1"]
+    cl = _run(data, ["cl" if lv == "verilator" else lv for lv in levels], batch=1, link_level="cl", pack="on")
+    assert run.cycles == cl.cycles
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+def test_pymtl_rtl_cluster_with_a_tap_packed_first_layer_equals_golden(data):
+    """The packed first layer on EngineRTL simulated by PyMTL3 (about a minute)."""
+    run = _run(data, ["rtl"], batch=1, link_level="cl", pack="on")
+    assert run.report["partition"]["tap_packed"] == ["conv1"]
 
 
 @pytest.mark.slow

@@ -43,12 +43,12 @@ def data():
     return quantize_images(split.x_train[:8], FMT.act), split.y_train[:8]
 
 
-def _check(data, Ps, level):
+def _check(data, Ps, level, **kw):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = _ccfg(Ps)
     levels = [level] * len(Ps) if isinstance(level, str) else list(level)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=levels)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=levels, **kw)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 2, 2)
     assert params_equal(run.params, want), f"P={Ps} at {level}: final weights differ from the golden model's"
     assert not params_equal(want, params)  # it did learn
@@ -166,3 +166,11 @@ def test_arrays_option_runs_a_mixed_cluster(capsys):
     assert "final weights equal the golden model's: yes" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith(("0  cl", "1  cl"))]
     assert [r[2] for r in rows] == ["2", "4"]
+
+
+@pytest.mark.cl
+def test_tap_packed_first_layer_split_between_p4_and_p2_cl_equal_golden(data):
+    """conv1 tap-packed and split: node 0 (P=4) sends its packed input and its packed weights to
+    node 1 (P=2), which re-lays them out (activations (1, 9, 8, 8), weights (4, 9, 1, 1))."""
+    run = _check(data, (4, 2, 4), "cl", pack="on", cuts=[0, 1, 5, 9])
+    assert run.report["partition"]["tap_packed"] == ["conv1"] and "conv1" in run.report["partition"]["split_layers"]

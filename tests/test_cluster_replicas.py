@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
+from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.replicas import replica_partitions, replicas_for
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
@@ -68,8 +69,9 @@ def test_replicas_end_with_the_one_node_weights(data, n, parallel, groups, batch
     # stage's dw and db partial sums in padded tiles (the stages' layers from the replica layout)
     P = ENGINE.P
     t = lambda v: -(-v // P)
-    layers = {s: [NET.conv_geometry(NET.layers[it.layer])["w_shape"] for it in items if not it.pool]
-              for s, items in enumerate(replica_partitions(NET, ClusterConfig.homogeneous(n, ENGINE), rep)[0].nodes)}
+    part0 = replica_partitions(NET, ClusterConfig.homogeneous(n, ENGINE), rep)[0]
+    shape = lambda li: (lambda f: (f["k"], f["c"], f["r"], f["s"]))(layer_info(NET, li, li in part0.packed))
+    layers = {s: [shape(it.layer) for it in items if not it.pool] for s, items in enumerate(part0.nodes)}
     size_of = {s: sum(t(k) * P + t(k) * t(c) * r * q * P * P for k, c, r, q in ws) for s, ws in layers.items()}
     for node in sec["nodes"]:
         j = node["node"]

@@ -5,8 +5,9 @@ step agree within 5%."""
 
 import pytest
 
+from pymtl_fp.cluster.compile import choose_partition
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
-from pymtl_fp.cluster.partition import layer_info, partition
+from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.run import train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.explore.node_model import predict
@@ -30,9 +31,9 @@ def test_node_model_predicts_every_cl_node_within_5_percent(nodes, batch, split)
     ccfg = ClusterConfig.homogeneous(nodes, eng, default_link(eng.stream_bits, 8))
     run = train_on_cluster(NET, params, images, labels, TrainConfig(PREC, lr_log2=4, seed=0), ccfg,
                            steps=steps, batch=batch, levels=["cl"] * nodes, split=split)
-    part = partition(NET, ccfg, batch, split=split)
+    part = choose_partition(NET, ccfg, batch, split=split)
     assert bool(part.split_layers()) == split
-    layers = [layer_info(NET, i) for i in range(len(NET.layers))]
+    layers = [layer_info(NET, i, i in part.packed) for i in range(len(NET.layers))]
     predicted = predict(layers, part.nodes, eng.P, batch)
     for j, node in enumerate(run.report["node"]):
         measured = node["step_cycles"][-1]["busy"] / batch  # the second (steady-state) step

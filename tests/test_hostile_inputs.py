@@ -96,6 +96,8 @@ FILES = {
     "latency.json": _devices(link={"gbps": 10.0, "latency_ns": -5}).encode(),
     "big.toml": b"# padding\n" * 500_000,
     "deep.toml": b"a = " + b"[" * 1000 + b"]" * 1000 + b"\n",
+    "fc_first.toml": (b'name = "f"\ninput_shape = [1, 8, 8]\n[[layers]]\ntype = "fc"\nname = "fc"\nout_features = 10\n'
+                      b'[formats.8]\nact = [8, 4]\nweight = [8, 6]\ngrad = [8, 7]\nwgrad = [8, 3]\nbias_bits = 16\n'),
     "fat_fc.toml": NET_OK.replace("out_features = 10", 'out_features = 16384\n[[layers]]\ntype = "fc"\n'
                                   'name = "f2"\nout_features = 10').format(ch=16384).encode(),
 }
@@ -154,6 +156,11 @@ ROWS = [
      r"--timeline records the CL routers"),
     ("kernel-direct-rtl", C + ["--level", "rtl", "--kernel", "direct"], 1, r"--kernel direct ticks fl/cl nodes"),
     ("kernel-unknown", C + ["--kernel", "fast"], 2, r"invalid choice: 'fast'"),
+    ("tap-pack-unknown", C + ["--tap-pack", "yes"], 2, r"invalid choice: 'yes'"),
+    ("tap-pack-on-fc-first", C + ["--tap-pack", "on", "--nodes", "1", "--net", "{tmp}/fc_first.toml"], 1,
+     r"--tap-pack on: the first layer of f \(fc\) is not a conv with more than one kernel tap"),
+    ("tap-pack-on-misfit", C + ["--tap-pack", "on", "--nodes", "2"], 1,
+     r"does not fit the nodes' buffers .*node 0 buffer X needs"),
     ("engine-bad", ["train", "--engine", "fpga"], 1, r"--engine fpga"),
     ("report-long-name", C + ["--report", "{tmp}/" + LONG + ".json"], 1, r"--report .*File name too long"),
     ("net-long-name", ["train", "--net", "{tmp}/" + LONG + ".toml"], 1, r"--net .*no preset or file named"),

@@ -138,7 +138,7 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
             for buf, v in wr.items():
                 _add(a.buffer_writes, buf, v * times)
             if op in timing.COMPUTE_OPS:
-                _add(a.macs, ph, timing.useful_macs(op, f) * times)
+                _add(a.macs, ph, prog.useful_macs.get(i, timing.useful_macs(op, f)) * times)
                 _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f, ecfg.drain_rows) * times)
         elif ins.kind in (isa.BIAS, isa.GATHER, isa.MOVE):
             if ins.kind == isa.BIAS:  # [b, db] in, b out
