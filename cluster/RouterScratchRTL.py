@@ -14,12 +14,16 @@ scalar units.
 
 Element ``i`` of the ring (``depth`` elements) lives in bank ``i % lanes``, row ``i // lanes``,
 so ``lanes`` consecutive elements, wherever they start, sit in different banks: a beat is written
-or read in one edge with the lanes rotated by the tail's (head's) position.  With ``lanes = 1``
-this is a plain one-element ring.  Elaboration parameters: ``width``, ``depth`` and ``lanes``
+or read in one edge with the lanes rotated by the tail's (head's) position.  Each bank is a
+:class:`~pymtl_fp.cluster.RouterScratchBankRTL.RouterScratchBankRTL` (one write, three reads: LUT
+RAM to Yosys).  With ``lanes = 1`` this is a plain one-element ring in the same shape.
+Elaboration parameters: ``width``, ``depth`` and ``lanes``
 (powers of two, ``lanes`` dividing ``depth``).
 """
 
 from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
+
+from pymtl_fp.cluster.RouterScratchBankRTL import RouterScratchBankRTL
 
 
 def _pow2(v) -> bool:
@@ -88,39 +92,53 @@ class RouterScratchRTL(Component):
                 if s.ok_push & s.push_n:
                     s.mem[s.tl] <<= s.push_data[0]
         else:
-            s.mem = [[Wire(width) for _ in range(depth // E)] for _ in range(E)]
+            # E banks of one write and three reads each (RouterScratchBankRTL): tail lane j writes
+            # bank (tl + j) % E, head lane j reads bank (hd + j) % E, and every bank reads the rows
+            # of raddr0 and raddr1 (one of them is the bank that holds the element)
+            RT = mk_bits(A - LB)
+            s.banks = [RouterScratchBankRTL(width, depth // E) for _ in range(E)]
             s.h_idx = [Wire(A) for _ in range(E)]  # head lane j: element hd + j
             s.t_idx = [Wire(A) for _ in range(E)]  # tail lane j: element tl + j
 
             @update
-            def up_scratch_read():
+            def up_scratch_bank_ports():
                 for j in range(E):
                     s.h_idx[j] @= s.hd + AT(j)
                     s.t_idx[j] @= s.tl + AT(j)
+                s.a0 @= s.hd + s.raddr0
+                s.a1 @= s.hd + s.raddr1
+                s.ok_pop @= zext(s.pop_n, C) <= s.count
+                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
+                s.do_drop @= s.drop & (s.drop_n <= s.count)
+                for b in range(E):
+                    s.banks[b].wen @= 0
+                    s.banks[b].waddr @= RT(0)
+                    s.banks[b].wdata @= ZW
+                    s.banks[b].raddr[0] @= RT(0)
+                    for j in range(E):
+                        if (s.t_idx[j] & LMASK) == AT(b):
+                            s.banks[b].wen @= s.ok_push & (NT(j) < s.push_n)
+                            s.banks[b].waddr @= s.t_idx[j][LB:A]
+                            s.banks[b].wdata @= s.push_data[j]
+                        if (s.h_idx[j] & LMASK) == AT(b):
+                            s.banks[b].raddr[0] @= s.h_idx[j][LB:A]
+                    s.banks[b].raddr[1] @= s.a0[LB:A]
+                    s.banks[b].raddr[2] @= s.a1[LB:A]
+
+            @update
+            def up_scratch_bank_reads():
+                for j in range(E):
                     s.head[j] @= ZW
                     for b in range(E):
                         if (s.h_idx[j] & LMASK) == AT(b):
-                            s.head[j] @= s.mem[b][s.h_idx[j][LB:A]]
-                s.a0 @= s.hd + s.raddr0
-                s.a1 @= s.hd + s.raddr1
+                            s.head[j] @= s.banks[b].rdata[0]
                 s.rdata0 @= ZW
                 s.rdata1 @= ZW
                 for b in range(E):
                     if (s.a0 & LMASK) == AT(b):
-                        s.rdata0 @= s.mem[b][s.a0[LB:A]]
+                        s.rdata0 @= s.banks[b].rdata[1]
                     if (s.a1 & LMASK) == AT(b):
-                        s.rdata1 @= s.mem[b][s.a1[LB:A]]
-                s.ok_pop @= zext(s.pop_n, C) <= s.count
-                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
-                s.do_drop @= s.drop & (s.drop_n <= s.count)
-
-            @update_ff
-            def up_scratch_mem():
-                for j in range(E):  # tail lane j goes to bank (tl + j) % E
-                    if s.ok_push & (NT(j) < s.push_n):
-                        for b in range(E):
-                            if (s.t_idx[j] & LMASK) == AT(b):
-                                s.mem[b][s.t_idx[j][LB:A]] <<= s.push_data[j]
+                        s.rdata1 @= s.banks[b].rdata[2]
 
         @update
         def up_scratch_count():

@@ -291,8 +291,8 @@ def add_arguments(parser):
                              "and node); the cluster takes --nodes/--arrays instead")
     parser.add_argument("--unit", default="engine", choices=list(UNITS), help="unit to translate (default engine)")
     parser.add_argument("--stream-lanes", type=int, metavar="E",
-                        help="--unit engine: elements per din/dout beat (E divides the preset's P; default the "
-                             "preset's, 1)")
+                        help="--unit engine or node: elements per din/dout beat (E divides the preset's P; "
+                             "default the preset's, 1; a node's router streams the same beats)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",
@@ -343,10 +343,17 @@ def main(args) -> int:
     else:
         cfg = resolve_config(unit, args.config)
     if getattr(args, "stream_lanes", None) is not None:
-        if unit.name != "engine":
-            raise UserError(f"--stream-lanes is an engine option; --unit {unit.name} streams one element per beat")
+        if unit.name not in ("engine", "node"):
+            raise UserError(f"--stream-lanes is an engine and node option; --unit {unit.name} streams one "
+                            f"element per beat")
         try:
-            cfg = cfg.replace(stream_lanes=args.stream_lanes)
+            if unit.name == "engine":
+                cfg = cfg.replace(stream_lanes=args.stream_lanes)
+            else:  # the node: its engine's beat, and its router's to match
+                from pymtl_fp.cluster.node import router_config_for
+
+                ecfg = cfg[0].replace(stream_lanes=args.stream_lanes)
+                cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
     try:

@@ -218,3 +218,14 @@ def test_bad_inputs_raise(tmp_path):
 def test_parse_verilator_output(text, expected):
     got = [(w.code, w.file, w.line, w.column, w.message, w.severity) for w in parse_verilator_output(text)]
     assert got == expected
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_router_scratch_fifo_lints_clean(lanes, tmp_path):
+    """The scratch FIFO as one ring (E = 1) and as E banks of one write and three reads each."""
+    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
+    from pymtl_fp.cluster.RouterScratchRTL import RouterScratchRTL
+
+    result = lint_component(RouterScratchRTL(32, 256, lanes), f"LintRouterScratchRTL_e{lanes}", tmp_path,
+                            CLUSTER_WAIVERS)
+    assert result.clean, result.report() + "\n" + result.output

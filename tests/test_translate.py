@@ -32,8 +32,10 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert run("--config", "small", "--stream-lanes", "3", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--stream-lanes 3: stream_lanes (E) must divide the array side P = 4" in err
-    assert run("--unit", "node", "--config", "tiny", "--stream-lanes", "2", "--out", str(tmp_path)) == 1
-    assert "--stream-lanes is an engine option" in capsys.readouterr().err
+    assert run("--unit", "node", "--config", "tiny", "--stream-lanes", "4", "--out", str(tmp_path)) == 1
+    assert "--stream-lanes 4: stream_lanes (E) must divide the array side P = 2" in capsys.readouterr().err
+    assert run("--unit", "link", "--config", "aurora_1x10g", "--stream-lanes", "2", "--out", str(tmp_path)) == 1
+    assert "--stream-lanes is an engine and node option" in capsys.readouterr().err
 
 
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):
@@ -273,11 +275,15 @@ YOSYS_RECORDED = {
     ("node", "tiny"): dict(luts=22459, ffs=4134, dsps=109, bram18=52, ns=31.8),
     ("node", "small"): dict(luts=25911, ffs=5294, dsps=141, bram18=64, ns=35.9),
     ("node", "medium"): dict(luts=40434, ffs=9565, dsps=219, bram18=76, ns=36.0),
+    ("engine", "tiny-e2"): dict(luts=8196, ffs=1846, dsps=87, bram18=0, ns=25.1),
+    ("engine", "small-e4"): dict(luts=11667, ffs=3004, dsps=122, bram18=12, ns=25.1),
+    ("node", "tiny-e2"): dict(luts=23377, ffs=4282, dsps=109, bram18=76, ns=31.7),
+    ("node", "small-e4"): dict(luts=27493, ffs=5760, dsps=144, bram18=130, ns=31.8),
     ("link", "tiny"): dict(luts=245, ffs=388, dsps=0, bram18=0, ns=1.1),
     ("requant", "small"): dict(luts=470, ffs=0, dsps=11, bram18=0, ns=22.1),
     ("requant", "wide"): dict(luts=602, ffs=0, dsps=11, bram18=0, ns=22.6),
 }
-YOSYS_ENGINE = {preset: fig for (unit, preset), fig in YOSYS_RECORDED.items() if unit == "engine"}
+YOSYS_ENGINE = {preset: fig for (unit, preset), fig in YOSYS_RECORDED.items() if unit == "engine"}  # "-eE": E lanes
 
 
 def _model(unit, name):
@@ -286,11 +292,12 @@ def _model(unit, name):
     from pymtl_fp.link import preset as link_preset
     from pymtl_fp.primitives.RequantRTL import PRESETS
 
+    base, _, lanes = name.partition("-e")  # "small-e4": the preset at 4 elements a beat
     if unit == "engine":
-        return resources.engine_resources(preset(name))
+        return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1)))
     if unit == "node":
-        e = preset(name)
-        return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits)))
+        e = preset(base).replace(stream_lanes=int(lanes or 1))
+        return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))
     if unit == "link":
         return resources.link_resources(link_preset(name))
     return resources.estimate("requant", PRESETS[name])
