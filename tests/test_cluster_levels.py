@@ -83,21 +83,15 @@ def test_tap_packed_first_layer_equals_golden_and_cl_cycles(data, levels):
 
 @pytest.mark.slow
 @pytest.mark.rtl
-def test_pymtl_rtl_cluster_with_a_tap_packed_first_layer_equals_golden(data):
-    """The packed first layer on EngineRTL simulated by PyMTL3 (about a minute)."""
-    run = _run(data, ["rtl"], batch=1, link_level="cl", pack="on")
-    assert run.report["partition"]["tap_packed"] == ["conv1"]
-
-
-@pytest.mark.slow
-@pytest.mark.rtl
 def test_pymtl_rtl_cluster_equals_golden(data):
     """EngineRTL simulated by PyMTL3 (about 1 minute, batch 1; the 2-node RTL cluster with RTL
     links is in ``test_cluster_rtl.py``).  Clusters of 3 and 4 nodes of the same RTL run Verilated
     above; PyMTL3 runs of them (3 and 5 minutes of the suite) added no coverage and were dropped
     to keep the suite under 15 minutes: ``pymtl-fp train --engine cluster --nodes 4 --level rtl``
-    runs one."""
-    _run(data, ["rtl"], batch=1, link_level="cl")
+    runs one.  The first layer runs tap-packed here (the unpacked layer runs on PyMTL3 RTL nodes
+    in ``test_cluster_rtl.py``)."""
+    run = _run(data, ["rtl"], batch=1, link_level="cl", pack="on")
+    assert run.report["partition"]["tap_packed"] == ["conv1"]
 
 
 @pytest.mark.verilator
