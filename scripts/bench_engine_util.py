@@ -24,7 +24,7 @@ from pymtl_fp import timing
 
 #: name -> (n, c, k, h, w, r, s, stride, pad): the measured layers (fit the presets' buffers)
 LAYERS = {
-    "first": (1, 1, 6, 8, 8, 5, 5, 1, 2),        # LeNet-digits' conv1 (1 channel, 5x5): tap-packed
+    "first": (1, 1, 6, 8, 8, 5, 5, 1, 2),        # a LeNet-5-style first layer (1 channel, 5x5): tap-packed
     "vgg-like": (1, 8, 8, 8, 8, 3, 3, 1, 1),     # 3x3, pad 1, channels a multiple of the array
     "fc": (2, 8, 8, 4, 4, 4, 4, 1, 0),           # fully connected: the kernel covers the input
 }

@@ -65,8 +65,9 @@ def test_link_messages_are_the_compiled_elements_in_beats(data):
 
 @pytest.mark.rtl
 def test_rtl_node_with_wide_beats_beside_fl_nodes(data):
-    """A PyMTL3 RTL node (engine and router at E = 2) between FL nodes: golden weights."""
-    _train(data, _cluster(3, 2), ["fl", "rtl", "fl"], steps=1, batch=2)
+    """A PyMTL3 RTL node (engine and router at E = 2) between FL nodes: golden weights (batch 1:
+    the PyMTL3 simulation is the suite's slowest kind of test; batch 2 runs Verilated below)."""
+    _train(data, _cluster(3, 2), ["fl", "rtl", "fl"], steps=1, batch=1)
 
 
 @pytest.mark.verilator
