@@ -18,7 +18,7 @@ the edge; every output is a function of the registers after it, as in the RTL):
    destinations (an output buffer and/or the scratch FIFO's tail), for a REDUCE added to the
    scratch FIFO's head (which it pops; modulo ``2**stream_bits``) first; an element from
    ``dout`` goes to every destination of the drainer's head move (link or host output buffers of
-   ``out_depth`` elements, the scratch FIFO).
+   ``out_beats`` beats, ``out_depth`` elements; the scratch FIFO).
 3. **feeder from the scratch FIFO**: one beat per edge into the skid FIFO (2 entries) if the
    feeder's head move reads the scratch FIFO, there is room and the FIFO held the beat's
    elements before the edge.
@@ -448,7 +448,7 @@ class RouterCL(Component):
     def _stream_room(s, dmask) -> bool:
         """Room for one more element in every output buffer of ``dmask`` (the scratch FIFO: the
         router's depth was sized for the program)."""
-        return not any(dmask & bit and len(s.outq[i]) >= s.cfg.out_depth for bit, i in _DST_OUT)
+        return not any(dmask & bit and len(s.outq[i]) >= s.cfg.out_beats for bit, i in _DST_OUT)
 
     def _dout_room(s) -> bool:
         return s._stream_room(s.drain[0][0])
@@ -509,8 +509,8 @@ class RouterCL(Component):
             rdy[_SRC_INDEX[ins.src]] = 1
         if kind == isa.RELAY and quiet:
             n = ins.count
-            rdy[0] = int(s.moved < n and len(s.scratch) >= s._lanes(n, s.moved) and len(s.outq[0]) < s.cfg.out_depth)
-            rdy[1] = int(s.moved2 < n and len(s.outq[1]) < s.cfg.out_depth)
+            rdy[0] = int(s.moved < n and len(s.scratch) >= s._lanes(n, s.moved) and len(s.outq[0]) < s.cfg.out_beats)
+            rdy[1] = int(s.moved2 < n and len(s.outq[1]) < s.cfg.out_beats)
         dout_rdy = 1 if s.drain and s._dout_room() else 0
         on = 1
         if s.stall_gen is not None and not in_reset and next(s.stall_gen):

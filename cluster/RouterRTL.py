@@ -81,7 +81,7 @@ class RouterRTL(Component):
         PCB = isa.PC_BITS
         PCT = mk_bits(PCB)
         SCB = (cfg.scratch_depth).bit_length()  # scratch count width
-        OCB = (cfg.out_depth).bit_length()
+        OCB = (cfg.out_beats).bit_length()
         OCT = mk_bits(OCB)
         TAB = max(1, (cfg.table_depth - 1).bit_length())
         TABT = mk_bits(TAB)
@@ -89,7 +89,7 @@ class RouterRTL(Component):
         PAT = mk_bits(max(1, (PD - 1).bit_length()))
         PD16 = Bits16(PD)
         TD16 = Bits16(cfg.table_depth)
-        OUT_FULL = OCT(cfg.out_depth)
+        OUT_FULL = OCT(cfg.out_beats)
         W1 = Bits32(1)
         MARK0 = mk_bits(isa.MARK_BITS)(0)
         BUF_G = Bits3(isa.encoding.BUF["G"])  # REQUANT: the G layout (else B's)
@@ -130,7 +130,7 @@ class RouterRTL(Component):
         s.drain = RouterDrainRTL(sb, E)
         s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E)
         s.unit = RouterUnitRTL(sb, SCB, TAB)
-        s.outs = [FifoRTL(BW, cfg.out_depth) for _ in range(3)]
+        s.outs = [FifoRTL(BW, cfg.out_beats) for _ in range(3)]
 
         s.feed.din //= s.din
         s.drain.dout //= s.dout

@@ -31,7 +31,8 @@ class RouterConfig:
     * ``prog_depth``: instructions the program memory holds (at most ``2**14``);
     * ``table_depth``: gather-table entries (runs of a relayout between array sides);
     * ``scratch_depth``: elements of the scratch FIFO (copies, bias updates, relayouts);
-    * ``out_depth``: elements of each output buffer (towards ``fwd_out``, ``bwd_out``, the host).
+    * ``out_depth``: elements of each output buffer (towards ``fwd_out``, ``bwd_out``, the host):
+      ``out_beats`` = ``out_depth / E`` beats of ``E`` elements.
     """
 
     stream_bits: int = 32
@@ -55,6 +56,14 @@ class RouterConfig:
         if 2 * E > self.scratch_depth:
             raise RouterConfigError(f"RouterConfig.scratch_depth={self.scratch_depth} must hold two beats of "
                                     f"stream_lanes={E}")
+        if 2 * E > self.out_depth:
+            raise RouterConfigError(f"RouterConfig.out_depth={self.out_depth} must hold two beats of "
+                                    f"stream_lanes={E}")
+
+    @property
+    def out_beats(self) -> int:
+        """Beats each output buffer holds (``out_depth`` elements, ``E`` a beat)."""
+        return max(2, self.out_depth // self.stream_lanes)
 
     def params(self) -> dict:
         """Every elaboration parameter (what the Verilog module name encodes)."""

@@ -276,9 +276,9 @@ def router_resources(cfg) -> Resources:
     table = math.ceil(cfg.table_depth / 64) * math.ceil(32 / 3) * 4
     r.add(Resources(luts=table, lutram_luts=table), f"gather table ({cfg.table_depth} x 32 bits, LUT RAM)")
     E = cfg.stream_lanes
-    outs = memory(E * sb, cfg.out_depth, instances=3)
+    outs = memory(E * sb, cfg.out_beats, instances=3)
     outs.ffs = 0
-    r.add(outs, f"3 output buffers ({cfg.out_depth} beats x {E * sb} bits each)")
+    r.add(outs, f"3 output buffers ({cfg.out_beats} beats x {E * sb} bits each)")
     chunks = math.ceil(cfg.scratch_depth / 64)
     qp = 4 * chunks * sb
     mux = 3 * sb * (chunks - 1) // 3 if chunks > 1 else 0  # per port and bit: one LUT6 per 4:1 level

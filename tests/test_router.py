@@ -96,6 +96,10 @@ def test_router_config_is_validated():
             RouterConfig(stream_lanes=bad)
     with pytest.raises(RouterConfigError, match="two beats"):
         RouterConfig(scratch_depth=4, stream_lanes=4)
+    with pytest.raises(RouterConfigError, match="out_depth=4 must hold two beats"):
+        RouterConfig(out_depth=4, stream_lanes=4)
+    # an output buffer holds out_depth elements whatever the beat: out_depth / E beats
+    assert [RouterConfig(out_depth=64, stream_lanes=e).out_beats for e in (1, 2, 4)] == [64, 32, 16]
     assert RouterConfig(stream_lanes=4).module_name() != RouterConfig().module_name()
     assert RouterConfig().module_name().startswith("RouterRTL_") and "__" not in RouterConfig().module_name()
 
