@@ -92,25 +92,31 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule) 
     return nodes
 
 
-def fits_buffers(net, ccfg, part) -> bool:
-    """Whether ``part``'s programs fit its nodes' buffers (what :func:`compile_cluster` checks;
-    the regions depend on the shapes only, so any weights and precision will do)."""
-    pname = next(iter(net.formats))
-    tcfg = TrainConfig(pname)
+def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b") -> bool:
+    """Whether ``part``'s programs compile and fit its nodes' buffers (what :func:`compile_cluster`
+    checks), for the run's ``tcfg`` (its precision and learning rate set the shifts; default: the
+    net's first precision), ``overlap`` (two O slots per direction) and ``schedule``; the weights
+    do not matter."""
+    tcfg = tcfg or TrainConfig(next(iter(net.formats)))
     params = {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
                         "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
               for ly in net.param_layers()}
-    nodes = _emit(net, ccfg, part, params, tcfg, net.precision(pname), net.shifts(pname, tcfg.lr_log2), 1,
-                  False, "1f1b")
+    try:
+        fmt, shifts = check_training(net, tcfg, 1, part.batch)
+        nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule)
+    except (ClusterError, ValueError):
+        return False
     return not any(prog.alloc.overflow() for prog in nodes)
 
 
-def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off"):
+def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off", tcfg=None,
+                     overlap: bool = False, schedule: str = "1f1b"):
     """The partition a run compiles: ``pack`` (``--tap-pack``) ``auto`` takes the tap-packed one
-    where packing pays (:func:`~pymtl_fp.cluster.partition.packed_layers`) and its programs fit the
-    buffers (the packed input is ``R*S/stride^2`` times the image), else the unpacked one."""
+    where packing pays (:func:`~pymtl_fp.cluster.partition.packed_layers`) and its programs, for the
+    run's ``tcfg``, ``overlap`` and ``schedule``, compile and fit the buffers (the packed input is
+    ``R*S/stride^2`` times the image), else the unpacked one."""
     part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
-    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part):
+    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, overlap, schedule):
         part = partition(net, ccfg, batch, split=split, cuts=cuts, pack="off")
     return part
 

@@ -54,13 +54,16 @@ def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, bat
     return params, losses
 
 
-def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None, pack: str = "off") -> dict | None:
+def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None, pack: str = "off", tcfg=None,
+                overlap: bool = False) -> dict | None:
     """The staleness of a per-image ``schedule`` on this cluster (``None`` for a mini-batch one):
     the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes (whole
-    layers per node)."""
+    layers per node; ``pack``, ``tcfg`` and ``overlap`` as the run's: they decide ``--tap-pack auto``)."""
     if schedule not in PER_IMAGE:
         return None
-    return layer_versions(net, choose_partition(net, ccfg, batch, split=False, cuts=cuts, pack=pack), schedule)
+    part = choose_partition(net, ccfg, batch, split=False, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
+                            schedule=schedule)
+    return layer_versions(net, part, schedule)
 
 
 @dataclass
@@ -181,7 +184,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
         split = split_allowed(schedule, split)
-        part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
+        part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
+                                schedule=schedule)
         cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)  # refuses misfits first
         parts = None
     else:

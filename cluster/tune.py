@@ -38,7 +38,8 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
     for inner in itertools.combinations(range(1, total), n - 1):
         cuts = [0, *inner, total]
         try:
-            part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
+            part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
+                                    schedule=schedule)
             if not split and part.split_layers():
                 continue
             cprog = compile_cluster(net, ccfg, part, params, tcfg, 1, overlap, schedule)
@@ -56,7 +57,7 @@ def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, spl
     from pymtl_fp.cluster.run import train_on_cluster
 
     split = split_allowed(schedule, split)
-    rule = choose_partition(net, ccfg, batch, split=split, pack=pack).cuts
+    rule = choose_partition(net, ccfg, batch, split=split, pack=pack, tcfg=tcfg, overlap=overlap, schedule=schedule).cuts
     ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule,
                         pack=pack)
     tried = [list(rule)] + [c for _, c in ranked[:keep] if list(c) != list(rule)]

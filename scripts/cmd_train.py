@@ -197,16 +197,18 @@ def _plot(histories: list, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _golden_staleness(args, net, batch: int, precision: str) -> dict:
+def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> dict:
     """``fwd_versions`` of ``--schedule cp`` on ``--nodes`` whole-layer nodes (FPDeep's partition of
     the default cluster, as ``--engine cluster`` would run it)."""
     from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, engine_for_net
     from pymtl_fp.cluster.run import cp_versions
+    from pymtl_fp.golden.train import TrainConfig
 
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     try:
         return cp_versions(net, ClusterConfig.homogeneous(args.nodes, engine_for_net(net, precision)), batch,
-                           pack=args.tap_pack)
+                           pack=args.tap_pack, tcfg=TrainConfig(precision, lr_log2=lr_log2),
+                           overlap=getattr(args, "overlap", False))
     except (ClusterError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
@@ -225,7 +227,8 @@ def _run_golden(args, net, settings: dict, precisions: list, schedule: str = "mi
           + (f" ({args.nodes} nodes)" if schedule == "cp" else ""))
     histories = []
     for precision in precisions:
-        versions = _golden_staleness(args, net, settings["batch"], precision) if schedule == "cp" else None
+        versions = (_golden_staleness(args, net, settings["batch"], precision, settings["lr_log2"])
+                    if schedule == "cp" else None)
         try:
             _, history = fit(net, split, precision, schedule=schedule, fwd_versions=versions, **settings)
         except ValueError as exc:
@@ -412,7 +415,7 @@ def _run_cluster(args, net) -> int:
         run.report["partition"]["method"] = f"searched at cl; the rule's cuts: {found['rule_cuts']}"
         run.report["partition"]["search"] = found["table"]
     want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
-                                       cp_versions(net, ccfg, batch, schedule, cuts, args.tap_pack))
+                                       cp_versions(net, ccfg, batch, schedule, cuts, args.tap_pack, tcfg, args.overlap))
     equal = params_equal(run.params, want)
     print(format_report(run.report))
     shown = golden_losses if len(golden_losses) <= 8 else golden_losses[:2] + golden_losses[-2:]

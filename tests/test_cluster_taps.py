@@ -33,7 +33,7 @@ def _train(data, n, pack, *, lanes=1, steps=2, batch=8, schedule="1f1b", **kw):
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
                            overlap=True, schedule=schedule, pack=pack, **kw)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
-                                cp_versions(NET, ccfg, batch, schedule, kw.get("cuts"), pack))
+                                cp_versions(NET, ccfg, batch, schedule, kw.get("cuts"), pack, TCFG, overlap=True))
     assert params_equal(run.params, want), f"{n} nodes, --tap-pack {pack}: weights differ from the golden model's"
     assert np.allclose(run.losses, losses)
     return run
@@ -77,3 +77,21 @@ def test_split_packed_layer_with_forced_cuts(data):
     """conv1 packed and split over nodes 0 and 1 (the packed input and weights cross the link)."""
     run = _train(data, 4, "on", batch=2, cuts=[0, 1, 2, 5, 9])
     assert run.report["partition"]["tap_packed"] == ["conv1"] and "conv1" in run.report["partition"]["split_layers"]
+
+
+def test_auto_checks_the_fit_with_the_runs_precision_and_learning_rate(tmp_path, capsys):
+    """A net whose only precision and learning rate differ from the defaults: ``auto`` compiles the
+    packed programs with the run's shifts (not the defaults', whose update shift is negative here)."""
+    import re
+
+    from pymtl_fp.cli.main import main as cli_main
+    from pymtl_fp.net import NETS_DIR
+
+    text = (NETS_DIR / "lenet-digits.toml").read_text()
+    text = re.sub(r"\[formats\.16\].*?(?=\[formats\.8\])", "", text, flags=re.S)
+    text = text.replace("weight = [8, 6]", "weight = [8, 7]").replace("lr_log2 = 3", "lr_log2 = 5")
+    (tmp_path / "net.toml").write_text(text)
+    rc = cli_main(["train", "--engine", "cluster", "--net", str(tmp_path / "net.toml"), "--precision", "8",
+                   "--nodes", "1", "--steps", "1", "--batch", "2", "--tap-pack", "auto"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "tap-packed: conv1" in out and "final weights equal the golden model's: yes" in out
