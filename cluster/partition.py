@@ -155,12 +155,12 @@ def packed_layers(net, ccfg, batch: int, pack: str = "auto") -> frozenset:
     if pack == "off":
         return frozenset()
     layer = net.layers[0]
-    if not isinstance(layer, Conv) or layer_info(net, 0)["r"] * layer_info(net, 0)["s"] == 1:
+    f = _layer_info(net, 0)
+    if not isinstance(layer, Conv) or f["r"] * f["s"] == 1:
         if pack == "on":
             raise ClusterError(f"--tap-pack on: the first layer of {net.name} ({layer.name}) is not a conv "
                                f"with more than one kernel tap; nothing to pack")
         return frozenset()
-    f = _layer_info(net, 0)
     shape = timing.ConvShape(n=batch, c=f["c"], k=f["k"], h=f["h"], w=f["w"], r=f["r"], s=f["s"],
                              stride=f["stride"], pad=f["pad"])
     if pack == "auto" and not timing.tap_packing_pays(ccfg.engines[0].P, shape):
