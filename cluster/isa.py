@@ -233,7 +233,15 @@ class Instr:
 # ---- constructors ------------------------------------------------------------------------------
 
 def eng(**fields) -> Instr:
-    return Instr(ENG, _checked_cmd(fields))
+    """An ENG instruction; the command's product fields (``encoding.PRODUCTS``) are filled in."""
+    return Instr(ENG, _checked_cmd(_with_products(fields)))
+
+
+def _with_products(fields: dict) -> dict:
+    try:
+        return encoding.products(fields)
+    except ValueError as exc:
+        raise IsaError(str(exc)) from None
 
 
 def load(src: int, **fields) -> Instr:
@@ -449,7 +457,9 @@ def encode(ins: Instr) -> int:
         if not 0 <= x < (1 << w):
             raise IsaError(f"instruction field {name}={x} does not fit in {w} bits ({ins.describe()})")
         v = (v << w) | x
-    return (v << CMD_BITS) | encode_cmd(ins.cmd)
+    # an engine command carries its product fields (filled in if the Instr was built without them)
+    cmd = _with_products(ins.cmd) if ins.kind == ENG else ins.cmd
+    return (v << CMD_BITS) | encode_cmd(cmd)
 
 
 def decode(value: int) -> Instr:

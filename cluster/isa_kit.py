@@ -20,6 +20,7 @@ from pymtl_fp import wordkit
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.router_config import STATES, status_ports
 from pymtl_fp.engine import encoding as enc
+from pymtl_fp.engine import ipkit
 
 SIMULATORS = (
     "Verilator 5.x: tested (lint -Wall; a plain `verilator --cc --build -Wall` of the waiver file, the "
@@ -118,6 +119,7 @@ def c_header(top: str, cfg) -> str:
     out += [""] + wordkit.c_common(top)
     out += wordkit.c_word(top, "instr", instr_fields(), isa.INSTR_BITS)
     out += wordkit.c_word(top, "cmd", cmd_fields(), enc.CMD_BITS)
+    out += ipkit.c_products(top, "instr_t", "cmd_")
     out += ["/* A gather-table entry (tab_data); 0 when length or offset is out of range (a run is never 0). */",
             f"static inline uint32_t {top}_run_word(unsigned zero, unsigned length, unsigned offset) {{",
             f"  if (length < 1 || length > {isa.MAX_RUN} || offset >> {isa.RUN_OFF_BITS}) return 0;",

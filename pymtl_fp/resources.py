@@ -39,14 +39,20 @@ DSP_A, DSP_B = 25, 18  # signed multiplier operand widths of a DSP48E1 (27 x 18 
 #: lo*hi, hi*lo) and one 8x32 product (2 DSPs: the 32-bit constant spans two 18-bit B ports).
 #: Yosys 0.70 ``synth_xilinx``: 11 DSP48E1 for the requantizer (was counted as 10)
 HASH_DSPS = 3 * 3 + 2
-#: the engine's address generation and command checks: the per-command strides (10 products of
-#: command fields, registered), the address units' 12 products of a counter and a stride, and the
-#: command checks' tensor sizes; Yosys 0.70 ``synth_xilinx -flatten`` maps them to 48-62 DSP48E1
-#: (``tiny``: 87 DSPs = 4 MAC lanes + 2 x 11 hash + 61; ``small``: 122 = 16 + 44 + 62;
-#: ``medium``: 200 = 64 + 88 + 48); the model takes the upper end.  Before the strides were
-#: registered, the address generator chained up to four products of command fields and counters
-#: per address and this was 96.
-CONTROL_DSPS = 61
+#: the engine's stochastic rounding, measured as the engine with ``stochastic`` minus without it
+#: (Yosys 0.70 ``synth_xilinx -flatten``: 17 / 31 / 61 DSP48E1 for 2 / 4 / 8 requantizer lanes):
+#: per lane the hash's two chained 32x32 products of the mixed index (:data:`RQ_LANE_DSPS`), once
+#: per engine the seed and tensor-id products (:data:`RQ_SHARED_DSPS`); the flat index itself is
+#: accumulated (:class:`~pymtl_fp.engine.AddrUnitsRTL.AddrUnitsRTL`)
+RQ_LANE_DSPS, RQ_SHARED_DSPS = 7, 3
+#: the engine's address generation and command checks: one product per address unit of a
+#: coordinate derived from several counters and a width field; every other term is a register
+#: that adds a stride (``AddrUnitsRTL``), and the strides and tensor sizes are command fields the
+#: host computes (``encoding.PRODUCTS``).  Measured without ``stochastic``: 0 DSP48E1 on ``tiny``
+#: (8-bit activation addresses: Yosys maps a product of fewer than 9 result bits to LUTs), 3 on
+#: ``small`` and ``medium``.  Before: 96 DSPs with chained products of command fields, 48-62
+#: with per-command stride registers, 11 with the host's products and counter x stride products.
+CONTROL_DSPS_NARROW, CONTROL_DSPS = 0, 3
 
 
 @dataclasses.dataclass
@@ -170,7 +176,7 @@ def engine_resources(cfg) -> Resources:
     rq_lanes = dr * P
     requant = Resources(luts=rq_lanes * requant_luts(acc, db))  # combinational: measured 460-488 LUTs a lane
     if cfg.stochastic:
-        requant.dsps += rq_lanes * HASH_DSPS
+        requant.dsps += RQ_SHARED_DSPS + rq_lanes * RQ_LANE_DSPS
         requant.luts += rq_lanes * 4 * 32  # xor-shift stages and the offset shift
     r.add(requant, f"requantizer bank ({rq_lanes} lanes{f' = {dr} drain rows x {P}' if dr > 1 else ''}"
                    f"{', stochastic hash' if cfg.stochastic else ''})")
@@ -185,9 +191,13 @@ def engine_resources(cfg) -> Resources:
     # (EngineStridesRTL: about 450 more FFs) and the addresses one level of products in four
     # shared units, the flattened engines come out about 700 LUTs lower than these figures, at
     # the same FFs and at 48-62 control DSPs.
-    ctrl = Resources(luts=4675, ffs=1205, dsps=CONTROL_DSPS)
-    r.add(ctrl, "control: address generator (variable multiplies), command checks and ranges, "
-                "loop counters, compute control, loader")
+    # The host's products (command fields, no stride registers) took the flattened engines a further
+    # 80-380 LUTs and 260-300 FFs lower; the accumulated address terms (AddrUnitsRTL: 16 registers
+    # of 17-32 bits) add about 290 FFs back.
+    act_addr_bits = max(1, (cfg.act_depth - 1).bit_length())
+    ctrl = Resources(luts=4450, ffs=1220, dsps=CONTROL_DSPS if act_addr_bits >= 9 else CONTROL_DSPS_NARROW)
+    r.add(ctrl, "control: address generator (accumulated counter x stride terms), command checks and "
+                "ranges, loop counters, compute control, loader")
     # measured per module, fitted over P = 2, 4, 8: drain 32P^2 + 64P + 160 FFs (a copy of every
     # accumulator, the requantizer's row), pool 16P FFs; storer, writeback, read/write ports
     # and drain about 60P^2 + 440P + 380 LUTs
@@ -254,7 +264,7 @@ def link_resources(cfg) -> Resources:
     return r
 
 
-INSTR_BITS = 490  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
+INSTR_BITS = 749  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
 
 
 def router_resources(cfg) -> Resources:

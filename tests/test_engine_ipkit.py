@@ -19,10 +19,16 @@ from pymtl_fp.engine.config import PRESETS
 TB = Path(__file__).resolve().parent.parent / "tb" / "cxx" / "engine_tb.cpp"
 
 
+#: the fields the products multiply (drawn below 16, so that every product fits its field)
+FACTORS = {x for factors, _, _ in encoding.PRODUCTS.values() for x in factors}
+FREE = [f.name for f in encoding.FIELDS if f.name not in encoding.PRODUCTS]
+
+
 @st.composite
 def commands(draw):
-    names = draw(st.sets(st.sampled_from([f.name for f in encoding.FIELDS])))
-    return {n: draw(st.integers(0, (1 << encoding.FIELD[n].bits) - 1)) for n in sorted(names)}
+    names = draw(st.sets(st.sampled_from(FREE)))
+    return {n: draw(st.integers(0, 15 if n in FACTORS else (1 << encoding.FIELD[n].bits) - 1))
+            for n in sorted(names)}
 
 
 @settings(max_examples=200, deadline=None)
@@ -32,12 +38,26 @@ def test_the_python_packer_gives_pymtl3s_bits(fields):
     assert word == int(msgs.make_cmd(**fields).to_bits())
     got = encoding.unpack(word)
     assert {k: v for k, v in got.items() if k in fields} == fields
-    assert all(v == 0 for k, v in got.items() if k not in fields)
+    assert all(v == 0 for k, v in got.items() if k not in fields and k not in encoding.PRODUCTS)
+    # the products are filled in from their factors
+    assert got["sz_x"] == fields.get("n", 0) * fields.get("ct", 0) * fields.get("h", 0) * fields.get("w", 0)
+    assert got["crs"] == fields.get("c", 0) * fields.get("r", 0) * fields.get("s", 0)
+    assert encoding.pack(**got) == word  # given and right: accepted
+
+
+def test_a_wrong_or_oversized_product_is_refused():
+    with pytest.raises(ValueError, match=r"hw=5 must be h\*w = 6"):
+        encoding.pack(h=2, w=3, hw=5)
+    with pytest.raises(ValueError, match=r"hw=5 must be h\*w = 6"):
+        msgs.make_cmd(h=2, w=3, hw=5)
+    with pytest.raises(ValueError, match=r"sz_x=131072 does not fit in 17 bits"):
+        encoding.pack(n=4, ct=8, h=64, w=64)
 
 
 def test_the_command_word_layout():
-    assert encoding.CMD_BITS == 389 == sum(b for _, b in msgs.CMD_FIELDS)
-    assert encoding.LSB["op"] == 385 and encoding.LSB["raw"] == 0  # the first field is the most significant
+    assert encoding.CMD_BITS == 648 == sum(b for _, b in msgs.CMD_FIELDS)
+    assert encoding.LSB["op"] == 644 and encoding.LSB["sz_pool"] == 0  # the first field is the most significant
+    assert encoding.LSB["raw"] == 259  # 11 products of 17 bits and 3 of 24 below it
     assert encoding.OP["fwd"] == msgs.OP_FWD and encoding.BUF["G"] == msgs.BUF_G
     with pytest.raises(ValueError, match="count=16777216 does not fit in 24 bits"):
         encoding.pack(count=1 << 24)
@@ -83,11 +103,11 @@ def test_the_c_header_packs_as_the_python_packer(tmp_path):
     top = cfg.module_name()
     (tmp_path / f"{top}.h").write_text(ipkit.c_header(top, cfg))
     rng = np.random.default_rng(5)
-    cases = [{f.name: int(rng.integers(0, 1 << f.bits)) for f in encoding.FIELDS if rng.random() < 0.7}
-             for _ in range(20)]
+    cases = [{n: int(rng.integers(0, 16 if n in FACTORS else 1 << encoding.FIELD[n].bits)) for n in FREE
+              if rng.random() < 0.7} for _ in range(20)]
     body = "\n".join(
-        "  { %s_cmd_t c; memset(&c, 0, sizeof c); %s if (%s_cmd_pack(&c, w)) return 1; dump(w); }"
-        % (top, " ".join(f"c.{k} = {v}u;" for k, v in case.items()), top) for case in cases)
+        "  { %s_cmd_t c; memset(&c, 0, sizeof c); %s %s_cmd_products(&c); if (%s_cmd_pack(&c, w)) return 1; dump(w); }"
+        % (top, " ".join(f"c.{k} = {v}u;" for k, v in case.items()), top, top) for case in cases)
     (tmp_path / "t.c").write_text(f"""#include <stdio.h>
 #include <string.h>
 #include "{top}.h"
@@ -96,6 +116,8 @@ int main(void) {{
   uint32_t w[{top}_CMD_WORDS];
 {body}
   {{ {top}_cmd_t c; memset(&c, 0, sizeof c); c.lgst = 8; if ({top}_cmd_pack(&c, w) != 16) return 2; }}
+  {{ {top}_cmd_t c; memset(&c, 0, sizeof c); c.n = 4; c.ct = 8; c.h = 64; c.w = 64; {top}_cmd_products(&c);
+     if ({top}_cmd_pack(&c, w) != {[f.name for f in encoding.FIELDS].index("sz_x") + 1}) return 3; }}
   return 0;
 }}
 """)

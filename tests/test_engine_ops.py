@@ -202,8 +202,9 @@ def test_raw_bwd_weight_every_level(drain_rows):
 def test_outer_counters_moving_at_the_second_step(op):
     """1x1 maps, 1x1 kernels and one input-channel tile: every inner loop is one step, so an
     outer counter (image, output-channel tile, channel tile) moves at the command's second step.
-    The per-command strides (EngineStridesRTL) that multiply those counters are registered one
-    cycle after the first level: the results equal the golden model's and CL's cycles."""
+    The strides that multiply those counters are command fields (encoding.PRODUCTS) valid from the
+    first step (they used to be registered one cycle after it): the results equal the golden
+    model's and CL's cycles."""
     from pymtl_fp.tb.engine_harness import random_case
 
     rng = np.random.default_rng(sum(map(ord, op)) + 11)

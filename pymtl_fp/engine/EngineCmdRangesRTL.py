@@ -7,7 +7,9 @@ lists them; a LOAD (write) or STORE (read) has one range, in slot 0.  Each slot 
 ``[lo, hi)`` in *elements* of that buffer (words times lanes: ``P`` lanes, ``P*P`` for W and G),
 so a LOAD/STORE range is ``[addr * lanes, addr * lanes + count)`` without a division.  Two
 element ranges of a buffer intersect exactly when the word ranges of ``access_ranges`` do.
-Arithmetic is 32-bit (exact for every command whose ranges fit the buffers).
+Arithmetic is 32-bit (exact for every command whose ranges fit the buffers).  The tensor sizes
+(``n*ct*h*w`` words, ...) are command fields the host computes
+(:data:`pymtl_fp.engine.encoding.PRODUCTS`); what is left are multiplies by the constant lanes.
 """
 
 from pymtl3 import Bits3, Bits32, Component, InPort, OutPort, Wire, update, zext
@@ -40,19 +42,18 @@ class EngineCmdRangesRTL(Component):
         s.is_ldst = Wire()  # LOAD or STORE: one range in slot 0
         # tensor sizes in words: x, dy, w, pooled output, bias/db
         s.sz_x, s.sz_dy, s.sz_w, s.sz_pool, s.sz_kt = Wire(32), Wire(32), Wire(32), Wire(32), Wire(32)
-        s.t_mul = Wire(32)  # lanes of the LOAD/STORE target
         s.base = [Wire(32) for _ in range(NSLOT)]
         s.size = [Wire(32) for _ in range(NSLOT)]
-        s.mul = [Wire(32) for _ in range(NSLOT)]
         s.dbuf = Wire(3)  # the buffer of the d0 result (field dsel)
         s.ambuf = Wire(3)  # the buffer of a pool command's argmax (field amsel)
 
         @update
         def up_sizes():
-            s.sz_x @= zext(s.cmd.n, B32) * zext(s.cmd.ct, B32) * zext(s.cmd.h, B32) * zext(s.cmd.w, B32)
-            s.sz_dy @= zext(s.cmd.n, B32) * zext(s.cmd.kt, B32) * zext(s.cmd.ho, B32) * zext(s.cmd.wo, B32)
-            s.sz_w @= zext(s.cmd.kt, B32) * zext(s.cmd.ct, B32) * zext(s.cmd.r, B32) * zext(s.cmd.s, B32)
-            s.sz_pool @= zext(s.cmd.n, B32) * zext(s.cmd.ct, B32) * zext(s.cmd.ho, B32) * zext(s.cmd.wo, B32)
+            # the host's products (encoding.PRODUCTS): no multiplier on the acceptance path
+            s.sz_x @= zext(s.cmd.sz_x, B32)
+            s.sz_dy @= zext(s.cmd.sz_dy, B32)
+            s.sz_w @= zext(s.cmd.sz_w, B32)
+            s.sz_pool @= zext(s.cmd.sz_pool, B32)
             s.sz_kt @= zext(s.cmd.kt, B32)
 
         @update
@@ -154,23 +155,25 @@ class EngineCmdRangesRTL(Component):
                 s.v[0] @= 1
                 s.v[1] @= 1
                 s.v[3] @= 1
+            # words -> elements: a multiply by a constant (P or P*P lanes) in each branch, not by
+            # a selected lane count (that would be a variable multiplier, DSP48s on this path)
             for i in range(NSLOT):
                 if (s.buf_id[i] == BUF_W) | (s.buf_id[i] == BUF_G):
-                    s.mul[i] @= LPP32
+                    s.lo[i] @= s.base[i] * LPP32
+                    s.hi[i] @= (s.base[i] + s.size[i]) * LPP32
                 else:
-                    s.mul[i] @= LP32
-                s.lo[i] @= s.base[i] * s.mul[i]
-                s.hi[i] @= (s.base[i] + s.size[i]) * s.mul[i]
-            if (s.cmd.target == BUF_W) | (s.cmd.target == BUF_G):
-                s.t_mul @= LPP32
-            else:
-                s.t_mul @= LP32
+                    s.lo[i] @= s.base[i] * LP32
+                    s.hi[i] @= (s.base[i] + s.size[i]) * LP32
             if s.is_ldst:  # one range: elements [addr * lanes, addr * lanes + count)
                 s.buf_id[0] @= s.cmd.target
                 s.wr[0] @= s.cmd.op == OP_LOAD
                 s.v[0] @= 1
-                s.lo[0] @= zext(s.cmd.addr, B32) * s.t_mul
-                s.hi[0] @= zext(s.cmd.addr, B32) * s.t_mul + zext(s.cmd.count, B32)
+                if (s.cmd.target == BUF_W) | (s.cmd.target == BUF_G):
+                    s.lo[0] @= zext(s.cmd.addr, B32) * LPP32
+                    s.hi[0] @= zext(s.cmd.addr, B32) * LPP32 + zext(s.cmd.count, B32)
+                else:
+                    s.lo[0] @= zext(s.cmd.addr, B32) * LP32
+                    s.hi[0] @= zext(s.cmd.addr, B32) * LP32 + zext(s.cmd.count, B32)
 
     def line_trace(s):
         names = msgs.BUF_NAMES

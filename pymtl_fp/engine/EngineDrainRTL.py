@@ -2,7 +2,9 @@
 
 The MAC array accumulates one ``P x P`` ``dw`` tile at a time.  In the stage-B cycle of a tile's
 last step (``vB & lastB``) the tile (the array's result ``mac_res`` after that step's products)
-is copied into the drain registers ``dr`` with its G word (``addr``) and element index (``idx``),
+is copied into the drain registers ``dr`` with its G word (``addr``) and element index (``idx``,
+which then moves on by ``DR * C*R*S`` a cycle: the index of the rows being drained, an adder
+where the write-back used to multiply ``row * C*R*S``),
 and ``busy`` stays high for ``P / DR`` cycles (``P`` with the command field ``raw``: one
 accumulator-wide row a cycle, into B) (``DR`` = ``drain_rows``, a divisor of ``P``), each
 draining ``DR`` consecutive ``dw`` rows ``row .. row + DR - 1`` (``row`` = 0, DR, .., P - DR),
@@ -14,7 +16,7 @@ tile that completes kt's sums (``dbendB``) copies them into ``dbdr`` (B word ``d
 (:class:`EngineWritebackRTL`) requantizes and writes the current rows.
 """
 
-from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
+from pymtl3 import Bits16, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
@@ -31,6 +33,7 @@ class EngineDrainRTL(Component):
         # cycles per tile (dw, then dw + db), rows per cycle
         Z16, ONE16, LP, LP1 = Bits16(0), Bits16(1), Bits16(P // drain_rows), Bits16(P // drain_rows + 1)
         STEP = Bits16(drain_rows)
+        STEP32 = Bits32(drain_rows)
         RP, RP1 = Bits16(P), Bits16(P + 1)  # raw (accumulator-wide rows into B): one row a cycle
         OP_BWD_WEIGHT = msgs.OP_BWD_WEIGHT
 
@@ -43,7 +46,9 @@ class EngineDrainRTL(Component):
         s.busy = OutPort()  # rows are drained this cycle
         s.row = OutPort(16)  # which: dw rows row .. row + DR - 1 (row = 0, DR, .., P - DR), P: db
         s.dr = [OutPort(acc_bits) for _ in range(PP)]
-        s.addr, s.idx = OutPort(32), OutPort(32)  # G word and first element index of the dw tile
+        s.addr = OutPort(32)  # G word of the dw tile
+        s.idx = OutPort(32)  # element index of dw row ``row`` (the tile's first + row * C*R*S)
+        s.CRS = InPort(32)  # c*r*s: one output channel of dw (a command field)
         s.dbdr = [OutPort(acc_bits) for _ in range(P)]
         s.db_addr, s.db_idx = OutPort(32), OutPort(32)  # B word and first element index of db
 
@@ -104,6 +109,7 @@ class EngineDrainRTL(Component):
                     s.row <<= s.row + ONE16
                 else:
                     s.row <<= s.row + STEP
+                    s.idx <<= s.idx + s.CRS * STEP32  # the next DR rows: DR output channels on
 
     def line_trace(s):
         return f"dr{int(s.left)}" + (f"r{int(s.row)}" if s.busy else "  ")

@@ -9,7 +9,7 @@ Structure (one component per file; this top instantiates and wires them)::
                  v                            v
            EngineComputeCtrlRTL --- AddrGenRTL: read addresses --> buffers X D O (P lanes),
                  | stage A / stage B   ^ EngineStridesRTL           W G (P*P), B (bias)
-                 |                       (per-command strides, registered at go)
+                 |                       (strides: command fields the host computes)
                  v                                                  | registered read
            MacArrayRTL (P x P, exact accumulators) <----------------+--> EnginePoolRTL (max)
                  |  res (after this cycle's products)
@@ -129,14 +129,14 @@ class EngineRTL(Component):
 
         # ---- compute: address generator, stage B, MAC array, pooling, drain ---------------
         s.ag.cmd //= s.ex.cmd_r
-        s.strides.cmd //= s.cmd.msg
-        s.strides.go //= s.acc.go_ex
+        s.strides.cmd //= s.ex.cmd_r
         for name in STRIDES:
             connect(getattr(s.ag, name), getattr(s.strides, name))
         s.wb.HOWO //= s.strides.howo
         s.wb.HW //= s.strides.hw
         s.wb.RS //= s.strides.rs
-        s.wb.CRS //= s.strides.crs
+        if DR > 1:
+            s.wb.CRS //= s.strides.crs
         s.ag.start //= s.ex.ag_start
         s.ag.advance //= s.ex.ag_advance
         for name in AG_OUTPUTS:
@@ -175,6 +175,7 @@ class EngineRTL(Component):
         s.wb.dr_row //= s.drain.row
         s.wb.dr_addr //= s.drain.addr
         s.wb.dr_idx //= s.drain.idx
+        s.drain.CRS //= s.strides.crs
         s.wb.db_addr //= s.drain.db_addr
         s.wb.db_idx //= s.drain.db_idx
         for lv in range(PP):

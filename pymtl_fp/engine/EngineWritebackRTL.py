@@ -120,8 +120,10 @@ class EngineWritebackRTL(Component):
             setattr(s, f"{name}_wdata", [OutPort(width) for _ in range(lanes)])
 
         # ---- internals ---------------------------------------------------------------------
-        # element strides of the command (EngineStridesRTL: ho*wo, h*w, r*s, c*r*s)
-        s.HOWO, s.HW, s.RS, s.CRS = InPort(32), InPort(32), InPort(32), InPort(32)
+        # element strides of the command (its product fields: ho*wo, h*w, r*s, c*r*s)
+        s.HOWO, s.HW, s.RS = InPort(32), InPort(32), InPort(32)
+        if DR > 1:
+            s.CRS = InPort(32)  # the drain's rows are one output channel apart
         s.row_ok = Wire()  # rowB names a row of the P x P word (update)
         s.g_row = [Wire(D) for _ in range(P)]  # update: row rowB of the G / W words read
         s.w_row = [Wire(D) for _ in range(P)]
@@ -201,7 +203,7 @@ class EngineWritebackRTL(Component):
                     for i in range(P):
                         s.rq_acc[i] @= s.dbdr[i]
                 else:
-                    s.rq_idx_base @= s.dr_idx + zext(s.dr_row, B32) * s.CRS
+                    s.rq_idx_base @= s.dr_idx  # row dr_row's index (the drain adds C*R*S a row)
                     s.rq_idx_stride @= s.RS
                     for g in range(NG):
                         if s.dr_row == g * DR:

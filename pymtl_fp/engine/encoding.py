@@ -112,6 +112,37 @@ FIELDS = (
           "partial sums, all-reduced and rounded once outside the engine)"),
 )
 
+#: The products of geometry fields that address a compute command's tensors and bound its
+#: hazard ranges, computed by the host (:func:`products`; :func:`pack` fills them): the engine
+#: then multiplies no two command fields together.  name -> (factor fields, what it is).  Word
+#: strides and sizes fit 17 bits (a tensor of a command fits its buffer, at most 2**16 words),
+#: element strides (``c``, ``k`` not rounded up to tiles) 24 bits.
+PRODUCTS = {
+    "hw": (("h", "w"), 17, "words (or elements) of one input channel tile of one image"),
+    "howo": (("ho", "wo"), 17, "words (or elements) of one output channel tile of one image"),
+    "rs": (("r", "s"), 17, "taps of one kernel"),
+    "cthw": (("ct", "h", "w"), 17, "words of one input image (x, dx)"),
+    "chw": (("c", "h", "w"), 24, "elements of one input image (dx's flat index)"),
+    "kthowo": (("kt", "ho", "wo"), 17, "words of one output image (y, dy)"),
+    "cthowo": (("ct", "ho", "wo"), 17, "words of one pooled image"),
+    "khowo": (("k", "ho", "wo"), 24, "elements of one output image (y's flat index)"),
+    "ctrs": (("ct", "r", "s"), 17, "W words of one output channel tile"),
+    "crs": (("c", "r", "s"), 24, "weights of one output channel (dw's flat index)"),
+    "sz_x": (("n", "ct", "h", "w"), 17, "words of the input map x / dx (hazard range)"),
+    "sz_dy": (("n", "kt", "ho", "wo"), 17, "words of the output map y / dy (hazard range)"),
+    "sz_w": (("kt", "ct", "r", "s"), 17, "W / G words of the weights (hazard range)"),
+    "sz_pool": (("n", "ct", "ho", "wo"), 17, "words of the pooled map (hazard range)"),
+}
+
+
+def _product_field(name: str) -> Field:
+    factors, bits, meaning = PRODUCTS[name]
+    ops = tuple(op for op in ALL if all(op in next(f for f in FIELDS if f.name == x).ops for x in factors))
+    return Field(name, bits, ops, meaning, "*".join(factors))
+
+
+FIELDS = FIELDS + tuple(_product_field(name) for name in PRODUCTS)
+
 FIELD = {f.name: f for f in FIELDS}
 CMD_BITS = sum(f.bits for f in FIELDS)
 
@@ -128,12 +159,29 @@ def _lsbs() -> dict:
 LSB = _lsbs()
 
 
+def products(fields: dict) -> dict:
+    """``fields`` with the :data:`PRODUCTS` filled from their factors (missing fields count as 0).
+    A product given in ``fields`` must equal its factors' product (``ValueError`` naming it)."""
+    out = dict(fields)
+    for name, (factors, _, _) in PRODUCTS.items():
+        value = 1
+        for x in factors:
+            value *= int(fields.get(x, 0))
+        if name in fields and int(fields[name]) != value:
+            raise ValueError(f"command field {name}={int(fields[name])} must be "
+                             f"{'*'.join(factors)} = {value} (or left out: it is filled in)")
+        out[name] = value
+    return out
+
+
 def pack(**fields: int) -> int:
-    """The command with these fields (others 0) as an integer; refuses unknown fields and values
-    that do not fit (``ValueError`` naming the field)."""
+    """The command with these fields (others 0) as an integer, the :data:`PRODUCTS` filled in;
+    refuses unknown fields, values that do not fit and wrong products (``ValueError`` naming the
+    field)."""
     unknown = set(fields) - set(FIELD)
     if unknown:
         raise ValueError(f"unknown command fields {sorted(unknown)}; known: {[f.name for f in FIELDS]}")
+    fields = products(fields)
     word = 0
     for name, value in fields.items():
         bits, v = FIELD[name].bits, int(value)

@@ -85,8 +85,28 @@ def c_header(top: str, cfg) -> str:
     out += [f"#define {top}_OP_{k.upper()} {v}" for k, v in enc.OP.items()]
     out += [f"#define {top}_BUF_{k} {v}" for k, v in enc.BUF.items()]
     out += [""] + wordkit.c_common(top) + wordkit.c_word(top, "cmd", _fields(), enc.CMD_BITS)
+    out += c_products(top, "cmd_t", "")
     out += [f"#endif /* {g} */"]
     return "\n".join(out) + "\n"
+
+
+def c_products(top: str, struct: str, prefix: str) -> list:
+    """C: ``<top>_<struct minus _t>_products()``, which fills the product fields of a command
+    (:data:`encoding.PRODUCTS`, members ``<prefix><name>``) from its geometry fields, as
+    :func:`encoding.pack` does; a product of 2**32 or more becomes 0xFFFFFFFF, which the pack
+    function then refuses."""
+    fn = f"{top}_{struct[:-2]}_products"
+    out = [f"/* Fill the product fields (h*w, n*ct*h*w, ...) from the geometry fields; call before "
+           f"{top}_{struct[:-2]}_pack(). */",
+           f"static inline uint32_t {fn}_mul(uint64_t a, uint64_t b) {{",
+           "  uint64_t p = a * b;", "  return p >> 32 ? 0xFFFFFFFFu : (uint32_t)p;", "}",
+           f"static inline void {fn}({top}_{struct} *c) {{"]
+    for name, (factors, _, _) in enc.PRODUCTS.items():
+        expr = f"c->{prefix}{factors[0]}"
+        for x in factors[1:]:
+            expr = f"{fn}_mul({expr}, c->{prefix}{x})"
+        out.append(f"  c->{prefix}{name} = {expr};")
+    return out + ["}", ""]
 
 
 def axis_wrapper(top: str, cfg) -> str:

@@ -116,9 +116,14 @@ def data_type(cfg):
 
 
 def make_cmd(**fields):
-    """A command message; unspecified fields are 0.  Values are checked against field widths."""
+    """A command message; unspecified fields are 0 and the products of geometry fields
+    (:data:`encoding.PRODUCTS`) are filled in.  Values are checked against field widths."""
     Cmd = cmd_type()
     widths = dict(CMD_FIELDS)
+    unknown = set(fields) - set(widths)
+    if unknown:
+        raise ValueError(f"unknown command fields {sorted(unknown)}; known: {sorted(widths)}")
+    fields = encoding.products(fields)
     args = []
     for name, bits in CMD_FIELDS:
         v = int(fields.pop(name, 0))

@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
       }
       if (op == E(_OP_LOAD)) load_counts.push_back(count);
       if (op == E(_OP_STORE)) store_counts.push_back(count);
+      E(_cmd_products)(&c);  // the product fields (h*w, ...) from the geometry fields
       std::vector<uint32_t> w(E(_CMD_WORDS));
       if (int bad = E(_cmd_pack)(&c, w.data())) {
         std::fprintf(stderr, "engine_tb: field %s does not fit\n", E(_cmd_fields)[bad - 1].name);

@@ -1,0 +1,198 @@
+"""Address units (RTL) of :class:`~pymtl_fp.engine.AddrGenRTL.AddrGenRTL`: four sums of
+counter x stride terms, one per kind of tensor a step touches.
+
+``asum[au] = sum(kacc[au]) + m2*f2 + lin`` for the units MAP (an input-side map: n, c, h, w),
+OUT (an output-side map: n, k, ho, wo), WGT (a weight word: kt, ct, r, s) and IDX (the result
+element's flat index, for stochastic rounding).  Per operation the unit chooses, for each of
+the loop levels 0, 1, 2 and 4, the stride of its term ``counter x stride`` (``kst``: a command
+field the host computes, ``encoding.PRODUCTS``, or a width field), and a register per term
+(``kacc``) keeps the product by adding the stride when the level's counter counts up and
+clearing it when the counter restarts (the address generator's ``carry``/``at``/``all_at``):
+equal to the product in every step, with an adder instead of a multiplier.  What is left of the
+multipliers is one per unit, ``m2*f2``: a coordinate derived from several counters (``hh =
+oh*stride + r - pad``, bwd_data's ``oh``, bwd_weight's first valid output) times a width field.
+Combinational outputs, registered terms; no cycle of its own.
+"""
+
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff, zext
+
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.EngineStridesRTL import STRIDES
+from pymtl_fp.engine.msgs import cmd_type
+
+NL = 7  #: loop levels of the address generator
+#: the loop levels whose counter x stride terms are accumulated (levels 3, 5 and 6 enter an
+#: address linearly or through a derived coordinate)
+LEVELS = (0, 1, 2, 4)
+NQ = len(LEVELS)
+#: the units: an input-side map, an output-side map, a weight word, the result's flat index
+AU_MAP, AU_OUT, AU_WGT, AU_IDX = range(4)
+NAU = 4
+
+
+class AddrUnitsRTL(Component):
+    def construct(s, P=2):
+        s.params = dict(P=P)
+        B32 = Bits32
+        ZERO = B32(0)
+        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
+        OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
+
+        s.cmd = InPort(cmd_type())  # the command being executed
+        for name in STRIDES:
+            setattr(s, name, InPort(32))
+        # the address generator's step: start a command, advance a step; which levels move
+        s.start, s.advance, s.running, s.all_at = InPort(), InPort(), InPort(), InPort()
+        s.carry = [InPort() for _ in range(NL)]
+        s.at = [InPort() for _ in range(NL)]
+        # coordinates derived from several counters, and level 3's counter
+        s.hh, s.ww, s.r_f, s.s_f, s.r_d, s.s_d = (InPort(32) for _ in range(6))
+        s.oh_d, s.ow_d, s.ohs, s.ows, s.u3 = (InPort(32) for _ in range(5))
+        s.asum = [OutPort(32) for _ in range(NAU)]
+
+        s.W, s.WO, s.S = Wire(32), Wire(32), Wire(32)
+        s.m2, s.f2, s.lin = ([Wire(32) for _ in range(NAU)] for _ in range(3))
+        # counter x stride terms: unit au, level LEVELS[q] at au*NQ + q
+        s.kst = [Wire(32) for _ in range(NAU * NQ)]
+        s.kacc = [Wire(32) for _ in range(NAU * NQ)]
+
+        @update
+        def up_widths():
+            s.W @= zext(s.cmd.w, B32)
+            s.WO @= zext(s.cmd.wo, B32)
+            s.S @= zext(s.cmd.s, B32)
+
+        # Three address units walk the three kinds of tensor, sum(kacc) + m2*f2 + lin with the
+        # tensor's strides (command fields, EngineStridesRTL): MAP an input-side map (n, c, h, w:
+        # ct*h*w, h*w, w), OUT an output-side map (n, k, ho, wo: kt*ho*wo or ct*ho*wo, ho*wo,
+        # wo) and WGT a weight word (kt, ct, r, s: ct*r*s, r*s, s); every op uses each at most
+        # once and routes its sum to the ports that name that tensor (below).  IDX is the
+        # result element's flat index (stochastic rounding).  The op only chooses the strides
+        # (of the terms kacc accumulates) and the derived coordinate m2.
+        def terms(au):
+            return tuple(au * NQ + q for q in range(NQ))  # the kst/kacc indices of levels 0, 1, 2, 4
+
+        NQ3 = NQ - 1  # (a plain constant in the update blocks: `range(NQ - 1)` lints WIDTHEXPAND)
+        MAP_0, MAP_1, MAP_2, MAP_4 = terms(AU_MAP)
+        OUT_0, OUT_1, OUT_2, OUT_4 = terms(AU_OUT)
+        WGT_0, WGT_1, WGT_2, WGT_4 = terms(AU_WGT)
+        IDX_0, IDX_1, IDX_2, IDX_4 = terms(AU_IDX)
+
+        @update
+        def up_address_operands():
+            for j in range(NAU * NQ):
+                s.kst[j] @= ZERO
+            for au in range(NAU):
+                s.m2[au] @= ZERO
+                s.f2[au] @= ZERO
+                s.lin[au] @= ZERO
+            if s.cmd.op == OP_FWD:
+                # n=u0 kt=u1 oh=u2 ow=u3 ct=u4 r=rlo+u5 s=slo+u6 (only taps inside the input)
+                s.kst[MAP_0] @= s.cthw    # x[n, ct, hh, ww]
+                s.kst[MAP_4] @= s.hw
+                s.m2[AU_MAP] @= s.hh
+                s.f2[AU_MAP] @= s.W
+                s.lin[AU_MAP] @= s.ww
+                s.kst[WGT_1] @= s.ctrs    # w[kt, ct, r, s]
+                s.kst[WGT_4] @= s.rs
+                s.m2[AU_WGT] @= s.r_f
+                s.f2[AU_WGT] @= s.S
+                s.lin[AU_WGT] @= s.s_f
+                s.kst[OUT_0] @= s.kthowo  # y[n, kt, oh, ow]
+                s.kst[OUT_1] @= s.howo
+                s.kst[OUT_2] @= s.WO
+                s.lin[AU_OUT] @= s.u3
+                s.kst[IDX_0] @= s.khowo   # ((n*K + kt*P)*Ho + oh)*Wo + ow
+                s.kst[IDX_1] @= s.phowo
+                s.kst[IDX_2] @= s.WO
+                s.lin[AU_IDX] @= s.u3
+            elif s.cmd.op == OP_BWD_DATA:
+                # n=u0 ct=u1 h=u2 w=u3 kt=u4 mr=u5 ms=u6
+                s.kst[OUT_0] @= s.kthowo  # dy[n, kt, oh, ow]
+                s.kst[OUT_4] @= s.howo
+                s.m2[AU_OUT] @= s.oh_d
+                s.f2[AU_OUT] @= s.WO
+                s.lin[AU_OUT] @= s.ow_d
+                s.kst[WGT_4] @= s.ctrs    # w[kt, ct, r, s]
+                s.kst[WGT_1] @= s.rs
+                s.m2[AU_WGT] @= s.r_d
+                s.f2[AU_WGT] @= s.S
+                s.lin[AU_WGT] @= s.s_d
+                s.kst[MAP_0] @= s.cthw    # x (the ReLU mask) and dx[n, ct, h, w]
+                s.kst[MAP_1] @= s.hw
+                s.kst[MAP_2] @= s.W
+                s.lin[AU_MAP] @= s.u3
+                s.kst[IDX_0] @= s.chw     # ((n*C + ct*P)*H + h)*W + w
+                s.kst[IDX_1] @= s.phw
+                s.kst[IDX_2] @= s.W
+                s.lin[AU_IDX] @= s.u3
+            elif s.cmd.op == OP_BWD_WEIGHT:
+                # kt=u0 ct=u1 r=u2 s=u3 n=u4 oh=ohlo+u5 ow=owlo+u6 (outputs whose input is inside)
+                s.kst[OUT_4] @= s.kthowo  # dy[n, kt, oh, ow]
+                s.kst[OUT_0] @= s.howo
+                s.m2[AU_OUT] @= s.ohs
+                s.f2[AU_OUT] @= s.WO
+                s.lin[AU_OUT] @= s.ows
+                s.kst[MAP_4] @= s.cthw    # x[n, ct, hh, ww]
+                s.kst[MAP_1] @= s.hw
+                s.m2[AU_MAP] @= s.hh
+                s.f2[AU_MAP] @= s.W
+                s.lin[AU_MAP] @= s.ww
+                s.kst[WGT_0] @= s.ctrs    # dw word [kt, ct, r, s]
+                s.kst[WGT_1] @= s.rs
+                s.kst[WGT_2] @= s.S
+                s.lin[AU_WGT] @= s.u3
+                s.kst[IDX_0] @= s.pcrs    # ((kt*P*C + ct*P)*R + r)*S + s
+                s.kst[IDX_1] @= s.prs
+                s.kst[IDX_2] @= s.S
+                s.lin[AU_IDX] @= s.u3
+            elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
+                # n=u0 ct=u1 oh=u2 ow=u3 di=u4 dj=u5: the map (x, or dx) and the pooled side
+                s.kst[MAP_0] @= s.cthw
+                s.kst[MAP_1] @= s.hw
+                s.m2[AU_MAP] @= s.hh
+                s.f2[AU_MAP] @= s.W
+                s.lin[AU_MAP] @= s.ww
+                s.kst[OUT_0] @= s.cthowo
+                s.kst[OUT_1] @= s.howo
+                s.kst[OUT_2] @= s.WO
+                s.lin[AU_OUT] @= s.u3
+            elif s.cmd.op == OP_UPDATE:
+                # kt=u0 ct=u1 r=u2 s=u3 i=u4: W/G word (kt, ct, r, s), row i
+                s.kst[WGT_0] @= s.ctrs
+                s.kst[WGT_1] @= s.rs
+                s.kst[WGT_2] @= s.S
+                s.lin[AU_WGT] @= s.u3
+                s.kst[IDX_0] @= s.pcrs    # ((kt*P + i)*C + ct*P)*R*S + r*S + s
+                s.kst[IDX_4] @= s.crs
+                s.kst[IDX_1] @= s.prs
+                s.kst[IDX_2] @= s.S
+                s.lin[AU_IDX] @= s.u3
+
+        @update_ff
+        def up_term_accumulators():
+            # kacc[au*NQ + q] == cnt[LEVELS[q]] * kst[au*NQ + q] at every step: 0 where the
+            # level's counter restarts, + the stride where it counts up
+            if s.reset | s.start:
+                for j in range(NAU * NQ):
+                    s.kacc[j] <<= ZERO
+            elif s.advance & s.running:
+                for au in range(NAU):
+                    for q in range(NQ3):  # levels 0, 1, 2
+                        if s.all_at | (s.carry[q] & s.at[q]):
+                            s.kacc[au * NQ + q] <<= ZERO
+                        elif s.carry[q]:
+                            s.kacc[au * NQ + q] <<= s.kacc[au * NQ + q] + s.kst[au * NQ + q]
+                    if s.all_at | (s.carry[4] & s.at[4]):  # level 4
+                        s.kacc[au * NQ + NQ3] <<= ZERO
+                    elif s.carry[4]:
+                        s.kacc[au * NQ + NQ3] <<= s.kacc[au * NQ + NQ3] + s.kst[au * NQ + NQ3]
+
+        @update
+        def up_address_sums():
+            for au in range(NAU):
+                s.asum[au] @= (s.kacc[au * NQ] + s.kacc[au * NQ + 1] + s.kacc[au * NQ + 2]
+                               + s.kacc[au * NQ + 3] + s.m2[au] * s.f2[au] + s.lin[au])
+
+    def line_trace(s):
+        return "au[" + " ".join(f"{int(v)}" for v in s.asum) + "]"
