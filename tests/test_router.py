@@ -15,7 +15,7 @@ from pymtl_fp import golden
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.router_config import RouterConfig, RouterConfigError
 from pymtl_fp.cluster.RouterCL import bias_update
-from pymtl_fp.engine import msgs
+from pymtl_fp.engine import encoding, msgs
 from pymtl_fp.tb.hypothesis_profiles import examples
 from pymtl_fp.tb.router_harness import random_program, run_router
 
@@ -24,11 +24,17 @@ CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=
 
 # ---- the ISA -----------------------------------------------------------------------------------
 
+#: the fields the command's products multiply (drawn below 16, so that every product fits)
+FACTORS = {x for factors, _, _ in encoding.PRODUCTS.values() for x in factors}
+
+
 @st.composite
 def instrs(draw):
     kind = draw(st.sampled_from(sorted(isa.KIND_NAMES)))
-    cmd = {name: draw(st.integers(0, (1 << w) - 1)) for name, w in msgs.CMD_FIELDS if draw(st.booleans())}
+    cmd = {name: draw(st.integers(0, 15 if name in FACTORS else (1 << w) - 1)) for name, w in msgs.CMD_FIELDS
+           if name not in encoding.PRODUCTS and draw(st.booleans())}
     head = {name: draw(st.integers(0, (1 << w) - 1)) for name, w in isa.HEADER_FIELDS if name != "kind"}
+    cmd = encoding.products(cmd)  # an engine command carries its products (isa.eng fills them in)
     return isa.Instr(kind, {k: v for k, v in cmd.items() if v}, **head)
 
 
@@ -38,6 +44,18 @@ def test_encode_decode_round_trip(ins):
     word = isa.encode(ins)
     assert 0 <= word < (1 << isa.INSTR_BITS)
     assert isa.decode(word) == ins and isa.decode(word).cmd == ins.cmd
+
+
+def test_an_engine_command_gets_its_products_and_a_wrong_one_is_refused():
+    ins = isa.eng(op=msgs.OP_FWD, n=2, ct=3, h=4, w=5)
+    assert ins.cmd["sz_x"] == 2 * 3 * 4 * 5 and ins.cmd["cthw"] == 3 * 4 * 5 and ins.cmd["hw"] == 20
+    # an Instr built without them gets them when encoded (what the RTL router hands the engine)
+    bare = isa.Instr(isa.ENG, dict(op=msgs.OP_FWD, n=2, ct=3, h=4, w=5))
+    assert isa.decode(isa.encode(bare)).cmd == {k: v for k, v in ins.cmd.items() if v}  # (decode keeps non-zero fields)
+    with pytest.raises(isa.IsaError, match=r"hw=21 must be h\*w = 20"):
+        isa.eng(op=msgs.OP_FWD, h=4, w=5, hw=21)
+    with pytest.raises(isa.IsaError, match=r"sz_w=1 must be kt\*ct\*r\*s = 0"):
+        isa.encode(isa.Instr(isa.ENG, {"sz_w": 1}))
 
 
 def test_binary_layout_matches_the_pymtl3_struct():
