@@ -19,15 +19,13 @@ from pymtl_fp.engine.config import PRESETS
 TB = Path(__file__).resolve().parent.parent / "tb" / "cxx" / "engine_tb.cpp"
 
 
-#: the fields the products multiply (drawn below 16, so that every product fits its field)
-FACTORS = {x for factors, _, _ in encoding.PRODUCTS.values() for x in factors}
 FREE = [f.name for f in encoding.FIELDS if f.name not in encoding.PRODUCTS]
 
 
 @st.composite
 def commands(draw):
     names = draw(st.sets(st.sampled_from(FREE)))
-    return {n: draw(st.integers(0, 15 if n in FACTORS else (1 << encoding.FIELD[n].bits) - 1))
+    return {n: draw(st.integers(0, 15 if n in encoding.FACTORS else (1 << encoding.FIELD[n].bits) - 1))
             for n in sorted(names)}
 
 
@@ -103,7 +101,7 @@ def test_the_c_header_packs_as_the_python_packer(tmp_path):
     top = cfg.module_name()
     (tmp_path / f"{top}.h").write_text(ipkit.c_header(top, cfg))
     rng = np.random.default_rng(5)
-    cases = [{n: int(rng.integers(0, 16 if n in FACTORS else 1 << encoding.FIELD[n].bits)) for n in FREE
+    cases = [{n: int(rng.integers(0, 16 if n in encoding.FACTORS else 1 << encoding.FIELD[n].bits)) for n in FREE
               if rng.random() < 0.7} for _ in range(20)]
     body = "\n".join(
         "  { %s_cmd_t c; memset(&c, 0, sizeof c); %s %s_cmd_products(&c); if (%s_cmd_pack(&c, w)) return 1; dump(w); }"

@@ -14,7 +14,6 @@ from pymtl_fp.engine import encoding
 from pymtl_fp.engine.config import PRESETS
 
 CFG = (PRESETS["tiny"], RouterConfig(stream_bits=32))
-FACTORS = {x for factors, _, _ in encoding.PRODUCTS.values() for x in factors}
 
 
 def _random_instrs(rng, n):
@@ -23,7 +22,7 @@ def _random_instrs(rng, n):
         head = {name: int(rng.integers(0, 1 << w)) for name, w in isa.HEADER_FIELDS if rng.random() < 0.7}
         # free fields at random (the products' factors below 16, so that every product fits), the
         # product fields filled in, as isa.eng and isa.encode fill them for an engine command
-        cmd = {f.name: int(rng.integers(0, 16 if f.name in FACTORS else 1 << f.bits)) for f in encoding.FIELDS
+        cmd = {f.name: int(rng.integers(0, 16 if f.name in encoding.FACTORS else 1 << f.bits)) for f in encoding.FIELDS
                if f.name not in encoding.PRODUCTS and rng.random() < 0.5}
         out.append(isa.Instr(**{"kind": 0, **head}, cmd=encoding.products(cmd)))
     return out

@@ -24,14 +24,12 @@ CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=
 
 # ---- the ISA -----------------------------------------------------------------------------------
 
-#: the fields the command's products multiply (drawn below 16, so that every product fits)
-FACTORS = {x for factors, _, _ in encoding.PRODUCTS.values() for x in factors}
 
 
 @st.composite
 def instrs(draw):
     kind = draw(st.sampled_from(sorted(isa.KIND_NAMES)))
-    cmd = {name: draw(st.integers(0, 15 if name in FACTORS else (1 << w) - 1)) for name, w in msgs.CMD_FIELDS
+    cmd = {name: draw(st.integers(0, 15 if name in encoding.FACTORS else (1 << w) - 1)) for name, w in msgs.CMD_FIELDS
            if name not in encoding.PRODUCTS and draw(st.booleans())}
     head = {name: draw(st.integers(0, (1 << w) - 1)) for name, w in isa.HEADER_FIELDS if name != "kind"}
     cmd = encoding.products(cmd)  # an engine command carries its products (isa.eng fills them in)

@@ -36,7 +36,7 @@ two (``lgst`` = log2 stride), so ``bwd_data`` needs no divider.
 from pymtl3 import Bits1, Bits16, Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, NL, AddrUnitsRTL
+from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, LEVELS, NL, AddrUnitsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
 
@@ -324,17 +324,17 @@ class AddrGenRTL(Component):
                 s.hh @= zext(s.ohk, B32) + s.u[4]  # oh*pk + di
                 s.ww @= zext(s.owk, B32) + s.u[5]
 
-        s.units = AddrUnitsRTL(P)
+        s.units = AddrUnitsRTL()
         s.units.cmd //= s.cmd
         for name in STRIDES:
             connect(getattr(s.units, name), getattr(s, name))
         for name in ("start", "advance", "running", "all_at", "hh", "ww", "r_f", "s_f", "r_d", "s_d",
-                     "oh_d", "ow_d", "ohs", "ows"):
+                     "oh_d", "ow_d", "ohs", "ows", "W", "WO", "S"):
             connect(getattr(s.units, name), getattr(s, name))
         s.units.u3 //= s.u[3]
-        for lv in range(NL):
-            s.units.carry[lv] //= s.carry[lv]
-            s.units.at[lv] //= s.at[lv]
+        for q, lv in enumerate(LEVELS):  # the accumulated levels
+            s.units.carry[q] //= s.carry[lv]
+            s.units.at[q] //= s.at[lv]
 
         @update
         def up_addresses():

@@ -14,7 +14,7 @@ oh*stride + r - pad``, bwd_data's ``oh``, bwd_weight's first valid output) times
 Combinational outputs, registered terms; no cycle of its own.
 """
 
-from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff, zext
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
@@ -31,8 +31,8 @@ NAU = 4
 
 
 class AddrUnitsRTL(Component):
-    def construct(s, P=2):
-        s.params = dict(P=P)
+    def construct(s):
+        s.params = {}
         B32 = Bits32
         ZERO = B32(0)
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
@@ -43,24 +43,20 @@ class AddrUnitsRTL(Component):
             setattr(s, name, InPort(32))
         # the address generator's step: start a command, advance a step; which levels move
         s.start, s.advance, s.running, s.all_at = InPort(), InPort(), InPort(), InPort()
-        s.carry = [InPort() for _ in range(NL)]
-        s.at = [InPort() for _ in range(NL)]
+        # per accumulated level LEVELS[q]: its counter moves (carry) and is at its limit (at)
+        s.carry = [InPort() for _ in range(NQ)]
+        s.at = [InPort() for _ in range(NQ)]
         # coordinates derived from several counters, and level 3's counter
         s.hh, s.ww, s.r_f, s.s_f, s.r_d, s.s_d = (InPort(32) for _ in range(6))
         s.oh_d, s.ow_d, s.ohs, s.ows, s.u3 = (InPort(32) for _ in range(5))
+        # the width a unit's derived coordinate m2 multiplies: MAP W, OUT WO, WGT S
+        s.W, s.WO, s.S = InPort(32), InPort(32), InPort(32)
         s.asum = [OutPort(32) for _ in range(NAU)]
 
-        s.W, s.WO, s.S = Wire(32), Wire(32), Wire(32)
-        s.m2, s.f2, s.lin = ([Wire(32) for _ in range(NAU)] for _ in range(3))
+        s.m2, s.lin, s.ksum = ([Wire(32) for _ in range(NAU)] for _ in range(3))
         # counter x stride terms: unit au, level LEVELS[q] at au*NQ + q
         s.kst = [Wire(32) for _ in range(NAU * NQ)]
         s.kacc = [Wire(32) for _ in range(NAU * NQ)]
-
-        @update
-        def up_widths():
-            s.W @= zext(s.cmd.w, B32)
-            s.WO @= zext(s.cmd.wo, B32)
-            s.S @= zext(s.cmd.s, B32)
 
         # Three address units walk the three kinds of tensor, sum(kacc) + m2*f2 + lin with the
         # tensor's strides (command fields, EngineStridesRTL): MAP an input-side map (n, c, h, w:
@@ -72,7 +68,6 @@ class AddrUnitsRTL(Component):
         def terms(au):
             return tuple(au * NQ + q for q in range(NQ))  # the kst/kacc indices of levels 0, 1, 2, 4
 
-        NQ3 = NQ - 1  # (a plain constant in the update blocks: `range(NQ - 1)` lints WIDTHEXPAND)
         MAP_0, MAP_1, MAP_2, MAP_4 = terms(AU_MAP)
         OUT_0, OUT_1, OUT_2, OUT_4 = terms(AU_OUT)
         WGT_0, WGT_1, WGT_2, WGT_4 = terms(AU_WGT)
@@ -84,19 +79,16 @@ class AddrUnitsRTL(Component):
                 s.kst[j] @= ZERO
             for au in range(NAU):
                 s.m2[au] @= ZERO
-                s.f2[au] @= ZERO
                 s.lin[au] @= ZERO
             if s.cmd.op == OP_FWD:
                 # n=u0 kt=u1 oh=u2 ow=u3 ct=u4 r=rlo+u5 s=slo+u6 (only taps inside the input)
                 s.kst[MAP_0] @= s.cthw    # x[n, ct, hh, ww]
                 s.kst[MAP_4] @= s.hw
                 s.m2[AU_MAP] @= s.hh
-                s.f2[AU_MAP] @= s.W
                 s.lin[AU_MAP] @= s.ww
                 s.kst[WGT_1] @= s.ctrs    # w[kt, ct, r, s]
                 s.kst[WGT_4] @= s.rs
                 s.m2[AU_WGT] @= s.r_f
-                s.f2[AU_WGT] @= s.S
                 s.lin[AU_WGT] @= s.s_f
                 s.kst[OUT_0] @= s.kthowo  # y[n, kt, oh, ow]
                 s.kst[OUT_1] @= s.howo
@@ -111,12 +103,10 @@ class AddrUnitsRTL(Component):
                 s.kst[OUT_0] @= s.kthowo  # dy[n, kt, oh, ow]
                 s.kst[OUT_4] @= s.howo
                 s.m2[AU_OUT] @= s.oh_d
-                s.f2[AU_OUT] @= s.WO
                 s.lin[AU_OUT] @= s.ow_d
                 s.kst[WGT_4] @= s.ctrs    # w[kt, ct, r, s]
                 s.kst[WGT_1] @= s.rs
                 s.m2[AU_WGT] @= s.r_d
-                s.f2[AU_WGT] @= s.S
                 s.lin[AU_WGT] @= s.s_d
                 s.kst[MAP_0] @= s.cthw    # x (the ReLU mask) and dx[n, ct, h, w]
                 s.kst[MAP_1] @= s.hw
@@ -131,12 +121,10 @@ class AddrUnitsRTL(Component):
                 s.kst[OUT_4] @= s.kthowo  # dy[n, kt, oh, ow]
                 s.kst[OUT_0] @= s.howo
                 s.m2[AU_OUT] @= s.ohs
-                s.f2[AU_OUT] @= s.WO
                 s.lin[AU_OUT] @= s.ows
                 s.kst[MAP_4] @= s.cthw    # x[n, ct, hh, ww]
                 s.kst[MAP_1] @= s.hw
                 s.m2[AU_MAP] @= s.hh
-                s.f2[AU_MAP] @= s.W
                 s.lin[AU_MAP] @= s.ww
                 s.kst[WGT_0] @= s.ctrs    # dw word [kt, ct, r, s]
                 s.kst[WGT_1] @= s.rs
@@ -151,7 +139,6 @@ class AddrUnitsRTL(Component):
                 s.kst[MAP_0] @= s.cthw
                 s.kst[MAP_1] @= s.hw
                 s.m2[AU_MAP] @= s.hh
-                s.f2[AU_MAP] @= s.W
                 s.lin[AU_MAP] @= s.ww
                 s.kst[OUT_0] @= s.cthowo
                 s.kst[OUT_1] @= s.howo
@@ -178,21 +165,21 @@ class AddrUnitsRTL(Component):
                     s.kacc[j] <<= ZERO
             elif s.advance & s.running:
                 for au in range(NAU):
-                    for q in range(NQ3):  # levels 0, 1, 2
+                    for q in range(NQ):
                         if s.all_at | (s.carry[q] & s.at[q]):
                             s.kacc[au * NQ + q] <<= ZERO
                         elif s.carry[q]:
                             s.kacc[au * NQ + q] <<= s.kacc[au * NQ + q] + s.kst[au * NQ + q]
-                    if s.all_at | (s.carry[4] & s.at[4]):  # level 4
-                        s.kacc[au * NQ + NQ3] <<= ZERO
-                    elif s.carry[4]:
-                        s.kacc[au * NQ + NQ3] <<= s.kacc[au * NQ + NQ3] + s.kst[au * NQ + NQ3]
 
         @update
         def up_address_sums():
             for au in range(NAU):
-                s.asum[au] @= (s.kacc[au * NQ] + s.kacc[au * NQ + 1] + s.kacc[au * NQ + 2]
-                               + s.kacc[au * NQ + 3] + s.m2[au] * s.f2[au] + s.lin[au])
+                s.ksum[au] @= (s.kacc[au * NQ] + s.kacc[au * NQ + 1] + s.kacc[au * NQ + 2]
+                               + s.kacc[au * NQ + 3] + s.lin[au])
+            s.asum[AU_MAP] @= s.ksum[AU_MAP] + s.m2[AU_MAP] * s.W
+            s.asum[AU_OUT] @= s.ksum[AU_OUT] + s.m2[AU_OUT] * s.WO
+            s.asum[AU_WGT] @= s.ksum[AU_WGT] + s.m2[AU_WGT] * s.S
+            s.asum[AU_IDX] @= s.ksum[AU_IDX]  # (every term of the flat index is accumulated)
 
     def line_trace(s):
         return "au[" + " ".join(f"{int(v)}" for v in s.asum) + "]"

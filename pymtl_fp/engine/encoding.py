@@ -142,6 +142,8 @@ def _product_field(name: str) -> Field:
 
 
 FIELDS = FIELDS + tuple(_product_field(name) for name in PRODUCTS)
+#: the geometry fields the products multiply
+FACTORS = frozenset(x for factors, _, _ in PRODUCTS.values() for x in factors)
 
 FIELD = {f.name: f for f in FIELDS}
 CMD_BITS = sum(f.bits for f in FIELDS)
