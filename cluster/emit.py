@@ -208,7 +208,7 @@ class NodeEmitter:
             raise ClusterError(f"node {self.j}: compiled an invalid {op} command: {e}") from e
         ins = isa.eng(**f).with_(seedstep=int(self.in_loop))
         cycles = program.command_cycles(self.P, {name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS},
-                                        drain_rows=self.ecfg.drain_rows)
+                                        drain_rows=self.ecfg.drain_rows, wb_latency=self.ecfg.wb_latency)
         self.prog.longest_command = max(self.prog.longest_command, cycles)
         self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
         if packed:

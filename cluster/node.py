@@ -113,7 +113,8 @@ class NodeCL(_Node):
 
         rcfg = router_config_for(ecfg, rcfg)
         s._wire(ecfg, rcfg, engine_class("cl")(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P,
-                                                     drain_rows=ecfg.drain_rows, status_ports=status))
+                                                     drain_rows=ecfg.drain_rows, wb_latency=ecfg.wb_latency,
+                                                     status_ports=status))
 
 
 class NodeFL(_Node):
@@ -123,7 +124,8 @@ class NodeFL(_Node):
 
         rcfg = router_config_for(ecfg, rcfg)
         s._wire(ecfg, rcfg, engine_class("fl")(ecfg), RouterCL(rcfg, prog, table, timed=True, name=name, stall=stall,
-                                                     P=ecfg.P, drain_rows=ecfg.drain_rows, status_ports=status))
+                                                     P=ecfg.P, drain_rows=ecfg.drain_rows,
+                                                     wb_latency=ecfg.wb_latency, status_ports=status))
 
 
 #: level -> node class (``verilator``: NodeRTL translated and imported)

@@ -203,6 +203,19 @@ def engine_resources(cfg) -> Resources:
     # and drain about 60P^2 + 440P + 380 LUTs
     glue = Resources(luts=60 * lanes + 440 * P + 380, ffs=acc * lanes + 2 * acc * P + 160 + 16 * P)
     r.add(glue, "datapath control: drain (accumulator copy), writeback, storer, per-bank read/write ports, pool")
+    if cfg.pipelined_requant:
+        # measured (Yosys 0.70, flattened; requantizer pipelined minus combinational): 555 / 1 015 /
+        # 1 919 FFs for P = 2 / 4 / 8 (13 stages of hash, offset, sum and shift registers a lane),
+        # 300 / 525 / 975 LUTs of shift registers (SRL: the write-back's stage-B inputs, delayed
+        # 13 cycles without reset), the same DSPs (+3 on tiny) and logic LUTs within 300
+        r.add(Resources(ffs=227 * rq_lanes + 101, luts=112 * P + 75, lutram_luts=112 * P + 75),
+              f"pipelined requantizer ({cfg.rq_latency} stages) and the write-back's delay lines")
+    if cfg.pipelined_mac:
+        # measured (with the pipelined requantizer, MAC array pipelined minus not): 222 / 756 / 2 788
+        # FFs (operand, product and row-sum registers; the DSPs take some), 176 / 271 / 463 LUTs of
+        # shift registers (bias and the drain's stage-B inputs, 3 cycles), logic LUTs -676..+85
+        r.add(Resources(ffs=40 * lanes + 27 * P + 8, luts=48 * P + 80, lutram_luts=48 * P + 80),
+              f"pipelined MAC array ({cfg.mac_latency} stages) and the drain's delay lines")
     E = cfg.stream_lanes
     if E > 1:
         # measured (Yosys 0.70): tiny at E = 2 and small at E = 4 within 1 % of E = 1 (8 196 vs

@@ -174,9 +174,14 @@ def bwd_weight_cycles(P: int, f: dict, drain_rows: int = 1) -> int:
     return steps + PIPE + drain_last
 
 
-def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1) -> int:
+def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1, wb_latency: int = 0) -> int:
     """Occupancy of a compute command ``op`` with command fields ``f`` on a ``P x P`` engine
-    (``drain_rows``: its ``bwd_weight`` drain's rows per cycle)."""
+    (``drain_rows``: its ``bwd_weight`` drain's rows per cycle; ``wb_latency``: cycles its writes
+    follow stage B, ``EngineConfig.wb_latency``, all added once at the end)."""
+    return _compute_cycles(P, op, f, drain_rows) + wb_latency
+
+
+def _compute_cycles(P: int, op: str, f: dict, drain_rows: int) -> int:
     if op in ("fwd", "bwd_data"):
         return conv_steps(P, op, f) + PIPE
     if op == "bwd_weight":  # raw (un-rounded, into B's one write port): one dw row a cycle

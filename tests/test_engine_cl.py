@@ -26,6 +26,7 @@ from pymtl_fp.timing import COMPUTE_OPS
 
 CFG = preset("tiny")
 OPS = list(COMPUTE_OPS)
+PIPELINED = preset("small").replace(stream_lanes=2, drain_rows=2, pipelined_requant=True, pipelined_mac=True)
 
 
 def _compare(level, cfg, op, case, stall, seed):
@@ -58,14 +59,36 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
 @pytest.mark.parametrize("lanes", [1, 2, 4])
 @pytest.mark.parametrize("op", ["fwd", "bwd_weight", "update"])
 def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
-    """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``): CL and Verilator
-    handshake in the same cycles with and without stalls, and the results equal the golden model."""
-    cfg = preset("small").replace(stream_lanes=lanes)
+    """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``; at 2 also the
+    pipelined MAC array and requantizer and two drain rows, one Verilator build for this test and
+    the next): CL
+    and Verilator handshake in the same cycles with and without stalls, and the results equal the
+    golden model."""
+    cfg = PIPELINED if lanes == 2 else preset("small").replace(stream_lanes=lanes)
     case = random_case(cfg, op, np.random.default_rng(11), n=2, c=5, k=6, h=5, w=5, stride=2, pad=1,
                        mode="stochastic")
     for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
         _compare("verilator", cfg, op, case, stall, seed)
     run_op("verilator", cfg, op, stall=(0.5, 0.5, 0.5), stall_seed=5, check=True, **case)
+
+
+@pytest.mark.cl
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", OPS)
+def test_cl_equals_rtl_with_the_pipelined_mac_array_and_requantizer(cmdline_opts, op):
+    """``small`` with two drain rows, two elements a beat, the pipelined MAC array and the pipelined
+    requantizer (every write ``wb_latency`` cycles after stage B): CL and Verilator handshake in
+    the same cycles with and without stalls, every compute command takes ``wb_latency`` cycles
+    more than without them (measured on the RTL), and the results equal the golden model."""
+    cfg = PIPELINED
+    assert cfg.wb_latency > 0
+    kw = dict(n=1, c=3, h=4, w=4) if op.startswith("pool") else dict(n=2, c=5, k=6, h=5, w=5, stride=2, pad=1)
+    case = random_case(cfg, op, np.random.default_rng(12), mode="stochastic", **kw)
+    for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
+        _compare("verilator", cfg, op, case, stall, seed)
+    res = run_op("verilator", cfg, op, check=True, **case)  # measured on the RTL
+    plain = cfg.replace(pipelined_requant=False, pipelined_mac=False)
+    assert res["compute_cycles"] == program.compute_cycles(plain, op, validate_case(plain, op, case)) + cfg.wb_latency
 
 
 @pytest.mark.cl
@@ -87,7 +110,8 @@ def _configs(draw):
     return EngineConfig(rows=P, cols=P, act_bits=bits[0], weight_bits=bits[1], grad_bits=bits[2], acc_bits=acc,
                         stream_bits=draw(st.integers(acc, 64)), act_depth=draw(st.sampled_from([64, 256])),
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
-                        drain_rows=dr, stochastic=draw(st.booleans()),
+                        drain_rows=dr, stochastic=draw(st.booleans()), pipelined_requant=draw(st.booleans()),
+                        pipelined_mac=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
 
@@ -98,8 +122,10 @@ def _configs(draw):
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
-    stochastic rounding built or not, elements per stream beat): the PyMTL3 RTL and CL handshake
-    in the same cycles and send the same elements, which equal the golden model (and FL's)."""
+    stochastic rounding built or not, MAC array and requantizer pipelined or not, elements per
+    stream beat): the
+    PyMTL3 RTL and CL handshake in the same cycles and send the same elements, which equal the
+    golden model (and FL's)."""
     cfg = data.draw(_configs())
     op = data.draw(st.sampled_from(OPS))
     case, stall, seed = data.draw(engine_cases(cfg, op, max_hw=3, max_ch=3, max_n=1))

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pymtl3 import Component, InPort, connect
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.EngineAcceptRTL import EngineAcceptRTL
@@ -38,9 +39,14 @@ from pymtl_fp.engine.EngineDrainRTL import EngineDrainRTL
 from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
+from pymtl_fp.engine.EngineRequantSelectRTL import EngineRequantSelectRTL
 from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
+from pymtl_fp.engine.EngineUpdateRowsRTL import EngineUpdateRowsRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
+from pymtl_fp.engine.MacArrayPipeRTL import LATENCY as PIPE_MAC_LATENCY
+from pymtl_fp.engine.MacArrayPipeRTL import MacArrayPipeRTL
+from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
 from pymtl_fp.engine.msgs import (
     BUF_B,
     BUF_D,
@@ -59,6 +65,7 @@ from pymtl_fp.engine.msgs import (
     access_ranges,
     buffer_lanes,
     cmd_fields,
+    cmd_type,
     from_word,
     make_cmd,
     ranges_conflict,
@@ -66,6 +73,7 @@ from pymtl_fp.engine.msgs import (
     unit_of,
 )
 from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
+from pymtl_fp.primitives.DelayLineRTL import DelayLineRTL
 from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.hypothesis_profiles import examples
 
@@ -500,6 +508,46 @@ WB = dict(P=2, act_bits=6, weight_bits=8, grad_bits=7, acc_bits=24, XA=6, WA=5, 
 WB_NAMES = ("x", "d", "o", "w", "g", "b")
 
 
+class SelectAndWriteback(Component):
+    """EngineRequantSelectRTL, EngineWritebackRTL and stage B's update rows as EngineRTL
+    wires them without pipelines: stage-B inputs and the requantized values ``q`` in; the
+    requantizer's operands (``sel.rq_*``) and the write requests (``wb.<buffer>_*``) out."""
+
+    def construct(s, P, act_bits, weight_bits, grad_bits, acc_bits, XA, WA, BA, stochastic, dr=1):
+        D = max(act_bits, weight_bits, grad_bits)
+        s.sel = EngineRequantSelectRTL(P, D, acc_bits, stochastic, dr)
+        s.wb = EngineWritebackRTL(P, act_bits, weight_bits, grad_bits, acc_bits, XA, WA, BA, dr)
+        s.rows = EngineUpdateRowsRTL(P, D)
+        s.cmd = InPort(cmd_type())
+        s.ex_busy, s.vB, s.lastB, s.dr_busy = InPort(), InPort(), InPort(), InPort()
+        s.rowB, s.dr_row = InPort(16), InPort(16)
+        s.tapB = InPort(8)
+        s.q = [InPort(acc_bits) for _ in range(dr * P)]
+        for name in ("wr_addrB", "wr_addr2B", "idxB", "dr_addr", "dr_idx", "db_addr", "db_idx", "HOWO", "HW", "RS"):
+            setattr(s, name, InPort(32))
+        for name, n, w in (("acc", P, acc_bits), ("dbdr", P, acc_bits), ("dr", P * P, acc_bits), ("pm_n", P, D),
+                           ("pi_n", P, 8), ("x_rd", P, D), ("o_rd", P, D), ("d_rd", P, D), ("w_rd", P * P, D),
+                           ("g_rd", P * P, D)):
+            setattr(s, name, [InPort(w) for _ in range(n)])
+        for unit, names in ((s.sel, ("cmd", "rowB", "idxB", "dr_busy", "dr_row", "dr_idx", "db_idx", "HOWO", "HW",
+                                     "RS", "acc", "dbdr", "dr")),
+                            (s.wb, ("cmd", "ex_busy", "vB", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B",
+                                    "dr_busy", "dr_row", "dr_addr", "db_addr", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd",
+                                    "q")),
+                            (s.rows, ("rowB", "w_rd", "g_rd"))):
+            for name in names:
+                mine, theirs = getattr(s, name), getattr(unit, name)
+                for a, b in zip(theirs, mine) if isinstance(mine, list) else ((theirs, mine),):
+                    connect(a, b)
+        for i in range(P):
+            s.wb.raw[i] //= s.sel.raw[i]
+            s.wb.w_row[i] //= s.rows.w_row[i]
+            s.sel.g_row[i] //= s.rows.g_row[i]
+        if dr > 1:
+            s.CRS = InPort(32)
+            s.sel.CRS //= s.CRS
+
+
 def _set_cmd(m, **fields):
     """The command register and the strides EngineStridesRTL gives for it (its product fields)."""
     m.cmd @= make_cmd(**fields)
@@ -512,7 +560,7 @@ def _set_cmd(m, **fields):
 
 
 def _wb(op, **fields):
-    m = fresh(EngineWritebackRTL, *WB.values(), True)
+    m = fresh(SelectAndWriteback, *WB.values(), True)
     _set_cmd(m, op=op, **fields)
     m.ex_busy @= 1
     for name in ("vB", "lastB", "rowB", "tapB", "dr_busy", "dr_row"):
@@ -537,8 +585,8 @@ def _drain_inputs(m, row, P):
 
 def _requests(m):
     m.sim_eval_combinational()
-    return {n: (int(getattr(m, f"{n}_addr")), [int(w) for w in getattr(m, f"{n}_wen")],
-                [int(d) for d in getattr(m, f"{n}_wdata")]) for n in WB_NAMES if getattr(m, f"{n}_we")}
+    return {n: (int(getattr(m.wb, f"{n}_addr")), [int(w) for w in getattr(m.wb, f"{n}_wen")],
+                [int(d) for d in getattr(m.wb, f"{n}_wdata")]) for n in WB_NAMES if getattr(m.wb, f"{n}_we")}
 
 
 @settings(max_examples=examples(30))
@@ -567,9 +615,9 @@ def test_writeback_routes_results_to_dsel_and_argmax_to_amsel(op, dsel, amsel, r
         m.acc[i] @= 500 + i
     req = _requests(m)
     # the requantizer rounds the MAC array's outputs, lane stride = the result's plane (H*W for dx)
-    assert [int(v) for v in m.rq_acc] == [500, 501]
-    assert (int(m.rq_idx_base), int(m.rq_idx_stride)) == (77, 15 if op == OP_BWD_DATA else 14)
-    assert (int(m.rq_shift), int(m.rq_relu)) == (5, int(op == OP_FWD and relu))
+    assert [int(v) for v in m.sel.rq_acc] == [500, 501]
+    assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride)) == (77, 15 if op == OP_BWD_DATA else 14)
+    assert (int(m.sel.rq_shift), int(m.sel.rq_relu)) == (5, int(op == OP_FWD and relu))
     res_buf = "oxd"[dsel]
     if op == OP_FWD:
         vals = [clamp(v, 6) for v in q]
@@ -603,8 +651,8 @@ def test_writeback_update_writes_one_weight_row(row, q, w, g):
     req = _requests(m)
     new = [to_word(clamp(w[row * 2 + j] - q[j], 8), 8) for j in range(2)]
     assert req == {"w": (4, [int(lv // 2 == row) for lv in range(4)], new * 2)}
-    assert [from_word(int(v), 24) for v in m.rq_acc] == g[row * 2:row * 2 + 2]  # the gradient row
-    assert (int(m.rq_idx_base), int(m.rq_idx_stride)) == (11, 3)  # stride R*S
+    assert [from_word(int(v), 24) for v in m.sel.rq_acc] == g[row * 2:row * 2 + 2]  # the gradient row
+    assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride)) == (11, 3)  # stride R*S
 
 
 @pytest.mark.parametrize("row", [0, 1, 2])
@@ -616,12 +664,13 @@ def test_writeback_drain_rows_go_to_g_and_db_to_b(row):
     req = _requests(m)
     if row < 2:
         assert req == {"g": (6, [int(lv // 2 == row) for lv in range(4)], [to_word(v, 8) for v in (-64, 17)] * 2)}
-        assert [int(v) for v in m.rq_acc] == [1000 + 2 * row, 1001 + 2 * row]
-        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_shift)) == (100 + row * 15, 3, 4)
+        assert [int(v) for v in m.sel.rq_acc] == [1000 + 2 * row, 1001 + 2 * row]
+        assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride), int(m.sel.rq_shift)) == (100 + row * 15, 3, 4)
     else:
         assert req == {"b": (2, [1, 1], [to_word(v, 24) for v in (-64, 17)])}
-        assert [int(v) for v in m.rq_acc] == [2000, 2001]
-        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_shift), int(m.rq_tensor_id)) == (50, 1, 9, 2)
+        assert [int(v) for v in m.sel.rq_acc] == [2000, 2001]
+        rq = m.sel
+        assert (int(rq.rq_idx_base), int(rq.rq_idx_stride), int(rq.rq_shift), int(rq.rq_tensor_id)) == (50, 1, 9, 2)
     m.ex_busy @= 0
     assert _requests(m) == {}
 
@@ -631,7 +680,7 @@ def test_writeback_drains_dr_rows_a_cycle(row):
     """drain_rows = 2 on a 4 x 4 tile: dw rows row, row+1 go through the bank's two requantizer
     rows (indices one output channel, C*R*S, apart) into G in one cycle; row P is db."""
     P, dr = 4, 2
-    m = fresh(EngineWritebackRTL, P, 6, 8, 7, 24, 6, 5, 3, True, dr)
+    m = fresh(SelectAndWriteback, P, 6, 8, 7, 24, 6, 5, 3, True, dr)
     _set_cmd(m, op=OP_BWD_WEIGHT, c=5, r=1, s=3, shift=4, bshift=9, tid=1, btid=2)
     m.ex_busy @= 1
     for name in ("vB", "lastB", "rowB", "tapB"):
@@ -644,12 +693,12 @@ def test_writeback_drains_dr_rows_a_cycle(row):
     if row < P:
         want = [to_word(clamp(v, 7), 8) for v in q]
         assert req == {"g": (6, [int(row <= lv // P < row + dr) for lv in range(P * P)], want * (P // dr))}
-        assert [int(v) for v in m.rq_acc] == [1000 + row * P + i for i in range(dr * P)]
-        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_row_stride)) == (100 + row * 15, 3, 15)
+        assert [int(v) for v in m.sel.rq_acc] == [1000 + row * P + i for i in range(dr * P)]
+        assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride), int(m.sel.rq_row_stride)) == (100 + row * 15, 3, 15)
     else:
         assert req == {"b": (2, [1] * P, [to_word(clamp(v, 7), 24) for v in q[:P]])}
-        assert [int(v) for v in m.rq_acc] == [2000 + i for i in range(P)] + [0] * P
-        assert (int(m.rq_idx_base), int(m.rq_idx_stride), int(m.rq_shift)) == (50, 1, 9)
+        assert [int(v) for v in m.sel.rq_acc] == [2000 + i for i in range(P)] + [0] * P
+        assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride), int(m.sel.rq_shift)) == (50, 1, 9)
 
 
 @settings(max_examples=examples(20))
@@ -662,3 +711,53 @@ def test_sign_extend(bits, vals):
         m.in_[i] @= v % (1 << n_in)
     m.sim_eval_combinational()
     assert [from_word(int(o), n_in + extra) for o in m.out] == [from_word(v, n_in) for v in vals]
+
+
+# ---- pipelined MAC array and delay lines -----------------------------------------------------
+
+@pytest.mark.parametrize("P,db,acc", [(2, 8, 32), (3, 6, 14)])  # 3x3 at 14 bits: row sums wrap
+def test_pipelined_mac_array_equals_the_plain_one_latency_cycles_later(P, db, acc):
+    """MacArrayPipeRTL against MacArrayRTL on random operands, en and first, in every mode (reduce,
+    transposed, outer; with and without bias): every result, LATENCY cycles later, is the same."""
+    rng = np.random.default_rng(P)
+    for outer, transpose, use_bias in itertools.product((0, 1), (0, 1), (0, 1)):
+        steps = [dict(en=rng.random() < 0.8, first=rng.random() < 0.2, wt=rng.integers(0, 2**db, P * P),
+                      u=rng.integers(0, 2**db, P), v=rng.integers(0, 2**db, P), bias=rng.integers(0, 2**acc, P))
+                 for _ in range(40)]
+        results = []
+        for cls, lat in ((MacArrayRTL, 0), (MacArrayPipeRTL, PIPE_MAC_LATENCY)):
+            m = fresh(cls, P, db, acc)
+            m.outer @= outer
+            m.transpose @= transpose
+            m.use_bias @= use_bias
+            out = []
+            for t in range(len(steps) + lat):
+                x = steps[min(t, len(steps) - 1)]
+                m.en @= int(x["en"]) if t < len(steps) else 0
+                m.first @= int(x["first"])
+                for k in range(P * P):
+                    m.wt[k] @= int(x["wt"][k])
+                for i in range(P):
+                    m.u[i] @= int(x["u"][i])
+                    m.v[i] @= int(x["v"][i])
+                    m.bias[i] @= int(x["bias"][i])
+                m.sim_eval_combinational()
+                if t >= lat:
+                    out.append([int(r) for r in m.res])
+                m.sim_tick()
+            results.append(out)
+        assert results[0] == results[1], (outer, transpose, use_bias)
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_delay_line_delays_every_lane_and_clears_on_reset(reset):
+    m = fresh(DelayLineRTL, 5, 3, 2, reset)
+    seen = []
+    for t in range(8):
+        m.in_[0] @= t + 1
+        m.in_[1] @= 31 - t
+        m.sim_eval_combinational()
+        seen.append((int(m.out[0]), int(m.out[1])))
+        m.sim_tick()
+    assert seen[3:] == [(t + 1, 31 - t) for t in range(5)]  # three cycles late
+    assert seen[:3] == [(0, 0)] * 3  # after reset (PyMTL3 starts registers at 0 either way)

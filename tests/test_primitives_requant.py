@@ -4,10 +4,12 @@ oracle and the golden model (:func:`pymtl_fp.numerics.requantize`, then ReLU), b
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp import numerics
+from pymtl_fp.primitives.RequantPipeRTL import LATENCY as PIPE_LATENCY
+from pymtl_fp.primitives.RequantPipeRTL import RequantPipeRTL
 from pymtl_fp.primitives.RequantRTL import RequantRTL, requant_ref
 from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -175,3 +177,45 @@ def test_line_trace_and_bad_parameters():
         RequantRTL(acc_bits=8, out_bits=9).elaborate()
     with pytest.raises(ValueError):
         RequantRTL(acc_bits=200, out_bits=8).elaborate()
+
+
+def stream_pipelined(m, acc_bits, vectors) -> list:
+    """One vector a cycle into a RequantPipeRTL; its outputs, LATENCY cycles later each."""
+    outs = []
+    for t in range(len(vectors) + PIPE_LATENCY):
+        if t < len(vectors):
+            acc, shift, sto, relu, seed, tid, idx = vectors[t]
+            m.acc @= acc & (2**acc_bits - 1)
+            m.shift @= shift
+            m.stochastic @= sto
+            m.relu @= relu
+            m.seed @= seed
+            m.tensor_id @= tid
+            m.index @= idx
+        m.sim_eval_combinational()
+        if t >= PIPE_LATENCY:
+            outs.append(int(m.out.int()))
+        m.sim_tick()
+    return outs
+
+
+@pytest.mark.parametrize("level", [pytest.param("rtl", marks=pytest.mark.rtl),
+                                   pytest.param("verilator", marks=pytest.mark.verilator)])
+@given(data=st.data())
+@settings(max_examples=examples(6), deadline=None)
+def test_pipelined_requantizer_equals_the_oracle_a_vector_a_cycle(level, data):
+    """RequantPipeRTL, a new vector every cycle (random widths at RTL, 48 -> 16 bits through
+    Verilator): each output, LATENCY cycles after its inputs, is the oracle's -- so the stages keep
+    every element's operands together."""
+    if level == "rtl":
+        out_bits = data.draw(st.integers(2, 16), "out_bits")
+        acc_bits = data.draw(st.integers(max(out_bits, 2), 48), "acc_bits")
+    else:
+        acc_bits, out_bits = 48, 16
+    m = build_sim(RequantPipeRTL(acc_bits, out_bits), level,
+                  name=module_name("RequantPipeRTL", dict(acc_bits=acc_bits, out_bits=out_bits)))
+    m.sim_reset()
+    vectors = data.draw(st.lists(cases(acc_bits, out_bits, max_shift=63), min_size=1, max_size=40), "cases")
+    got = stream_pipelined(m, acc_bits, vectors)
+    for v, g in zip(vectors, got):
+        assert g == oracle(v[0], v[1], out_bits, *v[2:]), dict(vector=v, got=g)

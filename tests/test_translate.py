@@ -36,6 +36,9 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert "--stream-lanes 4: stream_lanes (E) must divide the array side P = 2" in capsys.readouterr().err
     assert run("--unit", "link", "--config", "aurora_1x10g", "--stream-lanes", "2", "--out", str(tmp_path)) == 1
     assert "--stream-lanes is an engine and node option" in capsys.readouterr().err
+    assert run("--unit", "requant", "--config", "small", "--pipelined-mac", "--out", str(tmp_path)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--pipelined-mac is an engine and node option" in err
 
 
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):
@@ -273,6 +276,13 @@ YOSYS_RECORDED = {
     ("engine", "tiny"): dict(luts=8061, ffs=1948, dsps=21, bram18=0, ns=25.0),
     ("engine", "small"): dict(luts=11634, ffs=3169, dsps=50, bram18=12, ns=25.2),
     ("engine", "medium"): dict(luts=26090, ffs=7471, dsps=128, bram18=24, ns=25.3),
+    # "/r": pipelined requantizer; "/rm": and pipelined MAC array (--pipelined-requant/-mac)
+    ("engine", "tiny/r"): dict(luts=8238, ffs=2503, dsps=24, bram18=0, ns=6.2),
+    ("engine", "small/r"): dict(luts=12433, ffs=4184, dsps=50, bram18=12, ns=10.8),
+    ("engine", "medium/r"): dict(luts=27065, ffs=9390, dsps=128, bram18=24, ns=11.4),
+    ("engine", "tiny/rm"): dict(luts=8323, ffs=2725, dsps=24, bram18=0, ns=6.2),
+    ("engine", "small/rm"): dict(luts=12340, ffs=4940, dsps=50, bram18=12, ns=6.7),
+    ("engine", "medium/rm"): dict(luts=26389, ffs=12178, dsps=128, bram18=24, ns=6.7),
     ("node", "tiny"): dict(luts=22622, ffs=4459, dsps=44, bram18=66, ns=31.5),
     ("node", "small"): dict(luts=26312, ffs=5696, dsps=73, bram18=78, ns=31.5),
     ("node", "medium"): dict(luts=40696, ffs=9998, dsps=151, bram18=90, ns=31.6),
@@ -293,9 +303,12 @@ def _model(unit, name):
     from pymtl_fp.link import preset as link_preset
     from pymtl_fp.primitives.RequantRTL import PRESETS
 
+    name, _, pipes = name.partition("/")  # "small/rm": pipelined requantizer and MAC array
     base, _, lanes = name.partition("-e")  # "small-e4": the preset at 4 elements a beat
     if unit == "engine":
-        return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1)))
+        return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1),
+                                                               pipelined_requant="r" in pipes,
+                                                               pipelined_mac="m" in pipes))
     if unit == "node":
         e = preset(base).replace(stream_lanes=int(lanes or 1))
         return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))

@@ -14,7 +14,7 @@ datapath replaced by a countdown from the closed form of :mod:`pymtl_fp.timing`)
     ST      per word: one cycle reading the buffer (dout.val = 0), then dout.val = 1 and one
             beat of E elements (fewer at the end of the command) per cycle in which dout.rdy is
             high; idle after the last element
-    EX      busy for timing.compute_cycles(P, op, fields, cfg.drain_rows) - 1 cycles after the
+    EX      busy for timing.compute_cycles(P, op, fields, DR, cfg.wb_latency) - 1 cycles after the
             acceptance, then idle
 
 A command with ``ovl = 0`` is accepted only when all units are idle (the serial engine); one with
@@ -215,7 +215,7 @@ class EngineCL(EngineFL):
             return
         s._compute(f)  # EngineFL's golden-model evaluation, into the buffers
         s.ops_done += 1
-        occ = timing.compute_cycles(s.cfg.P, msgs.OP_NAMES[op], f, s.cfg.drain_rows)
+        occ = timing.compute_cycles(s.cfg.P, msgs.OP_NAMES[op], f, s.cfg.drain_rows, s.cfg.wb_latency)
         s.compute_log.append((msgs.OP_NAMES[op], s.cycle, occ))
         if occ > 1:
             s.ex, s.ex_left = msgs.access_ranges(f, s.cfg) or [(-1, 0, 0, False)], occ - 1

@@ -10,8 +10,12 @@ X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes ea
 back over ``P / DR`` (``P / DR + 1`` with a db row; ``P`` and ``P + 1`` with ``raw``) cycles from drain registers
 (:class:`EngineDrainRTL`, ``DR`` = ``drain_rows`` dw rows a cycle): the cool-down counter
 ``cool`` holds the next tile's last step until the previous drain is done.
-The command is done when the generator has no step left, stage B is empty and the drain is idle
-(``dr_busy`` low).
+The command is done when the generator has no step left, stage B is empty, the drain is idle
+(``dr_busy`` low) and every write is done: with the pipelined MAC array (its results
+``mac_latency`` cycles after stage B; the drain runs that much later too) and the pipelined
+requantizer (writes ``rq_latency`` cycles after its inputs), the counter ``tail`` waits
+``mac_latency + rq_latency`` cycles after the last stage-B step and ``rq_latency`` after the last
+drain cycle.
 """
 
 from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
@@ -21,8 +25,9 @@ from pymtl_fp.engine.msgs import cmd_type
 
 
 class EngineComputeCtrlRTL(Component):
-    def construct(s, P=2, data_bits=8, drain_rows=1):
-        s.params = dict(P=P, data_bits=data_bits, drain_rows=drain_rows)
+    def construct(s, P=2, data_bits=8, drain_rows=1, mac_latency=0, rq_latency=0):
+        s.params = dict(P=P, data_bits=data_bits, drain_rows=drain_rows, mac_latency=mac_latency,
+                        rq_latency=rq_latency)
         ZD = mk_bits(data_bits)(0)
         Z16, ONE16 = Bits16(0), Bits16(1)
         # a tile's last step follows the previous one's by at least the drain's P / DR cycles
@@ -62,6 +67,30 @@ class EngineComputeCtrlRTL(Component):
         s.stall = Wire()
         s.adv = Wire()
         s.done = Wire()
+        s.wb_idle = Wire()  # no write of this command is still on its way to the buffers
+        if mac_latency + rq_latency:
+            TAIL_B, TAIL_DR = mk_bits(8)(mac_latency + rq_latency), mk_bits(8)(rq_latency)
+            ZT, ONET = mk_bits(8)(0), mk_bits(8)(1)
+            s.tail = Wire(8)
+
+            @update_ff
+            def up_tail():
+                if s.reset:
+                    s.tail <<= ZT
+                elif s.vB:
+                    s.tail <<= TAIL_B
+                elif s.dr_busy & (s.tail <= TAIL_DR):
+                    s.tail <<= TAIL_DR
+                elif s.tail != ZT:
+                    s.tail <<= s.tail - ONET
+
+            @update
+            def up_wb_idle():
+                s.wb_idle @= s.tail == ZT
+        else:
+            @update
+            def up_wb_idle_now():
+                s.wb_idle @= 1
 
         # ---- stage A ------------------------------------------------------------------------
         @update
@@ -72,7 +101,7 @@ class EngineComputeCtrlRTL(Component):
             s.ag_advance @= s.adv
             s.ren @= s.adv
             s.o_ren @= s.adv & (s.cmd_r.op == OP_POOL_BWD) & s.cmd_r.amsel
-            s.done @= ~s.ag_active & ~s.vB & ~s.dr_busy
+            s.done @= ~s.ag_active & ~s.vB & ~s.dr_busy & s.wb_idle
 
         @update_ff
         def up_ex_regs():

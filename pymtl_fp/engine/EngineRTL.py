@@ -53,13 +53,17 @@ from pymtl_fp.engine.EngineDrainRTL import EngineDrainRTL
 from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
+from pymtl_fp.engine.EngineRequantSelectRTL import EngineRequantSelectRTL
 from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES, EngineStridesRTL
+from pymtl_fp.engine.EngineUpdateRowsRTL import EngineUpdateRowsRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
+from pymtl_fp.engine.MacArrayPipeRTL import MacArrayPipeRTL
 from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
 from pymtl_fp.engine.msgs import cmd_type, data_type
 from pymtl_fp.engine.RequantBankRTL import RequantBankRTL
+from pymtl_fp.primitives.DelayLineRTL import DelayLineRTL
 from pymtl_fp.primitives.SramRTL import addr_bits
 
 AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "wr_addr", "wr_addr2",
@@ -94,15 +98,17 @@ class EngineRTL(Component):
         s.ld = EngineLoaderRTL(P, max(XA, WA, BA), E)
         s.st = EngineStorerRTL(P, D, AB, SB, max(XA, WA, BA), E)
         DR = cfg.drain_rows
-        s.ex = EngineComputeCtrlRTL(P, D, DR)
+        K, L = cfg.mac_latency, cfg.rq_latency  # stage B -> MAC results -> requantized values
+        s.ex = EngineComputeCtrlRTL(P, D, DR, K, L)
         s.ag = AddrGenRTL(P)
         s.strides = EngineStridesRTL(P)
-        s.mac = MacArrayRTL(P, D, AB)
+        s.mac = (MacArrayPipeRTL if cfg.pipelined_mac else MacArrayRTL)(P, D, AB)
         s.pool = EnginePoolRTL(P, D)
+        s.rows = EngineUpdateRowsRTL(P, D)
         s.drain = EngineDrainRTL(P, D, AB, DR)
-        s.rq = RequantBankRTL(P, AB, DR)
-        s.wb = EngineWritebackRTL(P, cfg.act_bits, cfg.weight_bits, cfg.grad_bits, AB, XA, WA, BA,
-                                  cfg.stochastic, DR)
+        s.sel = EngineRequantSelectRTL(P, D, AB, cfg.stochastic, DR)
+        s.rq = RequantBankRTL(P, AB, DR, cfg.pipelined_requant)
+        s.wb = EngineWritebackRTL(P, cfg.act_bits, cfg.weight_bits, cfg.grad_bits, AB, XA, WA, BA, DR)
         # name, id, buffer, lanes, element bits, address bits
         bufs = (("x", msgs.BUF_X, s.bx, P, D, XA), ("d", msgs.BUF_D, s.bd, P, D, XA),
                 ("o", msgs.BUF_O, s.bo, P, D, XA), ("w", msgs.BUF_W, s.bw, PP, D, WA),
@@ -132,11 +138,6 @@ class EngineRTL(Component):
         s.strides.cmd //= s.ex.cmd_r
         for name in STRIDES:
             connect(getattr(s.ag, name), getattr(s.strides, name))
-        s.wb.HOWO //= s.strides.howo
-        s.wb.HW //= s.strides.hw
-        s.wb.RS //= s.strides.rs
-        if DR > 1:
-            s.wb.CRS //= s.strides.crs
         s.ag.start //= s.ex.ag_start
         s.ag.advance //= s.ex.ag_advance
         for name in AG_OUTPUTS:
@@ -154,54 +155,69 @@ class EngineRTL(Component):
             s.mac.u[j] //= s.bd.rdata[j]
             s.mac.bias[j] //= s.bb.rdata[j]
             s.pool.x_rd[j] //= s.bx.rdata[j]
-            s.drain.d_rd[j] //= s.bd.rdata[j]
         for lv in range(PP):
             s.mac.wt[lv] //= s.bw.rdata[lv]
+            s.rows.w_rd[lv] //= s.bw.rdata[lv]
+            s.rows.g_rd[lv] //= s.bg.rdata[lv]
             s.drain.mac_res[lv] //= s.mac.res[lv]
+        s.rows.rowB //= s.ex.rowB
         s.pool.vB //= s.ex.vB
         s.pool.first //= s.ex.firstB
         s.pool.tap //= s.ex.tapB
         s.drain.cmd //= s.ex.cmd_r
+        # the drain and the requantizer's operand select work where the MAC array's results are:
+        # stage B, or K cycles later (stage "C"); the write-back L cycles after that (stage "W")
+        at_c = {name: s._late(f"c_{name}", getattr(s.ex, name), K, name == "vB")
+                for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B",
+                             "idxB", "idx2B", "tapB", "rowB")}
+        for name in ("g_row", "w_row"):
+            at_c[name] = s._late(f"c_{name}", getattr(s.rows, name), K)
+        at_c["busy"] = s._late("c_busy", s.ex.busy, K, True)
+        at_c["d_rd"] = s._late("c_d_rd", s.bd.rdata, K)
+        for name, sig in (("pm_n", s.pool.pm_n), ("pi_n", s.pool.pi_n), ("x_rd", s.bx.rdata), ("o_rd", s.bo.rdata)):
+            at_c[name] = s._late(f"c_{name}", sig, K)
         for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B", "idxB",
                      "idx2B"):
-            connect(getattr(s.drain, name), getattr(s.ex, name))
+            connect(getattr(s.drain, name), at_c[name])
+        for j in range(P):
+            s.drain.d_rd[j] //= at_c["d_rd"][j]
 
-        # ---- requantize and write back -----------------------------------------------------
-        s.wb.cmd //= s.ex.cmd_r
-        s.wb.ex_busy //= s.ex.busy
-        for name in ("vB", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B", "idxB"):
-            connect(getattr(s.wb, name), getattr(s.ex, name))
-        s.wb.dr_busy //= s.drain.busy
-        s.wb.dr_row //= s.drain.row
-        s.wb.dr_addr //= s.drain.addr
-        s.wb.dr_idx //= s.drain.idx
-        s.drain.CRS //= s.strides.crs
-        s.wb.db_addr //= s.drain.db_addr
-        s.wb.db_idx //= s.drain.db_idx
-        for lv in range(PP):
-            s.wb.dr[lv] //= s.drain.dr[lv]
-            s.wb.w_rd[lv] //= s.bw.rdata[lv]
-            s.wb.g_rd[lv] //= s.bg.rdata[lv]
-        s.rq.shift //= s.wb.rq_shift
-        s.rq.stochastic //= s.wb.rq_stochastic
-        s.rq.seed //= s.wb.rq_seed
-        s.rq.tensor_id //= s.wb.rq_tensor_id
-        s.rq.relu //= s.wb.rq_relu
-        s.rq.idx_base //= s.wb.rq_idx_base
-        s.rq.idx_stride //= s.wb.rq_idx_stride
+        # ---- requantize (stage B in, q wb_latency cycles later) and write back -------------
+        s.sel.cmd //= s.ex.cmd_r
+        s.sel.HOWO //= s.strides.howo
+        s.sel.HW //= s.strides.hw
+        s.sel.RS //= s.strides.rs
         if DR > 1:
-            s.rq.row_stride //= s.wb.rq_row_stride
-        for i in range(DR * P):
-            s.rq.acc[i] //= s.wb.rq_acc[i]
-            s.wb.q[i] //= s.rq.q[i]
+            s.sel.CRS //= s.strides.crs
+            s.rq.row_stride //= s.sel.rq_row_stride
+        s.sel.rowB //= at_c["rowB"]
+        s.sel.idxB //= at_c["idxB"]
+        s.sel.dr_busy //= s.drain.busy
+        s.sel.dr_row //= s.drain.row
+        s.sel.dr_idx //= s.drain.idx
+        s.sel.db_idx //= s.drain.db_idx
+        s.drain.CRS //= s.strides.crs
+        for lv in range(PP):
+            s.sel.dr[lv] //= s.drain.dr[lv]
         for i in range(P):
-            s.wb.acc[i] //= s.mac.res[i * P]
-            s.wb.dbdr[i] //= s.drain.dbdr[i]
-            s.wb.pm_n[i] //= s.pool.pm_n[i]
-            s.wb.pi_n[i] //= s.pool.pi_n[i]
-            s.wb.x_rd[i] //= s.bx.rdata[i]
-            s.wb.o_rd[i] //= s.bo.rdata[i]
-            s.wb.d_rd[i] //= s.bd.rdata[i]
+            s.sel.acc[i] //= s.mac.res[i * P]
+            s.sel.dbdr[i] //= s.drain.dbdr[i]
+            s.sel.g_row[i] //= at_c["g_row"][i]
+        for name in ("shift", "stochastic", "seed", "tensor_id", "relu", "idx_base", "idx_stride"):
+            connect(getattr(s.rq, name), getattr(s.sel, f"rq_{name}"))
+        for i in range(DR * P):
+            s.rq.acc[i] //= s.sel.rq_acc[i]
+            s.wb.q[i] //= s.rq.q[i]
+        s.wb.cmd //= s.ex.cmd_r  # held while EX is busy, so also in the write-back's cycle
+        # the write-back's other inputs, delayed as long as the requantizer takes
+        at_c.update(dr_busy=s.drain.busy, dr_row=s.drain.row, dr_addr=s.drain.addr, db_addr=s.drain.db_addr,
+                    raw=s.sel.raw)
+        for name in ("busy", "vB", "dr_busy", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B", "dr_row", "dr_addr",
+                     "db_addr", "raw", "w_row", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd"):
+            late = s._late(f"w_{name}", at_c[name], L, name in ("busy", "vB", "dr_busy"))
+            dst = getattr(s.wb, "ex_busy" if name == "busy" else name)
+            for d, src in zip(dst, late) if isinstance(dst, list) else ((dst, late),):
+                connect(d, src)
 
         # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
         ex_raddr = dict(x=s.ag.x_addr, d=s.ag.d_addr, o=s.ag.x_addr, w=s.ag.w_addr, g=s.ag.g_addr,
@@ -232,6 +248,19 @@ class EngineRTL(Component):
                 buf.wen[i] //= wp.wen[i]
                 buf.wdata[i] //= wp.wdata[i]
                 getattr(s.st, f"rd_{name}")[i] //= buf.rdata[i]
+
+    def _late(s, name, src, stages, valid=False):
+        """``src`` (a signal or a list of signals of one width) ``stages`` cycles later: itself
+        when ``stages`` is 0, else the outputs of a :class:`DelayLineRTL` named ``name`` (with
+        ``valid``, one whose registers clear on reset)."""
+        if not stages:
+            return src
+        sigs = src if isinstance(src, list) else [src]
+        line = DelayLineRTL(sigs[0].get_type().nbits, stages, len(sigs), valid)
+        setattr(s, name, line)
+        for i, sig in enumerate(sigs):
+            line.in_[i] //= sig
+        return line.out if isinstance(src, list) else line.out[0]
 
     def line_trace(s):
         op = msgs.OP_NAMES.get(int(s.ex.cmd_r.op), "?") if s.ex.busy else "."

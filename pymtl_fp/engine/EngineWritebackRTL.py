@@ -1,13 +1,11 @@
-"""Write-back (RTL): what the requantizer rounds this cycle, and EX's writes to the buffers.
+"""Write-back (RTL, combinational): EX's writes to the buffers, from the requantized values.
 
-Requantizer operands (to :class:`RequantBankRTL`, outside: ``DR x P`` lanes, ``DR`` =
-``drain_rows``): the ``bwd_weight`` drain's rows (``dw`` rows ``dr_row .. dr_row + DR - 1`` of the
-drain registers on the bank's ``DR`` rows, or the ``db`` row after them on row 0, with
-``bshift``/``btid``), else for ``update`` the ``dw`` row ``rowB`` of the G word read, else the
-MAC array's finished outputs ``acc`` (lane ``i`` = accumulator ``(i, 0)``); outside the drain,
-bank rows 1 .. DR-1 get 0.  Lane ``d*P + i``'s stochastic-rounding index is ``idx_base +
-d * row_stride + i * idx_stride`` (the element's flat index in its result tensor; the drain's
-``row_stride`` is ``C*R*S``, one output channel).
+It runs ``wb_latency`` cycles after stage B (``EngineConfig.wb_latency``: 0, or the pipelined
+requantizer's latency): every stage-B input here (``vB``, ``lastB``, ``rowB``, the drain's row and
+addresses, the buffer reads, the pooling results, ``w_row`` and ``raw`` picked by
+:class:`EngineRequantSelectRTL`) arrives delayed by as much as the requantized values ``q``
+(:class:`EngineRTL` puts the delay lines in).  The command ``cmd`` stays put: EX is busy, and takes
+no new command, until the last write is done.
 
 The requantized values ``q`` are saturated to the result's width (:class:`SaturateRTL`: act for
 ``fwd``, grad for ``bwd_data``/``dw``/``db``; ``update`` first subtracts ``q`` from the weight
@@ -19,18 +17,17 @@ writes, one request per buffer (``<b>_we`` with ``<b>_addr`` and every lane's ``
   ``pool_fwd`` (the maximum) in the stage-B cycle of an output's last step, and of ``pool_bwd``
   (``dy`` where the tap is the window's argmax, else 0) every step: to O, X or D (field ``dsel``);
 * ``pool_fwd``'s argmax tap to X or O (field ``amsel``; ``pool_bwd`` reads it from there);
-* ``update``: the new weight row ``rowB`` of W word ``wr_addrB``;
+* ``update``: the new weight row ``rowB`` (``w_row - q``) of W word ``wr_addrB``;
 * the ``bwd_weight`` drain: ``dw`` rows ``dr_row .. dr_row + DR - 1`` (``DR * P`` lanes of the
   ``P * P``-lane word) to G word ``dr_addr``, the ``db`` row to B; with the command field
-  ``raw``, un-rounded: ``dw`` row ``dr_row`` to B word ``d0 + (dr_addr - d0) * P + dr_row`` (the
-  tile's G word order, a row per word), the ``db`` row to B.
+  ``raw``, un-rounded (the row ``raw``): ``dw`` row ``dr_row`` to B word ``d0 + (dr_addr - d0) *
+  P + dr_row`` (the tile's G word order, a row per word), the ``db`` row to B.
 
 A later request for a buffer overrides an earlier one in this order: drain, pool argmax /
 update, ``d0`` result (valid commands never make two in one cycle: :func:`msgs.check_cmd`).
 """
 
 from pymtl3 import (
-    Bits1,
     Bits32,
     Component,
     InPort,
@@ -44,8 +41,8 @@ from pymtl3 import (
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
-from pymtl_fp.engine.RequantBankRTL import SaturateRTL
 from pymtl_fp.engine.SignExtendRTL import SignExtendRTL
+from pymtl_fp.primitives.SaturateRTL import SaturateRTL
 
 #: the buffers EX writes: name, buffer id, lanes (in units of P), element width ("d" or "acc")
 WRITE_BUFS = (("x", msgs.BUF_X), ("d", msgs.BUF_D), ("o", msgs.BUF_O), ("w", msgs.BUF_W),
@@ -54,11 +51,11 @@ WRITE_BUFS = (("x", msgs.BUF_X), ("d", msgs.BUF_D), ("o", msgs.BUF_O), ("w", msg
 
 class EngineWritebackRTL(Component):
     def construct(s, P=2, act_bits=8, weight_bits=8, grad_bits=8, acc_bits=32, act_addr_bits=8,
-                  weight_addr_bits=6, bias_addr_bits=4, stochastic=True, drain_rows=1):
+                  weight_addr_bits=6, bias_addr_bits=4, drain_rows=1):
         s.params = dict(P=P, act_bits=act_bits, weight_bits=weight_bits, grad_bits=grad_bits,
                         acc_bits=acc_bits, act_addr_bits=act_addr_bits,
                         weight_addr_bits=weight_addr_bits, bias_addr_bits=bias_addr_bits,
-                        stochastic=stochastic, drain_rows=drain_rows)
+                        drain_rows=drain_rows)
         PP = P * P
         DR = drain_rows
         if DR < 1 or P % DR:
@@ -73,7 +70,6 @@ class EngineWritebackRTL(Component):
         ZD, ZA = DT(0), AccT(0)
         LP = mk_bits(16)(P)
         ACT_SIGN = D - 1
-        STO_EN = Bits1(1 if stochastic else 0)  # stochastic rounding built (else tied off)
         OP_FWD, OP_BWD_DATA, OP_POOL_FWD = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_POOL_FWD
         OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_BWD, msgs.OP_UPDATE
         DSEL_X, DSEL_D = msgs.DSEL_X, msgs.DSEL_D
@@ -84,30 +80,18 @@ class EngineWritebackRTL(Component):
         s.vB, s.lastB = InPort(), InPort()
         s.rowB = InPort(16)
         s.tapB = InPort(8)
-        s.wr_addrB, s.wr_addr2B, s.idxB = InPort(32), InPort(32), InPort(32)
-        s.acc = [InPort(AB) for _ in range(P)]  # the MAC array's finished outputs
+        s.wr_addrB, s.wr_addr2B = InPort(32), InPort(32)
         s.dr_busy = InPort()  # bwd_weight drain (EngineDrainRTL)
         s.dr_row = InPort(16)
-        s.dr = [InPort(AB) for _ in range(PP)]
-        s.dbdr = [InPort(AB) for _ in range(P)]
-        s.dr_addr, s.dr_idx, s.db_addr, s.db_idx = InPort(32), InPort(32), InPort(32), InPort(32)
+        s.raw = [InPort(AB) for _ in range(P)]  # the raw drain's row (EngineRequantSelectRTL)
+        s.dr_addr, s.db_addr = InPort(32), InPort(32)
         s.pm_n = [InPort(D) for _ in range(P)]  # pool_fwd maximum and argmax (EnginePoolRTL)
         s.pi_n = [InPort(8) for _ in range(P)]
         s.x_rd = [InPort(D) for _ in range(P)]  # buffer read data
         s.o_rd = [InPort(D) for _ in range(P)]
         s.d_rd = [InPort(D) for _ in range(P)]
-        s.w_rd = [InPort(D) for _ in range(PP)]
-        s.g_rd = [InPort(D) for _ in range(PP)]
-        # ---- requantizer -------------------------------------------------------------------
-        s.rq_acc = [OutPort(AB) for _ in range(NQ)]
-        s.rq_idx_base, s.rq_idx_stride = OutPort(32), OutPort(32)
-        if DR > 1:
-            s.rq_row_stride = OutPort(32)
-        s.rq_shift = OutPort(6)
-        s.rq_stochastic, s.rq_relu = OutPort(), OutPort()
-        s.rq_seed = OutPort(32)
-        s.rq_tensor_id = OutPort(8)
-        s.q = [InPort(AB) for _ in range(NQ)]
+        s.w_row = [InPort(D) for _ in range(P)]  # update: row rowB of the W word read
+        s.q = [InPort(AB) for _ in range(NQ)]  # the requantized values
         # ---- EX write requests, one per buffer ---------------------------------------------
         for name, buf in WRITE_BUFS:
             lanes = PP if buf in (msgs.BUF_W, msgs.BUF_G) else P
@@ -120,14 +104,7 @@ class EngineWritebackRTL(Component):
             setattr(s, f"{name}_wdata", [OutPort(width) for _ in range(lanes)])
 
         # ---- internals ---------------------------------------------------------------------
-        # element strides of the command (its product fields: ho*wo, h*w, r*s, c*r*s)
-        s.HOWO, s.HW, s.RS = InPort(32), InPort(32), InPort(32)
-        if DR > 1:
-            s.CRS = InPort(32)  # the drain's rows are one output channel apart
         s.row_ok = Wire()  # rowB names a row of the P x P word (update)
-        s.g_row = [Wire(D) for _ in range(P)]  # update: row rowB of the G / W words read
-        s.w_row = [Wire(D) for _ in range(P)]
-        s.g_ext = SignExtendRTL(D, AB, P)
         s.w_ext = SignExtendRTL(D, AB, P)
         s.upd_w = [Wire(AB) for _ in range(P)]  # update: w - q
         s.sat_a = [SaturateRTL(AB, act_bits) for _ in range(P)]
@@ -144,7 +121,6 @@ class EngineWritebackRTL(Component):
         s.wb_addr = Wire(act_addr_bits)
         s.wb_data = [Wire(D) for _ in range(P)]
         for i in range(P):
-            s.g_ext.in_[i] //= s.g_row[i]
             s.w_ext.in_[i] //= s.w_row[i]
             s.sat_a[i].in_ //= s.q[i]
             s.sat_w[i].in_ //= s.upd_w[i]
@@ -154,68 +130,16 @@ class EngineWritebackRTL(Component):
         for i in range(NQ):
             s.sat_g[i].in_ //= s.q[i]
             s.y_g.in_[i] //= s.sat_g[i].out
-        # the drain, by row group g (rows g*DR .. g*DR + DR-1 = lanes g*DR*P .. of the P*P tile):
-        # wired here, so that the update blocks index only within a group
-        s.dr_grp = [[Wire(AB) for _ in range(NQ)] for _ in range(NG)]
+        # the drain, by row group g (rows g*DR .. g*DR + DR-1 = lanes g*DR*P .. of the P*P tile)
         s.g_grp_en = [Wire() for _ in range(NG)]  # write row group g to G
         for g in range(NG):
             for i in range(NQ):
-                s.dr_grp[g][i] //= s.dr[g * NQ + i]
                 s.g_wen[g * NQ + i] //= s.g_grp_en[g]
                 s.g_wdata[g * NQ + i] //= s.y_g.out[i]  # G lane g*DR*P + i takes the bank's lane i
 
-        if DR > 1:
-            @update
-            def up_row_stride():
-                s.rq_row_stride @= s.CRS  # the drain's rows: one output channel apart
-
         @update
-        def up_update_rows():
+        def up_row_ok():
             s.row_ok @= s.rowB < LP
-            for j in range(P):
-                s.g_row[j] @= ZD
-                s.w_row[j] @= ZD
-            for r in range(P):
-                if s.rowB == r:
-                    for j in range(P):
-                        s.g_row[j] @= s.g_rd[r * P + j]
-                        s.w_row[j] @= s.w_rd[r * P + j]
-
-        @update
-        def up_requant_inputs():
-            s.rq_shift @= s.cmd.shift
-            s.rq_stochastic @= s.cmd.stoch & STO_EN
-            s.rq_seed @= s.cmd.seed
-            s.rq_tensor_id @= s.cmd.tid
-            s.rq_relu @= (s.cmd.op == OP_FWD) & s.cmd.relu
-            s.rq_idx_base @= s.idxB
-            s.rq_idx_stride @= s.HOWO
-            for i in range(NQ):  # bank rows 1 .. DR-1: only the drain's
-                s.rq_acc[i] @= ZA
-            for i in range(P):
-                s.rq_acc[i] @= s.acc[i]
-            if s.dr_busy:
-                if s.dr_row == LP:  # the db row after the P dw rows
-                    s.rq_shift @= s.cmd.bshift
-                    s.rq_tensor_id @= s.cmd.btid
-                    s.rq_idx_base @= s.db_idx
-                    s.rq_idx_stride @= B32(1)
-                    for i in range(P):
-                        s.rq_acc[i] @= s.dbdr[i]
-                else:
-                    s.rq_idx_base @= s.dr_idx  # row dr_row's index (the drain adds C*R*S a row)
-                    s.rq_idx_stride @= s.RS
-                    for g in range(NG):
-                        if s.dr_row == g * DR:
-                            for i in range(NQ):
-                                s.rq_acc[i] @= s.dr_grp[g][i]
-            elif s.cmd.op == OP_UPDATE:
-                s.rq_idx_stride @= s.RS
-                if s.row_ok:
-                    for j in range(P):
-                        s.rq_acc[j] @= s.g_ext.out[j]
-            elif s.cmd.op == OP_BWD_DATA:
-                s.rq_idx_stride @= s.HW
 
         @update
         def up_raw_addr():
@@ -303,15 +227,10 @@ class EngineWritebackRTL(Component):
                     s.b_we @= 1
                     for i in range(P):
                         s.b_wen[i] @= 1
-                    if s.dr_row == LP:
-                        for i in range(P):
-                            s.b_wdata[i] @= s.dbdr[i]
-                    else:
+                    for i in range(P):
+                        s.b_wdata[i] @= s.raw[i]
+                    if s.dr_row != LP:
                         s.b_addr @= s.raw_addr
-                        for r in range(P):
-                            if s.dr_row == r:
-                                for i in range(P):
-                                    s.b_wdata[i] @= s.dr[r * P + i]
                 elif s.dr_busy:
                     if s.dr_row == LP:
                         s.b_we @= 1

@@ -3,18 +3,26 @@
 One array serves every conv phase, selected per cycle:
 
 * reduce mode (``outer = 0``; ``fwd``, ``bwd_data``): lane row ``i`` computes
-  ``sum_j a[i][j] * v[j]`` into accumulator ``(i, 0)``; ``a`` is the weight tile ``wt`` (``fwd``)
-  or its transpose (``transpose = 1``, ``bwd_data``);
+  ``sum_j a[i][j] * v[j]`` into accumulator ``(i, 0)``; ``a`` is the weight tile ``wt``
+  (``fwd``) or its transpose (``transpose = 1``, ``bwd_data``);
 * outer mode (``outer = 1``; ``bwd_weight``): ``acc[i][j] += u[i] * v[j]`` (``u`` = dy, ``v`` = x).
 
 With ``first``, the accumulator restarts from ``bias[i]`` (``use_bias``, lane ``(i, 0)``) or 0.
 ``res`` is the accumulator value *after* this cycle's products (combinational), so the
 controller can requantize a finished output in the cycle of its last products while the
 registers already start the next output.  Products are sign-extended to ``acc_bits`` and summed
-exactly (two's-complement wrap is harmless while the final sum fits).
+exactly (two's-complement wrap is harmless while the final sum fits).  The operand select and
+the accumulators are :class:`MacOperandsRTL` and :class:`MacAccumulateRTL`, shared with the
+pipelined array (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`).
 """
 
-from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
+from pymtl3 import Component, InPort, OutPort, Wire, connect, mk_bits, update, zext
+
+from pymtl_fp.engine.MacAccumulateRTL import MacAccumulateRTL
+from pymtl_fp.engine.MacOperandsRTL import MacOperandsRTL
+
+#: cycles by which ``res`` follows the inputs
+LATENCY = 0
 
 
 class MacArrayRTL(Component):
@@ -38,28 +46,28 @@ class MacArrayRTL(Component):
         s.bias = [InPort(acc_bits) for _ in range(P)]
         s.res = [OutPort(acc_bits) for _ in range(P * P)]
 
-        s.a_sel = [Wire(data_bits) for _ in range(P * P)]
+        s.ops = MacOperandsRTL(P, data_bits)
+        s.accs = MacAccumulateRTL(P, acc_bits)
         s.prod = [Wire(acc_bits) for _ in range(P * P)]
         s.rowsum = [Wire(acc_bits) for _ in range(P)]
-        s.base = [Wire(acc_bits) for _ in range(P * P)]
-        s.acc = [Wire(acc_bits) for _ in range(P * P)]
-
-        @update
-        def up_operands():
-            for i in range(P):
-                for j in range(P):
-                    if s.outer:
-                        s.a_sel[i * P + j] @= s.u[i]
-                    elif s.transpose:
-                        s.a_sel[i * P + j] @= s.wt[j * P + i]
-                    else:
-                        s.a_sel[i * P + j] @= s.wt[i * P + j]
+        s.ops.outer //= s.outer
+        s.ops.transpose //= s.transpose
+        for name in ("en", "first", "outer", "use_bias"):
+            connect(getattr(s.accs, name), getattr(s, name))
+        for k in range(P * P):
+            s.ops.wt[k] //= s.wt[k]
+            s.accs.prod[k] //= s.prod[k]
+            s.res[k] //= s.accs.res[k]
+        for i in range(P):
+            s.ops.u[i] //= s.u[i]
+            s.accs.bias[i] //= s.bias[i]
+            s.accs.rowsum[i] //= s.rowsum[i]
 
         @update
         def up_products():
             for i in range(P):
                 for j in range(P):
-                    s.prod[i * P + j] @= ((zext(s.a_sel[i * P + j] ^ SIGN, Acc) - SIGN_ACC)
+                    s.prod[i * P + j] @= ((zext(s.ops.a[i * P + j] ^ SIGN, Acc) - SIGN_ACC)
                                           * (zext(s.v[j] ^ SIGN, Acc) - SIGN_ACC))
 
         @update
@@ -69,36 +77,5 @@ class MacArrayRTL(Component):
                 for j in range(P):
                     s.rowsum[i] @= s.rowsum[i] + s.prod[i * P + j]
 
-        @update
-        def up_base():
-            for i in range(P):
-                for j in range(P):
-                    if s.first:
-                        s.base[i * P + j] @= ZERO
-                    else:
-                        s.base[i * P + j] @= s.acc[i * P + j]
-                if s.first & s.use_bias:
-                    s.base[i * P] @= s.bias[i]
-
-        @update
-        def up_result():
-            for i in range(P):
-                for j in range(P):
-                    if s.outer:
-                        s.res[i * P + j] @= s.base[i * P + j] + s.prod[i * P + j]
-                    else:
-                        s.res[i * P + j] @= s.base[i * P + j]
-                if ~s.outer:
-                    s.res[i * P] @= s.base[i * P] + s.rowsum[i]
-
-        @update_ff
-        def up_acc():
-            for i in range(P * P):
-                if s.reset:
-                    s.acc[i] <<= ZERO
-                elif s.en:
-                    s.acc[i] <<= s.res[i]
-
     def line_trace(s):
-        return ("E" if s.en else ".") + ("f" if s.first else " ") + " ".join(
-            f"{int(s.acc[i].int())}" for i in range(0, s.P * s.P, s.P))
+        return s.accs.line_trace()

@@ -1,11 +1,12 @@
 """Requantizer bank (RTL): ``rows x P`` lanes of :class:`RequantRTL` plus per-lane element
-indices, and :class:`SaturateRTL`, a signed clamp to a narrower width.
+indices.
 
 Lane ``d*P + i`` (row ``d``, column ``i``) rounds ``acc[d*P + i]`` with the stochastic-rounding
 index ``idx_base + d * row_stride + i * idx_stride`` (the flat C-order index of the element in
 its result tensor), so the hardware draws exactly the random bits of
 :func:`pymtl_fp.numerics.requantize`.  The result keeps the accumulator width (no saturation
-here): the writeback clamps it to the word width of the result (:class:`SaturateRTL`), or first
+here): the writeback clamps it to the word width of the result
+(:class:`~pymtl_fp.primitives.SaturateRTL.SaturateRTL`), or first
 subtracts it from a weight (``update``).
 
 ``rows`` is the engine's ``drain_rows`` (``DR``): row 0 serves every operation; rows 1 .. DR-1
@@ -14,46 +15,21 @@ needs its own rounding (its own stochastic hash of its own index), so ``DR`` row
 ``DR`` times the requantizers: the cheapest datapath that keeps the results bit-exact (a
 narrower bank time-shared over the rows would drain no faster).  ``row_stride`` exists only
 when ``rows > 1``.
+
+With ``pipelined``, the lanes are :class:`~pymtl_fp.primitives.RequantPipeRTL.RequantPipeRTL`:
+``q`` follows its inputs by :data:`~pymtl_fp.primitives.RequantPipeRTL.LATENCY` cycles (the
+lane indices are formed before the pipeline, in the cycle of the inputs); else combinational.
 """
 
-from pymtl3 import Bits32, Component, InPort, OutPort, Wire, mk_bits, update
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update
 
+from pymtl_fp.primitives.RequantPipeRTL import RequantPipeRTL
 from pymtl_fp.primitives.RequantRTL import RequantRTL
 
 
-class SaturateRTL(Component):
-    """``out = clamp(in, -2**(out_bits-1), 2**(out_bits-1)-1)`` (signed, combinational)."""
-
-    def construct(s, in_bits=32, out_bits=8):
-        s.params = dict(in_bits=in_bits, out_bits=out_bits)
-        s.in_ = InPort(in_bits)
-        s.out = OutPort(out_bits)
-        if out_bits >= in_bits:
-            raise ValueError("SaturateRTL needs out_bits < in_bits")
-        TopT = mk_bits(in_bits - out_bits + 1)
-        Out = mk_bits(out_bits)
-        TOP_ZERO, TOP_ONES = TopT(0), TopT(-1)
-        OUT_MAX, OUT_MIN = Out((1 << (out_bits - 1)) - 1), Out(1 << (out_bits - 1))
-        OUT_SIGN, IN_SIGN = out_bits - 1, in_bits - 1
-        s.top = Wire(in_bits - out_bits + 1)
-
-        @update
-        def up_sat():
-            s.top @= s.in_[OUT_SIGN:in_bits]
-            if (s.top == TOP_ZERO) | (s.top == TOP_ONES):
-                s.out @= s.in_[0:out_bits]
-            elif s.in_[IN_SIGN]:
-                s.out @= OUT_MIN
-            else:
-                s.out @= OUT_MAX
-
-    def line_trace(s):
-        return f"sat({int(s.in_.int())})={int(s.out.int())}"
-
-
 class RequantBankRTL(Component):
-    def construct(s, P=2, acc_bits=32, rows=1):
-        s.params = dict(P=P, acc_bits=acc_bits, rows=rows)
+    def construct(s, P=2, acc_bits=32, rows=1, pipelined=False):
+        s.params = dict(P=P, acc_bits=acc_bits, rows=rows, pipelined=pipelined)
         s.P = P
         N = rows * P
         s.nlanes = N
@@ -68,7 +44,8 @@ class RequantBankRTL(Component):
         s.q = [OutPort(acc_bits) for _ in range(N)]
 
         s.lane_idx = [Wire(32) for _ in range(N)]
-        s.lane = [RequantRTL(acc_bits, acc_bits) for _ in range(N)]
+        lane = RequantPipeRTL if pipelined else RequantRTL
+        s.lane = [lane(acc_bits, acc_bits) for _ in range(N)]
 
         if rows == 1:
             @update

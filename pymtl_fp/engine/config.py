@@ -43,6 +43,16 @@ class EngineConfig:
       ``E`` divides ``P`` (``1 <= E <= P``), so a beat never crosses a buffer word (X, D, O, B
       words have ``P`` lanes, W and G words ``P*P``).  The presets and the cluster use ``E = 1``.
     * ``stochastic``: build the stochastic-rounding hash (else only ``nearest`` is accepted).
+    * ``pipelined_requant``: requantize in a pipeline of
+      :data:`~pymtl_fp.primitives.RequantPipeRTL.LATENCY` stages
+      (:class:`~pymtl_fp.primitives.RequantPipeRTL.RequantPipeRTL`, its hash's products split to
+      fit one DSP48 each) instead of in one combinational path (``rq_latency``).
+    * ``pipelined_mac``: the MAC array with registered operands, products and row sums
+      (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`), its results
+      :data:`~pymtl_fp.engine.MacArrayPipeRTL.LATENCY` cycles later (``mac_latency``).
+      With either, EX writes its results ``wb_latency = mac_latency + rq_latency`` cycles later
+      and every compute command takes that many cycles more; with both, the engine is built for a
+      200 MHz clock (README, "Timing").
     """
 
     rows: int = 2
@@ -58,6 +68,8 @@ class EngineConfig:
     stream_bits: int = 32
     stream_lanes: int = 1
     stochastic: bool = True
+    pipelined_requant: bool = False
+    pipelined_mac: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -66,8 +78,9 @@ class EngineConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
-        if not isinstance(self.stochastic, bool):
-            raise TypeError(f"EngineConfig.stochastic must be a bool, got {self.stochastic!r}")
+        for f in ("stochastic", "pipelined_requant", "pipelined_mac"):
+            if not isinstance(getattr(self, f), bool):
+                raise TypeError(f"EngineConfig.{f} must be a bool, got {getattr(self, f)!r}")
         if not 1 <= self.rows <= MAX_ARRAY_SIDE or not 1 <= self.cols <= MAX_ARRAY_SIDE:
             raise ValueError(f"array must be 1..{MAX_ARRAY_SIDE} x 1..{MAX_ARRAY_SIDE}, got {self.rows}x{self.cols}")
         if self.rows != self.cols:
@@ -118,6 +131,23 @@ class EngineConfig:
         """Width of a buffer element (the widest of activations, weights, gradients)."""
         return max(self.act_bits, self.weight_bits, self.grad_bits)
 
+    @property
+    def mac_latency(self) -> int:
+        """Cycles the MAC array's results follow stage B (0: combinational)."""
+        from pymtl_fp.engine.MacArrayPipeRTL import LATENCY
+        return LATENCY if self.pipelined_mac else 0
+
+    @property
+    def rq_latency(self) -> int:
+        """Cycles the requantized values follow the requantizer's inputs (0: combinational)."""
+        from pymtl_fp.primitives.RequantPipeRTL import LATENCY
+        return LATENCY if self.pipelined_requant else 0
+
+    @property
+    def wb_latency(self) -> int:
+        """Cycles between EX's stage B and its writes: what every compute command takes more."""
+        return self.mac_latency + self.rq_latency
+
     def params(self) -> dict:
         """Every elaboration parameter (the ``name`` label excluded)."""
         d = dataclasses.asdict(self)
@@ -132,6 +162,10 @@ class EngineConfig:
                      dr=self.drain_rows, sb=self.stream_bits, sto=self.stochastic)
         if self.stream_lanes != 1:  # E = 1 keeps the names (and Verilator builds) it always had
             short["e"] = self.stream_lanes
+        if self.pipelined_requant:  # likewise
+            short["rqp"] = 1
+        if self.pipelined_mac:
+            short["mcp"] = 1
         return module_name("EngineRTL", short)
 
     def replace(self, **changes) -> EngineConfig:

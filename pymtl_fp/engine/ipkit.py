@@ -40,7 +40,8 @@ def _config_items(cfg) -> list:
     return [("P", cfg.P), ("STREAM_BITS", cfg.stream_bits), ("STREAM_LANES", cfg.stream_lanes), ("ACT_BITS", cfg.act_bits),
             ("WEIGHT_BITS", cfg.weight_bits), ("GRAD_BITS", cfg.grad_bits), ("ACC_BITS", cfg.acc_bits),
             ("ACT_DEPTH", cfg.act_depth), ("WEIGHT_DEPTH", cfg.weight_depth), ("BIAS_DEPTH", cfg.bias_depth),
-            ("DRAIN_ROWS", cfg.drain_rows), ("STOCHASTIC", int(cfg.stochastic))]
+            ("DRAIN_ROWS", cfg.drain_rows), ("STOCHASTIC", int(cfg.stochastic)),
+            ("WB_LATENCY", cfg.wb_latency)]
 
 
 def _bits(f) -> str:

@@ -233,32 +233,32 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows)
+        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows) + cfg.wb_latency
     if op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        return timing.pool_cycles(P, n, c, ho, wo, pk)
+        return timing.pool_cycles(P, n, c, ho, wo, pk) + cfg.wb_latency
     k, c, r, s = case["w"].shape
-    return timing.update_cycles(P, k, c, r, s)
+    return timing.update_cycles(P, k, c, r, s) + cfg.wb_latency
 
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
 
-def command_cycles(P: int, f: dict, E: int = 1, drain_rows: int = 1) -> int:
+def command_cycles(P: int, f: dict, E: int = 1, drain_rows: int = 1, wb_latency: int = 0) -> int:
     """Occupancy of any command (fields ``f`` as from :func:`pymtl_fp.engine.msgs.cmd_fields`) on
     an engine with ``E`` elements per stream beat whose ``bwd_weight`` drain writes ``drain_rows``
-    rows per cycle."""
+    rows per cycle and whose writes follow stage B by ``wb_latency`` cycles."""
     op = int(f["op"])
     if op == msgs.OP_LOAD:
         return timing.load_cycles(f["count"], E)
     if op == msgs.OP_STORE:
         return timing.store_cycles(f["count"], msgs.buffer_lanes(int(f["target"]), P), E)
-    return timing.compute_cycles(P, msgs.OP_NAMES[op], f, drain_rows)
+    return timing.compute_cycles(P, msgs.OP_NAMES[op], f, drain_rows, wb_latency)
 
 
-def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1) -> dict:
+def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1, wb_latency: int = 0) -> dict:
     """Cycles of an engine program (``E`` elements per stream beat, ``drain_rows`` dw rows per
     drain cycle) when the command stream offers a command every cycle and no stream is stalled:
 
@@ -266,7 +266,7 @@ def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1) -> di
     * ``compute_cycles``: the compute command's occupancy;
     * ``cycles``: compute command accepted -> last result element sent (compute + stores).
     """
-    occ = [command_cycles(P, msgs.cmd_fields(m), E, drain_rows) for m in prog.cmds]
+    occ = [command_cycles(P, msgs.cmd_fields(m), E, drain_rows, wb_latency) for m in prog.cmds]
     ci = prog.compute_index
     return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
 
@@ -281,6 +281,6 @@ def op_timing(cfg, op: str, case: dict) -> dict:
     """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated case run
     without stalls (what :func:`pymtl_fp.tb.engine_harness.run_op` measures on the RTL)."""
     prog = build(cfg, op, case)
-    t = program_cycles(cfg.P, prog, cfg.stream_lanes, cfg.drain_rows)
+    t = program_cycles(cfg.P, prog, cfg.stream_lanes, cfg.drain_rows, cfg.wb_latency)
     t["macs"] = timing.useful_macs(op, msgs.cmd_fields(prog.cmds[prog.compute_index]))
     return t

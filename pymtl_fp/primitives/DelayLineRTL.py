@@ -1,0 +1,48 @@
+"""Delay line (RTL): ``lanes`` signals of ``nbits`` bits, each ``stages`` registers deep.
+
+``out[i]`` is ``in_[i]`` of ``stages`` cycles before (``stages >= 1``).  With ``reset`` every
+register clears on reset (for valid and enable bits); without it the registers have no reset, so
+that an FPGA flow can map the line to shift-register LUTs (SRL16/SRLC32) instead of flip-flops.
+"""
+
+from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update_ff
+
+
+class DelayLineRTL(Component):
+    def construct(s, nbits=1, stages=1, lanes=1, reset=False):
+        if stages < 1 or lanes < 1 or nbits < 1:
+            raise ValueError(f"DelayLineRTL needs nbits, stages, lanes >= 1, got {nbits}, {stages}, {lanes}")
+        s.params = dict(nbits=nbits, stages=stages, lanes=lanes, reset=reset)
+        s.in_ = [InPort(nbits) for _ in range(lanes)]
+        s.out = [OutPort(nbits) for _ in range(lanes)]
+        s.r = [[Wire(nbits) for _ in range(lanes)] for _ in range(stages)]
+        ZERO = mk_bits(nbits)(0)
+
+        if reset:
+            @update_ff
+            def up_delay_reset():
+                for i in range(lanes):
+                    if s.reset:
+                        s.r[0][i] <<= ZERO
+                    else:
+                        s.r[0][i] <<= s.in_[i]
+                for k in range(1, stages):
+                    for i in range(lanes):
+                        if s.reset:
+                            s.r[k][i] <<= ZERO
+                        else:
+                            s.r[k][i] <<= s.r[k - 1][i]
+        else:
+            @update_ff
+            def up_delay():
+                for i in range(lanes):
+                    s.r[0][i] <<= s.in_[i]
+                for k in range(1, stages):
+                    for i in range(lanes):
+                        s.r[k][i] <<= s.r[k - 1][i]
+
+        for i in range(lanes):
+            s.out[i] //= s.r[stages - 1][i]
+
+    def line_trace(s):
+        return "dl(" + ",".join(str(s.out[i]) for i in range(len(s.out))) + ")"
