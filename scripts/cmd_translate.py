@@ -283,6 +283,20 @@ def _value_of(port):
     return obj
 
 
+PIPELINES = ("requant", "mac", "addr")
+
+
+def pipeline_parts(text: str) -> dict:
+    """``--pipeline`` (``requant,mac``, ``all``, ...) as EngineConfig fields, or a one-line error."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if parts == ["all"]:
+        parts = list(PIPELINES)
+    bad = [p for p in parts if p not in PIPELINES]
+    if bad or not parts:
+        raise UserError(f"--pipeline {text!r}: choose from {', '.join(PIPELINES)} (comma-separated) or all")
+    return {f"pipelined_{p}": True for p in parts}
+
+
 # ---- the command -----------------------------------------------------------------------------
 
 def add_arguments(parser):
@@ -293,13 +307,10 @@ def add_arguments(parser):
     parser.add_argument("--stream-lanes", type=int, metavar="E",
                         help="--unit engine or node: elements per din/dout beat (E divides the preset's P; "
                              "default the preset's, 1; a node's router streams the same beats)")
-    parser.add_argument("--pipelined-requant", action="store_true",
-                        help="--unit engine or node: requantize in a pipeline (EngineConfig.pipelined_requant: "
-                             "every compute command takes its latency, 13 cycles, more)")
-    parser.add_argument("--pipelined-mac", action="store_true",
-                        help="--unit engine or node: register the MAC array's operands, products and row sums "
-                             "(EngineConfig.pipelined_mac: 3 cycles more per compute command); with "
-                             "--pipelined-requant, the engine built for a 200 MHz clock")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="--unit engine or node: pipelines to build, comma-separated: requant (13 stages), "
+                             "mac (3), addr (1), or all (the engine for a 200 MHz clock); every compute command "
+                             "takes their stages more (EngineConfig.pipelined_*; default none)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",
@@ -363,12 +374,11 @@ def main(args) -> int:
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
-    for part in ("requant", "mac"):
-        if getattr(args, f"pipelined_{part}", False):
-            if unit.name not in ("engine", "node"):
-                raise UserError(f"--pipelined-{part} is an engine and node option, not for --unit {unit.name}")
-            on = {f"pipelined_{part}": True}
-            cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
+    if getattr(args, "pipeline", None):
+        if unit.name not in ("engine", "node"):
+            raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
+        on = pipeline_parts(args.pipeline)
+        cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     try:
         info = setup_verilator()
     except ToolchainError as exc:

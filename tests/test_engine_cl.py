@@ -26,7 +26,8 @@ from pymtl_fp.timing import COMPUTE_OPS
 
 CFG = preset("tiny")
 OPS = list(COMPUTE_OPS)
-PIPELINED = preset("small").replace(stream_lanes=2, drain_rows=2, pipelined_requant=True, pipelined_mac=True)
+PIPELINED = preset("small").replace(stream_lanes=2, drain_rows=2, pipelined_requant=True, pipelined_mac=True,
+                                     pipelined_addr=True)
 
 
 def _compare(level, cfg, op, case, stall, seed):
@@ -60,8 +61,7 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
 @pytest.mark.parametrize("op", ["fwd", "bwd_weight", "update"])
 def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
     """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``; at 2 also the
-    pipelined MAC array and requantizer and two drain rows, one Verilator build for this test and
-    the next): CL
+    three pipelines and two drain rows, one Verilator build for this test and the next): CL
     and Verilator handshake in the same cycles with and without stalls, and the results equal the
     golden model."""
     cfg = PIPELINED if lanes == 2 else preset("small").replace(stream_lanes=lanes)
@@ -75,9 +75,9 @@ def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
 @pytest.mark.cl
 @pytest.mark.verilator
 @pytest.mark.parametrize("op", OPS)
-def test_cl_equals_rtl_with_the_pipelined_mac_array_and_requantizer(cmdline_opts, op):
-    """``small`` with two drain rows, two elements a beat, the pipelined MAC array and the pipelined
-    requantizer (every write ``wb_latency`` cycles after stage B): CL and Verilator handshake in
+def test_cl_equals_rtl_with_the_three_pipelines(cmdline_opts, op):
+    """``small`` with two drain rows, two elements a beat, the address stage, the pipelined MAC
+    array and the pipelined requantizer (``wb_latency`` cycles more): CL and Verilator handshake in
     the same cycles with and without stalls, every compute command takes ``wb_latency`` cycles
     more than without them (measured on the RTL), and the results equal the golden model."""
     cfg = PIPELINED
@@ -87,7 +87,7 @@ def test_cl_equals_rtl_with_the_pipelined_mac_array_and_requantizer(cmdline_opts
     for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
         _compare("verilator", cfg, op, case, stall, seed)
     res = run_op("verilator", cfg, op, check=True, **case)  # measured on the RTL
-    plain = cfg.replace(pipelined_requant=False, pipelined_mac=False)
+    plain = cfg.replace(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False)
     assert res["compute_cycles"] == program.compute_cycles(plain, op, validate_case(plain, op, case)) + cfg.wb_latency
 
 
@@ -111,7 +111,7 @@ def _configs(draw):
                         stream_bits=draw(st.integers(acc, 64)), act_depth=draw(st.sampled_from([64, 256])),
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
                         drain_rows=dr, stochastic=draw(st.booleans()), pipelined_requant=draw(st.booleans()),
-                        pipelined_mac=draw(st.booleans()),
+                        pipelined_mac=draw(st.booleans()), pipelined_addr=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
 
@@ -122,7 +122,7 @@ def _configs(draw):
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
-    stochastic rounding built or not, MAC array and requantizer pipelined or not, elements per
+    stochastic rounding built or not, each of the three pipelines built or not, elements per
     stream beat): the
     PyMTL3 RTL and CL handshake in the same cycles and send the same elements, which equal the
     golden model (and FL's)."""

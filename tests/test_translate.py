@@ -36,9 +36,12 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert "--stream-lanes 4: stream_lanes (E) must divide the array side P = 2" in capsys.readouterr().err
     assert run("--unit", "link", "--config", "aurora_1x10g", "--stream-lanes", "2", "--out", str(tmp_path)) == 1
     assert "--stream-lanes is an engine and node option" in capsys.readouterr().err
-    assert run("--unit", "requant", "--config", "small", "--pipelined-mac", "--out", str(tmp_path)) == 1
+    assert run("--unit", "requant", "--config", "small", "--pipeline", "mac", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--pipelined-mac is an engine and node option" in err
+    assert "\n" not in err and "--pipeline is an engine and node option" in err
+    assert run("--config", "small", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr" in err
 
 
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):

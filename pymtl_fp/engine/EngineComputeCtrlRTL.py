@@ -10,7 +10,11 @@ X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes ea
 back over ``P / DR`` (``P / DR + 1`` with a db row; ``P`` and ``P + 1`` with ``raw``) cycles from drain registers
 (:class:`EngineDrainRTL`, ``DR`` = ``drain_rows`` dw rows a cycle): the cool-down counter
 ``cool`` holds the next tile's last step until the previous drain is done.
-The command is done when the generator has no step left, stage B is empty, the drain is idle
+With ``addr_latency`` = 1 (``EngineConfig.pipelined_addr``) a register stage sits between the
+address generator and the buffers (the engine delays EX's read addresses and enables by a cycle),
+so stage B is two cycles after stage A: each step's flags and indices wait a cycle in ``step_*``.
+
+The command is done when the generator has no step left, stages A2 and B are empty, the drain is idle
 (``dr_busy`` low) and every write is done: with the pipelined MAC array (its results
 ``mac_latency`` cycles after stage B; the drain runs that much later too) and the pipelined
 requantizer (writes ``rq_latency`` cycles after its inputs), the counter ``tail`` waits
@@ -18,16 +22,23 @@ requantizer (writes ``rq_latency`` cycles after its inputs), the counter ``tail`
 drain cycle.
 """
 
-from pymtl3 import Bits16, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
+from pymtl3 import Bits16, Component, InPort, OutPort, Wire, connect, mk_bits, update, update_ff
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
+from pymtl_fp.primitives.DelayLineRTL import delayed
+
+#: cycles the address stage adds (EngineConfig.pipelined_addr)
+ADDR_LATENCY = 1
+#: a step's flags and indices from the address generator to stage B: name, bits
+STEP_FIELDS = (("first", 1), ("last", 1), ("zero", 1), ("db_acc", 1), ("db_first", 1), ("db_end", 1),
+               ("wr_addr", 32), ("wr_addr2", 32), ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16))
 
 
 class EngineComputeCtrlRTL(Component):
-    def construct(s, P=2, data_bits=8, drain_rows=1, mac_latency=0, rq_latency=0):
+    def construct(s, P=2, data_bits=8, drain_rows=1, mac_latency=0, rq_latency=0, addr_latency=0):
         s.params = dict(P=P, data_bits=data_bits, drain_rows=drain_rows, mac_latency=mac_latency,
-                        rq_latency=rq_latency)
+                        rq_latency=rq_latency, addr_latency=addr_latency)
         ZD = mk_bits(data_bits)(0)
         Z16, ONE16 = Bits16(0), Bits16(1)
         # a tile's last step follows the previous one's by at least the drain's P / DR cycles
@@ -67,6 +78,12 @@ class EngineComputeCtrlRTL(Component):
         s.stall = Wire()
         s.adv = Wire()
         s.done = Wire()
+        # the step stage B takes: the generator's, or (addr_latency) the one of a cycle before
+        s.step_v = Wire()
+        connect(s.step_v, delayed(s, "a2_v", s.adv, addr_latency, True))
+        for name, bits in STEP_FIELDS:
+            setattr(s, f"step_{name}", Wire(bits))
+            connect(getattr(s, f"step_{name}"), delayed(s, f"a2_{name}", getattr(s, f"ag_{name}"), addr_latency))
         s.wb_idle = Wire()  # no write of this command is still on its way to the buffers
         if mac_latency + rq_latency:
             TAIL_B, TAIL_DR = mk_bits(8)(mac_latency + rq_latency), mk_bits(8)(rq_latency)
@@ -101,7 +118,7 @@ class EngineComputeCtrlRTL(Component):
             s.ag_advance @= s.adv
             s.ren @= s.adv
             s.o_ren @= s.adv & (s.cmd_r.op == OP_POOL_BWD) & s.cmd_r.amsel
-            s.done @= ~s.ag_active & ~s.vB & ~s.dr_busy & s.wb_idle
+            s.done @= ~s.ag_active & ~s.step_v & ~s.vB & ~s.dr_busy & s.wb_idle
 
         @update_ff
         def up_ex_regs():
@@ -120,19 +137,19 @@ class EngineComputeCtrlRTL(Component):
                 s.vB <<= 0
                 s.cool <<= Z16
             else:
-                s.vB <<= s.adv
-                s.firstB <<= s.ag_first
-                s.lastB <<= s.ag_last
-                s.zeroB <<= s.ag_zero
-                s.dbaccB <<= s.ag_db_acc
-                s.dbfirstB <<= s.ag_db_first
-                s.dbendB <<= s.ag_db_end
-                s.wr_addrB <<= s.ag_wr_addr
-                s.wr_addr2B <<= s.ag_wr_addr2
-                s.idxB <<= s.ag_idx
-                s.idx2B <<= s.ag_idx2
-                s.tapB <<= s.ag_tap
-                s.rowB <<= s.ag_row
+                s.vB <<= s.step_v
+                s.firstB <<= s.step_first
+                s.lastB <<= s.step_last
+                s.zeroB <<= s.step_zero
+                s.dbaccB <<= s.step_db_acc
+                s.dbfirstB <<= s.step_db_first
+                s.dbendB <<= s.step_db_end
+                s.wr_addrB <<= s.step_wr_addr
+                s.wr_addr2B <<= s.step_wr_addr2
+                s.idxB <<= s.step_idx
+                s.idx2B <<= s.step_idx2
+                s.tapB <<= s.step_tap
+                s.rowB <<= s.step_row
                 if s.adv & s.ag_last & (s.cmd_r.op == OP_BWD_WEIGHT):
                     if s.cmd_r.raw:
                         if s.ag_db_end:

@@ -63,7 +63,7 @@ from pymtl_fp.engine.MacArrayPipeRTL import MacArrayPipeRTL
 from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
 from pymtl_fp.engine.msgs import cmd_type, data_type
 from pymtl_fp.engine.RequantBankRTL import RequantBankRTL
-from pymtl_fp.primitives.DelayLineRTL import DelayLineRTL
+from pymtl_fp.primitives.DelayLineRTL import delayed
 from pymtl_fp.primitives.SramRTL import addr_bits
 
 AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "wr_addr", "wr_addr2",
@@ -99,7 +99,8 @@ class EngineRTL(Component):
         s.st = EngineStorerRTL(P, D, AB, SB, max(XA, WA, BA), E)
         DR = cfg.drain_rows
         K, L = cfg.mac_latency, cfg.rq_latency  # stage B -> MAC results -> requantized values
-        s.ex = EngineComputeCtrlRTL(P, D, DR, K, L)
+        A2 = cfg.addr_latency  # stage A -> the buffers' reads
+        s.ex = EngineComputeCtrlRTL(P, D, DR, K, L, A2)
         s.ag = AddrGenRTL(P)
         s.strides = EngineStridesRTL(P)
         s.mac = (MacArrayPipeRTL if cfg.pipelined_mac else MacArrayRTL)(P, D, AB)
@@ -167,15 +168,15 @@ class EngineRTL(Component):
         s.drain.cmd //= s.ex.cmd_r
         # the drain and the requantizer's operand select work where the MAC array's results are:
         # stage B, or K cycles later (stage "C"); the write-back L cycles after that (stage "W")
-        at_c = {name: s._late(f"c_{name}", getattr(s.ex, name), K, name == "vB")
+        at_c = {name: delayed(s, f"c_{name}", getattr(s.ex, name), K, name == "vB")
                 for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B",
                              "idxB", "idx2B", "tapB", "rowB")}
         for name in ("g_row", "w_row"):
-            at_c[name] = s._late(f"c_{name}", getattr(s.rows, name), K)
-        at_c["busy"] = s._late("c_busy", s.ex.busy, K, True)
-        at_c["d_rd"] = s._late("c_d_rd", s.bd.rdata, K)
+            at_c[name] = delayed(s, f"c_{name}", getattr(s.rows, name), K)
+        at_c["busy"] = delayed(s, "c_busy", s.ex.busy, K, True)
+        at_c["d_rd"] = delayed(s, "c_d_rd", s.bd.rdata, K)
         for name, sig in (("pm_n", s.pool.pm_n), ("pi_n", s.pool.pi_n), ("x_rd", s.bx.rdata), ("o_rd", s.bo.rdata)):
-            at_c[name] = s._late(f"c_{name}", sig, K)
+            at_c[name] = delayed(s, f"c_{name}", sig, K)
         for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B", "idxB",
                      "idx2B"):
             connect(getattr(s.drain, name), at_c[name])
@@ -214,7 +215,7 @@ class EngineRTL(Component):
                     raw=s.sel.raw)
         for name in ("busy", "vB", "dr_busy", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B", "dr_row", "dr_addr",
                      "db_addr", "raw", "w_row", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd"):
-            late = s._late(f"w_{name}", at_c[name], L, name in ("busy", "vB", "dr_busy"))
+            late = delayed(s, f"w_{name}", at_c[name], L, name in ("busy", "vB", "dr_busy"))
             dst = getattr(s.wb, "ex_busy" if name == "busy" else name)
             for d, src in zip(dst, late) if isinstance(dst, list) else ((dst, late),):
                 connect(d, src)
@@ -222,14 +223,16 @@ class EngineRTL(Component):
         # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
         ex_raddr = dict(x=s.ag.x_addr, d=s.ag.d_addr, o=s.ag.x_addr, w=s.ag.w_addr, g=s.ag.g_addr,
                         b=s.ag.b_addr)
+        # EX's reads: the address generator's step, or (A2) the one of a cycle before
+        ex_ren = dict(x=delayed(s, "a2_ren", s.ex.ren, A2, True), o=delayed(s, "a2_o_ren", s.ex.o_ren, A2, True))
         for name, _, buf, lanes, width, a in bufs:
             rp, wp = getattr(s, f"rp_{name}"), getattr(s, f"wp_{name}")
             rp.st_busy //= s.st.busy
             rp.st_tgt //= s.st.tgt
             rp.st_rd //= s.st.rd
             rp.st_addr //= s.st.raddr[0:a]
-            rp.ex_ren //= s.ex.o_ren if name == "o" else s.ex.ren
-            rp.ex_addr //= ex_raddr[name][0:a]
+            rp.ex_ren //= ex_ren["o" if name == "o" else "x"]
+            rp.ex_addr //= delayed(s, f"a2_{name}_addr", ex_raddr[name][0:a], A2)
             buf.raddr //= rp.raddr
             buf.ren //= rp.ren
             wp.ld_we //= s.ld.we
@@ -248,19 +251,6 @@ class EngineRTL(Component):
                 buf.wen[i] //= wp.wen[i]
                 buf.wdata[i] //= wp.wdata[i]
                 getattr(s.st, f"rd_{name}")[i] //= buf.rdata[i]
-
-    def _late(s, name, src, stages, valid=False):
-        """``src`` (a signal or a list of signals of one width) ``stages`` cycles later: itself
-        when ``stages`` is 0, else the outputs of a :class:`DelayLineRTL` named ``name`` (with
-        ``valid``, one whose registers clear on reset)."""
-        if not stages:
-            return src
-        sigs = src if isinstance(src, list) else [src]
-        line = DelayLineRTL(sigs[0].get_type().nbits, stages, len(sigs), valid)
-        setattr(s, name, line)
-        for i, sig in enumerate(sigs):
-            line.in_[i] //= sig
-        return line.out if isinstance(src, list) else line.out[0]
 
     def line_trace(s):
         op = msgs.OP_NAMES.get(int(s.ex.cmd_r.op), "?") if s.ex.busy else "."

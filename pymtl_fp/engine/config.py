@@ -50,9 +50,11 @@ class EngineConfig:
     * ``pipelined_mac``: the MAC array with registered operands, products and row sums
       (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`), its results
       :data:`~pymtl_fp.engine.MacArrayPipeRTL.LATENCY` cycles later (``mac_latency``).
-      With either, EX writes its results ``wb_latency = mac_latency + rq_latency`` cycles later
-      and every compute command takes that many cycles more; with both, the engine is built for a
-      200 MHz clock (README, "Timing").
+    * ``pipelined_addr``: a register stage between the address generator and the buffers
+      (``addr_latency`` = :data:`~pymtl_fp.engine.EngineComputeCtrlRTL.ADDR_LATENCY`).
+      With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
+      rq_latency`` cycles later and every compute command takes that many cycles more; with all
+      three the engine is built for a 200 MHz clock (README, "Timing").
     """
 
     rows: int = 2
@@ -70,6 +72,7 @@ class EngineConfig:
     stochastic: bool = True
     pipelined_requant: bool = False
     pipelined_mac: bool = False
+    pipelined_addr: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -78,7 +81,7 @@ class EngineConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
-        for f in ("stochastic", "pipelined_requant", "pipelined_mac"):
+        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr"):
             if not isinstance(getattr(self, f), bool):
                 raise TypeError(f"EngineConfig.{f} must be a bool, got {getattr(self, f)!r}")
         if not 1 <= self.rows <= MAX_ARRAY_SIDE or not 1 <= self.cols <= MAX_ARRAY_SIDE:
@@ -144,9 +147,16 @@ class EngineConfig:
         return LATENCY if self.pipelined_requant else 0
 
     @property
+    def addr_latency(self) -> int:
+        """Cycles between the address generator and the buffers' reads (0: the same cycle)."""
+        from pymtl_fp.engine.EngineComputeCtrlRTL import ADDR_LATENCY
+        return ADDR_LATENCY if self.pipelined_addr else 0
+
+    @property
     def wb_latency(self) -> int:
-        """Cycles between EX's stage B and its writes: what every compute command takes more."""
-        return self.mac_latency + self.rq_latency
+        """Cycles every compute command takes more than without pipelines (its writes follow its
+        steps by that much more)."""
+        return self.addr_latency + self.mac_latency + self.rq_latency
 
     def params(self) -> dict:
         """Every elaboration parameter (the ``name`` label excluded)."""
@@ -166,6 +176,8 @@ class EngineConfig:
             short["rqp"] = 1
         if self.pipelined_mac:
             short["mcp"] = 1
+        if self.pipelined_addr:
+            short["adp"] = 1
         return module_name("EngineRTL", short)
 
     def replace(self, **changes) -> EngineConfig:

@@ -3,6 +3,7 @@
 ``out[i]`` is ``in_[i]`` of ``stages`` cycles before (``stages >= 1``).  With ``reset`` every
 register clears on reset (for valid and enable bits); without it the registers have no reset, so
 that an FPGA flow can map the line to shift-register LUTs (SRL16/SRLC32) instead of flip-flops.
+:func:`delayed` puts one in a parent only where a delay is asked for.
 """
 
 from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update_ff
@@ -46,3 +47,18 @@ class DelayLineRTL(Component):
 
     def line_trace(s):
         return "dl(" + ",".join(str(s.out[i]) for i in range(len(s.out))) + ")"
+
+
+def delayed(parent, name: str, src, stages: int, valid: bool = False):
+    """``src`` (a signal, or a list of signals of one width) ``stages`` cycles later, for wiring in
+    ``parent``'s ``construct``: ``src`` itself when ``stages`` is 0, else the outputs of a
+    :class:`DelayLineRTL` added to ``parent`` as ``name`` (with ``valid``, one that clears on
+    reset)."""
+    if not stages:
+        return src
+    sigs = src if isinstance(src, list) else [src]
+    line = DelayLineRTL(sigs[0].get_type().nbits, stages, len(sigs), valid)
+    setattr(parent, name, line)
+    for i, sig in enumerate(sigs):
+        line.in_[i] //= sig
+    return line.out if isinstance(src, list) else line.out[0]
