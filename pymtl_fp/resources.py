@@ -216,6 +216,11 @@ def engine_resources(cfg) -> Resources:
         # shift registers (bias and the drain's stage-B inputs, 3 cycles), logic LUTs -676..+85
         r.add(Resources(ffs=40 * lanes + 27 * P + 8, luts=48 * P + 80, lutram_luts=48 * P + 80),
               f"pipelined MAC array ({cfg.mac_latency} stages) and the drain's delay lines")
+    if cfg.pipelined_addr:
+        # measured (with both other pipelines, address stage minus not): +159 / +173 / +177 FFs (the
+        # address parts, the products in the DSPs' registers, a step's flags); LUTs 0 / -338 /
+        # -1 880 (Yosys maps the split address sums differently; fitted, not explained)
+        r.add(Resources(ffs=165, luts=-30 * lanes), "address stage (registered address parts and step flags)")
     E = cfg.stream_lanes
     if E > 1:
         # measured (Yosys 0.70): tiny at E = 2 and small at E = 4 within 1 % of E = 1 (8 196 vs

@@ -279,13 +279,17 @@ YOSYS_RECORDED = {
     ("engine", "tiny"): dict(luts=8061, ffs=1948, dsps=21, bram18=0, ns=25.0),
     ("engine", "small"): dict(luts=11634, ffs=3169, dsps=50, bram18=12, ns=25.2),
     ("engine", "medium"): dict(luts=26090, ffs=7471, dsps=128, bram18=24, ns=25.3),
-    # "/r": pipelined requantizer; "/rm": and pipelined MAC array (--pipelined-requant/-mac)
+    # "/r": pipelined requantizer; "/rm": and pipelined MAC array; "/arm": and the address stage
+    # (translate --pipeline requant / requant,mac / all)
     ("engine", "tiny/r"): dict(luts=8238, ffs=2503, dsps=24, bram18=0, ns=6.2),
     ("engine", "small/r"): dict(luts=12433, ffs=4184, dsps=50, bram18=12, ns=10.8),
     ("engine", "medium/r"): dict(luts=27065, ffs=9390, dsps=128, bram18=24, ns=11.4),
     ("engine", "tiny/rm"): dict(luts=8323, ffs=2725, dsps=24, bram18=0, ns=6.2),
     ("engine", "small/rm"): dict(luts=12340, ffs=4940, dsps=50, bram18=12, ns=6.7),
     ("engine", "medium/rm"): dict(luts=26389, ffs=12178, dsps=128, bram18=24, ns=6.7),
+    ("engine", "tiny/arm"): dict(luts=8323, ffs=2884, dsps=24, bram18=0, ns=5.5),
+    ("engine", "small/arm"): dict(luts=12002, ffs=5113, dsps=50, bram18=12, ns=5.5),
+    ("engine", "medium/arm"): dict(luts=24509, ffs=12355, dsps=128, bram18=24, ns=5.7),
     ("node", "tiny"): dict(luts=22622, ffs=4459, dsps=44, bram18=66, ns=31.5),
     ("node", "small"): dict(luts=26312, ffs=5696, dsps=73, bram18=78, ns=31.5),
     ("node", "medium"): dict(luts=40696, ffs=9998, dsps=151, bram18=90, ns=31.6),
@@ -311,7 +315,8 @@ def _model(unit, name):
     if unit == "engine":
         return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1),
                                                                pipelined_requant="r" in pipes,
-                                                               pipelined_mac="m" in pipes))
+                                                               pipelined_mac="m" in pipes,
+                                                               pipelined_addr="a" in pipes))
     if unit == "node":
         e = preset(base).replace(stream_lanes=int(lanes or 1))
         return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))

@@ -23,7 +23,10 @@ No cycle is spent on taps in the zero padding, except that an output (or a ``bwd
 tile) with no valid tap at all still takes one step, with ``zero`` set (products forced to 0).
 Outputs are combinational functions of the counters and of registers that follow them
 (addresses 32 bits, the caller truncates them to the buffer's address width); ``advance`` moves
-to the next step.  An address is a base plus the sum of one of four address units
+to the next step.  A read address leaves in two parts, a base with the unit's accumulated terms
+(``rd_base``) and which unit's product to add (``rd_unit``, ``prod``), so that an address stage
+can register the product before the last add (:class:`~pymtl_fp.engine.EngineReadAddrRTL.EngineReadAddrRTL`).
+An address is a base plus the sum of one of four address units
 (:class:`~pymtl_fp.engine.AddrUnitsRTL.AddrUnitsRTL`: an input-side map, an output-side map, a
 weight word, the result's flat index), whose counter x stride terms are registers that add the
 stride as the counter moves (the strides are command fields the host computes,
@@ -33,12 +36,17 @@ pooling's ``oh*k`` / ``ow*k`` are registers that add ``k`` as their counters mov
 two (``lgst`` = log2 stride), so ``bwd_data`` needs no divider.
 """
 
-from pymtl3 import Bits1, Bits16, Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
+from pymtl3 import Bits1, Bits2, Bits16, Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, LEVELS, NL, AddrUnitsRTL
+from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, LEVELS, NL, NPROD, AddrUnitsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
+
+#: the buffers EX reads, in the order of AddrGenRTL.rd_base / rd_unit
+READ_BUFS = ("x", "d", "w", "g", "b")
+RB_X, RB_D, RB_W, RB_G, RB_B = range(len(READ_BUFS))
+NO_UNIT = 3  #: rd_unit of an address without a product
 
 
 class AddrGenRTL(Component):
@@ -53,6 +61,8 @@ class AddrGenRTL(Component):
         PM1 = Bits16(P - 1)
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
+        U_MAP, U_OUT, U_WGT, U_NONE = Bits2(AU_MAP), Bits2(AU_OUT), Bits2(AU_WGT), Bits2(NO_UNIT)
+        NRB = len(READ_BUFS)
 
         s.cmd = InPort(cmd_type())
         s.start = InPort()
@@ -64,11 +74,11 @@ class AddrGenRTL(Component):
         s.db_acc = OutPort()  # bwd_weight: add this step's dy to the db accumulators
         s.db_first = OutPort()  # bwd_weight: first step of kt's db sum (restart the accumulators)
         s.db_end = OutPort()  # bwd_weight: this tile completes kt's db sum
-        s.x_addr = OutPort(32)
-        s.d_addr = OutPort(32)
-        s.w_addr = OutPort(32)
-        s.g_addr = OutPort(32)
-        s.b_addr = OutPort(32)
+        # the read addresses of buffers X, D, W, G, B (READ_BUFS): rd_base + the product of unit
+        # rd_unit (AddrUnitsRTL.prod; NO_UNIT: none), added by EngineReadAddrRTL
+        s.rd_base = [OutPort(32) for _ in range(len(READ_BUFS))]
+        s.rd_unit = [OutPort(2) for _ in range(len(READ_BUFS))]
+        s.prod = [OutPort(32) for _ in range(NPROD)]
         s.wr_addr = OutPort(32)
         s.wr_addr2 = OutPort(32)
         s.idx = OutPort(32)
@@ -332,17 +342,17 @@ class AddrGenRTL(Component):
                      "oh_d", "ow_d", "ohs", "ows", "W", "WO", "S"):
             connect(getattr(s.units, name), getattr(s, name))
         s.units.u3 //= s.u[3]
+        for au in range(NPROD):
+            s.prod[au] //= s.units.prod[au]
         for q, lv in enumerate(LEVELS):  # the accumulated levels
             s.units.carry[q] //= s.carry[lv]
             s.units.at[q] //= s.at[lv]
 
         @update
         def up_addresses():
-            s.x_addr @= ZERO
-            s.d_addr @= ZERO
-            s.w_addr @= ZERO
-            s.g_addr @= ZERO
-            s.b_addr @= ZERO
+            for b in range(NRB):
+                s.rd_base[b] @= ZERO
+                s.rd_unit[b] @= U_NONE
             s.wr_addr @= ZERO
             s.wr_addr2 @= ZERO
             s.idx @= s.units.asum[AU_IDX]
@@ -351,20 +361,27 @@ class AddrGenRTL(Component):
             s.zero @= 0
             s.db_acc @= 0
             if s.cmd.op == OP_FWD:
-                s.x_addr @= s.A0 + s.units.asum[AU_MAP]  # fwd: x[n, ct, hh, ww]
-                s.w_addr @= s.A1 + s.units.asum[AU_WGT]
-                s.b_addr @= s.A2 + s.u[1]
+                s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]  # fwd: x[n, ct, hh, ww]
+                s.rd_unit[RB_X] @= U_MAP
+                s.rd_base[RB_W] @= s.A1 + s.units.ksum[AU_WGT]
+                s.rd_unit[RB_W] @= U_WGT
+                s.rd_base[RB_B] @= s.A2 + s.u[1]
                 s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
                 s.zero @= ~((s.hh < s.H) & (s.ww < s.W))
             elif s.cmd.op == OP_BWD_DATA:
-                s.d_addr @= s.A0 + s.units.asum[AU_OUT]
-                s.w_addr @= s.A1 + s.units.asum[AU_WGT]
-                s.x_addr @= s.A2 + s.units.asum[AU_MAP]
+                s.rd_base[RB_D] @= s.A0 + s.units.ksum[AU_OUT]
+                s.rd_unit[RB_D] @= U_OUT
+                s.rd_base[RB_W] @= s.A1 + s.units.ksum[AU_WGT]
+                s.rd_unit[RB_W] @= U_WGT
+                s.rd_base[RB_X] @= s.A2 + s.units.ksum[AU_MAP]
+                s.rd_unit[RB_X] @= U_MAP
                 s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
                 s.zero @= ~((s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO))
             elif s.cmd.op == OP_BWD_WEIGHT:
-                s.x_addr @= s.A0 + s.units.asum[AU_MAP]
-                s.d_addr @= s.A1 + s.units.asum[AU_OUT]
+                s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]
+                s.rd_unit[RB_X] @= U_MAP
+                s.rd_base[RB_D] @= s.A1 + s.units.ksum[AU_OUT]
+                s.rd_unit[RB_D] @= U_OUT
                 s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
                 s.wr_addr2 @= s.D1 + s.u[0]
                 s.idx2 @= s.u[0] * PP
@@ -372,18 +389,23 @@ class AddrGenRTL(Component):
                 s.db_acc @= ((s.cnt[1] == Z16) & (s.u[2] == s.rfirst) & (s.u[3] == s.sfirst)
                              & (s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
             elif s.cmd.op == OP_POOL_FWD:
-                s.x_addr @= s.A0 + s.units.asum[AU_MAP]
+                s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]
+                s.rd_unit[RB_X] @= U_MAP
                 s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
                 s.wr_addr2 @= s.D1 + s.units.asum[AU_OUT]
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_POOL_BWD:
-                s.d_addr @= s.A0 + s.units.asum[AU_OUT]
-                s.x_addr @= s.A1 + s.units.asum[AU_OUT]  # the argmax beside dy
+                s.rd_base[RB_D] @= s.A0 + s.units.ksum[AU_OUT]
+                s.rd_unit[RB_D] @= U_OUT
+                s.rd_base[RB_X] @= s.A1 + s.units.ksum[AU_OUT]  # the argmax beside dy
+                s.rd_unit[RB_X] @= U_OUT
                 s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_UPDATE:
-                s.w_addr @= s.A0 + s.units.asum[AU_WGT]
-                s.g_addr @= s.A1 + s.units.asum[AU_WGT]
+                s.rd_base[RB_W] @= s.A0 + s.units.ksum[AU_WGT]
+                s.rd_unit[RB_W] @= U_WGT
+                s.rd_base[RB_G] @= s.A1 + s.units.ksum[AU_WGT]
+                s.rd_unit[RB_G] @= U_WGT
                 s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
 
     def line_trace(s):

@@ -11,7 +11,9 @@ clearing it when the counter restarts (the address generator's ``carry``/``at``/
 equal to the product in every step, with an adder instead of a multiplier.  What is left of the
 multipliers is one per unit, ``m2*f2``: a coordinate derived from several counters (``hh =
 oh*stride + r - pad``, bwd_data's ``oh``, bwd_weight's first valid output) times a width field.
-Combinational outputs, registered terms; no cycle of its own.
+Combinational outputs, registered terms; no cycle of its own.  Besides the sums, each unit's
+product ``prod`` and the rest ``ksum`` (``asum = ksum + prod``), for an address stage that
+registers the product before the last add (``AddrGenRTL``'s ``addr_latency``).
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff
@@ -28,6 +30,7 @@ NQ = len(LEVELS)
 #: the units: an input-side map, an output-side map, a weight word, the result's flat index
 AU_MAP, AU_OUT, AU_WGT, AU_IDX = range(4)
 NAU = 4
+NPROD = 3  #: the units with a product (all but IDX)
 
 
 class AddrUnitsRTL(Component):
@@ -52,8 +55,10 @@ class AddrUnitsRTL(Component):
         # the width a unit's derived coordinate m2 multiplies: MAP W, OUT WO, WGT S
         s.W, s.WO, s.S = InPort(32), InPort(32), InPort(32)
         s.asum = [OutPort(32) for _ in range(NAU)]
+        s.ksum = [OutPort(32) for _ in range(NAU)]
+        s.prod = [OutPort(32) for _ in range(NPROD)]  # m2 * width of MAP, OUT, WGT
 
-        s.m2, s.lin, s.ksum = ([Wire(32) for _ in range(NAU)] for _ in range(3))
+        s.m2, s.lin = ([Wire(32) for _ in range(NAU)] for _ in range(2))
         # counter x stride terms: unit au, level LEVELS[q] at au*NQ + q
         s.kst = [Wire(32) for _ in range(NAU * NQ)]
         s.kacc = [Wire(32) for _ in range(NAU * NQ)]
@@ -176,9 +181,14 @@ class AddrUnitsRTL(Component):
             for au in range(NAU):
                 s.ksum[au] @= (s.kacc[au * NQ] + s.kacc[au * NQ + 1] + s.kacc[au * NQ + 2]
                                + s.kacc[au * NQ + 3] + s.lin[au])
-            s.asum[AU_MAP] @= s.ksum[AU_MAP] + s.m2[AU_MAP] * s.W
-            s.asum[AU_OUT] @= s.ksum[AU_OUT] + s.m2[AU_OUT] * s.WO
-            s.asum[AU_WGT] @= s.ksum[AU_WGT] + s.m2[AU_WGT] * s.S
+            s.prod[AU_MAP] @= s.m2[AU_MAP] * s.W
+            s.prod[AU_OUT] @= s.m2[AU_OUT] * s.WO
+            s.prod[AU_WGT] @= s.m2[AU_WGT] * s.S
+
+        @update
+        def up_unit_sums():
+            for au in range(NPROD):
+                s.asum[au] @= s.ksum[au] + s.prod[au]
             s.asum[AU_IDX] @= s.ksum[AU_IDX]  # (every term of the flat index is accumulated)
 
     def line_trace(s):

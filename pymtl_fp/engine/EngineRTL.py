@@ -45,13 +45,15 @@ from pymtl3 import Component, OutPort, connect
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.AddrGenRTL import AddrGenRTL
+from pymtl_fp.engine.AddrGenRTL import READ_BUFS, AddrGenRTL
+from pymtl_fp.engine.AddrUnitsRTL import NPROD
 from pymtl_fp.engine.BankedBufferRTL import BankedBufferRTL
 from pymtl_fp.engine.EngineAcceptRTL import EngineAcceptRTL
 from pymtl_fp.engine.EngineComputeCtrlRTL import EngineComputeCtrlRTL
 from pymtl_fp.engine.EngineDrainRTL import EngineDrainRTL
 from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
+from pymtl_fp.engine.EngineReadAddrRTL import EngineReadAddrRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
 from pymtl_fp.engine.EngineRequantSelectRTL import EngineRequantSelectRTL
 from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
@@ -221,8 +223,13 @@ class EngineRTL(Component):
                 connect(d, src)
 
         # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
-        ex_raddr = dict(x=s.ag.x_addr, d=s.ag.d_addr, o=s.ag.x_addr, w=s.ag.w_addr, g=s.ag.g_addr,
-                        b=s.ag.b_addr)
+        s.rdaddr = EngineReadAddrRTL(A2)
+        for b in range(len(READ_BUFS)):
+            s.rdaddr.rd_base[b] //= s.ag.rd_base[b]
+            s.rdaddr.rd_unit[b] //= s.ag.rd_unit[b]
+        for au in range(NPROD):
+            s.rdaddr.prod[au] //= s.ag.prod[au]
+        ex_raddr = {name: s.rdaddr.addr[READ_BUFS.index("x" if name == "o" else name)] for name in "xdowgb"}
         # EX's reads: the address generator's step, or (A2) the one of a cycle before
         ex_ren = dict(x=delayed(s, "a2_ren", s.ex.ren, A2, True), o=delayed(s, "a2_o_ren", s.ex.o_ren, A2, True))
         for name, _, buf, lanes, width, a in bufs:
@@ -232,7 +239,7 @@ class EngineRTL(Component):
             rp.st_rd //= s.st.rd
             rp.st_addr //= s.st.raddr[0:a]
             rp.ex_ren //= ex_ren["o" if name == "o" else "x"]
-            rp.ex_addr //= delayed(s, f"a2_{name}_addr", ex_raddr[name][0:a], A2)
+            rp.ex_addr //= ex_raddr[name][0:a]
             buf.raddr //= rp.raddr
             buf.ren //= rp.ren
             wp.ld_we //= s.ld.we
