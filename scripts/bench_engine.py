@@ -36,6 +36,9 @@ def add_arguments(parser):
                         help="elements per din/dout beat (elaboration generic; default: the preset's, 1)")
     parser.add_argument("--drain-rows", type=int, metavar="DR",
                         help="dw rows the bwd_weight drain writes a cycle (default: the preset's, 1)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="build the engine with pipelines: requant, mac, addr (comma-separated) or all "
+                             "(as translate --pipeline; default none)")
     parser.add_argument("--stream", type=int, default=8, metavar="M",
                         help="operations in the overlapped stream of the program_util figure (default 8)")
     parser.add_argument("--json", metavar="FILE.json",
@@ -67,6 +70,12 @@ def main(args) -> int:
                 cfg = cfg.replace(**{field: value})
             except ValueError as exc:
                 raise UserError(f"{opt} {value}: {exc}") from None
+    if args.pipeline:
+        from pymtl_fp.engine.config import pipeline_fields
+        try:
+            cfg = cfg.replace(**pipeline_fields(args.pipeline))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     ops = [o for o in args.ops.split(",") if o]
     if not ops:
         raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")
@@ -87,7 +96,9 @@ def main(args) -> int:
     levels = ["verilator"] + ([] if args.no_pymtl else ["rtl"])
     print(f"engine {args.config} ({cfg.rows}x{cfg.cols} MACs, {cfg.act_bits}/{cfg.weight_bits}/"
           f"{cfg.grad_bits}-bit act/weight/grad, {cfg.acc_bits}-bit accumulators); layer N=1, "
-          f"C=K={args.channels}, {args.size}x{args.size}, 3x3, stride 1, pad 1, stochastic rounding")
+          f"C=K={args.channels}, {args.size}x{args.size}, 3x3, stride 1, pad 1, stochastic rounding"
+          + (f"; pipelines: {args.pipeline} ({cfg.wb_latency} cycles more per compute command)"
+             if cfg.wb_latency else ""))
     t0 = time.perf_counter()
     eh.get_model("verilator", cfg)
     print(f"Verilator build (or cache hit): {time.perf_counter() - t0:.1f} s")

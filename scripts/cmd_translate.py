@@ -283,20 +283,6 @@ def _value_of(port):
     return obj
 
 
-PIPELINES = ("requant", "mac", "addr")
-
-
-def pipeline_parts(text: str) -> dict:
-    """``--pipeline`` (``requant,mac``, ``all``, ...) as EngineConfig fields, or a one-line error."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if parts == ["all"]:
-        parts = list(PIPELINES)
-    bad = [p for p in parts if p not in PIPELINES]
-    if bad or not parts:
-        raise UserError(f"--pipeline {text!r}: choose from {', '.join(PIPELINES)} (comma-separated) or all")
-    return {f"pipelined_{p}": True for p in parts}
-
-
 # ---- the command -----------------------------------------------------------------------------
 
 def add_arguments(parser):
@@ -377,7 +363,11 @@ def main(args) -> int:
     if getattr(args, "pipeline", None):
         if unit.name not in ("engine", "node"):
             raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
-        on = pipeline_parts(args.pipeline)
+        from pymtl_fp.engine.config import pipeline_fields
+        try:
+            on = pipeline_fields(args.pipeline)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     try:
         info = setup_verilator()

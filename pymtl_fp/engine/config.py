@@ -184,6 +184,21 @@ class EngineConfig:
         return dataclasses.replace(self, **changes)
 
 
+#: the pipelines an engine can be built with (EngineConfig.pipelined_<name>)
+PIPELINES = ("requant", "mac", "addr")
+
+
+def pipeline_fields(text: str) -> dict:
+    """A ``--pipeline`` option (``requant,mac``, ``all``, ...) as EngineConfig fields; ValueError
+    (one line) for anything else."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if parts == ["all"]:
+        parts = list(PIPELINES)
+    if not parts or any(p not in PIPELINES for p in parts):
+        raise ValueError(f"--pipeline {text!r}: choose from {', '.join(PIPELINES)} (comma-separated) or all")
+    return {f"pipelined_{p}": True for p in parts}
+
+
 PRESETS = {
     "tiny": EngineConfig(rows=2, cols=2, act_depth=256, weight_depth=128, bias_depth=16, name="tiny"),
     "small": EngineConfig(rows=4, cols=4, act_depth=512, weight_depth=64, bias_depth=16, name="small"),
