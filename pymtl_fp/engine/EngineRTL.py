@@ -7,15 +7,16 @@ Structure (one component per file; this top instantiates and wires them)::
              hazard check)         |          | buffer ports: EngineReadPortRTL (ST or EX),
                  | go              |          | EngineWritePortRTL (LD or EX)
                  v                            v
-           EngineComputeCtrlRTL --- AddrGenRTL: read addresses --> buffers X D O (P lanes),
+           EngineComputeCtrlRTL --- AddrGenRTL -> EngineReadAddrRTL --> buffers X D O (P lanes),
                  | stage A / stage B   ^ EngineStridesRTL           W G (P*P), B (bias)
                  |                       (strides: command fields the host computes)
                  v                                                  | registered read
-           MacArrayRTL (P x P, exact accumulators) <----------------+--> EnginePoolRTL (max)
-                 |  res (after this cycle's products)
-           EngineDrainRTL (bwd_weight rows, db) ---> EngineWritebackRTL <--> RequantBankRTL
-                                                          | saturate, ReLU mask, dsel/amsel
-                                                          v routing: EX's writes to the buffers
+           MacArrayRTL (P x P, exact accumulators) <----------------+--> EnginePoolRTL (max),
+                 |  res (after this cycle's products)                    EngineUpdateRowsRTL
+           EngineDrainRTL (bwd_weight rows, db) ---> EngineRequantSelectRTL --> RequantBankRTL
+                                                                                  | q
+                                      EngineWritebackRTL <------------------------+
+                                        | saturate, ReLU mask, dsel/amsel routing: EX's writes
 
 Pipeline: stage A issues one step of the operation's loop nest per cycle (buffer reads);
 stage B, one cycle later, multiplies/accumulates (or max-compares for pooling).  A finished
@@ -27,6 +28,14 @@ last step only if the previous drain is not done yet.  The bias gradient ``db`` 
 of its own: during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` once (at the
 first valid tap of its output position) and the sum is drained in one more cycle (one row)
 after the tile that completes it.
+
+Three optional pipelines (``EngineConfig.pipelined_addr`` / ``_mac`` / ``_requant``, for a 200 MHz
+clock) leave all of this in place and add stages: a register between the address generator and
+the buffers (:class:`EngineReadAddrRTL`; stage B two cycles after A), the pipelined MAC array (its
+results, and with them the drain and the requantizer's operand select, ``mac_latency`` cycles
+after stage B: stage "C") and the pipelined requantizer (the write-back ``rq_latency`` cycles
+after C: stage "W").  Every stage-B signal a later stage uses reaches it through a
+:class:`~pymtl_fp.primitives.DelayLineRTL.DelayLineRTL`; with no pipeline they are wires.
 
 Three units run concurrently, one command each: the loader LD (LOAD: ``din`` -> a buffer's
 write port), the storer ST (STORE: a buffer's read port -> ``dout``) and the compute unit EX
