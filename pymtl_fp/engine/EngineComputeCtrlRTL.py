@@ -28,8 +28,6 @@ from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.primitives.DelayLineRTL import delayed
 
-#: cycles the address stage adds (EngineConfig.pipelined_addr)
-ADDR_LATENCY = 1
 #: a step's flags and indices from the address generator to stage B: name, bits
 STEP_FIELDS = (("first", 1), ("last", 1), ("zero", 1), ("db_acc", 1), ("db_first", 1), ("db_end", 1),
                ("wr_addr", 32), ("wr_addr2", 32), ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16))

@@ -21,9 +21,6 @@ from pymtl3 import Component, InPort, OutPort, Wire, connect, mk_bits, update, z
 from pymtl_fp.engine.MacAccumulateRTL import MacAccumulateRTL
 from pymtl_fp.engine.MacOperandsRTL import MacOperandsRTL
 
-#: cycles by which ``res`` follows the inputs
-LATENCY = 0
-
 
 class MacArrayRTL(Component):
     def construct(s, P=2, data_bits=8, acc_bits=32):

@@ -19,6 +19,10 @@ from pymtl_fp.verilate import module_name
 
 #: largest MAC array side the engine is built with
 MAX_ARRAY_SIDE = 32
+#: stages each pipeline adds: the requantizer's (RequantPipeRTL.LATENCY), the MAC array's
+#: (MacArrayPipeRTL.LATENCY) and the address stage (EngineReadAddrRTL's registers); kept here so that
+#: the timing model needs no PyMTL3 (every CL == RTL test with a pipeline holds them equal)
+PIPELINE_LATENCY = {"requant": 13, "mac": 3, "addr": 1}
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class EngineConfig:
       (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`), its results
       :data:`~pymtl_fp.engine.MacArrayPipeRTL.LATENCY` cycles later (``mac_latency``).
     * ``pipelined_addr``: a register stage between the address generator and the buffers
-      (``addr_latency`` = :data:`~pymtl_fp.engine.EngineComputeCtrlRTL.ADDR_LATENCY`).
+      (:class:`~pymtl_fp.engine.EngineReadAddrRTL.EngineReadAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
       rq_latency`` cycles later and every compute command takes that many cycles more; with all
       three the engine is built for a 200 MHz clock (README, "Timing").
@@ -137,20 +141,17 @@ class EngineConfig:
     @property
     def mac_latency(self) -> int:
         """Cycles the MAC array's results follow stage B (0: combinational)."""
-        from pymtl_fp.engine.MacArrayPipeRTL import LATENCY
-        return LATENCY if self.pipelined_mac else 0
+        return PIPELINE_LATENCY["mac"] if self.pipelined_mac else 0
 
     @property
     def rq_latency(self) -> int:
         """Cycles the requantized values follow the requantizer's inputs (0: combinational)."""
-        from pymtl_fp.primitives.RequantPipeRTL import LATENCY
-        return LATENCY if self.pipelined_requant else 0
+        return PIPELINE_LATENCY["requant"] if self.pipelined_requant else 0
 
     @property
     def addr_latency(self) -> int:
         """Cycles between the address generator and the buffers' reads (0: the same cycle)."""
-        from pymtl_fp.engine.EngineComputeCtrlRTL import ADDR_LATENCY
-        return ADDR_LATENCY if self.pipelined_addr else 0
+        return PIPELINE_LATENCY["addr"] if self.pipelined_addr else 0
 
     @property
     def wb_latency(self) -> int:
@@ -185,7 +186,7 @@ class EngineConfig:
 
 
 #: the pipelines an engine can be built with (EngineConfig.pipelined_<name>)
-PIPELINES = ("requant", "mac", "addr")
+PIPELINES = tuple(PIPELINE_LATENCY)
 
 
 def pipeline_fields(text: str) -> dict:
