@@ -213,14 +213,21 @@ def engine_resources(cfg) -> Resources:
     if cfg.pipelined_mac:
         # measured (with the pipelined requantizer, MAC array pipelined minus not): 222 / 756 / 2 788
         # FFs (operand, product and row-sum registers; the DSPs take some), 176 / 271 / 463 LUTs of
-        # shift registers (bias and the drain's stage-B inputs, 3 cycles), logic LUTs -676..+85
-        r.add(Resources(ffs=40 * lanes + 27 * P + 8, luts=48 * P + 80, lutram_luts=48 * P + 80),
+        # shift registers (bias and the drain's stage-B inputs, 3 cycles); logic LUTs -183 / -788 /
+        # -3 069 (about -48 P^2: the row sums at their exact width instead of 32-bit adds; re-measured
+        # after the write addresses took their product last)
+        r.add(Resources(ffs=40 * lanes + 27 * P + 8, luts=48 * P + 80 - 48 * lanes, lutram_luts=48 * P + 80),
               f"pipelined MAC array ({cfg.mac_latency} stages) and the drain's delay lines")
     if cfg.pipelined_addr:
-        # measured (with both other pipelines, address stage minus not): +159 / +173 / +177 FFs (the
-        # address parts, the products in the DSPs' registers, a step's flags); LUTs 0 / -338 /
-        # -1 880 (Yosys maps the split address sums differently; fitted, not explained)
-        r.add(Resources(ffs=165, luts=-30 * lanes), "address stage (registered address parts and step flags)")
+        # measured (with both other pipelines, address stage minus not): +162 / +185 / +186 FFs (the
+        # address parts, the products in the DSPs' registers, a step's flags); LUTs +6 / +39 / +38.
+        # (The -1 880 LUTs it used to save on medium came from adding the write address's product
+        # last; every engine does that now, the presets and the other pipelines included.)
+        r.add(Resources(ffs=175), "address stage (registered address parts and step flags)")
+    if cfg.pipelined_cmd:
+        # measured (with the three other pipelines, command register minus not): +652 / +690 / +696
+        # FFs (the held command's used fields, its five ranges and decode), LUTs +5 / -94 / -124
+        r.add(Resources(ffs=680), "command register (the held command, its ranges and decode)")
     E = cfg.stream_lanes
     if E > 1:
         # measured (Yosys 0.70): tiny at E = 2 and small at E = 4 within 1 % of E = 1 (8 196 vs

@@ -37,7 +37,7 @@ def add_arguments(parser):
     parser.add_argument("--drain-rows", type=int, metavar="DR",
                         help="dw rows the bwd_weight drain writes a cycle (default: the preset's, 1)")
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="build the engine with pipelines: requant, mac, addr (comma-separated) or all "
+                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all "
                              "(as translate --pipeline; default none)")
     parser.add_argument("--stream", type=int, default=8, metavar="M",
                         help="operations in the overlapped stream of the program_util figure (default 8)")
@@ -97,8 +97,9 @@ def main(args) -> int:
     print(f"engine {args.config} ({cfg.rows}x{cfg.cols} MACs, {cfg.act_bits}/{cfg.weight_bits}/"
           f"{cfg.grad_bits}-bit act/weight/grad, {cfg.acc_bits}-bit accumulators); layer N=1, "
           f"C=K={args.channels}, {args.size}x{args.size}, 3x3, stride 1, pad 1, stochastic rounding"
-          + (f"; pipelines: {args.pipeline} ({cfg.wb_latency} cycles more per compute command)"
-             if cfg.wb_latency else ""))
+          + (f"; pipelines: {args.pipeline} ({cfg.wb_latency} cycles more per compute command"
+             + (f", {cfg.cmd_latency} per command offered to an idle engine" if cfg.cmd_latency else "") + ")"
+             if cfg.wb_latency or cfg.cmd_latency else ""))
     t0 = time.perf_counter()
     eh.get_model("verilator", cfg)
     print(f"Verilator build (or cache hit): {time.perf_counter() - t0:.1f} s")

@@ -295,8 +295,9 @@ def add_arguments(parser):
                              "default the preset's, 1; a node's router streams the same beats)")
     parser.add_argument("--pipeline", metavar="PARTS",
                         help="--unit engine or node: pipelines to build, comma-separated: requant (13 stages), "
-                             "mac (3), addr (1), or all (the engine for a 200 MHz clock); every compute command "
-                             "takes their stages more (EngineConfig.pipelined_*; default none)")
+                             "mac (3), addr (1) -- every compute command takes their stages more -- and cmd (a "
+                             "command register: a command starts a cycle after its handshake at the earliest), "
+                             "or all (the engine for a 200 MHz clock; EngineConfig.pipelined_*; default none)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",

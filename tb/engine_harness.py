@@ -9,6 +9,11 @@ stalls (the per-cycle stall decision is :func:`pymtl_fp.tb.stream.stall_pattern`
 Timed levels (``cl``, ``rtl``, ``verilator``) also report ``cycles`` (compute command accepted ->
 last output word), ``compute_cycles`` (compute command accepted -> engine idle again), ``macs``
 (useful multiply-accumulates) and ``total_cycles`` (the whole program: loads, compute, stores).
+An engine with a command register (``cfg.pipelined_cmd``) is offered a command with ``ovl = 0``
+only when it is idle (``busy`` low; the same cycles as offering it at once to an engine without
+the register, which accepts it only then), so that a compute command's cycles are measured from
+its handshake as on the others: ``cmd_latency`` more (``drive(..., eager=True)`` offers every
+command at once instead, and then reports only ``total_cycles``).
 
 Levels: ``fl`` (:class:`EngineFL`), ``rtl`` (:class:`EngineRTL` simulated by PyMTL3),
 ``verilator`` (the same RTL translated and imported), ``cl`` (:class:`EngineCL`: golden values
@@ -68,7 +73,7 @@ def get_model(level: str, cfg):
 
 
 def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_000, idle_limit=20_000,
-          trace: list | None = None, accepts: list | None = None):
+          trace: list | None = None, accepts: list | None = None, eager: bool = False):
     """Run ``prog`` through ``model``; return ``(out_elements, timing dict)``.
 
     The program's elements travel ``cfg.stream_lanes`` per beat (:func:`program.din_beats`,
@@ -76,7 +81,9 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     ``AssertionError``).  ``stall`` = stall probabilities of (cmd source, din source, dout sink),
     per beat; their patterns are seeded by ``seed`` (three independent streams).  ``trace``, if
     given, receives the ``(cmd.rdy, din.rdy, dout.val, busy)`` handshake signals of every cycle;
-    ``accepts``, if given, the cycle in which each command was accepted."""
+    ``accepts``, if given, the cycle in which each command was accepted.  With a command register
+    (``cfg.pipelined_cmd``) and not ``eager``, a command with ``ovl = 0`` waits for ``busy`` low
+    before it is offered."""
     DataT = msgs.data_type(cfg)
     pc = stall_pattern(seed * 3 + 0, stall[0])
     pd = stall_pattern(seed * 3 + 1, stall[1])
@@ -89,11 +96,14 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     t = 0
     t_acc = t_idle = t_last = None
     idle = 0
+    hold_serial = getattr(cfg, "pipelined_cmd", False) and not eager
     while ci < len(cmds) or len(out) < n_out:
         if t >= max_cycles:
             raise SimulationHang(f"engine not done after {max_cycles} cycles: {ci}/{len(cmds)} commands, "
                                  f"{di}/{len(din)} data-in beats, {len(out)}/{n_out} data-out beats")
         vc = ci < len(cmds) and not next(pc)
+        if vc and hold_serial and not cmds[ci].ovl and model.busy:
+            vc = False
         vd = di < len(din) and not next(pd)
         model.cmd.val @= vc
         if vc:
@@ -134,7 +144,7 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     except ValueError as exc:
         raise AssertionError(f"dout: {exc}") from None
     timing = dict(total_cycles=t)
-    if t_acc is not None:
+    if t_acc is not None and not (eager and getattr(cfg, "pipelined_cmd", False)):
         timing["cycles"] = (t_last - t_acc + 1) if t_last is not None else 0
         timing["compute_cycles"] = ((t_idle if t_idle is not None else t) - t_acc)
     return out, timing
@@ -208,14 +218,14 @@ def random_case(cfg, op: str, rng: np.random.Generator, *, n=1, c=3, k=3, h=6, w
 
 
 def handshake_trace(level: str, cfg, op: str, *, stall=(0.0, 0.0, 0.0), stall_seed=0, max_cycles=200_000,
-                    **case) -> tuple[list, list]:
+                    eager=False, **case) -> tuple[list, list]:
     """Drive ``op`` through the engine of ``level`` with :func:`drive` (same stall patterns);
     return ``(per-cycle (cmd.rdy, din.rdy, dout.val, busy) tuples, received elements)``, so two
-    levels can be compared cycle by cycle."""
+    levels can be compared cycle by cycle (``eager``: see :func:`drive`)."""
     case = validate_case(cfg, op, case)
     prog = program.build(cfg, op, case)
     trace: list = []
     out, _ = drive(get_model(level, cfg), cfg, prog, stall=stall, seed=stall_seed, max_cycles=max_cycles,
-                   trace=trace)
+                   trace=trace, eager=eager)
     return trace, out
 

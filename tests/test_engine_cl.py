@@ -27,12 +27,12 @@ from pymtl_fp.timing import COMPUTE_OPS
 CFG = preset("tiny")
 OPS = list(COMPUTE_OPS)
 PIPELINED = preset("small").replace(stream_lanes=2, drain_rows=2, pipelined_requant=True, pipelined_mac=True,
-                                     pipelined_addr=True)
+                                     pipelined_addr=True, pipelined_cmd=True)
 
 
-def _compare(level, cfg, op, case, stall, seed):
-    tr_cl, out_cl = handshake_trace("cl", cfg, op, stall=stall, stall_seed=seed, **case)
-    tr_rtl, out_rtl = handshake_trace(level, cfg, op, stall=stall, stall_seed=seed, **case)
+def _compare(level, cfg, op, case, stall, seed, eager=False):
+    tr_cl, out_cl = handshake_trace("cl", cfg, op, stall=stall, stall_seed=seed, eager=eager, **case)
+    tr_rtl, out_rtl = handshake_trace(level, cfg, op, stall=stall, stall_seed=seed, eager=eager, **case)
     assert out_cl == out_rtl, (op, "values differ")
     assert len(tr_cl) == len(tr_rtl), (op, stall, f"CL {len(tr_cl)} cycles, RTL {len(tr_rtl)}")
     first = next((i for i, (a, b) in enumerate(zip(tr_cl, tr_rtl)) if a != b), None)
@@ -61,7 +61,7 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
 @pytest.mark.parametrize("op", ["fwd", "bwd_weight", "update"])
 def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
     """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``; at 2 also the
-    three pipelines and two drain rows, one Verilator build for this test and the next): CL
+    four pipelines and two drain rows, one Verilator build for this test and the next): CL
     and Verilator handshake in the same cycles with and without stalls, and the results equal the
     golden model."""
     cfg = PIPELINED if lanes == 2 else preset("small").replace(stream_lanes=lanes)
@@ -75,20 +75,31 @@ def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
 @pytest.mark.cl
 @pytest.mark.verilator
 @pytest.mark.parametrize("op", OPS)
-def test_cl_equals_rtl_with_the_three_pipelines(cmdline_opts, op):
-    """``small`` with two drain rows, two elements a beat, the address stage, the pipelined MAC
-    array and the pipelined requantizer (``wb_latency`` cycles more): CL and Verilator handshake in
-    the same cycles with and without stalls, every compute command takes ``wb_latency`` cycles
-    more than without them (measured on the RTL), and the results equal the golden model."""
+def test_cl_equals_rtl_with_the_four_pipelines(cmdline_opts, op):
+    """``small`` with two drain rows, two elements a beat, the command register, the address
+    stage, the pipelined MAC array and the pipelined requantizer (``wb_latency`` cycles more per
+    compute command, ``cmd_latency`` per command offered to an idle engine): CL and Verilator
+    handshake in the same cycles with and without stalls, with the commands offered once the
+    engine is idle and at once (so commands wait in the command register); every compute command
+    takes ``wb_latency + cmd_latency`` cycles more than without the pipelines and the program
+    ``cmd_latency`` more per command (offered to an idle engine) or once (offered at once), all
+    measured on the RTL; the results equal the golden model."""
     cfg = PIPELINED
-    assert cfg.wb_latency > 0
+    assert cfg.wb_latency > 0 and cfg.cmd_latency > 0
     kw = dict(n=1, c=3, h=4, w=4) if op.startswith("pool") else dict(n=2, c=5, k=6, h=5, w=5, stride=2, pad=1)
     case = random_case(cfg, op, np.random.default_rng(12), mode="stochastic", **kw)
     for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
-        _compare("verilator", cfg, op, case, stall, seed)
+        for eager in (False, True):
+            _compare("verilator", cfg, op, case, stall, seed, eager)
     res = run_op("verilator", cfg, op, check=True, **case)  # measured on the RTL
-    plain = cfg.replace(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False)
-    assert res["compute_cycles"] == program.compute_cycles(plain, op, validate_case(plain, op, case)) + cfg.wb_latency
+    plain = cfg.replace(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False, pipelined_cmd=False)
+    vcase = validate_case(plain, op, case)
+    want = program.op_timing(plain, op, vcase)
+    assert res["compute_cycles"] == want["compute_cycles"] + cfg.wb_latency + cfg.cmd_latency
+    ncmd = len(program.build(plain, op, vcase).cmds)
+    assert res["total_cycles"] == want["total_cycles"] + cfg.wb_latency + ncmd * cfg.cmd_latency
+    trace, _ = handshake_trace("verilator", cfg, op, eager=True, **case)
+    assert len(trace) == want["total_cycles"] + cfg.wb_latency + cfg.cmd_latency
 
 
 @pytest.mark.cl
@@ -112,6 +123,7 @@ def _configs(draw):
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
                         drain_rows=dr, stochastic=draw(st.booleans()), pipelined_requant=draw(st.booleans()),
                         pipelined_mac=draw(st.booleans()), pipelined_addr=draw(st.booleans()),
+                        pipelined_cmd=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
 
@@ -122,7 +134,7 @@ def _configs(draw):
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
-    stochastic rounding built or not, each of the three pipelines built or not, elements per
+    stochastic rounding built or not, each of the four pipelines built or not, elements per
     stream beat): the
     PyMTL3 RTL and CL handshake in the same cycles and send the same elements, which equal the
     golden model (and FL's)."""

@@ -80,9 +80,10 @@ def two_image_fwd(cfg, ovl, seed=3):
     return prog, want
 
 
-def _run(level, prog, stall=NO_STALL, seed=0, cfg=CFG):
+def _run(level, prog, stall=NO_STALL, seed=0, cfg=CFG, eager=False):
     trace, accepts = [], []
-    out, t = drive(get_model(level, cfg), cfg, prog, stall=stall, seed=seed, trace=trace, accepts=accepts)
+    out, t = drive(get_model(level, cfg), cfg, prog, stall=stall, seed=seed, trace=trace, accepts=accepts,
+                   eager=eager)
     return out, t["total_cycles"], trace, accepts
 
 
@@ -105,9 +106,9 @@ def test_two_image_fwd_fl_and_cl_equal_golden_and_overlap_is_faster():
     assert acc1[5] == acc1[3] + occ and acc1[6] == acc1[5] + 1
 
 
-def _compare_cl_rtl(level, prog, stall, seed, cfg=CFG):
-    out_cl, cyc_cl, tr_cl, acc_cl = _run("cl", prog, stall, seed, cfg)
-    out_rtl, cyc_rtl, tr_rtl, acc_rtl = _run(level, prog, stall, seed, cfg)
+def _compare_cl_rtl(level, prog, stall, seed, cfg=CFG, eager=False):
+    out_cl, cyc_cl, tr_cl, acc_cl = _run("cl", prog, stall, seed, cfg, eager)
+    out_rtl, cyc_rtl, tr_rtl, acc_rtl = _run(level, prog, stall, seed, cfg, eager)
     assert out_cl == out_rtl
     first = next((i for i, (a, b) in enumerate(zip(tr_cl, tr_rtl)) if a != b), None)
     assert first is None and len(tr_cl) == len(tr_rtl), (
@@ -240,6 +241,40 @@ def test_hazards_cl_equals_verilator(cmdline_opts):
         for stall, seed in ((NO_STALL, 0), ((0.3, 0.3, 0.3), 7)):
             out, _, _acc = _compare_cl_rtl("verilator", prog, stall, seed)
             assert out == out_fl, name
+
+
+# ---- the command register (EngineConfig.pipelined_cmd) ------------------------------------------
+
+HELD = CFG.replace(pipelined_cmd=True)
+
+
+@pytest.mark.cl
+@pytest.mark.rtl
+def test_hazards_with_the_command_register_cl_equals_pymtl_rtl():
+    """With the command register, a command held by a hazard waits in it (and the next one
+    behind it): CL and the PyMTL3 RTL handshake in the same cycles, offered at once and once the
+    engine is idle, with and without stalls; the output equals FL's."""
+    for name, setup, follow, _held in HAZARDS:
+        prog, _f, _occ = _hazard_program(setup, follow)
+        out_fl = _run("fl", prog)[0]
+        for stall, seed, eager in ((NO_STALL, 0, True), ((0.3, 0.3, 0.3), 7, True), ((0.3, 0.3, 0.3), 8, False)):
+            out, _, _ = _compare_cl_rtl("rtl", prog, stall, seed, HELD, eager)
+            assert out == out_fl, name
+
+
+@pytest.mark.cl
+def test_the_command_register_delays_every_start_by_its_latency():
+    """Offered at once and without stalls, every command of a program starts ``cmd_latency``
+    cycles later than on the engine without the register (the register takes the next command in
+    the cycle the held one starts), so the two-image programs and every hazard program take
+    exactly ``cmd_latency`` cycles more, with the same outputs."""
+    progs = [two_image_fwd(CFG, ovl)[0] for ovl in (0, 1)] + [_hazard_program(s, f)[0] for _, s, f, _ in HAZARDS]
+    for prog in progs:
+        out0, cyc0, _, acc0 = _run("cl", prog, cfg=CFG)
+        out1, cyc1, _, acc1 = _run("cl", prog, cfg=HELD, eager=True)
+        assert out1 == out0 and cyc1 == cyc0 + HELD.cmd_latency, (prog.name, cyc0, cyc1)
+        # the handshake of command k + 1 is the start of command k
+        assert acc1[0] == acc0[0] and [a + HELD.cmd_latency for a in acc0[:-1]] == acc1[1:], prog.name
 
 
 # ---- access ranges -----------------------------------------------------------------------------

@@ -380,7 +380,7 @@ def _run_ex(m, op, steps, dr_busy_cycles=0, max_cycles=60):
         for name in ("first", "last", "zero", "db_end"):
             _set(m, f"ag_{name}", s.get(name, 0))
         m.ag_tap @= k % 256
-        m.ag_wr_addr @= 100 + k
+        m.wr_addr @= 100 + k  # the step's write address (no address stage: the same cycle)
         m.dr_busy @= int(t < dr_busy_cycles)
         m.sim_eval_combinational()
         assert bool(m.vB) == (prev_adv is not None and prev_adv[0])  # stage B: one cycle later

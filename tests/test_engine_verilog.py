@@ -15,7 +15,7 @@ from pymtl_fp.engine.verilog import ENGINE_WAIVERS, lint_engine
                                                         acc_bits=40, stream_bits=40, act_depth=200, stream_lanes=3),
                                  preset("small").replace(drain_rows=2, stream_lanes=2),
                                  preset("small").replace(drain_rows=2, stream_lanes=2, pipelined_requant=True,
-                                                         pipelined_mac=True, pipelined_addr=True),
+                                                         pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True),
                                  preset("tiny").replace(rows=3, cols=3, stochastic=False, act_bits=6, grad_bits=12,
                                                         acc_bits=40, stream_bits=40, pipelined_requant=True,
                                                         pipelined_mac=True)],

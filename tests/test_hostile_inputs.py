@@ -287,7 +287,7 @@ ROWS = [
     ("bench-engine-stream", ["bench", "engine", "--stream", "0"], 1, r"--stream"),
     ("bench-engine-lanes", ["bench", "engine", "--stream-lanes", "3"], 1, r"--stream-lanes 3: .*divide"),
     ("bench-engine-pipeline", ["bench", "engine", "--pipeline", "mac,dsp"], 1,
-     r"--pipeline 'mac,dsp': choose from requant, mac, addr"),
+     r"--pipeline 'mac,dsp': choose from requant, mac, addr, cmd"),
     ("bench-engine-drain", ["bench", "engine", "--drain-rows", "9"], 1, r"--drain-rows must be in 1\.\.4"),
     ("bench-engine-json", ["bench", "engine", "--json", "{tmp}/NOTADIR/e.json"], 1, r"--json"),
     ("bench-messages", ["bench", "link", "--messages", "5"], 1, r"--messages must be in 8\.\."),

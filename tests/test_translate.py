@@ -41,7 +41,7 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert "\n" not in err and "--pipeline is an engine and node option" in err
     assert run("--config", "small", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr" in err
+    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr, cmd" in err
 
 
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):
@@ -276,20 +276,24 @@ def test_sta_report_is_read_into_delay_cells_and_named_nets():
 #: LUTs (with LUT RAM), FFs, DSP48E1, RAMB18, and the pre-route critical path of Yosys sta in ns.
 #: Re-synthesize with `pymtl-fp translate --unit UNIT --config PRESET --out DIR` after changing the RTL.
 YOSYS_RECORDED = {
-    ("engine", "tiny"): dict(luts=8061, ffs=1948, dsps=21, bram18=0, ns=25.0),
-    ("engine", "small"): dict(luts=11634, ffs=3169, dsps=50, bram18=12, ns=25.2),
-    ("engine", "medium"): dict(luts=26090, ffs=7471, dsps=128, bram18=24, ns=25.3),
+    ("engine", "tiny"): dict(luts=8005, ffs=1948, dsps=21, bram18=0, ns=25.0),
+    ("engine", "small"): dict(luts=11561, ffs=3178, dsps=50, bram18=12, ns=25.1),
+    ("engine", "medium"): dict(luts=25453, ffs=7477, dsps=128, bram18=24, ns=25.1),
     # "/r": pipelined requantizer; "/rm": and pipelined MAC array; "/arm": and the address stage
-    # (translate --pipeline requant / requant,mac / all)
-    ("engine", "tiny/r"): dict(luts=8238, ffs=2503, dsps=24, bram18=0, ns=6.2),
-    ("engine", "small/r"): dict(luts=12433, ffs=4184, dsps=50, bram18=12, ns=10.8),
-    ("engine", "medium/r"): dict(luts=27065, ffs=9390, dsps=128, bram18=24, ns=11.4),
-    ("engine", "tiny/rm"): dict(luts=8323, ffs=2725, dsps=24, bram18=0, ns=6.2),
-    ("engine", "small/rm"): dict(luts=12340, ffs=4940, dsps=50, bram18=12, ns=6.7),
-    ("engine", "medium/rm"): dict(luts=26389, ffs=12178, dsps=128, bram18=24, ns=6.7),
-    ("engine", "tiny/arm"): dict(luts=8323, ffs=2884, dsps=24, bram18=0, ns=5.5),
-    ("engine", "small/arm"): dict(luts=12002, ffs=5113, dsps=50, bram18=12, ns=5.5),
-    ("engine", "medium/arm"): dict(luts=24509, ffs=12355, dsps=128, bram18=24, ns=5.7),
+    # (translate --pipeline requant / requant,mac / requant,mac,addr)
+    ("engine", "tiny/r"): dict(luts=8329, ffs=2503, dsps=24, bram18=0, ns=5.5),
+    ("engine", "small/r"): dict(luts=12505, ffs=4190, dsps=50, bram18=12, ns=10.8),
+    ("engine", "medium/r"): dict(luts=27222, ffs=9394, dsps=128, bram18=24, ns=11.3),
+    ("engine", "tiny/rm"): dict(luts=8322, ffs=2725, dsps=24, bram18=0, ns=5.5),
+    ("engine", "small/rm"): dict(luts=11988, ffs=4946, dsps=50, bram18=12, ns=5.7),
+    ("engine", "medium/rm"): dict(luts=24616, ffs=12182, dsps=128, bram18=24, ns=5.4),
+    ("engine", "tiny/arm"): dict(luts=8328, ffs=2887, dsps=24, bram18=0, ns=5.4),
+    ("engine", "small/arm"): dict(luts=12027, ffs=5131, dsps=50, bram18=12, ns=5.5),
+    ("engine", "medium/arm"): dict(luts=24654, ffs=12368, dsps=128, bram18=24, ns=5.5),
+    # "/armc": and the command register (translate --pipeline all)
+    ("engine", "tiny/armc"): dict(luts=8333, ffs=3539, dsps=24, bram18=0, ns=4.9),
+    ("engine", "small/armc"): dict(luts=11933, ffs=5821, dsps=50, bram18=12, ns=4.9),
+    ("engine", "medium/armc"): dict(luts=24530, ffs=13064, dsps=128, bram18=24, ns=4.9),
     ("node", "tiny"): dict(luts=22622, ffs=4459, dsps=44, bram18=66, ns=31.5),
     ("node", "small"): dict(luts=26312, ffs=5696, dsps=73, bram18=78, ns=31.5),
     ("node", "medium"): dict(luts=40696, ffs=9998, dsps=151, bram18=90, ns=31.6),
@@ -316,7 +320,8 @@ def _model(unit, name):
         return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1),
                                                                pipelined_requant="r" in pipes,
                                                                pipelined_mac="m" in pipes,
-                                                               pipelined_addr="a" in pipes))
+                                                               pipelined_addr="a" in pipes,
+                                                               pipelined_cmd="c" in pipes))
     if unit == "node":
         e = preset(base).replace(stream_lanes=int(lanes or 1))
         return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))

@@ -23,9 +23,10 @@ No cycle is spent on taps in the zero padding, except that an output (or a ``bwd
 tile) with no valid tap at all still takes one step, with ``zero`` set (products forced to 0).
 Outputs are combinational functions of the counters and of registers that follow them
 (addresses 32 bits, the caller truncates them to the buffer's address width); ``advance`` moves
-to the next step.  A read address leaves in two parts, a base with the unit's accumulated terms
-(``rd_base``) and which unit's product to add (``rd_unit``, ``prod``), so that an address stage
-can register the product before the last add (:class:`~pymtl_fp.engine.EngineReadAddrRTL.EngineReadAddrRTL`).
+to the next step.  An address (the reads' and the two writes') leaves in two parts, a base with
+the unit's accumulated terms (``rd_base``, ``wr_base``) and which unit's product to add
+(``rd_unit``, ``wr_unit``, ``prod``), so that an address stage can register the product before
+the last add (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`).
 An address is a base plus the sum of one of four address units
 (:class:`~pymtl_fp.engine.AddrUnitsRTL.AddrUnitsRTL`: an input-side map, an output-side map, a
 weight word, the result's flat index), whose counter x stride terms are registers that add the
@@ -46,7 +47,10 @@ from pymtl_fp.engine.msgs import cmd_type
 #: the buffers EX reads, in the order of AddrGenRTL.rd_base / rd_unit
 READ_BUFS = ("x", "d", "w", "g", "b")
 RB_X, RB_D, RB_W, RB_G, RB_B = range(len(READ_BUFS))
-NO_UNIT = 3  #: rd_unit of an address without a product
+NO_UNIT = 3  #: rd_unit / wr_unit of an address without a product
+#: the write addresses of a step, in the order of AddrGenRTL.wr_base / wr_unit: the result, and
+#: bwd_weight's db row or pool_fwd's argmax
+NWR = 2
 
 
 class AddrGenRTL(Component):
@@ -75,12 +79,13 @@ class AddrGenRTL(Component):
         s.db_first = OutPort()  # bwd_weight: first step of kt's db sum (restart the accumulators)
         s.db_end = OutPort()  # bwd_weight: this tile completes kt's db sum
         # the read addresses of buffers X, D, W, G, B (READ_BUFS): rd_base + the product of unit
-        # rd_unit (AddrUnitsRTL.prod; NO_UNIT: none), added by EngineReadAddrRTL
+        # rd_unit (AddrUnitsRTL.prod; NO_UNIT: none), added by EngineStepAddrRTL; the write
+        # addresses likewise (wr_base, wr_unit)
         s.rd_base = [OutPort(32) for _ in range(len(READ_BUFS))]
         s.rd_unit = [OutPort(2) for _ in range(len(READ_BUFS))]
+        s.wr_base = [OutPort(32) for _ in range(NWR)]
+        s.wr_unit = [OutPort(2) for _ in range(NWR)]
         s.prod = [OutPort(32) for _ in range(NPROD)]
-        s.wr_addr = OutPort(32)
-        s.wr_addr2 = OutPort(32)
         s.idx = OutPort(32)
         s.idx2 = OutPort(32)  # bwd_weight: index of kt's first db element (kt*P)
         s.tap = OutPort(8)
@@ -353,9 +358,10 @@ class AddrGenRTL(Component):
             for b in range(NRB):
                 s.rd_base[b] @= ZERO
                 s.rd_unit[b] @= U_NONE
-            s.wr_addr @= ZERO
-            s.wr_addr2 @= ZERO
-            s.idx @= s.units.asum[AU_IDX]
+            for j in range(NWR):
+                s.wr_base[j] @= ZERO
+                s.wr_unit[j] @= U_NONE
+            s.idx @= s.units.ksum[AU_IDX]  # (every term of the flat index is accumulated)
             s.idx2 @= ZERO
             s.tap @= 0
             s.zero @= 0
@@ -366,7 +372,8 @@ class AddrGenRTL(Component):
                 s.rd_base[RB_W] @= s.A1 + s.units.ksum[AU_WGT]
                 s.rd_unit[RB_W] @= U_WGT
                 s.rd_base[RB_B] @= s.A2 + s.u[1]
-                s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_OUT]
+                s.wr_unit[0] @= U_OUT
                 s.zero @= ~((s.hh < s.H) & (s.ww < s.W))
             elif s.cmd.op == OP_BWD_DATA:
                 s.rd_base[RB_D] @= s.A0 + s.units.ksum[AU_OUT]
@@ -375,15 +382,17 @@ class AddrGenRTL(Component):
                 s.rd_unit[RB_W] @= U_WGT
                 s.rd_base[RB_X] @= s.A2 + s.units.ksum[AU_MAP]
                 s.rd_unit[RB_X] @= U_MAP
-                s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_MAP]
+                s.wr_unit[0] @= U_MAP
                 s.zero @= ~((s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO))
             elif s.cmd.op == OP_BWD_WEIGHT:
                 s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]
                 s.rd_unit[RB_X] @= U_MAP
                 s.rd_base[RB_D] @= s.A1 + s.units.ksum[AU_OUT]
                 s.rd_unit[RB_D] @= U_OUT
-                s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
-                s.wr_addr2 @= s.D1 + s.u[0]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_WGT]
+                s.wr_unit[0] @= U_WGT
+                s.wr_base[1] @= s.D1 + s.u[0]
                 s.idx2 @= s.u[0] * PP
                 s.zero @= ~((s.hh < s.H) & (s.ww < s.W) & (s.ohs < s.HO) & (s.ows < s.WO))
                 s.db_acc @= ((s.cnt[1] == Z16) & (s.u[2] == s.rfirst) & (s.u[3] == s.sfirst)
@@ -391,22 +400,26 @@ class AddrGenRTL(Component):
             elif s.cmd.op == OP_POOL_FWD:
                 s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]
                 s.rd_unit[RB_X] @= U_MAP
-                s.wr_addr @= s.D0 + s.units.asum[AU_OUT]
-                s.wr_addr2 @= s.D1 + s.units.asum[AU_OUT]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_OUT]
+                s.wr_unit[0] @= U_OUT
+                s.wr_base[1] @= s.D1 + s.units.ksum[AU_OUT]
+                s.wr_unit[1] @= U_OUT
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_POOL_BWD:
                 s.rd_base[RB_D] @= s.A0 + s.units.ksum[AU_OUT]
                 s.rd_unit[RB_D] @= U_OUT
                 s.rd_base[RB_X] @= s.A1 + s.units.ksum[AU_OUT]  # the argmax beside dy
                 s.rd_unit[RB_X] @= U_OUT
-                s.wr_addr @= s.D0 + s.units.asum[AU_MAP]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_MAP]
+                s.wr_unit[0] @= U_MAP
                 s.tap @= s.cnt[4][0:8] * s.cmd.pk + s.cnt[5][0:8]
             elif s.cmd.op == OP_UPDATE:
                 s.rd_base[RB_W] @= s.A0 + s.units.ksum[AU_WGT]
                 s.rd_unit[RB_W] @= U_WGT
                 s.rd_base[RB_G] @= s.A1 + s.units.ksum[AU_WGT]
                 s.rd_unit[RB_G] @= U_WGT
-                s.wr_addr @= s.D0 + s.units.asum[AU_WGT]
+                s.wr_base[0] @= s.D0 + s.units.ksum[AU_WGT]
+                s.wr_unit[0] @= U_WGT
 
     def line_trace(s):
         c = ",".join(str(int(v)) for v in s.cnt)

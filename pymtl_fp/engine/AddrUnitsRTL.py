@@ -1,7 +1,7 @@
 """Address units (RTL) of :class:`~pymtl_fp.engine.AddrGenRTL.AddrGenRTL`: four sums of
 counter x stride terms, one per kind of tensor a step touches.
 
-``asum[au] = sum(kacc[au]) + m2*f2 + lin`` for the units MAP (an input-side map: n, c, h, w),
+``sum(kacc[au]) + m2*f2 + lin`` for the units MAP (an input-side map: n, c, h, w),
 OUT (an output-side map: n, k, ho, wo), WGT (a weight word: kt, ct, r, s) and IDX (the result
 element's flat index, for stochastic rounding).  Per operation the unit chooses, for each of
 the loop levels 0, 1, 2 and 4, the stride of its term ``counter x stride`` (``kst``: a command
@@ -11,9 +11,9 @@ clearing it when the counter restarts (the address generator's ``carry``/``at``/
 equal to the product in every step, with an adder instead of a multiplier.  What is left of the
 multipliers is one per unit, ``m2*f2``: a coordinate derived from several counters (``hh =
 oh*stride + r - pad``, bwd_data's ``oh``, bwd_weight's first valid output) times a width field.
-Combinational outputs, registered terms; no cycle of its own.  Besides the sums, each unit's
-product ``prod`` and the rest ``ksum`` (``asum = ksum + prod``), for an address stage that
-registers the product before the last add (``AddrGenRTL``'s ``addr_latency``).
+Combinational outputs, registered terms; no cycle of its own.  A unit's sum leaves in two parts,
+its product ``prod`` and the rest ``ksum`` (the sum is ``ksum + prod``), for an address stage that
+registers the product before the last add (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`).
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff
@@ -54,7 +54,6 @@ class AddrUnitsRTL(Component):
         s.oh_d, s.ow_d, s.ohs, s.ows, s.u3 = (InPort(32) for _ in range(5))
         # the width a unit's derived coordinate m2 multiplies: MAP W, OUT WO, WGT S
         s.W, s.WO, s.S = InPort(32), InPort(32), InPort(32)
-        s.asum = [OutPort(32) for _ in range(NAU)]
         s.ksum = [OutPort(32) for _ in range(NAU)]
         s.prod = [OutPort(32) for _ in range(NPROD)]  # m2 * width of MAP, OUT, WGT
 
@@ -185,11 +184,5 @@ class AddrUnitsRTL(Component):
             s.prod[AU_OUT] @= s.m2[AU_OUT] * s.WO
             s.prod[AU_WGT] @= s.m2[AU_WGT] * s.S
 
-        @update
-        def up_unit_sums():
-            for au in range(NPROD):
-                s.asum[au] @= s.ksum[au] + s.prod[au]
-            s.asum[AU_IDX] @= s.ksum[AU_IDX]  # (every term of the flat index is accumulated)
-
     def line_trace(s):
-        return "au[" + " ".join(f"{int(v)}" for v in s.asum) + "]"
+        return "au[" + " ".join(f"{int(v)}" for v in s.ksum) + "|" + " ".join(f"{int(v)}" for v in s.prod) + "]"

@@ -17,6 +17,12 @@ datapath replaced by a countdown from the closed form of :mod:`pymtl_fp.timing`)
     EX      busy for timing.compute_cycles(P, op, fields, DR, cfg.wb_latency) - 1 cycles after the
             acceptance, then idle
 
+With ``cfg.pipelined_cmd`` a command register sits in front of the acceptance, as in
+:class:`~pymtl_fp.engine.EngineAcceptRTL.EngineAcceptRTL`: the handshake takes the offered command
+into it (``cmd.rdy`` = the register is empty or its command starts at this edge, from registered
+state only), the acceptance below is decided on the held command, and a held command counts as
+``busy``.
+
 A command with ``ovl = 0`` is accepted only when all units are idle (the serial engine); one with
 ``ovl = 1`` when its own unit is idle and its :func:`~pymtl_fp.engine.msgs.access_ranges`
 conflict with no busy unit's (:func:`~pymtl_fp.engine.msgs.ranges_conflict`, captured at
@@ -24,7 +30,8 @@ acceptance).  Results of a compute command are written into the buffers at its a
 hazard rule guarantees that no LOAD or STORE running or accepted while it is busy touches a word
 it reads or writes, so no port can observe the difference.
 
-``cmd.rdy`` is combinational (registered state and ``cmd.msg``, as in the RTL); every other
+``cmd.rdy`` is combinational (registered state and ``cmd.msg``, as in the RTL; registered state
+only with the command register); every other
 output (``din.rdy``, ``dout.val``, ``dout.msg``, ``busy``) is registered, as the RTL's are
 functions of its registers only.  Back-pressure is therefore modelled exactly: a stalled ``din``
 or ``dout`` holds the LOAD/STORE exactly as it holds the RTL, and compute commands never touch
@@ -73,11 +80,15 @@ class EngineCL(EngineFL):
         s.compute_log = []
         s._reset_state()
         s._decoded = (None, None)  # direct scheduler: (command object, its fields)
-        s._rdy_key = None  # direct scheduler: (command, LD, ST, EX state, cmd.rdy)
+        s._rdy_key = None  # direct scheduler: (command, LD, ST, EX state, held command, cmd.rdy)
+        s.held = cfg.pipelined_cmd  # a command register in front of the acceptance
 
         @update
         def up_cl_rdy():
-            s.cmd.rdy @= s._can_accept(s.cmd.msg)
+            if s.held:
+                s.cmd.rdy @= s._held_rdy()
+            else:
+                s.cmd.rdy @= s._can_accept(s.cmd.msg)
 
         @update_ff
         def up_cl():
@@ -98,7 +109,16 @@ class EngineCL(EngineFL):
 
     # ---- one clock edge (shared by the PyMTL3 blocks and the direct scheduler) ---------------
     def _edge(s, go, f, din_fire, din_msg, dout_fire):
-        """``f``: the fields of the command accepted at this edge (``go``)."""
+        """``f``: the fields of the command handshaken at this edge (``go``): accepted, or taken
+        into the command register (which starts the held one if it may start, decided on the
+        state before the edge)."""
+        if s.held:
+            start = s.q if s.q is not None and s._accepts(s.q) else None
+            if go:
+                s.q = f
+            elif start is not None:
+                s.q = None
+            go, f = start is not None, start
         if s.ld is not None and din_fire:
             if s.ld.advance(s._write_beat(s.ld, din_msg)):
                 s.ld = None
@@ -121,7 +141,7 @@ class EngineCL(EngineFL):
         """The registered outputs after the edge: (None: cmd.rdy is combinational, din.rdy, busy,
         dout.val, dout word)."""
         st = s.st
-        busy = 1 if (s.ld is not None or st is not None or s.ex is not None) else 0
+        busy = 1 if (s.ld is not None or st is not None or s.ex is not None or s.q is not None) else 0
         if st is not None and st.phase:
             return None, 1 if s.ld is not None else 0, busy, 1, s._read_beat(st)
         return None, 1 if s.ld is not None else 0, busy, 0, 0
@@ -154,17 +174,24 @@ class EngineCL(EngineFL):
 
     def direct_comb(s):
         cmd = s._dc[0]
+        if s.held:
+            k = s._rdy_key
+            if k is None or k[0] is not None or k[1] is not s.ld or k[2] is not s.st or k[3] is not s.ex \
+                    or k[4] is not s.q:
+                s._rdy_key = k = (None, s.ld, s.st, s.ex, s.q, s._held_rdy())
+            cmd.rdy = k[5]
+            return
         if not cmd.val:
             cmd.rdy = 0
             return
         msg, k = cmd.msg, s._rdy_key  # the answer changes only with the command or a unit's state
         if k is None or k[0] is not msg or k[1] is not s.ld or k[2] is not s.st or k[3] is not s.ex:
-            s._rdy_key = k = (msg, s.ld, s.st, s.ex, 1 if s._accepts(s._fields(msg)) else 0)
-        cmd.rdy = k[4]
+            s._rdy_key = k = (msg, s.ld, s.st, s.ex, None, 1 if s._accepts(s._fields(msg)) else 0)
+        cmd.rdy = k[5]
 
     def direct_quiet(s):
         cmd = s._dc[0]
-        if s.ld is not None or s.st is not None or (cmd.val and cmd.rdy):
+        if s.ld is not None or s.st is not None or s.q is not None or (cmd.val and cmd.rdy):
             return 0
         return QUIET_FOREVER if s.ex is None else s.ex_left - 1
 
@@ -178,9 +205,14 @@ class EngineCL(EngineFL):
         s.ld = s.st = None  # _Stream of the running LOAD / STORE
         s.ex = None  # access ranges of the running compute command
         s.ex_left = 0
+        s.q = None  # the fields of the command held in the command register (cfg.pipelined_cmd)
 
     def _busy(s):
         return s.ld is not None or s.st is not None or s.ex is not None
+
+    def _held_rdy(s):
+        """``cmd.rdy`` with the command register: it is empty, or its command starts now."""
+        return 1 if s.q is None or s._accepts(s.q) else 0
 
     def _can_accept(s, msg):
         if not s._busy():
@@ -246,4 +278,5 @@ class EngineCL(EngineFL):
         ld = f"L{s.ld.left:<4}" if s.ld else "L.   "
         st = f"S{s.st.left:<4}" if s.st else "S.   "
         ex = f"X{s.ex_left:<5}" if s.ex else "X.    "
-        return f"{s.cmd}|{s.din}|{s.dout} {ld} {st} {ex}"
+        held = ("h" if s.q is not None else ".") if s.held else ""
+        return f"{s.cmd}|{s.din}|{s.dout} {held}{ld} {st} {ex}"

@@ -13,6 +13,8 @@ back over ``P / DR`` (``P / DR + 1`` with a db row; ``P`` and ``P + 1`` with ``r
 With ``addr_latency`` = 1 (``EngineConfig.pipelined_addr``) a register stage sits between the
 address generator and the buffers (the engine delays EX's read addresses and enables by a cycle),
 so stage B is two cycles after stage A: each step's flags and indices wait a cycle in ``step_*``.
+The step's write addresses (``wr_addr``, ``wr_addr2``) come from that address stage
+(:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`), already in step with stage B.
 
 The command is done when the generator has no step left, stages A2 and B are empty, the drain is idle
 (``dr_busy`` low) and every write is done: with the pipelined MAC array (its results
@@ -30,7 +32,7 @@ from pymtl_fp.primitives.DelayLineRTL import delayed
 
 #: a step's flags and indices from the address generator to stage B: name, bits
 STEP_FIELDS = (("first", 1), ("last", 1), ("zero", 1), ("db_acc", 1), ("db_first", 1), ("db_end", 1),
-               ("wr_addr", 32), ("wr_addr2", 32), ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16))
+               ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16))
 
 
 class EngineComputeCtrlRTL(Component):
@@ -54,7 +56,9 @@ class EngineComputeCtrlRTL(Component):
         s.ag_start, s.ag_advance = OutPort(), OutPort()
         s.ag_active, s.ag_first, s.ag_last, s.ag_zero = InPort(), InPort(), InPort(), InPort()
         s.ag_db_acc, s.ag_db_first, s.ag_db_end = InPort(), InPort(), InPort()
-        s.ag_wr_addr, s.ag_wr_addr2, s.ag_idx, s.ag_idx2 = InPort(32), InPort(32), InPort(32), InPort(32)
+        s.ag_idx, s.ag_idx2 = InPort(32), InPort(32)
+        # the write addresses of the step stage B takes next (from the address stage)
+        s.wr_addr, s.wr_addr2 = InPort(32), InPort(32)
         s.ag_tap = InPort(8)
         s.ag_row = InPort(16)
         s.ren, s.o_ren = OutPort(), OutPort()  # EX's buffer reads this cycle (O: the pool argmax)
@@ -142,8 +146,8 @@ class EngineComputeCtrlRTL(Component):
                 s.dbaccB <<= s.step_db_acc
                 s.dbfirstB <<= s.step_db_first
                 s.dbendB <<= s.step_db_end
-                s.wr_addrB <<= s.step_wr_addr
-                s.wr_addr2B <<= s.step_wr_addr2
+                s.wr_addrB <<= s.wr_addr
+                s.wr_addr2B <<= s.wr_addr2
                 s.idxB <<= s.step_idx
                 s.idx2B <<= s.step_idx2
                 s.tapB <<= s.step_tap

@@ -7,7 +7,7 @@ Structure (one component per file; this top instantiates and wires them)::
              hazard check)         |          | buffer ports: EngineReadPortRTL (ST or EX),
                  | go              |          | EngineWritePortRTL (LD or EX)
                  v                            v
-           EngineComputeCtrlRTL --- AddrGenRTL -> EngineReadAddrRTL --> buffers X D O (P lanes),
+           EngineComputeCtrlRTL --- AddrGenRTL -> EngineStepAddrRTL --> buffers X D O (P lanes),
                  | stage A / stage B   ^ EngineStridesRTL           W G (P*P), B (bias)
                  |                       (strides: command fields the host computes)
                  v                                                  | registered read
@@ -29,9 +29,11 @@ of its own: during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` 
 first valid tap of its output position) and the sum is drained in one more cycle (one row)
 after the tile that completes it.
 
-Three optional pipelines (``EngineConfig.pipelined_addr`` / ``_mac`` / ``_requant``, for a 200 MHz
-clock) leave all of this in place and add stages: a register between the address generator and
-the buffers (:class:`EngineReadAddrRTL`; stage B two cycles after A), the pipelined MAC array (its
+Four optional pipelines (``EngineConfig.pipelined_cmd`` / ``_addr`` / ``_mac`` / ``_requant``, for a
+200 MHz clock) leave all of this in place and add stages: a command register in front of the
+acceptance (:class:`EngineAcceptRTL`: ``cmd.rdy`` from registers only, the units take the held
+command), a register between the address generator and the buffers (:class:`EngineStepAddrRTL`,
+for the reads' and the writes' addresses; stage B two cycles after A), the pipelined MAC array (its
 results, and with them the drain and the requantizer's operand select, ``mac_latency`` cycles
 after stage B: stage "C") and the pipelined requantizer (the write-back ``rq_latency`` cycles
 after C: stage "W").  Every stage-B signal a later stage uses reaches it through a
@@ -41,9 +43,10 @@ Three units run concurrently, one command each: the loader LD (LOAD: ``din`` -> 
 write port), the storer ST (STORE: a buffer's read port -> ``dout``) and the compute unit EX
 (everything above).  ``din`` and ``dout`` carry ``E = stream_lanes`` elements per beat (``E``
 divides ``P``): LD writes the ``E`` lanes of a beat into one word in one cycle, ST offers ``E``
-lanes of the word it has read per beat.  Commands are accepted in order; ``cmd.rdy`` (combinational in ``cmd.msg``)
-is high when all units are idle, or when the command has ``ovl = 1``, its own unit is idle and
-none of its address ranges conflicts with those of a busy unit (same port of the same buffer, or
+lanes of the word it has read per beat.  Commands are accepted in order: a command starts
+(``cmd.rdy``, combinational in ``cmd.msg``; with the command register, decided on the held
+command) when all units are idle, or when it has ``ovl = 1``, its own unit is idle and none of
+its address ranges conflicts with those of a busy unit (same port of the same buffer, or
 a write intersecting a read; rule and proof of in-order semantics: :mod:`pymtl_fp.engine.msgs`).
 Buffers are not split: a read port belongs to ST while ST streams that buffer, else to EX; a
 write port to LD while LD fills that buffer, else to EX (the rule guarantees that they never
@@ -54,7 +57,7 @@ from pymtl3 import Component, OutPort, connect
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.AddrGenRTL import READ_BUFS, AddrGenRTL
+from pymtl_fp.engine.AddrGenRTL import NWR, READ_BUFS, AddrGenRTL
 from pymtl_fp.engine.AddrUnitsRTL import NPROD
 from pymtl_fp.engine.BankedBufferRTL import BankedBufferRTL
 from pymtl_fp.engine.EngineAcceptRTL import EngineAcceptRTL
@@ -62,9 +65,9 @@ from pymtl_fp.engine.EngineComputeCtrlRTL import EngineComputeCtrlRTL
 from pymtl_fp.engine.EngineDrainRTL import EngineDrainRTL
 from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
-from pymtl_fp.engine.EngineReadAddrRTL import EngineReadAddrRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
 from pymtl_fp.engine.EngineRequantSelectRTL import EngineRequantSelectRTL
+from pymtl_fp.engine.EngineStepAddrRTL import EngineStepAddrRTL
 from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES, EngineStridesRTL
 from pymtl_fp.engine.EngineUpdateRowsRTL import EngineUpdateRowsRTL
@@ -77,8 +80,7 @@ from pymtl_fp.engine.RequantBankRTL import RequantBankRTL
 from pymtl_fp.primitives.DelayLineRTL import delayed
 from pymtl_fp.primitives.SramRTL import addr_bits
 
-AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "wr_addr", "wr_addr2",
-              "idx", "idx2", "tap", "row")
+AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "idx", "idx2", "tap", "row")
 
 
 class EngineRTL(Component):
@@ -104,7 +106,7 @@ class EngineRTL(Component):
         s.bw = BankedBufferRTL(PP, D, cfg.weight_depth)
         s.bg = BankedBufferRTL(PP, D, cfg.weight_depth)
         s.bb = BankedBufferRTL(P, AB, cfg.bias_depth)
-        s.acc = EngineAcceptRTL(P)
+        s.acc = EngineAcceptRTL(P, cfg.pipelined_cmd)
         E, SB = cfg.stream_lanes, cfg.stream_bits
         s.ld = EngineLoaderRTL(P, max(XA, WA, BA), E)
         s.st = EngineStorerRTL(P, D, AB, SB, max(XA, WA, BA), E)
@@ -134,7 +136,7 @@ class EngineRTL(Component):
         s.acc.cmd //= s.cmd
         s.busy //= s.acc.busy
         for unit, go in ((s.ld, s.acc.go_ld), (s.st, s.acc.go_st), (s.ex, s.acc.go_ex)):
-            unit.cmd //= s.cmd.msg
+            unit.cmd //= s.acc.msg
             unit.go //= go
         s.acc.ld_busy //= s.ld.busy
         s.acc.ld_tgt //= s.ld.tgt
@@ -232,13 +234,18 @@ class EngineRTL(Component):
                 connect(d, src)
 
         # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
-        s.rdaddr = EngineReadAddrRTL(A2)
+        s.addrs = EngineStepAddrRTL(A2)
         for b in range(len(READ_BUFS)):
-            s.rdaddr.rd_base[b] //= s.ag.rd_base[b]
-            s.rdaddr.rd_unit[b] //= s.ag.rd_unit[b]
+            s.addrs.rd_base[b] //= s.ag.rd_base[b]
+            s.addrs.rd_unit[b] //= s.ag.rd_unit[b]
+        for j in range(NWR):
+            s.addrs.wr_base[j] //= s.ag.wr_base[j]
+            s.addrs.wr_unit[j] //= s.ag.wr_unit[j]
+        s.ex.wr_addr //= s.addrs.wr_addr[0]
+        s.ex.wr_addr2 //= s.addrs.wr_addr[1]
         for au in range(NPROD):
-            s.rdaddr.prod[au] //= s.ag.prod[au]
-        ex_raddr = {name: s.rdaddr.addr[READ_BUFS.index("x" if name == "o" else name)] for name in "xdowgb"}
+            s.addrs.prod[au] //= s.ag.prod[au]
+        ex_raddr = {name: s.addrs.addr[READ_BUFS.index("x" if name == "o" else name)] for name in "xdowgb"}
         # EX's reads: the address generator's step, or (A2) the one of a cycle before
         ex_ren = dict(x=delayed(s, "a2_ren", s.ex.ren, A2, True), o=delayed(s, "a2_o_ren", s.ex.o_ren, A2, True))
         for name, _, buf, lanes, width, a in bufs:

@@ -20,9 +20,10 @@ from pymtl_fp.verilate import module_name
 #: largest MAC array side the engine is built with
 MAX_ARRAY_SIDE = 32
 #: stages each pipeline adds: the requantizer's (RequantPipeRTL.LATENCY), the MAC array's
-#: (MacArrayPipeRTL.LATENCY) and the address stage (EngineReadAddrRTL's registers); kept here so that
-#: the timing model needs no PyMTL3 (every CL == RTL test with a pipeline holds them equal)
-PIPELINE_LATENCY = {"requant": 13, "mac": 3, "addr": 1}
+#: (MacArrayPipeRTL.LATENCY), the address stage (EngineStepAddrRTL's registers) and the command
+#: register (EngineAcceptRTL's); kept here so that the timing model needs no PyMTL3 (every CL == RTL
+#: test with a pipeline holds them equal)
+PIPELINE_LATENCY = {"requant": 13, "mac": 3, "addr": 1, "cmd": 1}
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,15 @@ class EngineConfig:
       (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`), its results
       :data:`~pymtl_fp.engine.MacArrayPipeRTL.LATENCY` cycles later (``mac_latency``).
     * ``pipelined_addr``: a register stage between the address generator and the buffers
-      (:class:`~pymtl_fp.engine.EngineReadAddrRTL.EngineReadAddrRTL`; ``addr_latency``).
+      (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
-      rq_latency`` cycles later and every compute command takes that many cycles more; with all
-      three the engine is built for a 200 MHz clock (README, "Timing").
+      rq_latency`` cycles later and every compute command takes that many cycles more.
+    * ``pipelined_cmd``: a command register in front of the acceptance
+      (:class:`~pymtl_fp.engine.EngineAcceptRTL.EngineAcceptRTL`, ``cmd_latency``): ``cmd.rdy``
+      depends on registers only, and a command starts ``cmd_latency`` cycles after its handshake
+      at the earliest (the next one's handshake is in the cycle it starts, so a stream of
+      commands offered back to back pays the cycle once).  With all four the engine is built for
+      a 200 MHz clock (README, "Timing").
     """
 
     rows: int = 2
@@ -77,6 +83,7 @@ class EngineConfig:
     pipelined_requant: bool = False
     pipelined_mac: bool = False
     pipelined_addr: bool = False
+    pipelined_cmd: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -85,7 +92,7 @@ class EngineConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
-        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr"):
+        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr", "pipelined_cmd"):
             if not isinstance(getattr(self, f), bool):
                 raise TypeError(f"EngineConfig.{f} must be a bool, got {getattr(self, f)!r}")
         if not 1 <= self.rows <= MAX_ARRAY_SIDE or not 1 <= self.cols <= MAX_ARRAY_SIDE:
@@ -154,6 +161,11 @@ class EngineConfig:
         return PIPELINE_LATENCY["addr"] if self.pipelined_addr else 0
 
     @property
+    def cmd_latency(self) -> int:
+        """Cycles from a command's handshake to its start at the earliest (0: the same cycle)."""
+        return PIPELINE_LATENCY["cmd"] if self.pipelined_cmd else 0
+
+    @property
     def wb_latency(self) -> int:
         """Cycles every compute command takes more than without pipelines (its writes follow its
         steps by that much more)."""
@@ -179,6 +191,8 @@ class EngineConfig:
             short["mcp"] = 1
         if self.pipelined_addr:
             short["adp"] = 1
+        if self.pipelined_cmd:
+            short["cdp"] = 1
         return module_name("EngineRTL", short)
 
     def replace(self, **changes) -> EngineConfig:

@@ -226,22 +226,23 @@ def useful_macs(op: str, case: dict) -> int:
 
 def compute_cycles(cfg, op: str, case: dict) -> int:
     """Cycles :class:`EngineRTL` spends on a compute command, from its acceptance until the engine
-    is idle again, for a case given by its arrays (or anything with their ``shape``).
+    is idle again, for a case given by its arrays (or anything with their ``shape``); with a
+    command register (``cfg.pipelined_cmd``), from its handshake when offered to an idle engine.
 
     The closed forms live in :mod:`pymtl_fp.timing` (the one source of truth, also used by the
     CL model and the design-space tools); ``tests/test_engine_timing.py`` and
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows) + cfg.wb_latency
+        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows) + cfg.wb_latency + cfg.cmd_latency
     if op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        return timing.pool_cycles(P, n, c, ho, wo, pk) + cfg.wb_latency
+        return timing.pool_cycles(P, n, c, ho, wo, pk) + cfg.wb_latency + cfg.cmd_latency
     k, c, r, s = case["w"].shape
-    return timing.update_cycles(P, k, c, r, s) + cfg.wb_latency
+    return timing.update_cycles(P, k, c, r, s) + cfg.wb_latency + cfg.cmd_latency
 
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
@@ -258,15 +259,18 @@ def command_cycles(P: int, f: dict, E: int = 1, drain_rows: int = 1, wb_latency:
     return timing.compute_cycles(P, msgs.OP_NAMES[op], f, drain_rows, wb_latency)
 
 
-def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1, wb_latency: int = 0) -> dict:
+def program_cycles(P: int, prog: Program, E: int = 1, drain_rows: int = 1, wb_latency: int = 0,
+                   cmd_latency: int = 0) -> dict:
     """Cycles of an engine program (``E`` elements per stream beat, ``drain_rows`` dw rows per
-    drain cycle) when the command stream offers a command every cycle and no stream is stalled:
+    drain cycle) when the command stream offers a command every cycle and no stream is stalled
+    (with a command register, ``cmd_latency`` cycles: each command offered once the engine is
+    idle, as :func:`pymtl_fp.tb.engine_harness.drive` does, so each takes that many more):
 
     * ``total_cycles``: the whole program (the sum of every command's occupancy);
     * ``compute_cycles``: the compute command's occupancy;
     * ``cycles``: compute command accepted -> last result element sent (compute + stores).
     """
-    occ = [command_cycles(P, msgs.cmd_fields(m), E, drain_rows, wb_latency) for m in prog.cmds]
+    occ = [command_cycles(P, msgs.cmd_fields(m), E, drain_rows, wb_latency) + cmd_latency for m in prog.cmds]
     ci = prog.compute_index
     return dict(total_cycles=sum(occ), compute_cycles=occ[ci], cycles=sum(occ[ci:]))
 
@@ -281,6 +285,6 @@ def op_timing(cfg, op: str, case: dict) -> dict:
     """``total_cycles``, ``compute_cycles``, ``cycles`` and ``macs`` of a validated case run
     without stalls (what :func:`pymtl_fp.tb.engine_harness.run_op` measures on the RTL)."""
     prog = build(cfg, op, case)
-    t = program_cycles(cfg.P, prog, cfg.stream_lanes, cfg.drain_rows, cfg.wb_latency)
+    t = program_cycles(cfg.P, prog, cfg.stream_lanes, cfg.drain_rows, cfg.wb_latency, cfg.cmd_latency)
     t["macs"] = timing.useful_macs(op, msgs.cmd_fields(prog.cmds[prog.compute_index]))
     return t
