@@ -13,6 +13,7 @@ from pymtl_fp.cluster.node import router_config_for
 from pymtl_fp.cluster.report_replicas import format_replicas, replicas_section
 from pymtl_fp.cluster.router_config import STATES
 from pymtl_fp.cluster.schedule import PER_IMAGE
+from pymtl_fp.engine.config import PIPELINES
 
 
 def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycles, steps, batch,
@@ -91,6 +92,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                  "latency": ccfg.link.latency, "credits": ccfg.link.credits,
                  "elements_per_cycle": link_rate},
         "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
+        "engine_pipelines": [p for p in PIPELINES if getattr(ccfg.engines[0], f"pipelined_{p}")],
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance,
                       "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
@@ -209,7 +211,8 @@ def format_report(rep: dict) -> str:
     lines = [(f"cluster: {rep['nodes']} nodes ({rep.get('topology', 'chain')}), levels {','.join(rep['levels'])}, "
               f"links {rep['link_level']} "
               f"({rep['link']['msg_bits']}-bit messages, {rep['link']['elements_per_cycle']:.2f} elements/cycle, "
-              f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"),
+              f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"
+              + (f"; engine pipelines: {', '.join(rep['engine_pipelines'])}" if rep.get("engine_pipelines") else "")),
              (f"partition ({rep['partition']['method']}, balance max/mean = "
               f"{rep['partition']['balance_max_over_mean']:.3f}, split layers: "
               f"{', '.join(rep['partition']['split_layers']) or 'none'}; tap-packed: "

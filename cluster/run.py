@@ -267,8 +267,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if trace:
         from pymtl_fp.cluster.trace import chrome_trace
 
-        doc = chrome_trace([(cl[j].trace, ccfg.engines[j].P, ccfg.engines[j].drain_rows, ccfg.engines[j].wb_latency)
-                            for j in range(ccfg.n)], cprog,
+        doc = chrome_trace([(cl[j].trace, ccfg.engines[j]) for j in range(ccfg.n)], cprog,
                            [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
                            cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
     return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)

@@ -36,8 +36,10 @@ HOST_PID = 0
 
 def chrome_trace(routers, cprog, links, link_names, host_logit_cycles, cycles: int, clock_mhz: float, msg_bits: int,
                  marks=None) -> dict:
-    """The trace-event document.  ``routers``: each node's recorded events (RouterCL.trace), array
-    side, drain rows and write-back latency (``EngineConfig``) ``(events, P, drain_rows, wb_latency)``; ``links``: each
+    """The trace-event document.  ``routers``: each node's recorded events (RouterCL.trace) and its
+    engine's ``EngineConfig``, ``(events, ecfg)``; a compute slice starts ``ecfg.cmd_latency`` cycles
+    after the command's handshake (exact unless a command register held it longer, behind a busy
+    unit) and lasts the timing model's occupancy; ``links``: each
     link's recorded ``(taken cycles, arrival cycles)`` in ``link_names`` order; ``marks``: node 0's
     labelled marks ``[(label, cycle)]``."""
     us = 1.0 / clock_mhz
@@ -52,7 +54,7 @@ def chrome_trace(routers, cprog, links, link_names, host_logit_cycles, cycles: i
         ev.append({"ph": "X", "pid": pid, "tid": tid, "name": name, "cat": cat, "ts": start * us,
                    "dur": (end - start) * us, "args": dict(args, cycle=start, cycles=end - start)})
 
-    for j, ((events, P, drain_rows, wb_latency), prog) in enumerate(zip(routers, cprog.nodes)):
+    for j, ((events, ecfg), prog) in enumerate(zip(routers, cprog.nodes)):
         pid = j + 1
         meta(pid, f"node{j}")
         for tid, name in ((1, "engine"), (2, "load"), (3, "store"), (4, "router")):
@@ -71,9 +73,10 @@ def chrome_trace(routers, cprog, links, link_names, host_logit_cycles, cycles: i
                 if ins.kind == isa.ENG:
                     f = {name: int(ins.cmd.get(name, 0)) for name, _ in msgs.CMD_FIELDS}
                     op = msgs.OP_NAMES[f["op"]]
-                    occ = timing.compute_cycles(P, op, f, drain_rows, wb_latency)
+                    occ = timing.compute_cycles(ecfg.P, op, f, ecfg.drain_rows, ecfg.wb_latency)
                     layer = prog.notes.get(pc, "")
-                    slice_(pid, 1, f"{op} {layer}".strip(), "compute", cyc, cyc + max(1, occ), op=op, layer=layer,
+                    start = cyc + ecfg.cmd_latency
+                    slice_(pid, 1, f"{op} {layer}".strip(), "compute", start, start + max(1, occ), op=op, layer=layer,
                            instruction=pc, iteration=it)
                 elif ins.count > 0:
                     (loads if ins.kind == isa.LOAD else stores).append((cyc, ins, pc, it))

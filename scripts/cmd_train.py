@@ -47,6 +47,18 @@ MAX_EPOCHS = 1000
 CLUSTER_OPTIONS: dict = {}
 
 
+def _pipelines(args) -> dict:
+    """--pipeline as EngineConfig fields ({} without it); UserError (one line) for a bad value."""
+    if not args.pipeline:
+        return {}
+    from pymtl_fp.engine.config import pipeline_fields
+
+    try:
+        return pipeline_fields(args.pipeline)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="golden", metavar="ENGINE",
                         help="what computes the training step: golden (NumPy golden model; default) "
@@ -98,6 +110,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="elements per beat on every stream of the cluster: the engines' din/dout, the routers, "
                           "the links (E x 32-bit messages) and the host (a power of two dividing every array "
                           "side; default 1)")
+    grp.add_argument("--pipeline", metavar="PARTS",
+                     help="engine pipelines of every node: requant, mac, addr, cmd (comma-separated) or all "
+                          "(as translate --pipeline: the engine's pre-route path 25 ns without, 4.9 ns with all; "
+                          "fl and cl nodes; default none)")
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
                      help="clock for images/s and the energy's static part (default 200)")
     grp.add_argument("--fpga-family", default="ultrascale+", metavar="FAMILY",
@@ -346,18 +362,23 @@ def _run_cluster(args, net) -> int:
         except ValueError:
             raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
     faults = _faults(args)
+    pipes = _pipelines(args)
     if net.input_shape != (1, 8, 8) or net.classes != 10:
         raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
                         "the digits data needs (1, 8, 8) -> 10")
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth).replace(stream_lanes=args.stream_lanes)
+        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth).replace(stream_lanes=args.stream_lanes,
+                                                                                         **pipes)
                    for p in arrays]
         ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
                              clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
+    if pipes and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError(f"--pipeline {args.pipeline} runs fl and cl nodes: the RTL node with a pipelined engine "
+                        "is not checked against CL yet")
     if (trace_path or timeline_path) and not all(lv in ("fl", "cl") for lv in levels):
         raise UserError(f"{'--trace' if trace_path else '--timeline'} records the CL routers and links: every node "
                         "at fl or cl")
