@@ -96,7 +96,7 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     t = 0
     t_acc = t_idle = t_last = None
     idle = 0
-    hold_serial = getattr(cfg, "pipelined_cmd", False) and not eager
+    hold_serial = cfg.pipelined_cmd and not eager
     while ci < len(cmds) or len(out) < n_out:
         if t >= max_cycles:
             raise SimulationHang(f"engine not done after {max_cycles} cycles: {ci}/{len(cmds)} commands, "
@@ -144,7 +144,7 @@ def drive(model, cfg, prog, *, stall=(0.0, 0.0, 0.0), seed=0, max_cycles=2_000_0
     except ValueError as exc:
         raise AssertionError(f"dout: {exc}") from None
     timing = dict(total_cycles=t)
-    if t_acc is not None and not (eager and getattr(cfg, "pipelined_cmd", False)):
+    if t_acc is not None and not (eager and cfg.pipelined_cmd):
         timing["cycles"] = (t_last - t_acc + 1) if t_last is not None else 0
         timing["compute_cycles"] = ((t_idle if t_idle is not None else t) - t_acc)
     return out, timing

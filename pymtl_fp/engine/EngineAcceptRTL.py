@@ -20,9 +20,9 @@ first taken into a command register, with its ranges and op-code decode computed
 (``c_*``), and the acceptance above is decided on the held command one cycle later or after; the
 units take the held command (``msg``).  ``cmd.rdy = ~c_val | go`` is then a function of
 registers only (no path from ``cmd.msg`` to a unit's register enables), a command held counts as
-``busy``, and the register takes the next command in the cycle the held one starts: a stream of
-commands offered back to back starts each in the same cycle as without the register, only the
-first one (after the engine was idle) a cycle later.
+``busy``, and the register takes the next command in the cycle the held one starts: every command
+of a stream offered back to back starts one cycle later than without the register, so the stream
+takes one cycle more in all.
 """
 
 from pymtl3 import Component, InPort, OutPort, Wire, update, update_ff
