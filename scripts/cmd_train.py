@@ -113,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--pipeline", metavar="PARTS",
                      help="engine pipelines of every node: requant, mac, addr, cmd (comma-separated) or all "
                           "(as translate --pipeline: the engine's pre-route path 25 ns without, 4.9 ns with all; "
-                          "fl and cl nodes; default none)")
+                          "default none)")
     grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
                      help="clock for images/s and the energy's static part (default 200)")
     grp.add_argument("--fpga-family", default="ultrascale+", metavar="FAMILY",
@@ -376,9 +376,6 @@ def _run_cluster(args, net) -> int:
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
-    if pipes and not all(lv in ("fl", "cl") for lv in levels):
-        raise UserError(f"--pipeline {args.pipeline} runs fl and cl nodes: the RTL node with a pipelined engine "
-                        "is not checked against CL yet")
     if (trace_path or timeline_path) and not all(lv in ("fl", "cl") for lv in levels):
         raise UserError(f"{'--trace' if trace_path else '--timeline'} records the CL routers and links: every node "
                         "at fl or cl")

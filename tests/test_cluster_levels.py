@@ -22,6 +22,8 @@ FMT = NET.precision(PREC)
 #: the Verilator tests' engine (test_cluster_rtl.py): one build serves every test
 ENGINE = engine_for_net(NET, PREC, act_depth=512, weight_depth=256, bias_depth=32)
 TCFG = TrainConfig(PREC, lr_log2=3, seed=5)
+#: the same engine with the four pipelines (``train --pipeline all``): one more Verilator build
+PIPELINED = ENGINE.replace(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +32,10 @@ def data():
     return quantize_images(split.x_train[8:16], FMT.act), split.y_train[8:16]
 
 
-def _run(data, levels, *, batch=2, link_level=None, pack="auto"):
+def _run(data, levels, *, batch=2, link_level=None, pack="auto", engine=ENGINE):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 2), PREC)
-    ccfg = ClusterConfig.homogeneous(len(levels), ENGINE)
+    ccfg = ClusterConfig.homogeneous(len(levels), engine)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=batch, levels=levels,
                            link_level=link_level, pack=pack)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 1, batch)
@@ -59,6 +61,16 @@ def test_verilated_cluster_equals_golden_and_takes_the_cl_cycles(data, n):
     run = _run(data, ["verilator"] * n, link_level="cl")
     cl = _CL_CYCLES.get(n) or _run(data, ["cl"] * n, link_level="cl").cycles
     assert run.cycles == cl
+
+
+@pytest.mark.verilator
+def test_a_verilated_node_with_the_four_pipelines_takes_the_cl_cycles(data):
+    """Every node's engine with the four pipelines (command register, address stage, pipelined
+    MAC array and requantizer): a Verilated node beside CL and FL nodes is bit-exact and the
+    cluster takes exactly the cycles of the same cluster with that node at CL."""
+    run = _run(data, ["verilator", "cl", "fl", "cl"], link_level="cl", engine=PIPELINED)
+    cl = _run(data, ["cl", "cl", "fl", "cl"], link_level="cl", engine=PIPELINED)
+    assert run.cycles == cl.cycles
 
 
 @pytest.mark.verilator
