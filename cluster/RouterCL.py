@@ -71,14 +71,14 @@ _SRC_INDEX = {isa.SRC_FWD_IN: 0, isa.SRC_BWD_IN: 1, isa.SRC_HOST: 2}
 
 class RouterCL(Component):
     def construct(s, cfg: RouterConfig, prog=None, table=None, *, timed=False, name="node", stall=None,
-                  P=None, drain_rows=1, wb_latency=0, status_ports=True):
+                  ecfg=None, status_ports=True):
         s.cfg = cfg
         s.bits = cfg.stream_bits
         s.E = cfg.stream_lanes  # elements per beat on every stream
         s.DataT = mk_bits(s.E * cfg.stream_bits)
-        s.P = P  # the engine's array side and drain rows (FL timing of compute commands)
-        s.drain_rows = drain_rows
-        s.wb_latency = wb_latency
+        s.ecfg = ecfg  # the engine's EngineConfig (timed: the FL engine's compute commands)
+        if timed and ecfg is None:
+            raise ValueError("RouterCL(timed=True) needs the engine's EngineConfig (ecfg) to time compute commands")
         # engine side
         s.cmd = SendIfcRTL(cmd_type())
         s.din = SendIfcRTL(s.DataT)
@@ -285,9 +285,10 @@ class RouterCL(Component):
                 tr.append(("C", cyc, s.pc, s.iter))
             if ins.kind == isa.ENG:
                 compute_fired = True
-                if s.timed:
-                    s.wait = max(0, program.command_cycles(s.P, s._cmd_fields(ins), drain_rows=s.drain_rows,
-                                                                  wb_latency=s.wb_latency) - 1)
+                if s.timed:  # the timing model's occupancy, from the start (cmd_latency after it)
+                    e = s.ecfg
+                    s.wait = max(0, program.command_cycles(e.P, s._cmd_fields(ins), drain_rows=e.drain_rows,
+                                                           wb_latency=e.wb_latency) - 1 + e.cmd_latency)
             elif ins.count > 0:
                 if ins.kind == isa.LOAD:
                     s.feed.append([ins.src, ins.count, 0, 0, -(-ins.count // s.E)])

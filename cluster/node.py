@@ -112,8 +112,7 @@ class NodeCL(_Node):
         from pymtl_fp.engine.registry import engine_class
 
         rcfg = router_config_for(ecfg, rcfg)
-        s._wire(ecfg, rcfg, engine_class("cl")(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, P=ecfg.P,
-                                                     drain_rows=ecfg.drain_rows, wb_latency=ecfg.wb_latency,
+        s._wire(ecfg, rcfg, engine_class("cl")(ecfg), RouterCL(rcfg, prog, table, name=name, stall=stall, ecfg=ecfg,
                                                      status_ports=status))
 
 
@@ -124,8 +123,7 @@ class NodeFL(_Node):
 
         rcfg = router_config_for(ecfg, rcfg)
         s._wire(ecfg, rcfg, engine_class("fl")(ecfg), RouterCL(rcfg, prog, table, timed=True, name=name, stall=stall,
-                                                     P=ecfg.P, drain_rows=ecfg.drain_rows,
-                                                     wb_latency=ecfg.wb_latency, status_ports=status))
+                                                     ecfg=ecfg, status_ports=status))
 
 
 #: level -> node class (``verilator``: NodeRTL translated and imported)
