@@ -34,6 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--level", choices=LEVELS, default="fl")
     parser.add_argument("--config", default="tiny", help="engine preset: tiny (2x2), small (4x4), medium (8x8)")
     parser.add_argument("--op", choices=OPS, required=True)
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all "
+                             "(as translate --pipeline; default none)")
     parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: see README")
     parser.add_argument("--out", type=Path, help="where to write the results (.npz)")
     parser.add_argument("--stall", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("P_CMD", "P_DIN", "P_DOUT"),
@@ -87,12 +90,14 @@ def _inject_bug(name: str, level: str) -> list:
 
 def main(args) -> int:
     from pymtl_fp.engine.cases import CaseError, validate_case
-    from pymtl_fp.engine.config import preset
+    from pymtl_fp.engine.config import pipeline_fields, preset
     from pymtl_fp.sim import SimulationHang
     from pymtl_fp.tb import engine_harness as eh
 
     try:
         cfg = preset(args.config)
+        if args.pipeline:
+            cfg = cfg.replace(**pipeline_fields(args.pipeline))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     for name, p in zip(("P_CMD", "P_DIN", "P_DOUT"), args.stall):
@@ -140,6 +145,7 @@ def main(args) -> int:
         util = res["macs"] / (cfg.macs_per_cycle * res["compute_cycles"]) if res["compute_cycles"] else 0.0
         timing = (f"; {res['cycles']} cycles ({res['compute_cycles']} computing), {res['macs']} useful MACs, "
                   f"utilization {util:.1%}")
-    print(f"{args.op} at {args.level} on {args.config}: {shapes}; saturated to {res['bits']} bits{timing}; "
+    pipes = f" with pipelines {args.pipeline}" if args.pipeline else ""
+    print(f"{args.op} at {args.level} on {args.config}{pipes}: {shapes}; saturated to {res['bits']} bits{timing}; "
           f"{seconds:.1f} s -> {args.out}" + (" (golden: equal)" if args.check else ""))
     return 0

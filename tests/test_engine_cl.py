@@ -208,6 +208,16 @@ def test_run_op_and_the_cli_at_level_cl(tmp_path, capsys):
     z = np.load(out)
     assert int(z["compute_cycles"]) == want["compute_cycles"] and int(z["cycles"]) == want["cycles"]
     assert "(golden: equal)" in capsys.readouterr().out
+    # --pipeline: the engine for 200 MHz, its compute command 18 cycles longer (wb + cmd latency)
+    assert main(["run-op", "--level", "cl", "--op", "bwd_weight", "--case", str(path), "--out", str(out),
+                 "--check", "--pipeline", "all"]) == 0
+    assert "with pipelines all" in capsys.readouterr().out
+    fast = CFG.replace(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True)
+    assert int(np.load(out)["compute_cycles"]) == want["compute_cycles"] + fast.wb_latency + fast.cmd_latency == (
+        program.op_timing(fast, "bwd_weight", validate_case(fast, "bwd_weight", case))["compute_cycles"])
+    assert main(["run-op", "--level", "cl", "--op", "fwd", "--pipeline", "dsp", "--case", str(path),
+                 "--out", str(out)]) == 1
+    assert "--pipeline 'dsp': choose from" in capsys.readouterr().err
 
 
 @pytest.mark.cl
