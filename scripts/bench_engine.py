@@ -70,12 +70,7 @@ def main(args) -> int:
                 cfg = cfg.replace(**{field: value})
             except ValueError as exc:
                 raise UserError(f"{opt} {value}: {exc}") from None
-    if args.pipeline:
-        from pymtl_fp.engine.config import pipeline_fields
-        try:
-            cfg = cfg.replace(**pipeline_fields(args.pipeline))
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+    cfg = cfg.replace(**validate.pipelines(args.pipeline))
     ops = [o for o in args.ops.split(",") if o]
     if not ops:
         raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")

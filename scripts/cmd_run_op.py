@@ -90,16 +90,15 @@ def _inject_bug(name: str, level: str) -> list:
 
 def main(args) -> int:
     from pymtl_fp.engine.cases import CaseError, validate_case
-    from pymtl_fp.engine.config import pipeline_fields, preset
+    from pymtl_fp.engine.config import preset
     from pymtl_fp.sim import SimulationHang
     from pymtl_fp.tb import engine_harness as eh
 
     try:
         cfg = preset(args.config)
-        if args.pipeline:
-            cfg = cfg.replace(**pipeline_fields(args.pipeline))
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    cfg = cfg.replace(**validate.pipelines(args.pipeline))
     for name, p in zip(("P_CMD", "P_DIN", "P_DOUT"), args.stall):
         validate.number(p, f"--stall {name}", 0.0, MAX_STALL)
     validate.integer(args.stall_seed, "--stall-seed", 0, 2**32 - 1)

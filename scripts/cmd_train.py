@@ -47,18 +47,6 @@ MAX_EPOCHS = 1000
 CLUSTER_OPTIONS: dict = {}
 
 
-def _pipelines(args) -> dict:
-    """--pipeline as EngineConfig fields ({} without it); UserError (one line) for a bad value."""
-    if not args.pipeline:
-        return {}
-    from pymtl_fp.engine.config import pipeline_fields
-
-    try:
-        return pipeline_fields(args.pipeline)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="golden", metavar="ENGINE",
                         help="what computes the training step: golden (NumPy golden model; default) "
@@ -362,7 +350,7 @@ def _run_cluster(args, net) -> int:
         except ValueError:
             raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
     faults = _faults(args)
-    pipes = _pipelines(args)
+    pipes = validate.pipelines(args.pipeline)
     if net.input_shape != (1, 8, 8) or net.classes != 10:
         raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
                         "the digits data needs (1, 8, 8) -> 10")

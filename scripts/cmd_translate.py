@@ -364,11 +364,7 @@ def main(args) -> int:
     if getattr(args, "pipeline", None):
         if unit.name not in ("engine", "node"):
             raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
-        from pymtl_fp.engine.config import pipeline_fields
-        try:
-            on = pipeline_fields(args.pipeline)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        on = validate.pipelines(args.pipeline)
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     try:
         info = setup_verilator()

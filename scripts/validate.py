@@ -24,6 +24,19 @@ from pathlib import Path
 from pymtl_fp.cli.errors import UserError
 
 
+def pipelines(text) -> dict:
+    """A ``--pipeline`` option as ``EngineConfig`` fields (``{}`` when not given); a bad value is
+    a one-line UserError."""
+    if not text:
+        return {}
+    from pymtl_fp.engine.config import pipeline_fields
+
+    try:
+        return pipeline_fields(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
 def integer(value, option: str, lo: int | None = None, hi: int | None = None):
     """``value`` (an int or None) within ``lo..hi``; the message names the option and the range."""
     if value is None:

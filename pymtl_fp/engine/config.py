@@ -63,7 +63,7 @@ class EngineConfig:
       (:class:`~pymtl_fp.engine.EngineAcceptRTL.EngineAcceptRTL`, ``cmd_latency``): ``cmd.rdy``
       depends on registers only, and a command starts ``cmd_latency`` cycles after its handshake
       at the earliest (the next one's handshake is in the cycle it starts, so a stream of
-      commands offered back to back pays the cycle once).  With all four the engine is built for
+      commands offered back to back is one cycle longer in all).  With all four the engine is built for
       a 200 MHz clock (README, "Timing").
     """
 

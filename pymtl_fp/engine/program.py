@@ -234,15 +234,17 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        return timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows) + cfg.wb_latency + cfg.cmd_latency
-    if op in timing.POOL_OPS:
+        steps = timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows)
+    elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        return timing.pool_cycles(P, n, c, ho, wo, pk) + cfg.wb_latency + cfg.cmd_latency
-    k, c, r, s = case["w"].shape
-    return timing.update_cycles(P, k, c, r, s) + cfg.wb_latency + cfg.cmd_latency
+        steps = timing.pool_cycles(P, n, c, ho, wo, pk)
+    else:
+        k, c, r, s = case["w"].shape
+        steps = timing.update_cycles(P, k, c, r, s)
+    return steps + cfg.wb_latency + cfg.cmd_latency
 
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------
