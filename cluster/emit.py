@@ -18,7 +18,7 @@ from pymtl_fp.cluster.buffers import BUF_ID
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.dma import elems, relayout_indices
 from pymtl_fp.cluster.node_program import Relayout
-from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine import encoding, msgs, program
 from pymtl_fp.engine.msgs import tiles
 
 SRC = {"fwd_in": isa.SRC_FWD_IN, "bwd_in": isa.SRC_BWD_IN, "scratch": isa.SRC_SCRATCH, "host": isa.SRC_HOST}
@@ -201,7 +201,7 @@ class NodeEmitter:
         """A compute command; its rounding seed is relative to the step (``seedstep``) in the
         step loop.  ``macs``: its useful MACs; ``packed``: a tap-packed layer's (whose fields
         count the padding zeros of the packed input too: the energy model takes ``macs``)."""
-        f = dict(fields, op=msgs.OPS[op], ovl=self.ovl)
+        f = dict(encoding.whole_map(op, fields), op=msgs.OPS[op], ovl=self.ovl)
         try:
             msgs.check_cmd({name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS}, self.ecfg)
         except ValueError as e:  # a compiler bug, not the user's: say where

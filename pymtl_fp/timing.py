@@ -120,30 +120,34 @@ class ConvShape:
     def fields(self, P: int) -> dict:
         return dict(n=self.n, c=self.c, k=self.k, ct=cdiv(self.c, P), kt=cdiv(self.k, P), h=self.h,
                      w=self.w, ho=self.ho, wo=self.wo, r=self.r, s=self.s,
-                     lgst=self.stride.bit_length() - 1, pad=self.pad)
+                     lgst=self.stride.bit_length() - 1, pad=self.pad, pt=self.pad)
 
 
 def _geo(f: dict):
+    """The conv geometry of command fields ``f``, ending ``stride, pt, pad``: the rows' padding
+    above the input window is ``pt`` (``pad`` for a whole map, when ``f`` has no ``pt``; a row
+    band, :mod:`pymtl_fp.golden.band`), the columns' is ``pad``."""
     st = 1 << int(f.get("lgst", 0))
+    pad = int(f["pad"])
     return (int(f["n"]), int(f["c"]), int(f["k"]), int(f["ct"]), int(f["kt"]), int(f["h"]), int(f["w"]),
-            int(f["ho"]), int(f["wo"]), int(f["r"]), int(f["s"]), st, int(f["pad"]))
+            int(f["ho"]), int(f["wo"]), int(f["r"]), int(f["s"]), st, int(f.get("pt", pad)), pad)
 
 
 def conv_steps(P: int, op: str, f: dict) -> int:
     """Loop-nest steps of a conv operation (``fwd``, ``bwd_data``) from its command fields."""
-    n, _c, _k, ct, kt, h, w, ho, wo, r, s, st, pad = _geo(f)
+    n, _c, _k, ct, kt, h, w, ho, wo, r, s, st, pt, pad = _geo(f)
     if op == "fwd":
-        return n * kt * ct * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
+        return n * kt * ct * valid_pairs(h, ho, r, st, pt) * valid_pairs(w, wo, s, st, pad)
     if op == "bwd_data":
-        return n * ct * kt * bwd_data_taps(h, ho, r, st, pad) * bwd_data_taps(w, wo, s, st, pad)
+        return n * ct * kt * bwd_data_taps(h, ho, r, st, pt) * bwd_data_taps(w, wo, s, st, pad)
     raise ValueError(f"conv_steps: {op!r} is not fwd or bwd_data")
 
 
 def bwd_weight_tile_lengths(f: dict) -> list:
     """``L[r][s]``: accumulation steps of the ``bwd_weight`` tile of tap ``(r, s)`` (the same for
     every ``(kt, ct)`` group): ``N * max(1, outs_h(r)) * max(1, outs_w(s))``."""
-    n, _c, _k, _ct, _kt, h, w, ho, wo, r, s, st, pad = _geo(f)
-    return [[n * max(1, outs(h, ho, i, st, pad)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
+    n, _c, _k, _ct, _kt, h, w, ho, wo, r, s, st, pt, pad = _geo(f)
+    return [[n * max(1, outs(h, ho, i, st, pt)) * max(1, outs(w, wo, j, st, pad)) for j in range(s)]
             for i in range(r)]
 
 
@@ -159,7 +163,7 @@ def drain_cycles(P: int, drain_rows: int = 1) -> int:
 def bwd_weight_cycles(P: int, f: dict, drain_rows: int = 1) -> int:
     """Compute cycles of ``bwd_weight`` (closed form over the ``R*S`` taps, not the tiles) on a
     ``P x P`` engine draining ``drain_rows`` dw rows per cycle."""
-    _n, _c, _k, ct, kt, _h, _w, _ho, _wo, r, s, _st, _pad = _geo(f)
+    _n, _c, _k, ct, kt, _h, _w, _ho, _wo, r, s, _st, _pt, _pad = _geo(f)
     D = drain_cycles(P, drain_rows)
     L = bwd_weight_tile_lengths(f)
     groups = kt * ct  # tile groups (kt, ct), each of R*S tiles
@@ -209,8 +213,8 @@ def useful_macs(op: str, f: dict) -> int:
     """Multiply-accumulates the operation needs (real channels, taps inside the input only)."""
     if op not in CONV_OPS:
         return 0
-    n, c, k, _ct, _kt, h, w, ho, wo, r, s, st, pad = _geo(f)
-    return n * k * c * valid_pairs(h, ho, r, st, pad) * valid_pairs(w, wo, s, st, pad)
+    n, c, k, _ct, _kt, h, w, ho, wo, r, s, st, pt, pad = _geo(f)
+    return n * k * c * valid_pairs(h, ho, r, st, pt) * valid_pairs(w, wo, s, st, pad)
 
 
 def utilization(P: int, op: str, f: dict, drain_rows: int = 1) -> float:

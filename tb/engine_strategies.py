@@ -80,3 +80,78 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
         assume(False)
     stall = (draw(STALLS), draw(STALLS), draw(STALLS))
     return case, stall, draw(st.integers(0, 1000))
+
+
+# ---- row bands (pymtl_fp.golden.band) -------------------------------------------------------
+
+def band_case(op: str, case: dict, lo: int, hi: int):
+    """The row band ``[lo, hi)`` of a whole-map conv ``case`` as a case of its own, and the rows of
+    the whole map's result it must give (``(band case, rows)``; ``None`` if no ``dy`` row reaches a
+    bwd_data band).  The band is over the result's rows: fwd's ``y``, bwd_data's ``dx``,
+    bwd_weight's ``dy`` rows (its ``dw`` / ``db`` are the band's part of the sums)."""
+    from pymtl_fp.golden import band
+    from pymtl_fp.numerics import slice_seed
+
+    x = np.asarray(case["x"])
+    H, W = x.shape[2:]
+    R = int((case["w"].shape if op != "bwd_weight" else case["w_shape"])[2])
+    stride, pad = int(case["stride"]), int(case["pad"])
+    out = dict(case)
+    if op == "bwd_data":
+        dy = np.asarray(case["dy"])
+        win = band.bwd_data_window(H, dy.shape[2], R, stride, pad, lo, hi)
+        if win.i1 == win.i0:
+            return None
+        out.update(x=x[:, :, lo:hi], dy=dy[:, :, win.i0:win.i1], pt=win.pt, hi=H,
+                   seed=slice_seed(case.get("seed", 0), lo * W))
+        return out, (lo, hi)
+    Ho = (H + 2 * pad - R) // stride + 1
+    win = band.fwd_window(H, R, stride, pad, lo, hi)
+    out.update(x=x[:, :, win.i0:win.i1], pt=win.pt)
+    if op == "fwd":
+        Wo = (W + 2 * pad - int(case["w"].shape[3])) // stride + 1
+        out.update(ho=hi - lo, hi=Ho, seed=slice_seed(case.get("seed", 0), lo * Wo))
+    else:
+        out["dy"] = np.asarray(case["dy"])[:, :, lo:hi]
+    return out, (lo, hi)
+
+
+@st.composite
+def band_cases(draw, cfg, op, *, max_hw=8, max_ch=4):
+    """``(whole case, band case, result rows, stall, stall_seed)``: a random conv ``op`` on a whole
+    map (kernels 1-4 rows, strides 1 and 2, padding) and one of its row bands."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    case = dict(mode=draw(st.sampled_from(["nearest", "stochastic"])),
+                seed=draw(st.integers(0, 2**32 - 1)), tensor_id=draw(st.integers(0, 254)))
+    n, c, k = draw(st.integers(1, 2)), draw(st.integers(1, max_ch)), draw(st.integers(1, max_ch))
+    r, s = draw(st.integers(1, 4)), draw(st.sampled_from([1, 3]))
+    stride = draw(st.sampled_from([1, 2]))
+    assume(r >= stride)
+    pad = draw(st.integers(0, min(r, s) - 1))
+    h = draw(st.integers(max(1, r - 2 * pad), max_hw))
+    w = draw(st.integers(max(1, s - 2 * pad), 5))
+    ho, wo = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+    case.update(stride=stride, pad=pad, shift=draw(st.sampled_from([0, 3, 9])))
+    x = _vals(rng, (n, c, h, w), cfg.act_bits, 0.1)
+    wt = _vals(rng, (k, c, r, s), cfg.weight_bits, 0.1)
+    dy = _vals(rng, (n, k, ho, wo), cfg.grad_bits, 0.1)
+    if op == "fwd":
+        case.update(x=x, w=wt, b=_vals(rng, (k,), 16, 0.0), relu=draw(st.integers(0, 1)))
+    elif op == "bwd_data":
+        case.update(x=x, w=wt, dy=dy, relu=draw(st.integers(0, 1)))
+    else:
+        case.update(x=x, dy=dy, w_shape=np.array([k, c, r, s]), bias_shift=3, raw=draw(st.integers(0, 1)))
+    rows = h if op == "bwd_data" else ho
+    lo = draw(st.integers(0, rows - 1))
+    hi = draw(st.integers(lo + 1, rows))
+    got = band_case(op, case, lo, hi)
+    assume(got is not None)
+    from pymtl_fp.engine.cases import CaseError, validate_case
+
+    try:
+        validate_case(cfg, op, case)
+        validate_case(cfg, op, got[0])
+    except CaseError:
+        assume(False)
+    stall = (draw(STALLS), draw(STALLS), draw(STALLS))
+    return case, got[0], got[1], stall, draw(st.integers(0, 1000))

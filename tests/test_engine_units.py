@@ -523,13 +523,13 @@ class SelectAndWriteback(Component):
         s.rowB, s.dr_row = InPort(16), InPort(16)
         s.tapB = InPort(8)
         s.q = [InPort(acc_bits) for _ in range(dr * P)]
-        for name in ("wr_addrB", "wr_addr2B", "idxB", "dr_addr", "dr_idx", "db_addr", "db_idx", "HOWO", "HW", "RS"):
+        for name in ("wr_addrB", "wr_addr2B", "idxB", "dr_addr", "dr_idx", "db_addr", "db_idx", "IHOWO", "IHW", "RS"):
             setattr(s, name, InPort(32))
         for name, n, w in (("acc", P, acc_bits), ("dbdr", P, acc_bits), ("dr", P * P, acc_bits), ("pm_n", P, D),
                            ("pi_n", P, 8), ("x_rd", P, D), ("o_rd", P, D), ("d_rd", P, D), ("w_rd", P * P, D),
                            ("g_rd", P * P, D)):
             setattr(s, name, [InPort(w) for _ in range(n)])
-        for unit, names in ((s.sel, ("cmd", "rowB", "idxB", "dr_busy", "dr_row", "dr_idx", "db_idx", "HOWO", "HW",
+        for unit, names in ((s.sel, ("cmd", "rowB", "idxB", "dr_busy", "dr_row", "dr_idx", "db_idx", "IHOWO", "IHW",
                                      "RS", "acc", "dbdr", "dr")),
                             (s.wb, ("cmd", "ex_busy", "vB", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B",
                                     "dr_busy", "dr_row", "dr_addr", "db_addr", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd",
@@ -552,8 +552,8 @@ def _set_cmd(m, **fields):
     """The command register and the strides EngineStridesRTL gives for it (its product fields)."""
     m.cmd @= make_cmd(**fields)
     f = lambda name: fields.get(name, 0)
-    m.HOWO @= f("ho") * f("wo")
-    m.HW @= f("h") * f("w")
+    m.IHOWO @= f("hi") * f("wo")  # a channel of the whole result map's flat index
+    m.IHW @= f("hi") * f("w")
     m.RS @= f("r") * f("s")
     if hasattr(m, "CRS"):  # drain_rows > 1: the drain's row stride
         m.CRS @= f("c") * f("r") * f("s")
@@ -597,7 +597,8 @@ def _requests(m):
 def test_writeback_routes_results_to_dsel_and_argmax_to_amsel(op, dsel, amsel, relu, q, x, tap, am):
     if op == OP_POOL_FWD and msgs.DSEL_BUF[dsel] == msgs.AMSEL_BUF[amsel]:
         dsel = msgs.DSEL_D  # refused by check_cmd
-    m = _wb(op, dsel=dsel, amsel=amsel, relu=relu, h=3, w=5, ho=2, wo=7, shift=5)
+    m = _wb(op, dsel=dsel, amsel=amsel, relu=relu, h=3, w=5, ho=2, wo=7, hi=3 if op == OP_BWD_DATA else 2,
+            shift=5)
     D = 8
     m.vB @= 1
     m.idxB @= 77
@@ -614,7 +615,7 @@ def test_writeback_routes_results_to_dsel_and_argmax_to_amsel(op, dsel, amsel, r
         m.pi_n[i] @= 2 + i
         m.acc[i] @= 500 + i
     req = _requests(m)
-    # the requantizer rounds the MAC array's outputs, lane stride = the result's plane (H*W for dx)
+    # the requantizer rounds the MAC array's outputs, lane stride = the result's whole plane (hi*W for dx)
     assert [int(v) for v in m.sel.rq_acc] == [500, 501]
     assert (int(m.sel.rq_idx_base), int(m.sel.rq_idx_stride)) == (77, 15 if op == OP_BWD_DATA else 14)
     assert (int(m.sel.rq_shift), int(m.sel.rq_relu)) == (5, int(op == OP_FWD and relu))

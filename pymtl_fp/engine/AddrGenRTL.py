@@ -3,10 +3,10 @@
 Levels 0-3 are the outer loops (one output word or tile), levels 4-6 the inner (reduction)
 loops; ``first``/``last`` mark the first/last inner step of an output.  Per operation::
 
-    fwd         n, kt, oh, ow | ct, r, s      x[n,ct,oh*st+r-pad,ow*st+s-pad], w[kt,ct,r,s]; r and s
+    fwd         n, kt, oh, ow | ct, r, s      x[n,ct,oh*st+r-pt,ow*st+s-pad], w[kt,ct,r,s]; r and s
                                               run over the taps inside the input only (no cycles
                                               spent on zero padding)
-    bwd_data    n, ct, h,  w  | kt, mr, ms    r = (h+pad)%st + mr*st, oh = (h+pad)//st - mr
+    bwd_data    n, ct, h,  w  | kt, mr, ms    r = (h+pt)%st + mr*st, oh = (h+pt)//st - mr
                                               (only taps that hit an output: no idle steps
                                               for stride > 1 or at the borders),
                                               dy[n,kt,oh,ow], w[kt,ct,r,s]^T
@@ -19,7 +19,9 @@ loops; ``first``/``last`` mark the first/last inner step of an output.  Per oper
     pool_bwd    n, ct, oh, ow | di, dj        dy/argmax[n,ct,oh,ow] -> dx[n,ct,oh*k+di,ow*k+dj]
     update      kt, ct, r, s, i               W/G word [kt,ct,r,s], row i
 
-No cycle is spent on taps in the zero padding, except that an output (or a ``bwd_weight``
+Rows are padded by ``pt`` above the input window (``pt = pad`` for a whole map, less for a row
+band inside the map, :mod:`pymtl_fp.golden.band`), columns by ``pad``; rows and columns past
+the window's end are zero.  No cycle is spent on taps in the zero padding, except that an output (or a ``bwd_weight``
 tile) with no valid tap at all still takes one step, with ``zero`` set (products forced to 0).
 Outputs are combinational functions of the counters and of registers that follow them
 (addresses 32 bits, the caller truncates them to the buffer's address width); ``advance`` moves
@@ -101,7 +103,7 @@ class AddrGenRTL(Component):
         # 32-bit views of the command fields and counters
         s.u = [Wire(32) for _ in range(NL)]
         s.H, s.W, s.HO, s.WO, s.R, s.S = (Wire(32) for _ in range(6))
-        s.PAD, s.LG, s.ST = (Wire(32) for _ in range(3))
+        s.PAD, s.PT, s.LG, s.ST = (Wire(32) for _ in range(4))  # column and row (top) padding
         s.A0, s.A1, s.A2, s.D0, s.D1 = (Wire(32) for _ in range(5))
         # fwd: the valid tap range of the current output (taps in the zero padding are skipped)
         s.t_h, s.t_w, s.rlo, s.slo, s.rhi, s.shi, s.r_f, s.s_f = (Wire(32) for _ in range(8))
@@ -130,6 +132,7 @@ class AddrGenRTL(Component):
             s.R @= zext(s.cmd.r, B32)
             s.S @= zext(s.cmd.s, B32)
             s.PAD @= zext(s.cmd.pad, B32)
+            s.PT @= zext(s.cmd.pt, B32)
             s.LG @= zext(s.cmd.lgst, B32)
             s.ST @= ONE << s.LG
             s.A0 @= zext(s.cmd.a0, B32)
@@ -180,9 +183,9 @@ class AddrGenRTL(Component):
 
         @update
         def up_bwd_data_taps():
-            # dx[h] gathers dy[oh] * w[r] over oh*st + r = h + pad: r = (h+pad)%st + mr*st,
-            # oh = (h+pad)//st - mr; mr starts where oh < Ho, stops where r >= R or oh < 0
-            s.th @= s.u[2] + s.PAD
+            # dx[h] gathers dy[oh] * w[r] over oh*st + r = h + pt: r = (h+pt)%st + mr*st,
+            # oh = (h+pt)//st - mr; mr starts where oh < Ho, stops where r >= R or oh < 0
+            s.th @= s.u[2] + s.PT
             s.tw @= s.u[3] + s.PAD
             s.qh @= s.th >> s.LG
             s.qw @= s.tw >> s.LG
@@ -203,9 +206,9 @@ class AddrGenRTL(Component):
 
         @update
         def up_bwd_weight_taps():
-            # dw[r]: the outputs oh whose input row oh*st + r - pad lies inside the input
-            if s.PAD > s.u[2]:
-                s.ohlo @= (s.PAD - s.u[2] + s.ST - ONE) >> s.LG
+            # dw[r]: the outputs oh whose input row oh*st + r - pt lies inside the input
+            if s.PT > s.u[2]:
+                s.ohlo @= (s.PT - s.u[2] + s.ST - ONE) >> s.LG
             else:
                 s.ohlo @= ZERO
             if s.PAD > s.u[3]:
@@ -214,11 +217,11 @@ class AddrGenRTL(Component):
                 s.owlo @= ZERO
             s.ohs @= s.ohlo + s.u[5]
             s.ows @= s.owlo + s.u[6]
-            # the first valid tap of output (oh, ow): r = max(0, pad - oh*st)
+            # the first valid tap of output (oh, ow): r = max(0, pt - oh*st)
             s.t_oh @= s.ohs << s.LG
             s.t_ow @= s.ows << s.LG
-            if s.PAD > s.t_oh:
-                s.rfirst @= s.PAD - s.t_oh
+            if s.PT > s.t_oh:
+                s.rfirst @= s.PT - s.t_oh
             else:
                 s.rfirst @= ZERO
             if s.PAD > s.t_ow:
@@ -230,16 +233,16 @@ class AddrGenRTL(Component):
         def up_fwd_taps():
             s.t_h @= s.u[2] << s.LG
             s.t_w @= s.u[3] << s.LG
-            if s.PAD > s.t_h:
-                s.rlo @= s.PAD - s.t_h
+            if s.PT > s.t_h:
+                s.rlo @= s.PT - s.t_h
             else:
                 s.rlo @= ZERO
             if s.PAD > s.t_w:
                 s.slo @= s.PAD - s.t_w
             else:
                 s.slo @= ZERO
-            if (s.H + s.PAD - s.t_h) < s.R:
-                s.rhi @= s.H + s.PAD - s.t_h
+            if (s.H + s.PT - s.t_h) < s.R:
+                s.rhi @= s.H + s.PT - s.t_h
             else:
                 s.rhi @= s.R
             if (s.W + s.PAD - s.t_w) < s.S:
@@ -260,7 +263,7 @@ class AddrGenRTL(Component):
                 s.at[5] @= ((s.r_d + s.ST) >= s.R) | (s.mr >= s.qh)
                 s.at[6] @= ((s.s_d + s.ST) >= s.S) | (s.ms >= s.qw)
             elif s.cmd.op == OP_BWD_WEIGHT:
-                s.at[5] @= ((((s.ohs + ONE) << s.LG) + s.u[2]) >= (s.H + s.PAD)) | ((s.ohs + ONE) >= s.HO)
+                s.at[5] @= ((((s.ohs + ONE) << s.LG) + s.u[2]) >= (s.H + s.PT)) | ((s.ohs + ONE) >= s.HO)
                 s.at[6] @= ((((s.ows + ONE) << s.LG) + s.u[3]) >= (s.W + s.PAD)) | ((s.ows + ONE) >= s.WO)
             s.carry[6] @= Bits1(1)
             s.carry[5] @= s.at[6]
@@ -330,10 +333,10 @@ class AddrGenRTL(Component):
             s.hh @= ZERO
             s.ww @= ZERO
             if s.cmd.op == OP_FWD:
-                s.hh @= s.t_h + s.r_f - s.PAD
+                s.hh @= s.t_h + s.r_f - s.PT
                 s.ww @= s.t_w + s.s_f - s.PAD
             elif s.cmd.op == OP_BWD_WEIGHT:
-                s.hh @= (s.ohs << s.LG) + s.u[2] - s.PAD
+                s.hh @= (s.ohs << s.LG) + s.u[2] - s.PT
                 s.ww @= (s.ows << s.LG) + s.u[3] - s.PAD
             elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
                 s.hh @= zext(s.ohk, B32) + s.u[4]  # oh*pk + di

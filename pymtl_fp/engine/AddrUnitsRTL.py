@@ -98,8 +98,8 @@ class AddrUnitsRTL(Component):
                 s.kst[OUT_1] @= s.howo
                 s.kst[OUT_2] @= s.WO
                 s.lin[AU_OUT] @= s.u3
-                s.kst[IDX_0] @= s.khowo   # ((n*K + kt*P)*Ho + oh)*Wo + ow
-                s.kst[IDX_1] @= s.phowo
+                s.kst[IDX_0] @= s.khowo   # ((n*K + kt*P)*hi + oh)*Wo + ow (hi: the whole map's Ho)
+                s.kst[IDX_1] @= s.pihowo
                 s.kst[IDX_2] @= s.WO
                 s.lin[AU_IDX] @= s.u3
             elif s.cmd.op == OP_BWD_DATA:
@@ -116,8 +116,8 @@ class AddrUnitsRTL(Component):
                 s.kst[MAP_1] @= s.hw
                 s.kst[MAP_2] @= s.W
                 s.lin[AU_MAP] @= s.u3
-                s.kst[IDX_0] @= s.chw     # ((n*C + ct*P)*H + h)*W + w
-                s.kst[IDX_1] @= s.phw
+                s.kst[IDX_0] @= s.chw     # ((n*C + ct*P)*hi + h)*W + w (hi: the whole map's H)
+                s.kst[IDX_1] @= s.pihw
                 s.kst[IDX_2] @= s.W
                 s.lin[AU_IDX] @= s.u3
             elif s.cmd.op == OP_BWD_WEIGHT:

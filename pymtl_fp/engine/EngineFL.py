@@ -3,7 +3,9 @@
 Commands run one at a time.  A LOAD takes its elements from ``din`` (``E`` = ``stream_lanes`` per
 handshake), a STORE sends its elements on ``dout`` (``E`` per beat, surplus lanes of the last beat
 zero; layout: :mod:`pymtl_fp.engine.msgs`); a compute command reads its operands from the (Python) buffers
-in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` and writes the
+in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` (the conv operations
+through :mod:`pymtl_fp.golden.band`: a command's rows are a band, padded by ``pt`` above, of a
+map of ``hi`` rows, which for a whole map gives the whole-map functions' bits) and writes the
 results back, all in the cycle it is accepted.  No timing is modelled (``busy`` is high only
 while a LOAD/STORE is moving data).  The ``ovl`` field is accepted and ignored: FL executes
 commands one at a time, in order, which is the semantics the timed levels' overlap preserves
@@ -34,6 +36,7 @@ from pymtl_fp.engine.msgs import (
     unpack_bias,
     unpack_weight,
 )
+from pymtl_fp.golden import band
 from pymtl_fp.numerics import wrap
 
 MODES = ("nearest", "stochastic")
@@ -187,27 +190,27 @@ class EngineFL(Component):
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
             b = unpack_bias(s._rd(B, f["a2"], kt), k, P)
-            y = golden.conv_fwd(x, wt, b, stride=stride, pad=pad, shift=f["shift"], relu=bool(f["relu"]),
-                                out_bits=cfg.act_bits, **rnd)
+            y = band.conv_fwd_band(x, wt, b, stride=stride, pad=pad, pt=f["pt"], ho=ho, hi=f["hi"],
+                                   shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.act_bits, **rnd)
             s._wr(OB, f["d0"], pack_act(y, P))
         elif op == "bwd_data":
             dy = unpack_act(s._rd(D, f["a0"], n * kt * ho * wo), (n, k, ho, wo), P)
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
             x = unpack_act(s._rd(X, f["a2"], n * ct * h * w), (n, c, h, w), P)
-            dx = golden.conv_bwd_data(dy, wt, x, stride=stride, pad=pad, shift=f["shift"],
-                                      relu=bool(f["relu"]), out_bits=cfg.grad_bits, **rnd)
+            dx = band.conv_bwd_data_band(dy, wt, x, stride=stride, pad=pad, pt=f["pt"], hi=f["hi"],
+                                         shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.grad_bits, **rnd)
             s._wr(OB, f["d0"], pack_act(dx, P))
         elif op == "bwd_weight":
             x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
             dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
             if f.get("raw", 0):  # un-rounded, accumulator-wide, in B (a row of the G layout per word)
-                dw, db = golden.conv_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad)
+                dw, db = band.band_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad, pt=f["pt"])
                 s._wr(B, f["d0"], wrap(pack_weight(dw, P), cfg.acc_bits).reshape(-1, P))
                 s._wr(B, f["d1"], wrap(pack_bias(db, P), cfg.acc_bits))
                 return
-            dw, db = golden.conv_bwd_weight(x, dy, (k, c, r, sw), stride=stride, pad=pad,
-                                            shift=f["shift"], bias_shift=f["bshift"],
-                                            out_bits=cfg.grad_bits, bias_tensor_id=f["btid"], **rnd)
+            dw, db = band.conv_bwd_weight_band(x, dy, (k, c, r, sw), stride=stride, pad=pad, pt=f["pt"],
+                                               shift=f["shift"], bias_shift=f["bshift"],
+                                               out_bits=cfg.grad_bits, bias_tensor_id=f["btid"], **rnd)
             s._wr(G, f["d0"], pack_weight(dw, P))
             s._wr(B, f["d1"], pack_bias(db, P))
         elif op == "pool_fwd":

@@ -198,8 +198,8 @@ class EngineRTL(Component):
 
         # ---- requantize (stage B in, q wb_latency cycles later) and write back -------------
         s.sel.cmd //= s.ex.cmd_r
-        s.sel.HOWO //= s.strides.howo
-        s.sel.HW //= s.strides.hw
+        s.sel.IHOWO //= s.strides.ihowo
+        s.sel.IHW //= s.strides.ihw
         s.sel.RS //= s.strides.rs
         if DR > 1:
             s.sel.CRS //= s.strides.crs

@@ -43,8 +43,9 @@ class EngineRequantSelectRTL(Component):
         s.dr = [InPort(AB) for _ in range(PP)]  # the drain registers (a P x P tile)
         s.dbdr = [InPort(AB) for _ in range(P)]
         s.g_row = [InPort(D) for _ in range(P)]  # update: row rowB of the G word read
-        # element strides of the command (its product fields: ho*wo, h*w, r*s, c*r*s)
-        s.HOWO, s.HW, s.RS = InPort(32), InPort(32), InPort(32)
+        # element strides of the command (its product fields: hi*wo and hi*w, a channel in the whole
+        # result map's flat index; r*s, c*r*s)
+        s.IHOWO, s.IHW, s.RS = InPort(32), InPort(32), InPort(32)
         s.rq_acc = [OutPort(AB) for _ in range(NQ)]
         s.rq_idx_base, s.rq_idx_stride = OutPort(32), OutPort(32)
         if DR > 1:
@@ -90,7 +91,7 @@ class EngineRequantSelectRTL(Component):
             s.rq_tensor_id @= s.cmd.tid
             s.rq_relu @= (s.cmd.op == OP_FWD) & s.cmd.relu
             s.rq_idx_base @= s.idxB
-            s.rq_idx_stride @= s.HOWO
+            s.rq_idx_stride @= s.IHOWO
             for i in range(NQ):  # bank rows 1 .. DR-1: only the drain's
                 s.rq_acc[i] @= ZA
             for i in range(P):
@@ -116,7 +117,7 @@ class EngineRequantSelectRTL(Component):
                     for j in range(P):
                         s.rq_acc[j] @= s.g_ext.out[j]
             elif s.cmd.op == OP_BWD_DATA:
-                s.rq_idx_stride @= s.HW
+                s.rq_idx_stride @= s.IHW
 
     def line_trace(s):
         return f"rqsel[{int(s.rq_idx_base)}+{int(s.rq_idx_stride)}]"

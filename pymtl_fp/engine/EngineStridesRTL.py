@@ -19,9 +19,13 @@ from pymtl_fp.engine.msgs import cmd_type
 
 #: the strides that are command fields
 FIELD_STRIDES = ("hw", "howo", "rs", "cthw", "chw", "kthowo", "cthowo", "khowo", "ctrs", "crs")
-#: ``P`` times a stride: name -> stride
-TIMES_P = {"phw": "hw", "phowo": "howo", "prs": "rs", "pcrs": "crs"}
+#: ``P`` times a stride: name -> stride (``pihw``, ``pihowo``: a channel tile in the flat index of
+#: the whole result map, of which a row-band command computes a band)
+TIMES_P = {"pihw": "ihw", "pihowo": "ihowo", "prs": "rs", "pcrs": "crs"}
+#: the strides of the address units (AddrGenRTL)
 STRIDES = FIELD_STRIDES + tuple(TIMES_P)
+#: the requantizer's lane strides: a channel of the whole result map (fwd's y, bwd_data's dx)
+LANE_STRIDES = ("ihowo", "ihw")
 
 
 class EngineStridesRTL(Component):
@@ -30,7 +34,7 @@ class EngineStridesRTL(Component):
         B32 = Bits32
         PP32 = B32(P)
         s.cmd = InPort(cmd_type())  # the command being executed
-        for name in STRIDES:
+        for name in STRIDES + LANE_STRIDES:
             setattr(s, name, OutPort(32))
 
         @update
@@ -45,11 +49,13 @@ class EngineStridesRTL(Component):
             s.khowo @= zext(s.cmd.khowo, B32)
             s.ctrs @= zext(s.cmd.ctrs, B32)
             s.crs @= zext(s.cmd.crs, B32)
+            s.ihowo @= zext(s.cmd.ihowo, B32)
+            s.ihw @= zext(s.cmd.ihw, B32)
 
         @update
         def up_times_p():
-            s.phw @= zext(s.cmd.hw, B32) * PP32
-            s.phowo @= zext(s.cmd.howo, B32) * PP32
+            s.pihw @= zext(s.cmd.ihw, B32) * PP32
+            s.pihowo @= zext(s.cmd.ihowo, B32) * PP32
             s.prs @= zext(s.cmd.rs, B32) * PP32
             s.pcrs @= zext(s.cmd.crs, B32) * PP32
 

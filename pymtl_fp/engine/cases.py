@@ -13,6 +13,7 @@ import numpy as np
 from pymtl_fp import golden
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.golden import band
 from pymtl_fp.golden.geometry import conv_out_size
 from pymtl_fp.numerics import wrap
 from pymtl_fp.timing import POOL_OPS
@@ -29,7 +30,11 @@ REQUIRED = {
     "update": (("w", "dw"), ("lr_shift",)),
 }
 OPTIONAL = {"mode", "seed", "tensor_id"}
-OPTIONAL_OP = {"bwd_weight": {"bias_tensor_id", "raw"}}
+#: a row band (:mod:`pymtl_fp.golden.band`): ``pt`` zero rows above the window, ``hi`` rows of the
+#: whole result map (stochastic rounding), fwd's ``ho`` output rows (bwd_*: ``dy``'s rows)
+BAND = {"fwd": {"pt", "ho", "hi"}, "bwd_data": {"pt", "hi"}, "bwd_weight": {"pt"}}
+OPTIONAL_OP = {"fwd": BAND["fwd"], "bwd_data": BAND["bwd_data"],
+               "bwd_weight": {"bias_tensor_id", "raw"} | BAND["bwd_weight"]}
 RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
            "pool_bwd": ("dx",), "update": ("w",)}
 
@@ -140,11 +145,26 @@ def validate_case(cfg, op: str, case: dict) -> dict:
             raise CaseError(f"x has {c} channels but the weights expect {cw} (w shape {w_shape})")
         if out["pad"] >= min(r, s):
             raise CaseError(f"pad {out['pad']} must be smaller than the kernel {r}x{s}")
+        banded = bool(BAND[op] & set(case))
         try:
-            ho = conv_out_size(h, r, out["stride"], out["pad"], "input height")
             wo = conv_out_size(w, s, out["stride"], out["pad"], "input width")
+            if not (banded and (op != "fwd" or "ho" in case)):
+                ho = conv_out_size(h, r, out["stride"], out["pad"], "input height")
         except ValueError as exc:
             raise CaseError(str(exc)) from None
+        if banded:  # a row band: its rows are free, its columns the whole map's
+            out["pt"] = _scalar(case, "pt", 0, r - 1) if "pt" in case else out["pad"]
+            if op == "fwd":
+                ho = out["ho"] = _scalar(case, "ho", 1, (1 << msgs.DIM_BITS) - 1) if "ho" in case else ho
+            else:
+                ho = int(np.shape(case["dy"])[2]) if np.ndim(case["dy"]) == 4 else 0
+            if op != "bwd_weight":
+                rows = ho if op == "fwd" else h
+                out["hi"] = _scalar(case, "hi", rows, (1 << msgs.DIM_BITS) - 1) if "hi" in case else rows
+                plane = (k * wo if op == "fwd" else c * w) * out["hi"]
+                if plane >= 1 << 24:
+                    raise CaseError(f"the whole map of {out['hi']} rows has {plane} elements an image, "
+                                    f"beyond the 24-bit index stride")
         dims_ok(N=n, C=c, K=k, H=h, W=w, R=r, S=s)
         ct, kt = tiles(c, P), tiles(k, P)
         fits("x", n * ct * h * w, act_words, "X")
@@ -220,6 +240,8 @@ def result_bits(cfg, op: str) -> int:
 def golden_op(cfg, op: str, case: dict) -> dict:
     """The golden model's results for a validated case."""
     rnd = dict(mode=case["mode"], seed=case["seed"], tensor_id=case["tensor_id"])
+    if "pt" in case:
+        return _golden_band(cfg, op, case, rnd)
     if op == "fwd":
         return {"y": golden.conv_fwd(case["x"], case["w"], case["b"], stride=case["stride"], pad=case["pad"],
                                      shift=case["shift"], relu=bool(case["relu"]), out_bits=cfg.act_bits, **rnd)}
@@ -243,3 +265,21 @@ def golden_op(cfg, op: str, case: dict) -> dict:
     if op == "pool_bwd":
         return {"dx": golden.pool_bwd(case["dy"], case["argmax"], k=case["k"])}
     return {"w": golden.sgd_update(case["w"], case["dw"], lr_shift=case["lr_shift"], bits=cfg.weight_bits, **rnd)}
+
+
+def _golden_band(cfg, op: str, case: dict, rnd: dict) -> dict:
+    """The golden model's results for a validated row-band case (:mod:`pymtl_fp.golden.band`)."""
+    geo = dict(stride=case["stride"], pad=case["pad"], pt=case["pt"])
+    if op == "fwd":
+        return {"y": band.conv_fwd_band(case["x"], case["w"], case["b"], ho=case["ho"], hi=case["hi"], shift=case["shift"],
+                                        relu=bool(case["relu"]), out_bits=cfg.act_bits, **geo, **rnd)}
+    if op == "bwd_data":
+        return {"dx": band.conv_bwd_data_band(case["dy"], case["w"], case["x"], hi=case["hi"], shift=case["shift"],
+                                              relu=bool(case["relu"]), out_bits=cfg.grad_bits, **geo, **rnd)}
+    if case.get("raw"):
+        dw, db = band.band_bwd_weight_acc(case["x"], case["dy"], case["w_shape"], **geo)
+        return {"dw": wrap(dw, cfg.acc_bits), "db": wrap(db, cfg.acc_bits)}
+    dw, db = band.conv_bwd_weight_band(case["x"], case["dy"], case["w_shape"], shift=case["shift"],
+                                       bias_shift=case["bias_shift"], out_bits=cfg.grad_bits,
+                                       bias_tensor_id=case.get("bias_tensor_id"), **geo, **rnd)
+    return {"dw": dw, "db": db}

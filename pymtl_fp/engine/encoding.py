@@ -110,22 +110,30 @@ FIELDS = (
           "row i at B word d0 + t*P + i: the G layout's element order; db at d1), one row per drain "
           "cycle; shift, bshift, stoch, seed, tid and btid are unused (a data-parallel replica's "
           "partial sums, all-reduced and rounded once outside the engine)"),
+    Field("pt", 8, CONV, "zero rows above the input window (the rows' padding: input row oh*stride + r - pt; "
+          "rows below the window are zero too); pad pads the columns", "pad (a whole map); a row band: "
+          "golden.band"),
+    Field("hi", _D, ("fwd", "bwd_data"), "rows of the whole result map (y: Ho, dx: H), for the stochastic-"
+          "rounding index only", "ho (fwd) or h (bwd_data) for a whole map; a row band: the map's"),
 )
 
 #: The products of geometry fields that address a compute command's tensors and bound its
 #: hazard ranges, computed by the host (:func:`products`; :func:`pack` fills them): the engine
 #: then multiplies no two command fields together.  name -> (factor fields, what it is).  Word
 #: strides and sizes fit 17 bits (a tensor of a command fits its buffer, at most 2**16 words),
-#: element strides (``c``, ``k`` not rounded up to tiles) 24 bits.
+#: element strides (``c``, ``k`` not rounded up to tiles; ``hi``: the rows of the whole map, of which
+#: a row-band command computes a band) 24 bits.
 PRODUCTS = {
     "hw": (("h", "w"), 17, "words (or elements) of one input channel tile of one image"),
     "howo": (("ho", "wo"), 17, "words (or elements) of one output channel tile of one image"),
     "rs": (("r", "s"), 17, "taps of one kernel"),
     "cthw": (("ct", "h", "w"), 17, "words of one input image (x, dx)"),
-    "chw": (("c", "h", "w"), 24, "elements of one input image (dx's flat index)"),
+    "chw": (("c", "hi", "w"), 24, "elements of one whole input image (dx's flat index)"),
     "kthowo": (("kt", "ho", "wo"), 17, "words of one output image (y, dy)"),
     "cthowo": (("ct", "ho", "wo"), 17, "words of one pooled image"),
-    "khowo": (("k", "ho", "wo"), 24, "elements of one output image (y's flat index)"),
+    "khowo": (("k", "hi", "wo"), 24, "elements of one whole output image (y's flat index)"),
+    "ihowo": (("hi", "wo"), 24, "elements of one whole output channel (y's flat index)"),
+    "ihw": (("hi", "w"), 24, "elements of one whole input channel (dx's flat index)"),
     "ctrs": (("ct", "r", "s"), 17, "W words of one output channel tile"),
     "crs": (("c", "r", "s"), 24, "weights of one output channel (dw's flat index)"),
     "sz_x": (("n", "ct", "h", "w"), 17, "words of the input map x / dx (hazard range)"),
@@ -173,6 +181,18 @@ def products(fields: dict) -> dict:
             raise ValueError(f"command field {name}={int(fields[name])} must be "
                              f"{'*'.join(factors)} = {value} (or left out: it is filled in)")
         out[name] = value
+    return out
+
+
+def whole_map(op: str, fields: dict) -> dict:
+    """``fields`` of a ``op`` command over whole maps, with its row-band fields filled where not
+    given: ``pt = pad`` (the rows padded like the columns) and ``hi`` = the result's rows (``ho``
+    for fwd, ``h`` for bwd_data).  A row band sets them itself (:mod:`pymtl_fp.golden.band`)."""
+    out = dict(fields)
+    if op in CONV:
+        out.setdefault("pt", out.get("pad", 0))
+    if op in ("fwd", "bwd_data"):
+        out.setdefault("hi", out.get("ho" if op == "fwd" else "h", 0))
     return out
 
 

@@ -210,6 +210,9 @@ def check_cmd(f: dict, cfg) -> None:
     if amsel not in AMSEL_BUF:
         raise ValueError(f"command field amsel={amsel}: 0 (X) or 1 (O)")
     name = OP_NAMES.get(op, str(op))
+    if op in (OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT) and not f.get("pt", 0) < max(1, f.get("r", 0)):
+        raise ValueError(f"{name}: pt={f.get('pt', 0)} zero rows above the window must be fewer than the "
+                         f"kernel's {f.get('r', 0)} rows")
     if f.get("raw", 0):
         if op != OP_BWD_WEIGHT:
             raise ValueError(f"{name}: raw=1 is only for bwd_weight (un-rounded dw and db in B)")

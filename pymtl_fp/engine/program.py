@@ -123,6 +123,22 @@ def conv_dims(x_shape, w_shape, stride, pad):
     return n, c, h, w, k, r, s, ho, wo
 
 
+def conv_geometry(P: int, op: str, case: dict) -> dict:
+    """The geometry fields of a conv case's command, from its arrays' shapes (or anything with a
+    ``shape``) and scalars: a whole map, or a row band when the case has ``pt`` / ``ho`` (fwd) /
+    ``hi`` (:mod:`pymtl_fp.golden.band`; bwd_data and bwd_weight take ``ho`` from ``dy`` when the
+    case has it)."""
+    w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
+    stride, pad = int(case["stride"]), int(case["pad"])
+    n, c, h, w, k, r, s, ho, wo = conv_dims(case["x"].shape, w_shape, stride, pad)
+    ho = int(case.get("ho", ho)) if op == "fwd" or case.get("dy") is None else int(case["dy"].shape[2])
+    geo = dict(n=n, c=c, k=k, ct=tiles(c, P), kt=tiles(k, P), h=h, w=w, ho=ho, wo=wo, r=r, s=s,
+               lgst=stride.bit_length() - 1, pad=pad, pt=int(case.get("pt", pad)))
+    if op != "bwd_weight":
+        geo["hi"] = int(case.get("hi", ho if op == "fwd" else h))
+    return geo
+
+
 def build(cfg, op: str, case: dict) -> Program:
     """The program of one operation; ``case`` holds validated NumPy arrays and Python scalars."""
     P = cfg.P
@@ -132,10 +148,8 @@ def build(cfg, op: str, case: dict) -> Program:
     if op in ("fwd", "bwd_data", "bwd_weight"):
         x_shape = case["x"].shape
         w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
-        stride, pad = case["stride"], case["pad"]
-        n, c, h, w, k, r, s, ho, wo = conv_dims(x_shape, w_shape, stride, pad)
-        geo = dict(n=n, c=c, k=k, ct=tiles(c, P), kt=tiles(k, P), h=h, w=w, ho=ho, wo=wo, r=r, s=s,
-                   lgst=stride.bit_length() - 1, pad=pad, shift=case["shift"])
+        geo = dict(conv_geometry(P, op, case), shift=case["shift"])
+        n, c, k, h, w, ho, wo, r, s = (geo[f] for f in ("n", "c", "k", "h", "w", "ho", "wo", "r", "s"))
         if op == "fwd":
             _load(prog, BUF_X, 0, pack_act(case["x"], P))
             _load(prog, BUF_W, 0, pack_weight(case["w"], P))
@@ -210,18 +224,12 @@ def build(cfg, op: str, case: dict) -> Program:
     return prog
 
 
-def _conv_shape(op: str, case: dict) -> timing.ConvShape:
-    w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
-    n, c, h, w, k, r, s, _, _ = conv_dims(case["x"].shape, w_shape, case["stride"], case["pad"])
-    return timing.ConvShape(n=n, c=c, k=k, h=h, w=w, r=r, s=s, stride=case["stride"], pad=case["pad"])
-
-
 def useful_macs(op: str, case: dict) -> int:
     """Multiply-accumulates the operation needs (no padding taps, no padded channels);
     the closed form is :func:`pymtl_fp.timing.useful_macs`."""
     if op not in ("fwd", "bwd_data", "bwd_weight"):
         return 0
-    return timing.useful_macs(op, _conv_shape(op, case).fields(1))
+    return timing.useful_macs(op, conv_geometry(1, op, case))
 
 
 def compute_cycles(cfg, op: str, case: dict) -> int:
@@ -234,7 +242,7 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        steps = timing.conv_cycles(P, op, _conv_shape(op, case), cfg.drain_rows)
+        steps = timing.compute_cycles(P, op, conv_geometry(P, op, case), cfg.drain_rows)
     elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
