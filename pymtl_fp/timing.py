@@ -188,8 +188,10 @@ def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1, wb_latency: in
 def _compute_cycles(P: int, op: str, f: dict, drain_rows: int) -> int:
     if op in ("fwd", "bwd_data"):
         return conv_steps(P, op, f) + PIPE
-    if op == "bwd_weight":  # raw (un-rounded, into B's one write port): one dw row a cycle
-        return bwd_weight_cycles(P, f, 1 if int(f.get("raw", 0)) else drain_rows)
+    if op == "bwd_weight":  # raw (un-rounded, into B's one write port): one dw row a cycle; adding
+        # to B's sums (acc) reads each word a cycle before writing it: one cycle more
+        raw = int(f.get("raw", 0))
+        return bwd_weight_cycles(P, f, 1 if raw else drain_rows) + (raw & int(f.get("acc", 0)))
     if op in POOL_OPS:
         pk = int(f["pk"])
         return int(f["n"]) * int(f["ct"]) * int(f["ho"]) * int(f["wo"]) * pk * pk + PIPE

@@ -57,6 +57,10 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
                     case["raw"] = 1
                 except CaseError:
                     pass
+                if case.get("raw") and draw(st.booleans()):  # added to sums already in B
+                    lim = 1 << (cfg.acc_bits - 1)
+                    case.update(acc=1, acc_dw=rng.integers(-lim, lim, size=(k, c, r, s)),
+                                acc_db=rng.integers(-lim, lim, size=k))
     elif op in POOL_OPS:
         pk = draw(st.sampled_from([1, 2, 2, 3]))
         ho, wo = draw(st.integers(1, 3)), draw(st.integers(1, 3))

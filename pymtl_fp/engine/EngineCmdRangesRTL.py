@@ -1,8 +1,9 @@
 """Address ranges of an offered command (RTL, combinational): what the hazard check compares.
 
 A command touches up to ``NSLOT = 5`` ranges, slot ``i`` = address field ``i`` of the command
-(``a0 a1 a2`` read, ``d0 d1`` written), exactly as :func:`pymtl_fp.engine.msgs.access_ranges`
-lists them; a LOAD (write) or STORE (read) has one range, in slot 0.  Each slot gives the buffer
+(``a0 a1 a2`` read, ``d0 d1`` written; a raw ``bwd_weight`` with ``acc`` reads B's ``dw`` and ``db``
+words in slot 2), exactly as :func:`pymtl_fp.engine.msgs.access_ranges` lists them; a LOAD (write)
+or STORE (read) has one range, in slot 0.  Each slot gives the buffer
 (``buf_id``), whether the command writes it (``wr``), whether the slot is used (``v``) and the range
 ``[lo, hi)`` in *elements* of that buffer (words times lanes: ``P`` lanes, ``P*P`` for W and G),
 so a LOAD/STORE range is ``[addr * lanes, addr * lanes + count)`` without a division.  Two
@@ -121,6 +122,11 @@ class EngineCmdRangesRTL(Component):
                 if s.cmd.raw:  # accumulator-wide dw rows in B: P words per tile
                     s.buf_id[3] @= Bits3(BUF_B)
                     s.size[3] @= s.sz_w * LP32
+                    if s.cmd.acc:  # adds to them: reads dw and db (right after dw) in B, slot 2
+                        s.buf_id[2] @= Bits3(BUF_B)
+                        s.base[2] @= zext(s.cmd.d0, B32)
+                        s.size[2] @= s.sz_w * LP32 + s.sz_kt
+                        s.v[2] @= 1
                 s.size[4] @= s.sz_kt
                 s.v[0] @= 1
                 s.v[1] @= 1

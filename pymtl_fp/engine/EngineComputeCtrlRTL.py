@@ -52,6 +52,7 @@ class EngineComputeCtrlRTL(Component):
         s.busy = OutPort()
         s.cmd_r = OutPort(cmd_type())  # the command being executed
         s.dr_busy = InPort()  # the bwd_weight drain is writing a tile back
+        s.acc_hold = InPort()  # a raw acc row waits for its B word (EngineRawAccRTL)
         # address generator
         s.ag_start, s.ag_advance = OutPort(), OutPort()
         s.ag_active, s.ag_first, s.ag_last, s.ag_zero = InPort(), InPort(), InPort(), InPort()
@@ -120,7 +121,7 @@ class EngineComputeCtrlRTL(Component):
             s.ag_advance @= s.adv
             s.ren @= s.adv
             s.o_ren @= s.adv & (s.cmd_r.op == OP_POOL_BWD) & s.cmd_r.amsel
-            s.done @= ~s.ag_active & ~s.step_v & ~s.vB & ~s.dr_busy & s.wb_idle
+            s.done @= ~s.ag_active & ~s.step_v & ~s.vB & ~s.dr_busy & s.wb_idle & ~s.acc_hold
 
         @update_ff
         def up_ex_regs():

@@ -205,8 +205,11 @@ class EngineFL(Component):
             dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
             if f.get("raw", 0):  # un-rounded, accumulator-wide, in B (a row of the G layout per word)
                 dw, db = band.band_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad, pt=f["pt"])
-                s._wr(B, f["d0"], wrap(pack_weight(dw, P), cfg.acc_bits).reshape(-1, P))
-                s._wr(B, f["d1"], wrap(pack_bias(db, P), cfg.acc_bits))
+                dw, db = pack_weight(dw, P).reshape(-1, P), pack_bias(db, P)
+                if f["acc"]:  # added to the sums already in B
+                    dw, db = dw + s._rd(B, f["d0"], len(dw)), db + s._rd(B, f["d1"], len(db))
+                s._wr(B, f["d0"], wrap(dw, cfg.acc_bits))
+                s._wr(B, f["d1"], wrap(db, cfg.acc_bits))
                 return
             dw, db = band.conv_bwd_weight_band(x, dy, (k, c, r, sw), stride=stride, pad=pad, pt=f["pt"],
                                                shift=f["shift"], bias_shift=f["bshift"],

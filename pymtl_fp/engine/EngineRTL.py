@@ -65,6 +65,7 @@ from pymtl_fp.engine.EngineComputeCtrlRTL import EngineComputeCtrlRTL
 from pymtl_fp.engine.EngineDrainRTL import EngineDrainRTL
 from pymtl_fp.engine.EngineLoaderRTL import EngineLoaderRTL
 from pymtl_fp.engine.EnginePoolRTL import EnginePoolRTL
+from pymtl_fp.engine.EngineRawAccRTL import EngineRawAccRTL
 from pymtl_fp.engine.EngineReadPortRTL import EngineReadPortRTL
 from pymtl_fp.engine.EngineRequantSelectRTL import EngineRequantSelectRTL
 from pymtl_fp.engine.EngineStepAddrRTL import EngineStepAddrRTL
@@ -123,6 +124,7 @@ class EngineRTL(Component):
         s.sel = EngineRequantSelectRTL(P, D, AB, cfg.stochastic, DR)
         s.rq = RequantBankRTL(P, AB, DR, cfg.pipelined_requant)
         s.wb = EngineWritebackRTL(P, cfg.act_bits, cfg.weight_bits, cfg.grad_bits, AB, XA, WA, BA, DR)
+        s.racc = EngineRawAccRTL(P, AB, BA)  # B's compute-side ports (raw bwd_weight with acc)
         # name, id, buffer, lanes, element bits, address bits
         bufs = (("x", msgs.BUF_X, s.bx, P, D, XA), ("d", msgs.BUF_D, s.bd, P, D, XA),
                 ("o", msgs.BUF_O, s.bo, P, D, XA), ("w", msgs.BUF_W, s.bw, PP, D, WA),
@@ -248,14 +250,31 @@ class EngineRTL(Component):
         ex_raddr = {name: s.addrs.addr[READ_BUFS.index("x" if name == "o" else name)] for name in "xdowgb"}
         # EX's reads: the address generator's step, or (A2) the one of a cycle before
         ex_ren = dict(x=delayed(s, "a2_ren", s.ex.ren, A2, True), o=delayed(s, "a2_o_ren", s.ex.o_ren, A2, True))
+        # B's compute-side requests pass EngineRawAccRTL (which, with acc, reads before it writes)
+        s.racc.cmd //= s.ex.cmd_r
+        s.racc.ex_busy //= s.ex.busy
+        s.ex.acc_hold //= s.racc.hold
+        s.racc.ex_ren //= ex_ren["x"]
+        s.racc.ex_addr //= ex_raddr["b"][0:BA]
+        s.racc.wb_we //= s.wb.b_we
+        s.racc.wb_addr //= s.wb.b_addr
+        for i in range(P):
+            s.racc.wb_wen[i] //= s.wb.b_wen[i]
+            s.racc.wb_wdata[i] //= s.wb.b_wdata[i]
+            s.racc.rdata[i] //= s.bb.rdata[i]
+        ex_side = dict.fromkeys("xdowg", s.wb) | {"b": s.racc}
         for name, _, buf, lanes, width, a in bufs:
             rp, wp = getattr(s, f"rp_{name}"), getattr(s, f"wp_{name}")
             rp.st_busy //= s.st.busy
             rp.st_tgt //= s.st.tgt
             rp.st_rd //= s.st.rd
             rp.st_addr //= s.st.raddr[0:a]
-            rp.ex_ren //= ex_ren["o" if name == "o" else "x"]
-            rp.ex_addr //= ex_raddr[name][0:a]
+            if name == "b":
+                rp.ex_ren //= s.racc.b_ren
+                rp.ex_addr //= s.racc.b_raddr
+            else:
+                rp.ex_ren //= ex_ren["o" if name == "o" else "x"]
+                rp.ex_addr //= ex_raddr[name][0:a]
             buf.raddr //= rp.raddr
             buf.ren //= rp.ren
             wp.ld_we //= s.ld.we
@@ -265,12 +284,12 @@ class EngineRTL(Component):
             wp.ld_lmask //= s.ld.lmask
             for j in range(E):  # beat lane j: bits [j*SB, j*SB + width) of din.msg
                 wp.ld_data[j] //= s.din.msg[j * SB:j * SB + width]
-            wp.ex_we //= getattr(s.wb, f"{name}_we")
-            wp.ex_addr //= getattr(s.wb, f"{name}_addr")
+            wp.ex_we //= getattr(ex_side[name], f"{name}_we")
+            wp.ex_addr //= getattr(ex_side[name], f"{name}_addr")
             buf.waddr //= wp.waddr
             for i in range(lanes):
-                wp.ex_wen[i] //= getattr(s.wb, f"{name}_wen")[i]
-                wp.ex_wdata[i] //= getattr(s.wb, f"{name}_wdata")[i]
+                wp.ex_wen[i] //= getattr(ex_side[name], f"{name}_wen")[i]
+                wp.ex_wdata[i] //= getattr(ex_side[name], f"{name}_wdata")[i]
                 buf.wen[i] //= wp.wen[i]
                 buf.wdata[i] //= wp.wdata[i]
                 getattr(s.st, f"rd_{name}")[i] //= buf.rdata[i]

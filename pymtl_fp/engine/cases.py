@@ -34,7 +34,7 @@ OPTIONAL = {"mode", "seed", "tensor_id"}
 #: whole result map (stochastic rounding), fwd's ``ho`` output rows (bwd_*: ``dy``'s rows)
 BAND = {"fwd": {"pt", "ho", "hi"}, "bwd_data": {"pt", "hi"}, "bwd_weight": {"pt"}}
 OPTIONAL_OP = {"fwd": BAND["fwd"], "bwd_data": BAND["bwd_data"],
-               "bwd_weight": {"bias_tensor_id", "raw"} | BAND["bwd_weight"]}
+               "bwd_weight": {"bias_tensor_id", "raw", "acc", "acc_dw", "acc_db"} | BAND["bwd_weight"]}
 RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
            "pool_bwd": ("dx",), "update": ("w",)}
 
@@ -127,6 +127,11 @@ def validate_case(cfg, op: str, case: dict) -> dict:
             elif out["tensor_id"] == 255:
                 raise CaseError("tensor_id 255 leaves no default bias_tensor_id (tensor_id + 1)")
             out["raw"] = _scalar(case, "raw", 0, 1) if "raw" in case else 0
+            out["acc"] = _scalar(case, "acc", 0, 1) if "acc" in case else 0
+            if out["acc"] and not out["raw"]:
+                raise CaseError("acc=1 adds to un-rounded sums in B: it needs raw=1")
+            if out["acc"] != ("acc_dw" in case) or out["acc"] != ("acc_db" in case):
+                raise CaseError("acc=1 goes with acc_dw and acc_db (the sums already in B), and only with it")
         else:
             out["relu"] = _scalar(case, "relu", 0, 1)
         x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
@@ -188,6 +193,12 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                 bound = n * ho * wo * _maxabs(dy) * max(_maxabs(x), 1)
                 if out["raw"]:  # un-rounded dw rows (P words per G word) and db, in B
                     fits("raw dw and db", kt * ct * r * s * P + kt, cfg.bias_depth, "B")
+                if out["acc"]:  # the sums already in B, accumulator-wide
+                    out["acc_dw"] = _array(case, "acc_dw", 4, cfg.acc_bits, "accumulator")
+                    out["acc_db"] = _array(case, "acc_db", 1, cfg.acc_bits, "accumulator")
+                    if out["acc_dw"].shape != w_shape or out["acc_db"].shape != (k,):
+                        raise CaseError(f"acc_dw and acc_db must have shapes {w_shape} and ({k},), got "
+                                        f"{out['acc_dw'].shape} and {out['acc_db'].shape}")
                 else:
                     fits("db", kt, cfg.bias_depth, "B")
         if bound >= acc_lim:
@@ -252,7 +263,7 @@ def golden_op(cfg, op: str, case: dict) -> dict:
     if op == "bwd_weight" and case.get("raw"):
         dw, db = golden.conv_bwd_weight_acc(case["x"], case["dy"], case["w_shape"], stride=case["stride"],
                                             pad=case["pad"])
-        return {"dw": wrap(dw, cfg.acc_bits), "db": wrap(db, cfg.acc_bits)}
+        return _raw(cfg, case, dw, db)
     if op == "bwd_weight":
         dw, db = golden.conv_bwd_weight(case["x"], case["dy"], case["w_shape"], stride=case["stride"],
                                         pad=case["pad"], shift=case["shift"], bias_shift=case["bias_shift"],
@@ -278,8 +289,15 @@ def _golden_band(cfg, op: str, case: dict, rnd: dict) -> dict:
                                               relu=bool(case["relu"]), out_bits=cfg.grad_bits, **geo, **rnd)}
     if case.get("raw"):
         dw, db = band.band_bwd_weight_acc(case["x"], case["dy"], case["w_shape"], **geo)
-        return {"dw": wrap(dw, cfg.acc_bits), "db": wrap(db, cfg.acc_bits)}
+        return _raw(cfg, case, dw, db)
     dw, db = band.conv_bwd_weight_band(case["x"], case["dy"], case["w_shape"], shift=case["shift"],
                                        bias_shift=case["bias_shift"], out_bits=cfg.grad_bits,
                                        bias_tensor_id=case.get("bias_tensor_id"), **geo, **rnd)
     return {"dw": dw, "db": db}
+
+
+def _raw(cfg, case: dict, dw, db) -> dict:
+    """A raw bwd_weight's results in B: its sums, plus (``acc``) the sums already there, wrapped."""
+    if case.get("acc"):
+        dw, db = dw + case["acc_dw"], db + case["acc_db"]
+    return {"dw": wrap(dw, cfg.acc_bits), "db": wrap(db, cfg.acc_bits)}

@@ -115,6 +115,9 @@ FIELDS = (
           "golden.band"),
     Field("hi", _D, ("fwd", "bwd_data"), "rows of the whole result map (y: Ho, dx: H), for the stochastic-"
           "rounding index only", "ho (fwd) or h (bwd_data) for a whole map; a row band: the map's"),
+    Field("acc", 1, ("bwd_weight",), "with raw=1: add the un-rounded dw and db sums to those already in B "
+          "(d1 = d0 + P words per dw tile: db right after dw), wrapping at the accumulator width: "
+          "a weight gradient summed over row bands or images, rounded once outside the engine"),
 )
 
 #: The products of geometry fields that address a compute command's tensors and bound its

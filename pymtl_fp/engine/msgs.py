@@ -182,6 +182,8 @@ def access_ranges(f: dict, cfg) -> list:
     elif op == OP_BWD_WEIGHT:
         if f.get("raw", 0):  # dw rows accumulator-wide in B: P words per tile
             rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_B, d0, wts * P, 1), (BUF_B, d1, kt, 1)]
+            if f.get("acc", 0):  # adds to them: reads dw and db (db right after dw) in B
+                rng.insert(2, (BUF_B, d0, wts * P + kt, 0))
         else:
             rng = [(BUF_X, a0, xin, 0), (BUF_D, a1, dout_, 0), (BUF_G, d0, wts, 1), (BUF_B, d1, kt, 1)]
     elif op == OP_POOL_FWD:
@@ -216,9 +218,14 @@ def check_cmd(f: dict, cfg) -> None:
     if f.get("raw", 0):
         if op != OP_BWD_WEIGHT:
             raise ValueError(f"{name}: raw=1 is only for bwd_weight (un-rounded dw and db in B)")
-        (_, lo0, hi0, _), (_, lo1, hi1, _) = access_ranges(f, cfg)[2:]
+        (_, lo0, hi0, _), (_, lo1, hi1, _) = access_ranges(f, cfg)[-2:]
         if _intersect(lo0, hi0, lo1, hi1):
             raise ValueError(f"bwd_weight raw: dw [{lo0}, {hi0}) and db [{lo1}, {hi1}) overlap in B")
+        if f.get("acc", 0) and lo1 != hi0:
+            raise ValueError(f"bwd_weight raw acc: db (d1={lo1}) must follow dw, at d0 + its {hi0 - lo0} words "
+                             f"= {hi0}")
+    elif f.get("acc", 0):
+        raise ValueError(f"{name}: acc=1 is only for bwd_weight with raw=1 (adds the un-rounded sums in B)")
     if dsel == DSEL_O and amsel == 0:
         return
     if dsel != DSEL_O and op not in DSEL_OPS:

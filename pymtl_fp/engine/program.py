@@ -173,8 +173,13 @@ def build(cfg, op: str, case: dict) -> Program:
             btid = case.get("bias_tensor_id", common["tid"] + 1)
             nw = tiles(k, P) * tiles(c, P) * r * s
             if case.get("raw"):  # accumulator-wide dw rows at B word 0, db after them
-                prog.cmds.append(make_cmd(op=OPS[op], bshift=case["bias_shift"], btid=btid, raw=1, d1=nw * P,
-                                          **geo, **common))
+                acc = int(case.get("acc", 0))
+                if acc:  # the sums already there (LOADed before the command)
+                    _load(prog, BUF_B, 0, np.concatenate([pack_weight(case["acc_dw"], P).reshape(-1),
+                                                          pack_bias(case["acc_db"], P).reshape(-1)]))
+                    prog.compute_index = len(prog.cmds)
+                prog.cmds.append(make_cmd(op=OPS[op], bshift=case["bias_shift"], btid=btid, raw=1, acc=acc,
+                                          d1=nw * P, **geo, **common))
                 _store(prog, "dw", BUF_B, 0, nw * P, P,
                        lambda a, sh=w_shape: unpack_weight(np.asarray(a).reshape(-1, P * P), sh, P))
                 _store(prog, "db", BUF_B, nw * P, tiles(k, P), P, lambda a, kk=k: unpack_bias(a, kk, P))
@@ -242,7 +247,8 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        steps = timing.compute_cycles(P, op, conv_geometry(P, op, case), cfg.drain_rows)
+        f = dict(conv_geometry(P, op, case), raw=int(case.get("raw", 0)), acc=int(case.get("acc", 0)))
+        steps = timing.compute_cycles(P, op, f, cfg.drain_rows)
     elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
