@@ -124,8 +124,6 @@ class EngineCmdRangesRTL(Component):
                     s.size[3] @= s.sz_w * LP32
                     if s.cmd.acc:  # adds to them: reads dw and db (right after dw) in B, slot 2
                         s.buf_id[2] @= Bits3(BUF_B)
-                        s.base[2] @= zext(s.cmd.d0, B32)
-                        s.size[2] @= s.sz_w * LP32 + s.sz_kt
                         s.v[2] @= 1
                 s.size[4] @= s.sz_kt
                 s.v[0] @= 1
@@ -170,6 +168,11 @@ class EngineCmdRangesRTL(Component):
                 else:
                     s.lo[i] @= s.base[i] * LP32
                     s.hi[i] @= (s.base[i] + s.size[i]) * LP32
+            if (s.cmd.op == OP_BWD_WEIGHT) & s.cmd.raw & s.cmd.acc:
+                # the read of dw and db: from dw's first element (slot 3) to db's end (slot 4; db
+                # follows dw, msgs.check_cmd), so no adder of its own on the acceptance path
+                s.lo[2] @= s.lo[3]
+                s.hi[2] @= s.hi[4]
             if s.is_ldst:  # one range: elements [addr * lanes, addr * lanes + count)
                 s.buf_id[0] @= s.cmd.target
                 s.wr[0] @= s.cmd.op == OP_LOAD
