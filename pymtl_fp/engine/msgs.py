@@ -204,8 +204,10 @@ def check_cmd(f: dict, cfg) -> None:
     pool_fwd whose result and argmax would need the same buffer's write port in the same cycles
     (``dsel = 1`` with the argmax in X, or ``dsel = 0`` with it in O), and, with a non-default
     ``dsel`` / ``amsel``, a result that overlaps words the same command reads (the RTL writes
-    results while it still reads operands; FL writes them after).  Compilers call it before any
-    simulation; the engines assume it holds."""
+    results while it still reads operands; FL writes them after); a conv's ``pt`` as tall as its
+    kernel; ``raw`` off ``bwd_weight``, its ``dw`` and ``db`` overlapping, and ``acc`` without ``raw``
+    or with ``db`` not right after ``dw``.  Compilers call it before any simulation; the engines
+    assume it holds."""
     op, dsel, amsel = f["op"], f.get("dsel", 0), f.get("amsel", 0)
     if dsel not in DSEL_BUF:
         raise ValueError(f"command field dsel={dsel}: 0 (O), 1 (X) or 2 (D)")
