@@ -97,18 +97,14 @@ def _layer_cases(net, rng, cfg):
         }
 
 
-def _run_bands(cfg, level, op, whole, height):
-    """Run ``op`` band by band; return (commands, compute cycles, largest input window words, result)."""
+def _run_bands(cfg, level, op, whole, rows, height):
+    """Run ``op`` band by band over its result's ``rows`` (``dy``'s for bwd_weight); return
+    (commands, compute cycles, largest input window words, result)."""
     from pymtl_fp.engine.msgs import tiles
     from pymtl_fp.golden.band import bands
     from pymtl_fp.tb.engine_harness import run_op
     from pymtl_fp.tb.engine_strategies import band_case
 
-    H = whole["x"].shape[2]
-    rows = H if op == "bwd_data" else whole["dy"].shape[2] if op == "bwd_weight" else None
-    if rows is None:  # fwd: y's rows
-        R, pad, st = whole["w"].shape[2], whole["pad"], whole["stride"]
-        rows = (H + 2 * pad - R) // st + 1
     cycles, window, parts, sums, n_cmd = 0, 0, [], None, 0
     for lo, hi in bands(rows, height or rows):
         got = band_case(op, whole, lo, hi) if height else (dict(whole), (lo, hi))
@@ -167,7 +163,7 @@ def main(args) -> int:
                                 else want["y"]).shape[2]
             shown = [h for h in heights if h is None or h < rows or None not in heights]
             for height in shown:
-                n_cmd, cyc, window, result = _run_bands(cfg, args.level, op, whole, height)
+                n_cmd, cyc, window, result = _run_bands(cfg, args.level, op, whole, rows, height)
                 if op == "bwd_weight":
                     ok = all(np.array_equal(result[k], want[k]) for k in ("dw", "db"))
                 else:

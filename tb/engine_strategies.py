@@ -94,6 +94,7 @@ def band_case(op: str, case: dict, lo: int, hi: int):
     bwd_data band).  The band is over the result's rows: fwd's ``y``, bwd_data's ``dx``,
     bwd_weight's ``dy`` rows (its ``dw`` / ``db`` are the band's part of the sums)."""
     from pymtl_fp.golden import band
+    from pymtl_fp.golden.geometry import conv_out_size
     from pymtl_fp.numerics import slice_seed
 
     x = np.asarray(case["x"])
@@ -109,11 +110,11 @@ def band_case(op: str, case: dict, lo: int, hi: int):
         out.update(x=x[:, :, lo:hi], dy=dy[:, :, win.i0:win.i1], pt=win.pt, hi=H,
                    seed=slice_seed(case.get("seed", 0), lo * W))
         return out, (lo, hi)
-    Ho = (H + 2 * pad - R) // stride + 1
+    Ho = conv_out_size(H, R, stride, pad)
     win = band.fwd_window(H, R, stride, pad, lo, hi)
     out.update(x=x[:, :, win.i0:win.i1], pt=win.pt)
     if op == "fwd":
-        Wo = (W + 2 * pad - int(case["w"].shape[3])) // stride + 1
+        Wo = conv_out_size(W, int(case["w"].shape[3]), stride, pad)
         out.update(ho=hi - lo, hi=Ho, seed=slice_seed(case.get("seed", 0), lo * Wo))
     else:
         out["dy"] = np.asarray(case["dy"])[:, :, lo:hi]

@@ -262,19 +262,17 @@ class EngineRTL(Component):
             s.racc.wb_wen[i] //= s.wb.b_wen[i]
             s.racc.wb_wdata[i] //= s.wb.b_wdata[i]
             s.racc.rdata[i] //= s.bb.rdata[i]
-        ex_side = dict.fromkeys("xdowg", s.wb) | {"b": s.racc}
+        ex_side = dict.fromkeys("xdowg", s.wb) | {"b": s.racc}  # EX's write requests
+        ex_read = {name: (ex_ren["o" if name == "o" else "x"], ex_raddr[name][0:a]) for name, *_, a in bufs}
+        ex_read["b"] = (s.racc.b_ren, s.racc.b_raddr)
         for name, _, buf, lanes, width, a in bufs:
             rp, wp = getattr(s, f"rp_{name}"), getattr(s, f"wp_{name}")
             rp.st_busy //= s.st.busy
             rp.st_tgt //= s.st.tgt
             rp.st_rd //= s.st.rd
             rp.st_addr //= s.st.raddr[0:a]
-            if name == "b":
-                rp.ex_ren //= s.racc.b_ren
-                rp.ex_addr //= s.racc.b_raddr
-            else:
-                rp.ex_ren //= ex_ren["o" if name == "o" else "x"]
-                rp.ex_addr //= ex_raddr[name][0:a]
+            rp.ex_ren //= ex_read[name][0]
+            rp.ex_addr //= ex_read[name][1]
             buf.raddr //= rp.raddr
             buf.ren //= rp.ren
             wp.ld_we //= s.ld.we

@@ -133,10 +133,9 @@ def conv_geometry(P: int, op: str, case: dict) -> dict:
     n, c, h, w, k, r, s, ho, wo = conv_dims(case["x"].shape, w_shape, stride, pad)
     ho = int(case.get("ho", ho)) if op == "fwd" or case.get("dy") is None else int(case["dy"].shape[2])
     geo = dict(n=n, c=c, k=k, ct=tiles(c, P), kt=tiles(k, P), h=h, w=w, ho=ho, wo=wo, r=r, s=s,
-               lgst=stride.bit_length() - 1, pad=pad, pt=int(case.get("pt", pad)))
-    if op != "bwd_weight":
-        geo["hi"] = int(case.get("hi", ho if op == "fwd" else h))
-    return geo
+               lgst=stride.bit_length() - 1, pad=pad)
+    geo.update((key, int(case[key])) for key in ("pt", "hi") if key in case)
+    return encoding.whole_map(op, geo)
 
 
 def build(cfg, op: str, case: dict) -> Program:
