@@ -14,9 +14,14 @@ LOAD back) where pool_fwd's argmax takes X's write port.
 
 Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
 
-* weight gradients: every node keeps each conv/fc layer input ``x`` and output gradient ``dy`` of
-  every image of the batch on chip (X and D) and runs ``bwd_weight`` once over the batch (command
-  field ``n = B``), so the sum over the batch is requantized once, as in the golden model;
+* weight gradients (``wgrad``, :data:`~pymtl_fp.cluster.schedule.WGRAD`): ``batch``: every node
+  keeps each conv/fc layer input ``x`` and output gradient ``dy`` of every image of the batch on
+  chip (X and D) and runs ``bwd_weight`` once over the batch (command field ``n = B``), so the sum
+  over the batch is requantized once, as in the golden model; ``image``: right after each image's
+  backward pass a raw ``bwd_weight`` (``n = 1``, ``acc`` from the second image on) adds the image's
+  exact sums to B, and at the step's end the router's ``REQUANT`` rounds them once with the batch
+  command's seeds (as a replica's all-reduce does, with one member), so a node keeps only the
+  images in flight (:func:`~pymtl_fp.cluster.schedule.images_in_flight`) and one image's ``dy``;
 * stochastic rounding of slices: :func:`~pymtl_fp.cluster.dma.slice_seed`; ``bwd_weight`` has one
   seed for ``dw`` and ``db``, so a piece at ``k0 > 0`` runs a second, small ``bwd_weight`` (``1x1``
   kernel, one input channel) for ``db`` with its own seed;
@@ -42,6 +47,7 @@ from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.node_program import NodeProgram
 from pymtl_fp.cluster.partition import _Shape
 from pymtl_fp.cluster.regions import NodeRegions
+from pymtl_fp.cluster.schedule import images_in_flight
 from pymtl_fp.engine import msgs, packing, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
 from pymtl_fp.golden.per_image import image_seed
@@ -51,7 +57,7 @@ from pymtl_fp.golden.train import tensor_id
 class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
     """Code generation context of one node."""
 
-    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False):
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch"):
         self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
         self.P = ecfg.P
         self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
@@ -59,6 +65,11 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         self.items = part.nodes[j]
         self.B = part.batch
         self.ovl = int(bool(overlap))
+        self.wgrad = wgrad
+        #: images whose layer inputs (and pool argmaxes) the node keeps, and whose output gradients
+        #: (image b in slot b % slots): the whole batch unless the schedule frees an image's
+        #: tensors with its backward pass (:meth:`keep_in_flight`)
+        self.slots = self.dy_slots = self.B
         #: words of the largest one-image result in O; with overlap, image b's results go to
         #: O slot b % 2, so image b+1's compute never waits for image b's results to be read out
         self.A = Alloc(ecfg)
@@ -79,6 +90,14 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         self.dy_loaded = False
         self._init_emitter()
 
+
+    def keep_in_flight(self, schedule):
+        """Keep only the images in flight (every weight gradient is per image): their layer inputs
+        and argmaxes in :func:`~pymtl_fp.cluster.schedule.images_in_flight` slots, the output
+        gradients of the image in its backward pass (two with overlap: the next one's arrive while
+        the last one's weight gradients run)."""
+        self.slots = images_in_flight(schedule, self.j, self.part.n, self.B)
+        self.dy_slots = min(self.B, 1 + self.ovl)
 
     def receive(self, b):
         """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
@@ -251,9 +270,15 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
 
     def weight_phase(self, seed, image=None):
         """The weight gradients and updates of the node's layers: over the whole batch (command
-        field ``n = B``, once per step), or for one ``image`` (a per-image schedule, after its
-        backward pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
+        field ``n = B``, once per step; with ``wgrad = "image"`` the per-image sums already in B,
+        rounded by the router), or for one ``image`` (a per-image schedule, after its backward
+        pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
         P = self.P
+        if self.wgrad == "image" and image is None:  # the sums of every image, rounded once
+            for it in self.items:
+                if not it.pool:
+                    self.reduce_and_update(it, seed, self.j, [self.j])
+            return
         B, b0 = (self.B, 0) if image is None else (1, image)
         for it in self.items:
             if it.pool:

@@ -85,19 +85,21 @@ class NodeCollectives:
         return (self.A.get("B", f"rawdw{it.layer}", wwords * self.P),
                 self.A.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, self.P)))
 
-
-    def raw_gradients(self):
-        """``bwd_weight`` with ``raw = 1`` over the node's share of the batch for each of its
-        conv/fc items (last first: the order their backward passes finish)."""
+    def raw_gradients(self, b=0, n=None):
+        """``bwd_weight`` with ``raw = 1`` over images ``b .. b + n - 1`` (default: the node's whole
+        share of the batch) for each of its conv/fc items (last first: the order their backward
+        passes finish); from the second image of a step on (``b > 0``) each adds its sums to those
+        already in B (``acc = 1``)."""
+        n = self.B if n is None else n
         for it in reversed(self.items):
             if it.pool:
                 continue
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
             raw_w, raw_b = self.raw_regions(it)
-            case = self.case(it, self.B, it.k0, it.k1)
+            case = self.case(it, n, it.k0, it.k1)
             self.compute("bwd_weight", program.useful_macs("bwd_weight", case), it.layer in self.part.packed,
-                         **self.conv_fields(it, self.B, it.k0, it.k1), raw=1, a0=self.x_addr(it, 0),
-                         a1=self.dy_keep(it, 0), d0=raw_w, d1=raw_b)
+                         **self.conv_fields(it, n, it.k0, it.k1), raw=1, acc=int(b > 0), a0=self.x_addr(it, b),
+                         a1=self.dy_keep(it, b), d0=raw_w, d1=raw_b)
 
     def reduce_and_update(self, it, seed, pos, members):
         """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),

@@ -23,45 +23,95 @@ import functools
 import numpy as np
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.codegen import NodeCodegen
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.partition import layer_info, partition
-from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, layer_versions, step_order
+from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, WGRAD, layer_versions, step_order
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import TrainConfig, step_seed
 
-__all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "choose_partition", "compile_cluster", "host_out_params",
-           "split_host_out", "step_order", "unpack_params"]
+__all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "choose_partition", "compile_cluster", "compile_pipeline",
+           "host_out_params", "split_host_out", "step_order", "unpack_params"]
+
+
+def check_wgrad(wgrad: str, schedule: str) -> None:
+    """Refuse an unknown ``--wgrad``, or ``image`` under a per-image schedule (whose gradients
+    are already per image)."""
+    if wgrad not in WGRAD:
+        raise ClusterError(f"unknown --wgrad {wgrad!r}; choose one of {', '.join(WGRAD)}")
+    if wgrad == "image" and schedule in PER_IMAGE:
+        raise ClusterError(f"--wgrad image is for the mini-batch schedules (1f1b, gpipe): --schedule {schedule} "
+                           "already computes each image's weight gradient after its backward pass")
 
 
 def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
-                    schedule: str = "1f1b") -> ClusterProgram:
+                    schedule: str = "1f1b", wgrad: str = "batch") -> ClusterProgram:
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
     the hazards) and results alternate between two O slots per direction.  ``schedule``: the
     order of the image passes in a step (:func:`~pymtl_fp.cluster.schedule.step_order`) and, for
-    ``cp``, a weight update after each image's backward pass instead of one per step."""
+    ``cp``, a weight update after each image's backward pass instead of one per step.  ``wgrad``:
+    the weight gradients over the batch at the step's end, or per image summed in B
+    (:data:`~pymtl_fp.cluster.schedule.WGRAD`; the engines' B must hold the sums:
+    :func:`compile_pipeline` deepens it)."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
+    check_wgrad(wgrad, schedule)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     fmt, shifts = check_training(net, tcfg, steps, part.batch)
-    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule)
+    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad)
     check_fit(nodes, part.batch)
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
     return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
-                          (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part))
+                          (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part),
+                          wgrad=wgrad)
 
 
-def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule) -> list:
+def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
+                     schedule: str = "1f1b", wgrad: str = "batch"):
+    """:func:`compile_cluster`, and the cluster it runs on: with ``wgrad = "image"`` every engine's
+    B deepened to the power of two that holds its un-rounded sums (as the replicas' all-reduce
+    needs); returns ``(ccfg, cprog)``."""
+    if wgrad != "image":
+        return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad)
+    cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad)
+    return fit_bias(ccfg, cprog), cprog
+
+
+def roomy_bias(ccfg):
+    """``ccfg`` with B buffers deep enough for any program's un-rounded sums (to compile against)."""
+    return ccfg.replace(engines=tuple(e.replace(bias_depth=ROOMY_BIAS) for e in ccfg.engines))
+
+
+def fit_bias(ccfg, cprog):
+    """``ccfg`` with every engine's B deepened to the power of two its program uses (at least its
+    own depth), and each node's buffer plan bound to its engine."""
+    need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
+    ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
+                                      for e in ccfg.engines))
+    for prog, ecfg in zip(cprog.nodes, ccfg.engines):
+        prog.alloc.ecfg = ecfg
+    return ccfg
+
+
+#: the B depth programs with un-rounded sums compile against (then :func:`fit_bias`)
+ROOMY_BIAS = 65536
+
+
+def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad="batch") -> list:
     """Every node's program (unchecked)."""
     per_image = schedule in PER_IMAGE
     nodes = []
     for j in range(part.n):
-        nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap)
+        nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
+                         wgrad)
+        if per_image or wgrad == "image":  # an image's tensors are freed with its backward pass
+            nd.keep_in_flight(schedule)
         seed = begin_step(nd, params)
         order = step_order(schedule, j, part.n, part.batch)
         received = set()
@@ -81,6 +131,9 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule) 
                     then = functools.partial(nd.receive, nb)
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
+            if kind == "bwd" and wgrad == "image":  # the image's exact sums added to B
+                nd.phase = "wgi"
+                nd.raw_gradients(b, 1)
             if kind == "bwd" and per_image:  # the node's layers updated at once
                 nd.phase = "upd"
                 nd.weight_phase(seed, image=b)
@@ -92,31 +145,32 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule) 
     return nodes
 
 
-def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b") -> bool:
+def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b",
+                 wgrad: str = "batch") -> bool:
     """Whether ``part``'s programs compile and fit its nodes' buffers (what :func:`compile_cluster`
     checks), for the run's ``tcfg`` (its precision and learning rate set the shifts; default: the
-    net's first precision), ``overlap`` (two O slots per direction) and ``schedule``; the weights
-    do not matter."""
+    net's first precision), ``overlap`` (two O slots per direction), ``schedule`` and ``wgrad``
+    (``image``: B is deepened to fit, :func:`compile_pipeline`); the weights do not matter."""
     tcfg = tcfg or TrainConfig(next(iter(net.formats)))
     params = {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
                         "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
               for ly in net.param_layers()}
     try:
         fmt, shifts = check_training(net, tcfg, 1, part.batch)
-        nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule)
+        nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule, wgrad)
     except (ClusterError, ValueError):
         return False
-    return not any(prog.alloc.overflow() for prog in nodes)
+    return not any(b != "B" or wgrad != "image" for prog in nodes for b in prog.alloc.overflow())
 
 
 def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off", tcfg=None,
-                     overlap: bool = False, schedule: str = "1f1b"):
+                     overlap: bool = False, schedule: str = "1f1b", wgrad: str = "batch"):
     """The partition a run compiles: ``pack`` (``--tap-pack``) ``auto`` takes the tap-packed one
     where packing pays (:func:`~pymtl_fp.cluster.partition.packed_layers`) and its programs, for the
-    run's ``tcfg``, ``overlap`` and ``schedule``, compile and fit the buffers (the packed input is
-    ``R*S/stride^2`` times the image), else the unpacked one."""
+    run's ``tcfg``, ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers (the packed
+    input is ``R*S/stride^2`` times the image), else the unpacked one."""
     part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
-    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, overlap, schedule):
+    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, overlap, schedule, wgrad):
         part = partition(net, ccfg, batch, split=split, cuts=cuts, pack="off")
     return part
 

@@ -48,8 +48,8 @@ class NodeProgram:
 
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,
-        backward and per-image updates: what the steady state is bounded by)."""
-        return sum(self.phase_compute.get(k, 0) for k in (phases or ("fwd", "bwd", "upd")))
+        backward, per-image weight gradients and updates: what the steady state is bounded by)."""
+        return sum(self.phase_compute.get(k, 0) for k in (phases or ("fwd", "bwd", "wgi", "upd")))
 
     def words(self) -> list:
         """The program as binary instruction words."""
@@ -87,3 +87,5 @@ class ClusterProgram:
     #: the first layer tap-packed: the host sends ``packing.pack_input(image, *image_pack)``
     #: (``(R, S, stride, pad)``), or None: the images themselves
     image_pack: tuple | None = None
+    #: when the weight gradients are computed (:data:`~pymtl_fp.cluster.schedule.WGRAD`)
+    wgrad: str = "batch"

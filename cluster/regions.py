@@ -5,11 +5,15 @@
 image ``b``'s input of item ``it``" and the like, from the partition and the buffer plan
 (:class:`~pymtl_fp.cluster.buffers.Alloc`):
 
-X holds the inputs of the node's conv/fc pieces for all ``B`` images, the pool argmaxes for all
-``B`` images (or O, see :meth:`NodeRegions.am_in_o`) and one-image slots for pool inputs and split
-layers' outputs; D the output gradients of its pieces for all ``B`` images plus one-image slots; O
-one image's result (two per direction with overlap); W its weight pieces (the second holder of a
-split layer: the whole layer); G the weight gradients; B biases and bias gradients.
+X holds the inputs of the node's conv/fc pieces and the pool argmaxes (or O, see
+:meth:`NodeRegions.am_in_o`) of every image the node keeps (``slots``: the whole batch ``B`` when
+one ``bwd_weight`` runs over the batch at the step's end; else the images in flight on the node,
+:func:`~pymtl_fp.cluster.schedule.images_in_flight`, image ``b`` in slot ``b % slots``) and
+one-image slots for pool inputs and split layers' outputs; D the output gradients of its pieces
+(``dy_slots``: ``B``, or one per image in its backward pass, two with overlap) plus one-image slots;
+O one image's result (two per direction with overlap); W its weight pieces (the second holder of a
+split layer: the whole layer); G the weight gradients; B biases, bias gradients and (weight
+gradients per image) the un-rounded sums of ``dw`` and ``db``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from pymtl_fp.engine.msgs import tiles
 
 class NodeRegions:
     """Geometry and buffer regions (mixed into the code generator, which sets ``net``, ``part``,
-    ``j``, ``P``, ``Ps``, ``B``, ``items``, ``A`` (the allocator), ``ovl``, ``phase``, ``cfg``)."""
+    ``j``, ``P``, ``Ps``, ``B``, ``slots``, ``dy_slots``, ``items``, ``A`` (the allocator), ``ovl``,
+    ``phase``, ``cfg``)."""
 
     def _passes_through(self, j) -> bool:
         """Node ``j`` only forwards the data gradient of its one item (a split layer's first piece)
@@ -102,7 +107,7 @@ class NodeRegions:
         iw = self.in_words(it.layer)
         if it.pool:
             return self.A.get("X", f"xt{it.layer}", iw)
-        return self.A.get("X", f"x{it.layer}", self.B * iw) + b * iw
+        return self.A.get("X", f"x{it.layer}", self.slots * iw) + (b % self.slots) * iw
 
     def am_in_o(self, it) -> bool:
         """A pool followed on the node by a layer other than a first piece keeps its argmax in O
@@ -116,11 +121,12 @@ class NodeRegions:
 
     def am_addr(self, it, b):
         ow = self.out_words(it.layer)
-        return self.A.get("O" if self.am_in_o(it) else "X", f"am{it.layer}", self.B * ow) + b * ow
+        return self.A.get("O" if self.am_in_o(it) else "X", f"am{it.layer}", self.slots * ow) + (b % self.slots) * ow
 
     def dy_keep(self, it, b):
+        """Where image b's output gradient of item ``it`` stays until its weight gradient."""
         ow = self.out_words(it.layer, it.k0, it.k1)
-        return self.A.get("D", f"dy{it.layer}", self.B * ow) + b * ow
+        return self.A.get("D", f"dy{it.layer}", self.dy_slots * ow) + (b % self.dy_slots) * ow
 
     def dy_in(self, it, b):
         """Where the incoming output gradient of item ``it`` (image b) is written."""

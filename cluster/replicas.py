@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.collectives import collective_sizes
 from pymtl_fp.cluster.compile import (
     begin_step,
@@ -43,9 +42,11 @@ from pymtl_fp.cluster.compile import (
     check_fit,
     check_training,
     end_step,
+    fit_bias,
     image_elems,
     image_pack,
     params_equal,
+    roomy_bias,
     split_host_out,
     unpack_params,
 )
@@ -139,19 +140,14 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
     its engines' B deepened to hold the un-rounded partial sums (the power of two the programs
     need; compiled once against room to spare, then each node's plan rebound to its engine), the
     :class:`ClusterProgram` and each replica's partition."""
-    roomy = ccfg.replace(engines=tuple(e.replace(bias_depth=65536) for e in ccfg.engines))
+    roomy = roomy_bias(ccfg)
     try:
         cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, pack)
     except ClusterError:
         if pack != "auto":
             raise
         cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, "off")
-    need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
-    ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
-                                      for e in ccfg.engines))
-    for prog, ecfg in zip(cprog.nodes, ccfg.engines):
-        prog.alloc.ecfg = ecfg
-    return ccfg, cprog, parts
+    return fit_bias(ccfg, cprog), cprog, parts
 
 
 def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool, pack: str = "off"):

@@ -99,10 +99,11 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "replicas": replicas_section(cprog, routers, steps),
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
                       + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
-                         else "weight gradients over the batch; ")
+                         else "weight gradients per image, summed in B and rounded once at the step's end; "
+                         if cprog.wgrad == "image" else "weight gradients over the batch; ")
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
-        "overlap": cprog.overlap, "schedule": cprog.schedule,
+        "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad,
         "cycles_total": cycles, "cycles_per_step": step_cycles,
         "images_per_s": batch * clock / steady if steady else 0.0,
         "bound": {"node_compute_cycles_per_step": bound_compute,
@@ -255,14 +256,14 @@ def format_report(rep: dict) -> str:
     p = rep["pipeline"]
     lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
                  f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")
-    lines.append("node  level      P  MAC util  compute     io  stall_in stall_out  engine   done  X/D/W words used")
+    lines.append("node  level      P  MAC util  compute     io  stall_in stall_out  engine   done  X/D/W/B words used")
     for n in rep["node"]:
         f = n["busy_fraction"]
         bu = n["buffers"]
         lines.append(f"{n['node']:>4}  {n['level']:<9} {n.get('P', '?'):>2} {100 * n['mac_utilization']:8.1f}% "
                      f"{100 * f['compute']:6.1f}% {100 * f['io']:5.1f}% {100 * f['stall_in']:8.1f}% "
                      f"{100 * f['stall_out']:8.1f}% {100 * f['engine']:6.1f}% {100 * f['done']:5.1f}%  "
-                     f"{bu['X']['used']}/{bu['D']['used']}/{bu['W']['used']}")
+                     f"{bu['X']['used']}/{bu['D']['used']}/{bu['W']['used']}/{bu['B']['used']}")
     lines.append("link                 elements/step  bandwidth utilization")
     for lk in rep["links"]:
         lines.append(f"  {lk['link']:<18} {lk['elements_per_step']:>12}  {100 * lk['bandwidth_utilization']:6.1f}%")

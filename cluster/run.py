@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pymtl_fp.cluster.buffers import pow2_at_least
-from pymtl_fp.cluster.compile import choose_partition, compile_cluster, host_out_params, params_equal
+from pymtl_fp.cluster.compile import check_wgrad, choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
@@ -151,7 +151,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
-                     parallel: str = "pipeline", groups: int | None = None, pack: str = "off") -> ClusterRun:
+                     parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
+                     wgrad: str = "batch") -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -172,7 +173,11 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
 
     ``parallel``: ``pipeline`` (one pipeline over the nodes), ``data`` (a replica per node) or
     ``hybrid`` (``groups`` replicas of a pipeline): :mod:`pymtl_fp.cluster.replicas`; the engines'
-    B buffers are deepened to hold the replicas' un-rounded partial sums (reported)."""
+    B buffers are deepened to hold the replicas' un-rounded partial sums (reported).
+
+    ``wgrad``: the weight gradients over the batch at the step's end (``batch``) or per image
+    after its backward pass (``image``: a node keeps only the images in flight; the engines' B
+    buffers are deepened to hold the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -184,11 +189,16 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
         split = split_allowed(schedule, split)
+        check_wgrad(wgrad, schedule)
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
-                                schedule=schedule)
-        cprog = compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule)  # refuses misfits first
+                                schedule=schedule, wgrad=wgrad)
+        # (refuses misfits first)
+        ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad)
         parts = None
     else:
+        if wgrad != "batch":
+            raise ClusterError(f"--parallel {parallel}: each replica computes its share's weight gradients in "
+                               "one raw bwd_weight for the all-reduce (no --wgrad image)")
         if schedule not in ("1f1b", "gpipe") or cuts is not None:
             raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
                                "(no --schedule cp/sgd, no --cuts)")

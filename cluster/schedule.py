@@ -10,6 +10,11 @@ from pymtl_fp.cluster.config import ClusterError
 SCHEDULES = ("1f1b", "gpipe", "cp", "sgd")
 #: schedules that update the weights after every image (the rest once per step)
 PER_IMAGE = ("cp", "sgd")
+#: when a mini-batch schedule computes the weight gradients: over the whole batch after the last
+#: backward pass (one ``bwd_weight`` with ``n = B``: every image's inputs and output gradients kept),
+#: or per image right after its backward pass, summed un-rounded in B and rounded once at the step's
+#: end (the router's ``REQUANT``: the same bits), so an image's tensors are freed with its backward pass
+WGRAD = ("batch", "image")
 
 
 def step_order(schedule: str, j: int, n: int, batch: int) -> list:
@@ -84,3 +89,23 @@ def layer_versions(net, part, schedule: str) -> dict:
                                    f"over nodes {holder[name]} and {j} (cut at layer boundaries: --no-split)")
             holder[name] = j
     return {name: fwd_versions(schedule, j, part.n, part.batch) for name, j in holder.items()}
+
+
+def images_in_flight(schedule: str, j: int, n: int, batch: int, early_receive: bool = True) -> int:
+    """The most images whose forward pass node ``j`` has begun and whose backward pass (with its
+    weight gradients) it has not finished, in :func:`step_order`: the slots a node needs for what an
+    image keeps until its backward pass (its layers' inputs, the pools' argmaxes) when nothing waits
+    for the batch's end.  ``early_receive``: the next forward pass's input is LOADed during the
+    backward pass before it (as :meth:`NodeCodegen.backward` emits it, except under ``sgd``), so it
+    takes a slot one pass early."""
+    order = step_order(schedule, j, n, batch)
+    live, peak = 0, 0
+    for i, (kind, _) in enumerate(order):
+        if kind == "fwd":
+            live += 1
+            peak = max(peak, live)
+        else:
+            early = early_receive and schedule != "sgd" and i + 1 < len(order) and order[i + 1][0] == "fwd"
+            peak = max(peak, live + early)
+            live -= 1
+    return peak

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from pymtl_fp.cluster.compile import choose_partition, compile_cluster
+from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.schedule import split_allowed
 
@@ -28,7 +28,7 @@ MAX_CANDIDATES = 5_000
 
 
 def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overlap=True, schedule="1f1b",
-               pack="off") -> list:
+               pack="off", wgrad="batch") -> list:
     """``[(compute bound per image, cuts)]`` of every cut vector over ``total`` tiles the compiler
     accepts, best first (the bound: the slowest node's modelled compute of its image passes)."""
     n = ccfg.n
@@ -39,10 +39,10 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
         cuts = [0, *inner, total]
         try:
             part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
-                                    schedule=schedule)
+                                    schedule=schedule, wgrad=wgrad)
             if not split and part.split_layers():
                 continue
-            cprog = compile_cluster(net, ccfg, part, params, tcfg, 1, overlap, schedule)
+            _, cprog = compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule, wgrad)
         except ClusterError:  # a 3-way split, a misfit in the buffers, ...
             continue
         out.append((max(p.image_compute() for p in cprog.nodes) / batch, cuts))
@@ -50,23 +50,25 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
 
 
 def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, split: bool = True,
-                     overlap: bool = True, schedule: str = "1f1b", keep: int = 6, pack: str = "off") -> dict:
+                     overlap: bool = True, schedule: str = "1f1b", keep: int = 6, pack: str = "off",
+                     wgrad: str = "batch") -> dict:
     """The fastest of the ``keep`` best-modelled cut vectors and the rule's own, by the CL
     cluster's cycles for one step of ``images[:batch]``: ``{"cuts", "rule_cuts", "table"}``
     (``table``: per simulated candidate, its cuts, modelled bound and cycles)."""
     from pymtl_fp.cluster.run import train_on_cluster
 
     split = split_allowed(schedule, split)
-    rule = choose_partition(net, ccfg, batch, split=split, pack=pack, tcfg=tcfg, overlap=overlap, schedule=schedule).cuts
+    rule = choose_partition(net, ccfg, batch, split=split, pack=pack, tcfg=tcfg, overlap=overlap, schedule=schedule,
+                            wgrad=wgrad).cuts
     ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule,
-                        pack=pack)
+                        pack=pack, wgrad=wgrad)
     tried = [list(rule)] + [c for _, c in ranked[:keep] if list(c) != list(rule)]
     bound = {tuple(c): b for b, c in ranked}
     table = []
     for cuts in tried:
         run = train_on_cluster(net, params, images[:batch], labels[:batch], tcfg, ccfg, steps=1, batch=batch,
                                levels=["cl"] * ccfg.n, cuts=cuts, overlap=overlap, schedule=schedule,
-                               split=split, pack=pack)
+                               split=split, pack=pack, wgrad=wgrad)
         table.append({"cuts": list(cuts), "compute_bound_per_image": bound.get(tuple(cuts)), "cycles": run.cycles})
     best = min(table, key=lambda r: r["cycles"])  # (ties: the rule's, listed first)
     return {"cuts": best["cuts"], "rule_cuts": list(rule), "table": table}

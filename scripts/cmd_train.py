@@ -129,6 +129,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
                           "hazards): faster at cl, rtl and verilator; fl keeps the serial timing "
                           "(default; --no-overlap: one command at a time)")
+    grp.add_argument("--wgrad", choices=("batch", "image"), default="batch",
+                     help="when a mini-batch schedule (1f1b, gpipe) computes the weight gradients: batch (default: "
+                          "one bwd_weight over the batch at the step's end; every node keeps every image's layer "
+                          "inputs and output gradients) or image (after each image's backward pass, the exact "
+                          "sums added in the engine's B and rounded once at the step's end: the same bits; a node "
+                          "keeps only the images in flight, and B is deepened to hold the sums)")
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")
@@ -388,7 +394,7 @@ def _run_cluster(args, net) -> int:
 
         try:
             found = search_partition(net, ccfg, params, images, labels, tcfg, batch, split=not args.no_split,
-                                     overlap=args.overlap, schedule=schedule, pack=args.tap_pack)
+                                     overlap=args.overlap, schedule=schedule, pack=args.tap_pack, wgrad=args.wgrad)
         except ClusterError as exc:
             raise UserError(str(exc)) from None
         cuts = found["cuts"]
@@ -410,7 +416,7 @@ def _run_cluster(args, net) -> int:
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar,
-                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack)
+                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
