@@ -17,11 +17,12 @@ Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
 * weight gradients (``wgrad``, :data:`~pymtl_fp.cluster.schedule.WGRAD`): ``batch``: every node
   keeps each conv/fc layer input ``x`` and output gradient ``dy`` of every image of the batch on
   chip (X and D) and runs ``bwd_weight`` once over the batch (command field ``n = B``), so the sum
-  over the batch is requantized once, as in the golden model; ``image``: right after each image's
-  backward pass a raw ``bwd_weight`` (``n = 1``, ``acc`` from the second image on) adds the image's
-  exact sums to B, and at the step's end the router's ``REQUANT`` rounds them once with the batch
-  command's seeds (as a replica's all-reduce does, with one member), so a node keeps only the
-  images in flight (:func:`~pymtl_fp.cluster.schedule.images_in_flight`) and one image's ``dy``;
+  over the batch is requantized once, as in the golden model; ``image``: after each image's
+  backward pass (behind the next forward pass, which the next node waits for) a raw ``bwd_weight``
+  (``n = 1``, ``acc`` from the second image on) adds the image's exact sums to B, and at the
+  step's end the router's ``REQUANT`` rounds them once with the batch command's seeds (as a
+  replica's all-reduce does, with one member), so a node keeps only the images in flight
+  (:func:`~pymtl_fp.cluster.schedule.images_in_flight`) and one image's ``dy`` (two with overlap);
 * stochastic rounding of slices: :func:`~pymtl_fp.cluster.dma.slice_seed`; ``bwd_weight`` has one
   seed for ``dw`` and ``db``, so a piece at ``k0 > 0`` runs a second, small ``bwd_weight`` (``1x1``
   kernel, one input channel) for ``db`` with its own seed;
@@ -96,7 +97,7 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         and argmaxes in :func:`~pymtl_fp.cluster.schedule.images_in_flight` slots, the output
         gradients of the image in its backward pass (two with overlap: the next one's arrive while
         the last one's weight gradients run)."""
-        self.slots = images_in_flight(schedule, self.j, self.part.n, self.B)
+        self.slots = images_in_flight(schedule, self.j, self.part.n, self.B, late_wgrad=self.wgrad == "image")
         self.dy_slots = min(self.B, 1 + self.ovl)
 
     def receive(self, b):
@@ -277,7 +278,7 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         if self.wgrad == "image" and image is None:  # the sums of every image, rounded once
             for it in self.items:
                 if not it.pool:
-                    self.reduce_and_update(it, seed, self.j, [self.j])
+                    self.round_and_update(it, seed)
             return
         B, b0 = (self.B, 0) if image is None else (1, image)
         for it in self.items:

@@ -121,3 +121,31 @@ class NodeCollectives:
         _, _, wwords = self.w_region(it)
         self.load("G", self.A.get("G", f"g{li}", wwords), nw, "scratch")
         self.apply_update(it, seed)
+
+    def round_and_update(self, it, seed):
+        """Round one node's un-rounded sums of item ``it`` (its per-image weight gradients, summed in
+        B) through the router's ``REQUANT`` into the db region of B and into G, one output-channel
+        tile of ``dw`` at a time (each with its slice seed, as a piece of a split layer rounds), so
+        the scratch FIFO holds two tiles' elements at most; then update the weights and biases."""
+        P, li = self.P, it.layer
+        raw_w, raw_b = self.raw_regions(it)
+        f = self.info(li)
+        p, sh = f["p"], self.shifts[self.net.layers[li].name]
+        kk, CRS = it.k1 - it.k0, f["c"] * f["r"] * f["s"]
+        nb, _ = collective_sizes(f, it, P)
+        bits, stoch = self.fmt.wgrad.bits, self.mode("grad_mode")
+        self.layer = self.net.layers[li].name
+        self.store("B", raw_b, nb, "scratch")
+        self.requant(nb, "B", (kk, 1, 1, 1), sh.bgrad, stoch, slice_seed(seed, it.k0), tensor_id(p, "DB"), bits)
+        self.load("B", self.A.get("B", f"db{li}", tiles(kk, P)), nb, "scratch")
+        _, _, wwords = self.w_region(it)
+        g = self.A.get("G", f"g{li}", wwords)
+        per_kt = tiles(f["c"], P) * f["r"] * f["s"]  # G words of one output-channel tile
+        for t in range(tiles(kk, P)):
+            k0, n = t * P, per_kt * P * P
+            self.store("B", raw_w + t * per_kt * P, n, "scratch")
+            self.requant(n, "G", (min(P, kk - k0), f["c"], f["r"], f["s"]), sh.wgrad, stoch,
+                         slice_seed(seed, (it.k0 + k0) * CRS), tensor_id(p, "DW"), bits)
+            self.load("G", g + t * per_kt, n, "scratch")
+        self.apply_update(it, seed)
+

@@ -115,10 +115,17 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
         seed = begin_step(nd, params)
         order = step_order(schedule, j, part.n, part.batch)
         received = set()
+        wg_due = None  # an image whose weight gradients follow the next forward pass
         for i, (kind, b) in enumerate(order):
             if kind == "fwd":
                 nd.phase = "fwd"
                 nd.forward(b, seed, received=b in received)
+                if wg_due is not None:
+                    nd.done_mark(done_id(kind, b))
+                    nd.phase = "wgi"
+                    nd.raw_gradients(wg_due, 1)
+                    wg_due = None
+                    continue
             else:
                 if b == 0:
                     nd.mark(MARK_BWD)
@@ -132,8 +139,13 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
             if kind == "bwd" and wgrad == "image":  # the image's exact sums added to B
-                nd.phase = "wgi"
-                nd.raw_gradients(b, 1)
+                if i + 1 < len(order) and order[i + 1][0] == "fwd":
+                    # after the next forward pass, which the next node waits for (its slots:
+                    # images_in_flight(late_wgrad=True))
+                    wg_due = b
+                else:
+                    nd.phase = "wgi"
+                    nd.raw_gradients(b, 1)
             if kind == "bwd" and per_image:  # the node's layers updated at once
                 nd.phase = "upd"
                 nd.weight_phase(seed, image=b)

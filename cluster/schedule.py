@@ -91,21 +91,29 @@ def layer_versions(net, part, schedule: str) -> dict:
     return {name: fwd_versions(schedule, j, part.n, part.batch) for name, j in holder.items()}
 
 
-def images_in_flight(schedule: str, j: int, n: int, batch: int, early_receive: bool = True) -> int:
+def images_in_flight(schedule: str, j: int, n: int, batch: int, early_receive: bool = True,
+                     late_wgrad: bool = False) -> int:
     """The most images whose forward pass node ``j`` has begun and whose backward pass (with its
     weight gradients) it has not finished, in :func:`step_order`: the slots a node needs for what an
     image keeps until its backward pass (its layers' inputs, the pools' argmaxes) when nothing waits
     for the batch's end.  ``early_receive``: the next forward pass's input is LOADed during the
     backward pass before it (as :meth:`NodeCodegen.backward` emits it, except under ``sgd``), so it
-    takes a slot one pass early."""
+    takes a slot one pass early.  ``late_wgrad``: an image's weight gradients run after the forward
+    pass that follows its backward pass (``--wgrad image``), so it keeps its slot until then."""
     order = step_order(schedule, j, n, batch)
-    live, peak = 0, 0
+    live, peak, due = 0, 0, 0
     for i, (kind, _) in enumerate(order):
+        next_fwd = i + 1 < len(order) and order[i + 1][0] == "fwd"
         if kind == "fwd":
             live += 1
             peak = max(peak, live)
+            live -= due
+            due = 0
         else:
-            early = early_receive and schedule != "sgd" and i + 1 < len(order) and order[i + 1][0] == "fwd"
+            early = early_receive and schedule != "sgd" and next_fwd
             peak = max(peak, live + early)
-            live -= 1
+            if late_wgrad and next_fwd:
+                due = 1
+            else:
+                live -= 1
     return peak

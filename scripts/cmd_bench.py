@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-HELP = "benchmarks that print measured figures: engine, engine-cl, bands, link, cluster, schedules, parallel"
-TARGETS = ("engine", "engine-cl", "bands", "link", "cluster", "schedules", "parallel")
+HELP = "benchmarks that print measured figures: engine, engine-cl, bands, link, cluster, schedules, parallel, storage"
+TARGETS = ("engine", "engine-cl", "bands", "link", "cluster", "schedules", "parallel", "storage")
 
 
 def _load(target):

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
 from pymtl_fp.cluster.emit import NodeEmitter
+from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.cluster.schedule import images_in_flight, step_order
 from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -122,7 +124,8 @@ def test_images_in_flight_follows_the_schedule(schedule):
 def test_node_words_do_not_grow_with_the_batch():
     """At batch 8 and 32 a node keeps the same X and D words with per-image weight gradients
     (the images in flight), and at batch 32 at least 4x fewer than with one bwd_weight over the
-    batch; B holds the un-rounded sums instead (the engines' B deepened to a power of two)."""
+    batch; B holds the un-rounded sums instead (the engines' B deepened to a power of two), and
+    the router's scratch FIFO holds two output-channel tiles of them at most."""
     net = load_net("vgg-digits")
     ccfg = _ccfg(4, net=net, act_depth=65536)
     params = _params(net)
@@ -132,9 +135,13 @@ def test_node_words_do_not_grow_with_the_batch():
             part = choose_partition(net, ccfg, batch, wgrad=wgrad)
             run_ccfg, cprog = compile_pipeline(net, ccfg, part, params, TCFG, 1, True, "1f1b", wgrad)
             used[batch, wgrad] = [p.alloc.usage() for p in cprog.nodes]
-            for p, e in zip(cprog.nodes, run_ccfg.engines):
+            for j, (p, e) in enumerate(zip(cprog.nodes, run_ccfg.engines)):
                 assert not p.alloc.overflow()
                 assert (e.bias_depth > 32) == (wgrad == "image")
+                if wgrad == "image":  # the router rounds one output-channel tile of dw at a time
+                    tile = max(tiles(f["c"], 4) * f["r"] * f["s"] * 16
+                               for f in (layer_info(net, it.layer) for it in part.nodes[j] if not it.pool))
+                    assert p.scratch_peak <= 2 * tile
     act = {k: [u["X"]["used"] + u["D"]["used"] for u in v] for k, v in used.items()}
     assert act[8, "image"] == act[32, "image"]
     assert all(4 * i <= b for i, b in zip(act[32, "image"], act[32, "batch"])), act

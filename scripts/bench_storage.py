@@ -1,0 +1,120 @@
+"""``pymtl-fp bench storage``: what a node keeps on chip while the cluster trains, and what it costs
+in time, for the weight gradients over the batch (``--wgrad batch``: every image's layer inputs and
+output gradients kept until one ``bwd_weight`` at the step's end) against per image (``--wgrad
+image``: each image's sums added in B after its backward pass, rounded once at the step's end; a
+node keeps only the images in flight), side by side on the CL cluster (1F1B), every run checked
+bit for bit against the golden mini-batch step (a difference fails the run).
+
+Printed per net, node count, batch and mode: the largest node's activation words (X + D, the
+words the batch multiplies), its B words (the un-rounded sums), its buffers' bits (all six, each
+word at its width), the router's scratch FIFO peak (the rounding's stream), the cycles to the first
+logits (fill), the last step's cycles and the steady state against its bound (cycles per image
+with the pipeline full; per-image weight gradients count in the bound, the batch's weight phase
+does not).  Figures only: nothing passes or fails on time.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+
+from pymtl_fp.cli import validate
+from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs
+from pymtl_fp.cli.errors import UserError
+
+HELP = "weight gradients over the batch vs per image: buffer words per node, fill and steady state (CL cluster)"
+WGRADS = ("batch", "image")
+
+
+def add_arguments(parser):
+    parser.add_argument("--nets", default="lenet-digits,vgg-digits", metavar="N1,N2",
+                        help="zoo nets (default lenet-digits,vgg-digits)")
+    parser.add_argument("--precision", default="8", metavar="P", help="fixed-point precision (default 8)")
+    parser.add_argument("--nodes", default="2,3,4", metavar="N0,N1,...", help="node counts (default 2,3,4)")
+    parser.add_argument("--batches", default="8,32", metavar="B0,B1,...", help="mini-batch sizes (default 8,32)")
+    parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run, the last measured (default 2)")
+    parser.add_argument("--act-depth", type=int, default=65536, metavar="WORDS",
+                        help="activation buffer depth the runs compile against (default 65536: every plan fits; "
+                             "the figures are the words a plan uses)")
+    parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
+    parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
+
+
+def buffer_bits(usage: dict, ecfg) -> int:
+    """Bits of the words a node's plan uses in its six buffers (X, D, O: ``P`` data elements a word;
+    W, G: ``P x P``; B: ``P`` accumulators)."""
+    P, db, acc = ecfg.P, ecfg.data_bits, ecfg.acc_bits
+    width = {"X": P * db, "D": P * db, "O": P * db, "W": P * P * db, "G": P * P * db, "B": P * acc}
+    return sum(usage[b]["used"] * width[b] for b in width)
+
+
+def _run(job) -> dict:
+    from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
+    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.net import load_net
+
+    net_name, prec, n, batch, wgrad, steps, act_depth = job
+    net = load_net(net_name)
+    images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
+                           overlap=True, wgrad=wgrad)
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    if not params_equal(run.params, want):
+        raise UserError(f"bench storage: {net_name} on {n} nodes, batch {batch}, --wgrad {wgrad} differs from "
+                        "the golden model")
+    rep = run.report
+    nodes = rep["node"]
+    ss = rep["steady_state"]
+    engines = [engine_for_net(net, prec, P=nd["P"], act_depth=act_depth) for nd in nodes]
+    return {"net": net_name, "nodes": n, "batch": batch, "wgrad": wgrad,
+            "act_words": [nd["buffers"]["X"]["used"] + nd["buffers"]["D"]["used"] for nd in nodes],
+            "b_words": [nd["buffers"]["B"]["used"] for nd in nodes],
+            "buffer_bits": [buffer_bits(nd["buffers"], e) for nd, e in zip(nodes, engines)],
+            "scratch_peak": [nd["router_scratch_max"] for nd in nodes],
+            "fill_cycles": rep["pipeline"]["fill_cycles_first_logits"],
+            "step_cycles": rep["cycles_per_step"][-1],
+            "steady_cycles_per_image": ss["cycles_per_image"], "bound_cycles_per_image": ss["bound_cycles_per_image"],
+            "steady_efficiency": ss["efficiency"]}
+
+
+def main(args) -> int:
+    json_path = validate.output_file(args.json, "--json", ".json")
+    nets = [digits_net(name.strip(), args.precision) for name in args.nets.split(",")]
+    nodes = int_list(args.nodes, "--nodes", 1, 64)
+    batches = int_list(args.batches, "--batches", 1, 1024)
+    validate.integer(args.steps, "--steps", 1, 100)
+    validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
+    validate.integer(args.workers, "--workers", 1, 64)
+    jobs = [(net.name, args.precision, n, b, w, args.steps, args.act_depth)
+            for net in nets for n in nodes for b in batches for w in WGRADS]
+    print(f"weight gradients over the batch vs per image, CL cluster (1F1B, {args.steps} steps, the last measured; "
+          f"every run bit-exact with the golden model)", flush=True)
+    from pymtl_fp.cluster.config import ClusterError
+
+    try:
+        with ProcessPoolExecutor(args.workers) as pool:
+            rows = list(pool.map(_run, jobs))
+    except ClusterError as exc:
+        raise UserError(f"bench storage: {exc}") from None
+    print(f"{'net':<13} {'N':>2} {'B':>3} {'wgrad':<5} {'X+D words (per node)':<30} {'B words':>7} "
+          f"{'kbit':>6} {'scratch':>7} {'fill':>6} {'cycles/step':>11} {'steady/img':>10} {'bound':>6} {'eff':>6}")
+    for r in rows:
+        print(f"{r['net']:<13} {r['nodes']:>2} {r['batch']:>3} {r['wgrad']:<5} "
+              f"{'/'.join(str(v) for v in r['act_words']):<30} {max(r['b_words']):>7} "
+              f"{max(r['buffer_bits']) / 1024:>6.1f} {max(r['scratch_peak']):>7} {r['fill_cycles']:>6} "
+              f"{r['step_cycles']:>11,} {r['steady_cycles_per_image']:>10.0f} {r['bound_cycles_per_image']:>6.0f} "
+              f"{100 * r['steady_efficiency']:>5.1f}%")
+    by = {(r["net"], r["nodes"], r["batch"], r["wgrad"]): r for r in rows}
+    print("per image against over the batch (largest node): activation words, all buffer bits, cycles per step")
+    for net in nets:
+        for n in nodes:
+            for b in batches:
+                a, i = by[net.name, n, b, "batch"], by[net.name, n, b, "image"]
+                print(f"  {net.name} on {n} nodes, batch {b}: {max(a['act_words']) / max(i['act_words']):.1f}x fewer "
+                      f"activation words, {max(a['buffer_bits']) / max(i['buffer_bits']):.1f}x fewer bits, "
+                      f"{i['step_cycles'] / a['step_cycles']:.3f}x the cycles")
+    if json_path:
+        json_path.write_text(json.dumps(rows, indent=2))
+        print(f"wrote {json_path}")
+    return 0
