@@ -36,6 +36,8 @@ def add_arguments(parser):
     parser.add_argument("--act-depth", type=int, default=65536, metavar="WORDS",
                         help="activation buffer depth the runs compile against (default 65536: every plan fits; "
                              "the figures are the words a plan uses)")
+    parser.add_argument("--stream-lanes", type=int, default=1, metavar="E",
+                        help="elements per beat on every stream (as train --stream-lanes; default 1)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
 
@@ -53,10 +55,10 @@ def _run(job) -> dict:
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, wgrad, steps, act_depth = job
+    net_name, prec, n, batch, wgrad, steps, act_depth, lanes = job
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(stream_lanes=lanes))
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
                            overlap=True, wgrad=wgrad)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
@@ -86,16 +88,22 @@ def main(args) -> int:
     validate.integer(args.steps, "--steps", 1, 100)
     validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
     validate.integer(args.workers, "--workers", 1, 64)
-    jobs = [(net.name, args.precision, n, b, w, args.steps, args.act_depth)
+    validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
+    jobs = [(net.name, args.precision, n, b, w, args.steps, args.act_depth, args.stream_lanes)
             for net in nets for n in nodes for b in batches for w in WGRADS]
-    print(f"weight gradients over the batch vs per image, CL cluster (1F1B, {args.steps} steps, the last measured; "
-          f"every run bit-exact with the golden model)", flush=True)
-    from pymtl_fp.cluster.config import ClusterError
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
 
+    try:
+        for net in nets:  # (a bad --stream-lanes is refused before any run)
+            ClusterConfig.homogeneous(1, engine_for_net(net, args.precision).replace(stream_lanes=args.stream_lanes))
+    except (ClusterError, ValueError) as exc:
+        raise UserError(f"bench storage: {exc}") from None
+    print(f"weight gradients over the batch vs per image, CL cluster (1F1B, {args.stream_lanes}-element beats, "
+          f"{args.steps} steps, the last measured; every run bit-exact with the golden model)", flush=True)
     try:
         with ProcessPoolExecutor(args.workers) as pool:
             rows = list(pool.map(_run, jobs))
-    except ClusterError as exc:
+    except (ClusterError, ValueError) as exc:
         raise UserError(f"bench storage: {exc}") from None
     print(f"{'net':<13} {'N':>2} {'B':>3} {'wgrad':<5} {'X+D words (per node)':<30} {'B words':>7} "
           f"{'kbit':>6} {'scratch':>7} {'fill':>6} {'cycles/step':>11} {'steady/img':>10} {'bound':>6} {'eff':>6}")

@@ -29,3 +29,5 @@ def test_bench_storage_bad_input(capsys):
     assert "--batches" in capsys.readouterr().err
     assert main(["bench", "storage", "--nets", "nonet"]) == 1
     assert "nonet" in capsys.readouterr().err
+    assert main(["bench", "storage", "--stream-lanes", "3"]) == 1
+    assert "must divide" in capsys.readouterr().err
