@@ -9,7 +9,8 @@ exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-
 ``cp`` and ``sgd``, drawn too, the golden per-image step with the partition's staleness).  The
 case also draws how the nodes share the work: one pipeline, or data-parallel / hybrid replicas
 (``--parallel``; GPipe order, a batch of at least one image per replica), which must end with the
-same one-node weights.
+same one-node weights, and, for a mini-batch pipeline, when the weight gradients are computed
+(``--wgrad batch | image``).
 ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
 cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
@@ -59,6 +60,7 @@ def case_strategy(draw, level):
         stall_seed=draw(st.integers(0, 1000)),
         schedule=draw(st.sampled_from(["1f1b", "gpipe", "cp", "sgd"])),
         parallel=draw(st.sampled_from(["pipeline", "pipeline", "data", "hybrid"])),
+        wgrad=draw(st.sampled_from(["batch", "image"])),
     )
 
 
@@ -84,6 +86,9 @@ def check(case, level, ctx):
     schedule = case.get("schedule", "1f1b")  # (case files written before schedules were drawn)
     parallel = case.get("parallel", "pipeline")  # (... and before replicas were)
     groups = 2 if parallel == "hybrid" else None
+    # per-image weight gradients summed in B: for a mini-batch pipeline (the rest computes them per image
+    # already, or per replica)
+    wgrad = case.get("wgrad", "batch") if parallel == "pipeline" and schedule in ("1f1b", "gpipe") else "batch"
     if parallel != "pipeline":  # replicas run GPipe order, an image each at least
         schedule = "gpipe"
         batch = max(batch, groups or n)
@@ -92,7 +97,7 @@ def check(case, level, ctx):
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                                levels=[level] * n, split=case["split"], stall=stall, schedule=schedule,
-                               parallel=parallel, groups=groups)
+                               parallel=parallel, groups=groups, wgrad=wgrad)
     except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
         assume(False)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, schedule))
@@ -105,7 +110,8 @@ def check(case, level, ctx):
 def coverage(case):
     parallel = case.get("parallel", "pipeline")
     schedule = case.get("schedule", "1f1b") if parallel == "pipeline" else "gpipe"
-    return (f"{parallel} {schedule} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
+    wgrad = case.get("wgrad", "batch") if parallel == "pipeline" and schedule in ("1f1b", "gpipe") else "batch"
+    return (f"{parallel} {schedule} wgrad-{wgrad} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
             f"L{case['latency']} "
             f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else ""))
 
