@@ -103,6 +103,25 @@ class Partition:
         w = np.asarray(self.work, dtype=float)
         return float(w.max() / w.mean()) if w.mean() > 0 else 1.0
 
+    @property
+    def weights(self) -> list:
+        """Per node, the weights and biases of its pieces (the parameters it updates)."""
+        out = []
+        for items in self.nodes:
+            total = 0
+            for it in items:
+                if not it.pool:
+                    _, C, R, S = self.net.conv_geometry(self.net.layers[it.layer])["w_shape"]
+                    total += (it.k1 - it.k0) * (C * R * S + 1)
+            out.append(total)
+        return out
+
+    @property
+    def weight_balance(self) -> float:
+        """max / mean node parameters (FPDeep balances the weights as well as the work)."""
+        w = np.asarray(self.weights, dtype=float)
+        return float(w.max() / w.mean()) if w.mean() > 0 else 1.0
+
     def split_layers(self) -> list:
         """Names of the layers shared by two nodes."""
         out = []
@@ -123,7 +142,7 @@ class Partition:
                 else:
                     K = self.net.conv_geometry(layer)["w_shape"][0]
                     parts.append(layer.name if (it.k0, it.k1) == (0, K) else f"{layer.name}[{it.k0}:{it.k1}]")
-            lines.append(f"node {j}: {' '.join(parts)}  ({self.work[j]:.0f} cycles/image)")
+            lines.append(f"node {j}: {' '.join(parts)}  ({self.work[j]:.0f} cycles/image, {self.weights[j]} weights)")
         return lines
 
 

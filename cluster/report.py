@@ -95,6 +95,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "engine_pipelines": [p for p in PIPELINES if getattr(ccfg.engines[0], f"pipelined_{p}")],
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance,
+                      "weights_per_node": part.weights, "weight_balance_max_over_mean": part.weight_balance,
                       "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
         "replicas": replicas_section(cprog, routers, steps),
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
@@ -215,7 +216,8 @@ def format_report(rep: dict) -> str:
               f"latency {rep['link']['latency']}); batch {rep['batch']}, {rep['steps']} steps; {rep['pipelining']}"
               + (f"; engine pipelines: {', '.join(rep['engine_pipelines'])}" if rep.get("engine_pipelines") else "")),
              (f"partition ({rep['partition']['method']}, balance max/mean = "
-              f"{rep['partition']['balance_max_over_mean']:.3f}, split layers: "
+              f"{rep['partition']['balance_max_over_mean']:.3f}, weights max/mean = "
+              f"{rep['partition']['weight_balance_max_over_mean']:.3f}, split layers: "
               f"{', '.join(rep['partition']['split_layers']) or 'none'}; tap-packed: "
               f"{', '.join(rep['partition'].get('tap_packed', [])) or 'none'}):")]
     lines += [f"  {x}" for x in rep["partition"]["nodes"]]

@@ -34,6 +34,11 @@ def test_fpdeep_partition_covers_every_channel_once(n):
         assert all(a[1] == b[0] for a, b in itertools.pairwise(pieces))
         assert len(pieces) <= 2
     assert part.balance >= 1.0
+    # every weight and bias is some node's (FPDeep reports the balance of the weights too)
+    params = sum(int(np.prod(NET.conv_geometry(ly)["w_shape"])) + NET.conv_geometry(ly)["w_shape"][0]
+                 for ly in NET.param_layers())
+    assert sum(part.weights) == params
+    assert part.weight_balance == pytest.approx(max(part.weights) * n / params)
     if n == 2:  # FPDeep splits conv2 to balance two nodes within 10%
         assert part.split_layers() == ["conv2"] and part.balance < 1.1
 
