@@ -148,4 +148,3 @@ class NodeCollectives:
                          slice_seed(seed, (it.k0 + k0) * CRS), tensor_id(p, "DW"), bits)
             self.load("G", g + t * per_kt, n, "scratch")
         self.apply_update(it, seed)
-

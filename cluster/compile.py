@@ -120,12 +120,6 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
             if kind == "fwd":
                 nd.phase = "fwd"
                 nd.forward(b, seed, received=b in received)
-                if wg_due is not None:
-                    nd.done_mark(done_id(kind, b))
-                    nd.phase = "wgi"
-                    nd.raw_gradients(wg_due, 1)
-                    wg_due = None
-                    continue
             else:
                 if b == 0:
                     nd.mark(MARK_BWD)
@@ -138,14 +132,14 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
                     then = functools.partial(nd.receive, nb)
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
-            if kind == "bwd" and wgrad == "image":  # the image's exact sums added to B
-                if i + 1 < len(order) and order[i + 1][0] == "fwd":
-                    # after the next forward pass, which the next node waits for (its slots:
-                    # images_in_flight(late_wgrad=True))
-                    wg_due = b
-                else:
-                    nd.phase = "wgi"
-                    nd.raw_gradients(b, 1)
+            if kind == "bwd" and wgrad == "image":  # the image's exact sums added to B ...
+                wg_due = b
+            if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
+                # ... after the forward pass that follows its backward pass (which the next node
+                # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
+                nd.phase = "wgi"
+                nd.raw_gradients(wg_due, 1)
+                wg_due = None
             if kind == "bwd" and per_image:  # the node's layers updated at once
                 nd.phase = "upd"
                 nd.weight_phase(seed, image=b)
@@ -172,7 +166,8 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
         nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule, wgrad)
     except (ClusterError, ValueError):
         return False
-    return not any(b != "B" or wgrad != "image" for prog in nodes for b in prog.alloc.overflow())
+    deepened = {"B"} if wgrad == "image" else set()  # (compile_pipeline deepens B to fit)
+    return not any(set(prog.alloc.overflow()) - deepened for prog in nodes)
 
 
 def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off", tcfg=None,

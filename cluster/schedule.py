@@ -12,8 +12,9 @@ SCHEDULES = ("1f1b", "gpipe", "cp", "sgd")
 PER_IMAGE = ("cp", "sgd")
 #: when a mini-batch schedule computes the weight gradients: over the whole batch after the last
 #: backward pass (one ``bwd_weight`` with ``n = B``: every image's inputs and output gradients kept),
-#: or per image right after its backward pass, summed un-rounded in B and rounded once at the step's
-#: end (the router's ``REQUANT``: the same bits), so an image's tensors are freed with its backward pass
+#: or per image after its backward pass (behind the next forward pass), summed un-rounded in B and
+#: rounded once at the step's end (the router's ``REQUANT``: the same bits), so an image's tensors are
+#: freed with its weight gradients
 WGRAD = ("batch", "image")
 
 
