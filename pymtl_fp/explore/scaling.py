@@ -9,8 +9,10 @@ every bandwidth; everything is vectorized over the chain positions, so a VGG-16 
 Per (N, link) row: images/s and GOPS (2 ops per MAC of FP+BP+WG), speedup and parallel
 efficiency against one FPGA, whether compute or the busiest link sets the pace, the busiest
 link's bandwidth need at the compute-bound rate, per-FPGA MAC utilization (mean, min), and
-the largest per-FPGA on-chip storage for the fine-grained pipeline and for whole-map buffering
-(and the share of FPGAs where each fits), and the largest per-FPGA DRAM bandwidth the fc
+the largest per-FPGA on-chip storage for the fine-grained pipeline, for whole-map buffering
+(``2(N-i)-1`` images stashed at stage ``i``) and for the simulated cluster's 1F1B with per-image
+weight gradients (whole maps, the ``N-i+2`` images in flight: ``train --wgrad image``) (and the
+share of FPGAs where each fits), and the largest per-FPGA DRAM bandwidth the fc
 layers' off-chip weights need.
 
 The **knee** of a link model is the smallest N at which the busiest link, not compute, limits
@@ -108,6 +110,10 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         depth = 2 * (n - np.arange(n)) - 1
         whole_bits = weights_bits + st["mapbuf"].vec(a, b) + \
             depth * st["stash1"].vec(a, b)
+        # the simulated cluster's 1F1B with per-image weight gradients (train --wgrad image): stage i
+        # keeps the images in flight, N - i + 2 (cluster.schedule.images_in_flight), at most the batch
+        flight = np.minimum(n - np.arange(n) + 2, batch)
+        flight_bits = weights_bits + st["mapbuf"].vec(a, b) + flight * st["stash1"].vec(a, b)
         for link in links:
             link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
             ii = max(compute_ii, link_ii)
@@ -140,9 +146,11 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
                 "weights_mb_max": float(weights_bits.max() / 1e6),
                 "fine_mb_max": float(fine_bits.max() / 1e6),
                 "whole_mb_max": float(whole_bits.max() / 1e6),
+                "flight_mb_max": float(flight_bits.max() / 1e6),
                 "onchip_mb": onchip / 1e6,
                 "fine_fit_frac": float(np.mean(fine_bits <= onchip)),
                 "whole_fit_frac": float(np.mean(whole_bits <= onchip)),
+                "flight_fit_frac": float(np.mean(flight_bits <= onchip)),
                 "fc_dram_gbs": float(fc_bits.max() / ii / 8e9),
                 "energy_family": efam,
                 "mj_per_image": en["joules"]["value"] * 1e3,
