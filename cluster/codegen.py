@@ -46,9 +46,9 @@ from pymtl_fp.cluster.collectives import NodeCollectives
 from pymtl_fp.cluster.dma import elems, slice_seed
 from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.node_program import NodeProgram
-from pymtl_fp.cluster.partition import _Shape
+from pymtl_fp.cluster.partition import _Shape, op_cycles
 from pymtl_fp.cluster.regions import NodeRegions
-from pymtl_fp.cluster.schedule import images_in_flight
+from pymtl_fp.cluster.schedule import AUTO_SLACK, PER_IMAGE, images_in_flight
 from pymtl_fp.engine import msgs, packing, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
 from pymtl_fp.golden.per_image import image_seed
@@ -67,6 +67,9 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         self.B = part.batch
         self.ovl = int(bool(overlap))
         self.wgrad = wgrad
+        #: the items whose weight gradients are computed per image and summed in B
+        #: (:meth:`keep_in_flight`; the rest: over the batch at the step's end)
+        self.per_image = frozenset()
         #: images whose layer inputs (and pool argmaxes) the node keeps, and whose output gradients
         #: (image b in slot b % slots): the whole batch unless the schedule frees an image's
         #: tensors with its backward pass (:meth:`keep_in_flight`)
@@ -93,12 +96,28 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
 
 
     def keep_in_flight(self, schedule):
-        """Keep only the images in flight (every weight gradient is per image): their layer inputs
-        and argmaxes in :func:`~pymtl_fp.cluster.schedule.images_in_flight` slots, the output
-        gradients of the image in its backward pass (two with overlap: the next one's arrive while
-        the last one's weight gradients run)."""
-        self.slots = images_in_flight(schedule, self.j, self.part.n, self.B, late_wgrad=self.wgrad == "image")
+        """Keep only the images in flight where the weight gradients are per image (a per-image
+        schedule, ``wgrad = "image"``, or ``"auto"``'s choice: :meth:`wgrad_per_image`): those
+        layers' inputs and the pools' argmaxes in :func:`~pymtl_fp.cluster.schedule.images_in_flight`
+        slots, their output gradients for the image in its backward pass (two with overlap: the
+        next one's arrive while the last one's weight gradients run)."""
+        per_schedule = schedule in PER_IMAGE
+        self.per_image = frozenset(it for it in self.items
+                                   if not it.pool and (per_schedule or self.wgrad_per_image(it)))
+        self.slots = images_in_flight(schedule, self.j, self.part.n, self.B,
+                                      late_wgrad=not per_schedule and self.wgrad != "batch")
         self.dy_slots = min(self.B, 1 + self.ovl)
+
+    def wgrad_per_image(self, it) -> bool:
+        """Does item ``it`` compute its weight gradient per image?  ``image``: yes; ``auto``: where
+        one image's ``bwd_weight`` (timing model) costs at most ``AUTO_SLACK`` times its share of
+        the batch's; ``batch``: no."""
+        if self.wgrad != "auto":
+            return self.wgrad == "image"
+        packed = it.layer in self.part.packed
+        one = op_cycles(self.ecfg, self.net, it.layer, "bwd_weight", 1, it.k0, it.k1, packed)
+        whole = op_cycles(self.ecfg, self.net, it.layer, "bwd_weight", self.B, it.k0, it.k1, packed)
+        return one <= AUTO_SLACK * whole / self.B
 
     def receive(self, b):
         """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
@@ -271,46 +290,49 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
 
     def weight_phase(self, seed, image=None):
         """The weight gradients and updates of the node's layers: over the whole batch (command
-        field ``n = B``, once per step; with ``wgrad = "image"`` the per-image sums already in B,
-        rounded by the router), or for one ``image`` (a per-image schedule, after its backward
+        field ``n = B``, once per step; the items of :attr:`per_image`: their per-image sums
+        already in B, rounded by the router), or for one ``image`` (a per-image schedule, after its backward
         pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
-        P = self.P
-        if self.wgrad == "image" and image is None:  # the sums of every image, rounded once
-            for it in self.items:
-                if not it.pool:
-                    self.round_and_update(it, seed)
-            return
-        B, b0 = (self.B, 0) if image is None else (1, image)
         for it in self.items:
             if it.pool:
                 continue
-            li, f = it.layer, self.info(it.layer)
-            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
-            p, sh = f["p"], self.shifts[self.net.layers[li].name]
-            kk = it.k1 - it.k0
-            CRS = f["c"] * f["r"] * f["s"]
-            wseed = seed if image is None else image_seed(seed, image, f["k"] * CRS)
-            _, _, wwords = self.w_region(it)
-            g = self.A.get("G", f"g{li}", wwords)
-            db = self.A.get("B", f"db{li}", tiles(kk, P))
-            case = self.case(it, B, it.k0, it.k1)
-            d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
-            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), li in self.part.packed,
-                         **self.conv_fields(it, B, it.k0, it.k1),
-                         shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
-                         seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
-                         btid=tensor_id(p, "DB"), a0=self.x_addr(it, b0), a1=self.dy_keep(it, b0), d0=g, d1=d1)
-            if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
-                ho, wo = f["ho"], f["wo"]
-                xa = self.x_addr(it, b0) if B * ho * wo <= B * self.in_words(li) else \
-                    self.A.get("X", f"dbx{li}", B * ho * wo)
-                gs = self.A.get("G", f"gs{li}", tiles(kk, P))
-                self.compute("bwd_weight", 0,
-                             n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
-                             lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
-                             seed=slice_seed(wseed, it.k0), tid=0, btid=tensor_id(p, "DB"),
-                             a0=xa, a1=self.dy_keep(it, b0), d0=gs, d1=db)
-            self.apply_update(it, wseed)
+            if image is None and it in self.per_image:  # the sums of every image, rounded once
+                self.round_and_update(it, seed)
+            else:
+                self.weight_gradient(it, seed, image)
+
+    def weight_gradient(self, it, seed, image=None):
+        """Item ``it``'s weight gradient over the whole batch, or of one ``image`` (a per-image
+        schedule), rounded by the engine; then its update."""
+        P = self.P
+        B, b0 = (self.B, 0) if image is None else (1, image)
+        li, f = it.layer, self.info(it.layer)
+        self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
+        p, sh = f["p"], self.shifts[self.net.layers[li].name]
+        kk = it.k1 - it.k0
+        CRS = f["c"] * f["r"] * f["s"]
+        wseed = seed if image is None else image_seed(seed, image, f["k"] * CRS)
+        _, _, wwords = self.w_region(it)
+        g = self.A.get("G", f"g{li}", wwords)
+        db = self.A.get("B", f"db{li}", tiles(kk, P))
+        case = self.case(it, B, it.k0, it.k1)
+        d1 = db if it.k0 == 0 else self.A.get("B", f"dbs{li}", tiles(kk, P))
+        self.compute("bwd_weight", program.useful_macs("bwd_weight", case), li in self.part.packed,
+                     **self.conv_fields(it, B, it.k0, it.k1),
+                     shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                     seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
+                     btid=tensor_id(p, "DB"), a0=self.x_addr(it, b0), a1=self.dy_keep(it, b0), d0=g, d1=d1)
+        if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
+            ho, wo = f["ho"], f["wo"]
+            xa = self.x_addr(it, b0) if B * ho * wo <= B * self.in_words(li) else \
+                self.A.get("X", f"dbx{li}", B * ho * wo)
+            gs = self.A.get("G", f"gs{li}", tiles(kk, P))
+            self.compute("bwd_weight", 0,
+                         n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
+                         lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
+                         seed=slice_seed(wseed, it.k0), tid=0, btid=tensor_id(p, "DB"),
+                         a0=xa, a1=self.dy_keep(it, b0), d0=gs, d1=db)
+        self.apply_update(it, wseed)
 
     def apply_update(self, it, wseed):
         """The SGD update of item ``it``'s weights (the engine's ``update`` from G) and biases (the

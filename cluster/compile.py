@@ -38,12 +38,12 @@ __all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "choose_partition", "co
 
 
 def check_wgrad(wgrad: str, schedule: str) -> None:
-    """Refuse an unknown ``--wgrad``, or ``image`` under a per-image schedule (whose gradients
-    are already per image)."""
+    """Refuse an unknown ``--wgrad``, or ``image`` / ``auto`` under a per-image schedule (whose
+    gradients are already per image)."""
     if wgrad not in WGRAD:
         raise ClusterError(f"unknown --wgrad {wgrad!r}; choose one of {', '.join(WGRAD)}")
-    if wgrad == "image" and schedule in PER_IMAGE:
-        raise ClusterError(f"--wgrad image is for the mini-batch schedules (1f1b, gpipe): --schedule {schedule} "
+    if wgrad != "batch" and schedule in PER_IMAGE:
+        raise ClusterError(f"--wgrad {wgrad} is for the mini-batch schedules (1f1b, gpipe): --schedule {schedule} "
                            "already computes each image's weight gradient after its backward pass")
 
 
@@ -74,10 +74,10 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
 
 def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                      schedule: str = "1f1b", wgrad: str = "batch"):
-    """:func:`compile_cluster`, and the cluster it runs on: with ``wgrad = "image"`` every engine's
-    B deepened to the power of two that holds its un-rounded sums (as the replicas' all-reduce
-    needs); returns ``(ccfg, cprog)``."""
-    if wgrad != "image":
+    """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
+    (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
+    un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
+    if wgrad == "batch":
         return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad)
     cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad)
     return fit_bias(ccfg, cprog), cprog
@@ -110,7 +110,7 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
     for j in range(part.n):
         nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
                          wgrad)
-        if per_image or wgrad == "image":  # an image's tensors are freed with its backward pass
+        if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
             nd.keep_in_flight(schedule)
         seed = begin_step(nd, params)
         order = step_order(schedule, j, part.n, part.batch)
@@ -132,13 +132,13 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
                     then = functools.partial(nd.receive, nb)
                 nd.backward(b, seed, then)
             nd.done_mark(done_id(kind, b))
-            if kind == "bwd" and wgrad == "image":  # the image's exact sums added to B ...
+            if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
                 wg_due = b
             if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
                 # ... after the forward pass that follows its backward pass (which the next node
                 # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
                 nd.phase = "wgi"
-                nd.raw_gradients(wg_due, 1)
+                nd.raw_gradients(wg_due, 1, nd.per_image)
                 wg_due = None
             if kind == "bwd" and per_image:  # the node's layers updated at once
                 nd.phase = "upd"
@@ -156,7 +156,7 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
     """Whether ``part``'s programs compile and fit its nodes' buffers (what :func:`compile_cluster`
     checks), for the run's ``tcfg`` (its precision and learning rate set the shifts; default: the
     net's first precision), ``overlap`` (two O slots per direction), ``schedule`` and ``wgrad``
-    (``image``: B is deepened to fit, :func:`compile_pipeline`); the weights do not matter."""
+    (per image: B is deepened to fit, :func:`compile_pipeline`); the weights do not matter."""
     tcfg = tcfg or TrainConfig(next(iter(net.formats)))
     params = {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
                         "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
@@ -166,7 +166,7 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
         nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule, wgrad)
     except (ClusterError, ValueError):
         return False
-    deepened = {"B"} if wgrad == "image" else set()  # (compile_pipeline deepens B to fit)
+    deepened = set() if wgrad == "batch" else {"B"}  # (compile_pipeline deepens B to fit)
     return not any(set(prog.alloc.overflow()) - deepened for prog in nodes)
 
 

@@ -6,11 +6,13 @@ image ``b``'s input of item ``it``" and the like, from the partition and the buf
 (:class:`~pymtl_fp.cluster.buffers.Alloc`):
 
 X holds the inputs of the node's conv/fc pieces and the pool argmaxes (or O, see
-:meth:`NodeRegions.am_in_o`) of every image the node keeps (``slots``: the whole batch ``B`` when
-one ``bwd_weight`` runs over the batch at the step's end; else the images in flight on the node,
+:meth:`NodeRegions.am_in_o`) of every image the node keeps (the whole batch ``B`` for a piece
+whose ``bwd_weight`` runs over the batch at the step's end; for the pieces of ``per_image`` and
+the argmaxes, once any is, ``slots``: the images in flight on the node,
 :func:`~pymtl_fp.cluster.schedule.images_in_flight`, image ``b`` in slot ``b % slots``) and
 one-image slots for pool inputs and split layers' outputs; D the output gradients of its pieces
-(``dy_slots``: ``B``, or one per image in its backward pass, two with overlap) plus one-image slots;
+(``B``, or ``dy_slots`` for ``per_image``: the image in its backward pass, two with overlap) plus
+one-image slots;
 O one image's result (two per direction with overlap); W its weight pieces (the second holder of a
 split layer: the whole layer); G the weight gradients; B biases, bias gradients and (weight
 gradients per image) the un-rounded sums of ``dw`` and ``db``.
@@ -25,8 +27,8 @@ from pymtl_fp.engine.msgs import tiles
 
 class NodeRegions:
     """Geometry and buffer regions (mixed into the code generator, which sets ``net``, ``part``,
-    ``j``, ``P``, ``Ps``, ``B``, ``slots``, ``dy_slots``, ``items``, ``A`` (the allocator), ``ovl``,
-    ``phase``, ``cfg``)."""
+    ``j``, ``P``, ``Ps``, ``B``, ``slots``, ``dy_slots``, ``per_image``, ``items``, ``A`` (the
+    allocator), ``ovl``, ``phase``, ``cfg``)."""
 
     def _passes_through(self, j) -> bool:
         """Node ``j`` only forwards the data gradient of its one item (a split layer's first piece)
@@ -107,7 +109,8 @@ class NodeRegions:
         iw = self.in_words(it.layer)
         if it.pool:
             return self.A.get("X", f"xt{it.layer}", iw)
-        return self.A.get("X", f"x{it.layer}", self.slots * iw) + (b % self.slots) * iw
+        slots = self.slots if it in self.per_image else self.B
+        return self.A.get("X", f"x{it.layer}", slots * iw) + (b % slots) * iw
 
     def am_in_o(self, it) -> bool:
         """A pool followed on the node by a layer other than a first piece keeps its argmax in O
@@ -126,7 +129,8 @@ class NodeRegions:
     def dy_keep(self, it, b):
         """Where image b's output gradient of item ``it`` stays until its weight gradient."""
         ow = self.out_words(it.layer, it.k0, it.k1)
-        return self.A.get("D", f"dy{it.layer}", self.dy_slots * ow) + (b % self.dy_slots) * ow
+        slots = self.dy_slots if it in self.per_image else self.B
+        return self.A.get("D", f"dy{it.layer}", slots * ow) + (b % slots) * ow
 
     def dy_in(self, it, b):
         """Where the incoming output gradient of item ``it`` (image b) is written."""

@@ -12,7 +12,7 @@ from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.cluster.node import router_config_for
 from pymtl_fp.cluster.report_replicas import format_replicas, replicas_section
 from pymtl_fp.cluster.router_config import STATES
-from pymtl_fp.cluster.schedule import PER_IMAGE
+from pymtl_fp.cluster.schedule import AUTO_SLACK, PER_IMAGE
 from pymtl_fp.engine.config import PIPELINES
 
 
@@ -101,7 +101,11 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
                       + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
                          else "weight gradients per image, summed in B and rounded once at the step's end; "
-                         if cprog.wgrad == "image" else "weight gradients over the batch; ")
+                         if cprog.wgrad == "image" else
+                         f"weight gradients per image where it costs the engine at most "
+                         f"{100 * (AUTO_SLACK - 1):.0f}% more (summed in B, rounded once at the step's end), over "
+                         "the batch for the rest; "
+                         if cprog.wgrad == "auto" else "weight gradients over the batch; ")
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
         "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad,

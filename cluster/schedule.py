@@ -14,8 +14,12 @@ PER_IMAGE = ("cp", "sgd")
 #: backward pass (one ``bwd_weight`` with ``n = B``: every image's inputs and output gradients kept),
 #: or per image after its backward pass (behind the next forward pass), summed un-rounded in B and
 #: rounded once at the step's end (the router's ``REQUANT``: the same bits), so an image's tensors are
-#: freed with its weight gradients
-WGRAD = ("batch", "image")
+#: freed with its weight gradients; ``auto``: per image for the layers where one image's
+#: ``bwd_weight`` costs at most :data:`AUTO_SLACK` more engine cycles than its share of the batch's
+#: (conv layers), over the batch for the rest (a 1x1 output, fc: all drain, a few words an image)
+WGRAD = ("batch", "image", "auto")
+#: ``auto``'s bound on a per-image ``bwd_weight``'s cycles against its share of the batch's
+AUTO_SLACK = 1.05
 
 
 def step_order(schedule: str, j: int, n: int, batch: int) -> list:

@@ -129,12 +129,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="engine commands overlap (LOAD/STORE beside compute; the engine checks the "
                           "hazards): faster at cl, rtl and verilator; fl keeps the serial timing "
                           "(default; --no-overlap: one command at a time)")
-    grp.add_argument("--wgrad", choices=("batch", "image"), default="batch",
+    grp.add_argument("--wgrad", choices=("batch", "image", "auto"), default="batch",
                      help="when a mini-batch schedule (1f1b, gpipe) computes the weight gradients: batch (default: "
                           "one bwd_weight over the batch at the step's end; every node keeps every image's layer "
-                          "inputs and output gradients) or image (after each image's backward pass, the exact "
+                          "inputs and output gradients), image (after each image's backward pass, the exact "
                           "sums added in the engine's B and rounded once at the step's end: the same bits; a node "
-                          "keeps only the images in flight, and B is deepened to hold the sums)")
+                          "keeps only the images in flight, and B is deepened to hold the sums) or auto (per image "
+                          "for the layers where it costs the engine at most 5%% more cycles, the conv layers; over "
+                          "the batch for the rest, such as fc layers)")
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")

@@ -6,20 +6,23 @@ import json
 from pymtl_fp.cli.main import main
 
 
-def test_bench_storage_compares_the_two_modes(tmp_path, capsys):
+def test_bench_storage_compares_the_three_modes(tmp_path, capsys):
     out_json = tmp_path / "storage.json"
     assert main(["bench", "storage", "--nets", "lenet-digits", "--nodes", "2", "--batches", "5,10", "--steps", "1",
                  "--workers", "1", "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
-    assert "every run bit-exact with the golden model" in out and "lenet-digits on 2 nodes, batch 10:" in out
+    assert "every run bit-exact with the golden model" in out and "lenet-digits on 2 nodes, batch 10: image" in out
     rows = {(r["batch"], r["wgrad"]): r for r in json.loads(out_json.read_text())}
-    assert set(rows) == {(5, "batch"), (5, "image"), (10, "batch"), (10, "image")}
+    assert set(rows) == {(b, w) for b in (5, 10) for w in ("batch", "image", "auto")}
     # over the batch a node keeps every image; per image only those in flight (the same at batch
     # 5 and 10), and B the un-rounded sums
     assert rows[5, "image"]["act_words"] == rows[10, "image"]["act_words"]
     assert all(a < b for a, b in zip(rows[5, "batch"]["act_words"], rows[10, "batch"]["act_words"]))
     assert all(i < b for i, b in zip(rows[10, "image"]["act_words"], rows[10, "batch"]["act_words"]))
     assert all(i > b for i, b in zip(rows[10, "image"]["b_words"], rows[10, "batch"]["b_words"]))
+    # auto keeps the fc layer's inputs for the batch: more words than image, fewer B words
+    assert sum(rows[10, "auto"]["act_words"]) > sum(rows[10, "image"]["act_words"])
+    assert sum(rows[10, "auto"]["b_words"]) < sum(rows[10, "image"]["b_words"])
     for r in rows.values():
         assert r["fill_cycles"] > 0 and r["step_cycles"] > r["fill_cycles"] and 0 < r["steady_efficiency"]
 

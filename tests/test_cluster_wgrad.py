@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
 from pymtl_fp.cluster.emit import NodeEmitter
@@ -18,6 +19,7 @@ from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.cluster.schedule import images_in_flight, step_order
 from pymtl_fp.data import load_digits_split, quantize_images
+from pymtl_fp.engine.encoding import OP
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -63,22 +65,39 @@ def _run(data, ccfg, level, *, batch=3, steps=2, stall=None, schedule="1f1b", ov
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(1, 4), level=st.sampled_from(["fl", "cl"]), batch=st.integers(2, 5),
        latency=st.integers(1, 12), stall=st.floats(0.0, 0.4), seed=st.integers(0, 1000),
-       schedule=st.sampled_from(["1f1b", "gpipe"]), overlap=st.booleans())
+       schedule=st.sampled_from(["1f1b", "gpipe"]), overlap=st.booleans(), wgrad=st.sampled_from(["image", "auto"]))
 def test_per_image_weight_gradients_equal_the_golden_minibatch_step(data, n, level, batch, latency, stall, seed,
-                                                                   schedule, overlap):
+                                                                   schedule, overlap, wgrad):
     ccfg = _ccfg(n, link=default_link(32, latency))
-    run = _run(data, ccfg, level, batch=batch, stall=(stall, seed), schedule=schedule, overlap=overlap)
-    assert run.report["wgrad"] == "image" and "rounded once" in run.report["pipelining"]
+    run = _run(data, ccfg, level, batch=batch, stall=(stall, seed), schedule=schedule, overlap=overlap, wgrad=wgrad)
+    assert run.report["wgrad"] == wgrad and "rounded once" in run.report["pipelining"]
 
 
-@pytest.mark.parametrize("cuts", [[0, 1, 7, 9], [0, 4, 6, 9]])
-def test_split_layers_and_a_deeper_net(data, cuts):
-    """Split layers (a second piece rounds its db with its own seed through the router) on LeNet,
-    and the four conv layers of vgg-digits on 4 nodes."""
-    run = _run(data, _ccfg(3), "cl", cuts=cuts)
+@pytest.mark.parametrize("cuts,wgrad", [([0, 1, 7, 9], "image"), ([0, 4, 6, 9], "image"), ([0, 1, 7, 9], "auto")])
+def test_split_layers_and_a_deeper_net(data, cuts, wgrad):
+    """Split layers (a second piece rounds its db with its own seed through the router; under
+    ``auto`` the split fc's pieces stay over the batch beside per-image conv layers) on LeNet, and
+    the four conv layers of vgg-digits on 4 nodes."""
+    run = _run(data, _ccfg(3), "cl", cuts=cuts, wgrad=wgrad)
     assert run.report["partition"]["split_layers"]
     vgg = load_net("vgg-digits")
-    _run(data, _ccfg(4, net=vgg, act_depth=4096), "cl", batch=4, steps=1, net=vgg)
+    _run(data, _ccfg(4, net=vgg, act_depth=4096), "cl", batch=4, steps=1, net=vgg, wgrad=wgrad)
+
+
+def test_auto_keeps_fc_layers_over_the_batch():
+    """``auto`` computes a conv layer's weight gradient per image (one image's bwd_weight costs
+    about its share of the batch's) and an fc layer's over the batch (one image's costs about 4x
+    its share: all drain): the node programs' bwd_weight commands say so."""
+    ccfg = _ccfg(3)
+    part = choose_partition(NET, ccfg, 8, split=False)
+    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 1, True, "1f1b", "auto")
+    kinds = {}  # layer name -> {(n, raw)} of its bwd_weight commands
+    for prog in cprog.nodes:
+        for pc, ins in enumerate(prog.ops):
+            if ins.kind == isa.ENG and ins.field("op") == OP["bwd_weight"]:
+                kinds.setdefault(prog.notes[pc], set()).add((ins.field("n"), ins.field("raw")))
+    assert kinds["conv1"] == kinds["conv2"] == {(1, 1)}  # per image, un-rounded into B
+    assert kinds["fc"] == {(8, 0)}                       # over the batch, rounded by the engine
 
 
 def test_mixed_array_sides(data):
@@ -160,9 +179,9 @@ def test_refusals(data):
 
 @pytest.mark.verilator
 def test_verilated_cluster_equals_golden_and_cl_cycle_for_cycle(data):
-    ccfg = _ccfg(2, act_depth=512)
-    v = _run(data, ccfg, "verilator", steps=2, batch=3)
-    c = _run(data, ccfg, "cl", steps=2, batch=3)
+    ccfg = _ccfg(2, act_depth=512)  # (auto: the conv layers per image, fc over the batch)
+    v = _run(data, ccfg, "verilator", steps=2, batch=3, wgrad="auto")
+    c = _run(data, ccfg, "cl", steps=2, batch=3, wgrad="auto")
     assert v.report["simulator"].startswith("verilated cluster")
     assert v.cycles == c.cycles
     for key in ("cycles_per_step", "steady_state", "pipeline"):
