@@ -23,6 +23,8 @@ Bit-exactness with :func:`pymtl_fp.golden.train.train_step`:
   step's end the router's ``REQUANT`` rounds them once with the batch command's seeds (as a
   replica's all-reduce does, with one member), so a node keeps only the images in flight
   (:func:`~pymtl_fp.cluster.schedule.images_in_flight`) and one image's ``dy`` (two with overlap);
+  ``auto``: per image for the layers where the timing model finds it no dearer (within
+  :data:`~pymtl_fp.cluster.schedule.AUTO_SLACK`), over the batch for the rest (:attr:`per_image`);
 * stochastic rounding of slices: :func:`~pymtl_fp.cluster.dma.slice_seed`; ``bwd_weight`` has one
   seed for ``dw`` and ``db``, so a piece at ``k0 > 0`` runs a second, small ``bwd_weight`` (``1x1``
   kernel, one input channel) for ``db`` with its own seed;

@@ -10,7 +10,7 @@ exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-
 case also draws how the nodes share the work: one pipeline, or data-parallel / hybrid replicas
 (``--parallel``; GPipe order, a batch of at least one image per replica), which must end with the
 same one-node weights, and, for a mini-batch pipeline, when the weight gradients are computed
-(``--wgrad batch | image``).
+(``--wgrad batch | image | auto``).
 ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
 cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
@@ -60,7 +60,7 @@ def case_strategy(draw, level):
         stall_seed=draw(st.integers(0, 1000)),
         schedule=draw(st.sampled_from(["1f1b", "gpipe", "cp", "sgd"])),
         parallel=draw(st.sampled_from(["pipeline", "pipeline", "data", "hybrid"])),
-        wgrad=draw(st.sampled_from(["batch", "image"])),
+        wgrad=draw(st.sampled_from(["batch", "image", "auto"])),
     )
 
 
