@@ -104,22 +104,13 @@ class NodeCollectives:
     def reduce_and_update(self, it, seed, pos, members):
         """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),
         round them once into the db region of B and into G, and update the weights and biases."""
-        P, li = self.P, it.layer
+        f, kk = self.info(it.layer), it.k1 - it.k0
         raw_w, raw_b = self.raw_regions(it)
-        f = self.info(li)
-        p, sh = f["p"], self.shifts[self.net.layers[li].name]
-        kk = it.k1 - it.k0
-        nb, nw = collective_sizes(f, it, P)
-        bits, stoch = self.fmt.wgrad.bits, self.mode("grad_mode")
-        self.layer = self.net.layers[li].name
+        nb, nw = collective_sizes(f, it, self.P)
         self.reduce_then_broadcast("B", raw_b, nb, pos, members)
-        self.requant(nb, "B", (kk, 1, 1, 1), sh.bgrad, stoch, slice_seed(seed, it.k0), tensor_id(p, "DB"), bits)
-        self.load("B", self.A.get("B", f"db{li}", tiles(kk, P)), nb, "scratch")
+        self._round_db(it, seed, nb)
         self.reduce_then_broadcast("B", raw_w, nw, pos, members)
-        self.requant(nw, "G", (kk, f["c"], f["r"], f["s"]), sh.wgrad, stoch,
-                     slice_seed(seed, it.k0 * f["c"] * f["r"] * f["s"]), tensor_id(p, "DW"), bits)
-        _, _, wwords = self.w_region(it)
-        self.load("G", self.A.get("G", f"g{li}", wwords), nw, "scratch")
+        self._round_dw(it, seed, 0, kk, nw)
         self.apply_update(it, seed)
 
     def round_and_update(self, it, seed):
@@ -127,24 +118,37 @@ class NodeCollectives:
         B) through the router's ``REQUANT`` into the db region of B and into G, one output-channel
         tile of ``dw`` at a time (each with its slice seed, as a piece of a split layer rounds), so
         the scratch FIFO holds two tiles' elements at most; then update the weights and biases."""
-        P, li = self.P, it.layer
+        P, f, kk = self.P, self.info(it.layer), it.k1 - it.k0
         raw_w, raw_b = self.raw_regions(it)
-        f = self.info(li)
-        p, sh = f["p"], self.shifts[self.net.layers[li].name]
-        kk, CRS = it.k1 - it.k0, f["c"] * f["r"] * f["s"]
         nb, _ = collective_sizes(f, it, P)
-        bits, stoch = self.fmt.wgrad.bits, self.mode("grad_mode")
-        self.layer = self.net.layers[li].name
         self.store("B", raw_b, nb, "scratch")
-        self.requant(nb, "B", (kk, 1, 1, 1), sh.bgrad, stoch, slice_seed(seed, it.k0), tensor_id(p, "DB"), bits)
-        self.load("B", self.A.get("B", f"db{li}", tiles(kk, P)), nb, "scratch")
-        _, _, wwords = self.w_region(it)
-        g = self.A.get("G", f"g{li}", wwords)
+        self._round_db(it, seed, nb)
         per_kt = tiles(f["c"], P) * f["r"] * f["s"]  # G words of one output-channel tile
         for t in range(tiles(kk, P)):
-            k0, n = t * P, per_kt * P * P
-            self.store("B", raw_w + t * per_kt * P, n, "scratch")
-            self.requant(n, "G", (min(P, kk - k0), f["c"], f["r"], f["s"]), sh.wgrad, stoch,
-                         slice_seed(seed, (it.k0 + k0) * CRS), tensor_id(p, "DW"), bits)
-            self.load("G", g + t * per_kt, n, "scratch")
+            self.store("B", raw_w + t * per_kt * P, per_kt * P * P, "scratch")
+            self._round_dw(it, seed, t * P, min(P, kk - t * P), per_kt * P * P)
         self.apply_update(it, seed)
+
+    def _round_db(self, it, seed, n):
+        """REQUANT the scratch FIFO's ``n`` summed ``db`` elements of item ``it`` (its slice seed)
+        into its db region of B."""
+        li, kk = it.layer, it.k1 - it.k0
+        self._requant_sums(it, n, "B", (kk, 1, 1, 1), "DB", seed, it.k0)
+        self.load("B", self.A.get("B", f"db{li}", tiles(kk, self.P)), n, "scratch")
+
+    def _round_dw(self, it, seed, k0, kk, n):
+        """REQUANT the scratch FIFO's ``n`` summed ``dw`` elements of item ``it``'s output channels
+        ``k0 .. k0 + kk - 1`` (whole tiles from ``k0``, a multiple of ``P``; their slice seed) into G."""
+        f, P = self.info(it.layer), self.P
+        self._requant_sums(it, n, "G", (kk, f["c"], f["r"], f["s"]), "DW", seed, (it.k0 + k0) * f["c"] * f["r"] * f["s"])
+        _, _, wwords = self.w_region(it)
+        per_kt = tiles(f["c"], P) * f["r"] * f["s"]
+        self.load("G", self.A.get("G", f"g{it.layer}", wwords) + (k0 // P) * per_kt, n, "scratch")
+
+    def _requant_sums(self, it, n, layout, shape, what, seed, offset):
+        """The router's REQUANT of ``n`` sums of item ``it``'s gradient ``what`` (``DW`` / ``DB``)."""
+        f = self.info(it.layer)
+        sh = self.shifts[self.net.layers[it.layer].name]
+        self.layer = self.net.layers[it.layer].name
+        self.requant(n, layout, shape, sh.wgrad if what == "DW" else sh.bgrad, self.mode("grad_mode"),
+                     slice_seed(seed, offset), tensor_id(f["p"], what), self.fmt.wgrad.bits)

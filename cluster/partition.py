@@ -66,6 +66,12 @@ def nearest_positions(curve: np.ndarray, targets) -> np.ndarray:
     return np.where(lower_better, j - 1, j).astype(np.int64)
 
 
+def _max_over_mean(values) -> float:
+    """max / mean of per-node figures (1.0 = perfect balance, or nothing to balance)."""
+    v = np.asarray(values, dtype=float)
+    return float(v.max() / v.mean()) if v.mean() > 0 else 1.0
+
+
 @dataclass(frozen=True)
 class Item:
     """One unit of work on a node: layer ``layer`` (index in ``net.layers``), output channels
@@ -100,8 +106,7 @@ class Partition:
     @property
     def balance(self) -> float:
         """max / mean node work (1.0 = perfect)."""
-        w = np.asarray(self.work, dtype=float)
-        return float(w.max() / w.mean()) if w.mean() > 0 else 1.0
+        return _max_over_mean(self.work)
 
     @property
     def weights(self) -> list:
@@ -119,8 +124,7 @@ class Partition:
     @property
     def weight_balance(self) -> float:
         """max / mean node parameters (FPDeep balances the weights as well as the work)."""
-        w = np.asarray(self.weights, dtype=float)
-        return float(w.max() / w.mean()) if w.mean() > 0 else 1.0
+        return _max_over_mean(self.weights)
 
     def split_layers(self) -> list:
         """Names of the layers shared by two nodes."""
@@ -132,7 +136,7 @@ class Partition:
         return out
 
     def describe(self) -> list:
-        lines = []
+        lines, weights = [], self.weights
         for j, items in enumerate(self.nodes):
             parts = []
             for it in items:
@@ -142,7 +146,7 @@ class Partition:
                 else:
                     K = self.net.conv_geometry(layer)["w_shape"][0]
                     parts.append(layer.name if (it.k0, it.k1) == (0, K) else f"{layer.name}[{it.k0}:{it.k1}]")
-            lines.append(f"node {j}: {' '.join(parts)}  ({self.work[j]:.0f} cycles/image, {self.weights[j]} weights)")
+            lines.append(f"node {j}: {' '.join(parts)}  ({self.work[j]:.0f} cycles/image, {weights[j]} weights)")
         return lines
 
 

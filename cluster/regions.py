@@ -109,8 +109,12 @@ class NodeRegions:
         iw = self.in_words(it.layer)
         if it.pool:
             return self.A.get("X", f"xt{it.layer}", iw)
-        slots = self.slots if it in self.per_image else self.B
-        return self.A.get("X", f"x{it.layer}", slots * iw) + (b % slots) * iw
+        return self._slot("X", f"x{it.layer}", iw, self.slots if it in self.per_image else self.B, b)
+
+    def _slot(self, buf, name, words, slots, b):
+        """Image ``b``'s ``words`` in region ``name`` of ``buf``: a ring of ``slots`` images (image
+        ``b`` in slot ``b % slots``; the whole batch when ``slots = B``)."""
+        return self.A.get(buf, name, slots * words) + (b % slots) * words
 
     def am_in_o(self, it) -> bool:
         """A pool followed on the node by a layer other than a first piece keeps its argmax in O
@@ -124,13 +128,12 @@ class NodeRegions:
 
     def am_addr(self, it, b):
         ow = self.out_words(it.layer)
-        return self.A.get("O" if self.am_in_o(it) else "X", f"am{it.layer}", self.slots * ow) + (b % self.slots) * ow
+        return self._slot("O" if self.am_in_o(it) else "X", f"am{it.layer}", ow, self.slots, b)
 
     def dy_keep(self, it, b):
         """Where image b's output gradient of item ``it`` stays until its weight gradient."""
         ow = self.out_words(it.layer, it.k0, it.k1)
-        slots = self.dy_slots if it in self.per_image else self.B
-        return self.A.get("D", f"dy{it.layer}", slots * ow) + (b % slots) * ow
+        return self._slot("D", f"dy{it.layer}", ow, self.dy_slots if it in self.per_image else self.B, b)
 
     def dy_in(self, it, b):
         """Where the incoming output gradient of item ``it`` (image b) is written."""

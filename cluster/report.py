@@ -99,13 +99,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                       "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
         "replicas": replicas_section(cprog, routers, steps),
         "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
-                      + ("weight gradients and updates after each image; " if cprog.schedule in PER_IMAGE
-                         else "weight gradients per image, summed in B and rounded once at the step's end; "
-                         if cprog.wgrad == "image" else
-                         f"weight gradients per image where it costs the engine at most "
-                         f"{100 * (AUTO_SLACK - 1):.0f}% more (summed in B, rounded once at the step's end), over "
-                         "the batch for the rest; "
-                         if cprog.wgrad == "auto" else "weight gradients over the batch; ")
+                      + _weight_gradients(cprog) + "; "
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
         "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad,
@@ -132,6 +126,18 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "cpu_seconds": {"simulate": round(cpu_sim, 2)} if cpu_sim is not None else {},
         "sim_cycles_per_cpu_second": cycles / cpu_sim if cpu_sim else None,
     }
+
+
+def _weight_gradients(cprog) -> str:
+    """When the run computes its weight gradients (the report's ``pipelining``)."""
+    if cprog.schedule in PER_IMAGE:
+        return "weight gradients and updates after each image"
+    if cprog.wgrad == "image":
+        return "weight gradients per image, summed in B and rounded once at the step's end"
+    if cprog.wgrad == "auto":
+        return (f"weight gradients per image where it costs the engine at most {100 * (AUTO_SLACK - 1):.0f}% more "
+                "(summed in B, rounded once at the step's end), over the batch for the rest")
+    return "weight gradients over the batch"
 
 
 def _energy(ccfg, cprog, routers, rcfgs, cycles, steps, batch) -> dict:

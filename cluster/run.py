@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pymtl_fp.cluster.buffers import pow2_at_least
-from pymtl_fp.cluster.compile import check_wgrad, choose_partition, compile_pipeline, host_out_params, params_equal
+from pymtl_fp.cluster.compile import choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
 from pymtl_fp.cluster.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.observe import StatusPoller, log_from_cl
@@ -176,8 +176,9 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     B buffers are deepened to hold the replicas' un-rounded partial sums (reported).
 
     ``wgrad``: the weight gradients over the batch at the step's end (``batch``) or per image
-    after its backward pass (``image``: a node keeps only the images in flight; the engines' B
-    buffers are deepened to hold the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`."""
+    after its backward pass (``image``, or ``auto`` for the layers where the timing model finds it
+    no dearer: a node keeps only the images in flight; the engines' B buffers are deepened to hold
+    the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -189,7 +190,6 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
         split = split_allowed(schedule, split)
-        check_wgrad(wgrad, schedule)
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
                                 schedule=schedule, wgrad=wgrad)
         # (refuses misfits first)

@@ -70,11 +70,10 @@ def _run(job) -> dict:
     rep = run.report
     nodes = rep["node"]
     ss = rep["steady_state"]
-    engines = [engine_for_net(net, prec, P=nd["P"], act_depth=act_depth) for nd in nodes]
     return {"net": net_name, "nodes": n, "batch": batch, "wgrad": wgrad,
             "act_words": [nd["buffers"]["X"]["used"] + nd["buffers"]["D"]["used"] for nd in nodes],
             "b_words": [nd["buffers"]["B"]["used"] for nd in nodes],
-            "buffer_bits": [buffer_bits(nd["buffers"], e) for nd, e in zip(nodes, engines)],
+            "buffer_bits": [buffer_bits(nd["buffers"], e) for nd, e in zip(nodes, ccfg.engines)],
             "scratch_peak": [nd["router_scratch_max"] for nd in nodes],
             "fill_cycles": rep["pipeline"]["fill_cycles_first_logits"],
             "step_cycles": rep["cycles_per_step"][-1],

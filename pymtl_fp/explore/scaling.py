@@ -107,13 +107,11 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         fine_bits = fine.vec(a, b)
         weights_bits = st["weights"].vec(a, b)
         fc_bits = st["fc_dram"].vec(a, b)
-        depth = 2 * (n - np.arange(n)) - 1
-        whole_bits = weights_bits + st["mapbuf"].vec(a, b) + \
-            depth * st["stash1"].vec(a, b)
+        maps, stash = weights_bits + st["mapbuf"].vec(a, b), st["stash1"].vec(a, b)
+        whole_bits = maps + (2 * (n - np.arange(n)) - 1) * stash
         # the simulated cluster's 1F1B with per-image weight gradients (train --wgrad image): stage i
         # keeps the images in flight, N - i + 2 (cluster.schedule.images_in_flight), at most the batch
-        flight = np.minimum(n - np.arange(n) + 2, batch)
-        flight_bits = weights_bits + st["mapbuf"].vec(a, b) + flight * st["stash1"].vec(a, b)
+        flight_bits = maps + np.minimum(n - np.arange(n) + 2, batch) * stash
         for link in links:
             link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
             ii = max(compute_ii, link_ii)
