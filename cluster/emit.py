@@ -201,14 +201,15 @@ class NodeEmitter:
         """A compute command; its rounding seed is relative to the step (``seedstep``) in the
         step loop.  ``macs``: its useful MACs; ``packed``: a tap-packed layer's (whose fields
         count the padding zeros of the packed input too: the energy model takes ``macs``)."""
-        f = dict(encoding.whole_map(op, fields), op=msgs.OPS[op], ovl=self.ovl)
-        try:
-            msgs.check_cmd({name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS}, self.ecfg)
+        try:  # (the products count the plane rows hp / hop of maps kept in planes, where given)
+            f = encoding.products(dict(encoding.whole_map(op, fields), op=msgs.OPS[op], ovl=self.ovl))
+            full = {name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS}
+            msgs.check_cmd(full, self.ecfg)
         except ValueError as e:  # a compiler bug, not the user's: say where
             raise ClusterError(f"node {self.j}: compiled an invalid {op} command: {e}") from e
         ins = isa.eng(**f).with_(seedstep=int(self.in_loop))
-        cycles = program.command_cycles(self.P, {name: int(f.get(name, 0)) for name, _ in msgs.CMD_FIELDS},
-                                        drain_rows=self.ecfg.drain_rows, wb_latency=self.ecfg.wb_latency)
+        cycles = program.command_cycles(self.P, full, drain_rows=self.ecfg.drain_rows,
+                                        wb_latency=self.ecfg.wb_latency)
         self.prog.longest_command = max(self.prog.longest_command, cycles)
         self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
         if packed:

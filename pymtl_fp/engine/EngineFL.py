@@ -3,7 +3,8 @@
 Commands run one at a time.  A LOAD takes its elements from ``din`` (``E`` = ``stream_lanes`` per
 handshake), a STORE sends its elements on ``dout`` (``E`` per beat, surplus lanes of the last beat
 zero; layout: :mod:`pymtl_fp.engine.msgs`); a compute command reads its operands from the (Python) buffers
-in the layout of :mod:`pymtl_fp.engine.msgs`, calls :mod:`pymtl_fp.golden` (the conv operations
+in the layout of :mod:`pymtl_fp.engine.msgs` (maps with the command's strides: a map may be kept in
+planes, :data:`pymtl_fp.engine.encoding.PLANES`), calls :mod:`pymtl_fp.golden` (the conv operations
 through :mod:`pymtl_fp.golden.band`: a command's rows are a band, padded by ``pt`` above, of a
 map of ``hi`` rows, which for a whole map gives the whole-map functions' bits) and writes the
 results back, all in the cycle it is accepted.  No timing is modelled (``busy`` is high only
@@ -28,9 +29,11 @@ from pymtl_fp.engine.msgs import (
     cmd_type,
     data_type,
     from_word,
+    map_words,
     pack_act,
     pack_bias,
     pack_weight,
+    tiles,
     to_word,
     unpack_act,
     unpack_bias,
@@ -172,6 +175,30 @@ class EngineFL(Component):
     def _wr(s, buf, addr, words):
         s.bufs[buf][addr:addr + len(words)] = words
 
+    def _rd_map(s, buf, addr, f, side, shape):
+        """An activation map of ``shape`` (N, C, H, W) read with the command's strides (a map in
+        planes: :data:`pymtl_fp.engine.encoding.PLANES`): ``side`` "x" (input side: ``hw``,
+        ``cthw``), "y" (conv output side: ``howo``, ``kthowo``) or "p" (pooled: ``howo``, ``cthowo``).
+        The words from its first to past its last are read (its access range)."""
+        n, c, h, w = shape
+        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
+        span = int(at[-1]) + 1 if at.size else 0
+        return unpack_act(s._rd(buf, addr, span)[at], shape, s.cfg.P)
+
+    def _wr_map(s, buf, addr, f, side, a):
+        """Write activation map ``a`` with the command's strides (:meth:`_rd_map`); the words
+        between its planes keep their values."""
+        n, c, h, w = a.shape
+        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
+        span = int(at[-1]) + 1 if at.size else 0
+        region = np.array(s.bufs[buf][addr:addr + span])
+        region[at] = pack_act(a, s.cfg.P)
+        s._wr(buf, addr, region)
+
+    @staticmethod
+    def _strides(f, side):
+        return {"x": (f["hw"], f["cthw"]), "y": (f["howo"], f["kthowo"]), "p": (f["howo"], f["cthowo"])}[side]
+
     # ---- compute -------------------------------------------------------------------------
     def _compute(s, f):
         cfg, P = s.cfg, s.cfg.P
@@ -187,22 +214,22 @@ class EngineFL(Component):
         OB = msgs.DSEL_BUF[f["dsel"]]  # where d0 goes: O, or X / D (field dsel)
         AM = msgs.AMSEL_BUF[f["amsel"]]  # the pool argmax: X, or O (field amsel)
         if op == "fwd":
-            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
+            x = s._rd_map(X, f["a0"], f, "x", (n, c, h, w))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
             b = unpack_bias(s._rd(B, f["a2"], kt), k, P)
             y = band.conv_fwd_band(x, wt, b, stride=stride, pad=pad, pt=f["pt"], ho=ho, hi=f["hi"],
                                    shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.act_bits, **rnd)
-            s._wr(OB, f["d0"], pack_act(y, P))
+            s._wr_map(OB, f["d0"], f, "y", y)
         elif op == "bwd_data":
-            dy = unpack_act(s._rd(D, f["a0"], n * kt * ho * wo), (n, k, ho, wo), P)
+            dy = s._rd_map(D, f["a0"], f, "y", (n, k, ho, wo))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
-            x = unpack_act(s._rd(X, f["a2"], n * ct * h * w), (n, c, h, w), P)
+            x = s._rd_map(X, f["a2"], f, "x", (n, c, h, w))
             dx = band.conv_bwd_data_band(dy, wt, x, stride=stride, pad=pad, pt=f["pt"], hi=f["hi"],
                                          shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.grad_bits, **rnd)
-            s._wr(OB, f["d0"], pack_act(dx, P))
+            s._wr_map(OB, f["d0"], f, "x", dx)
         elif op == "bwd_weight":
-            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
-            dy = unpack_act(s._rd(D, f["a1"], n * kt * ho * wo), (n, k, ho, wo), P)
+            x = s._rd_map(X, f["a0"], f, "x", (n, c, h, w))
+            dy = s._rd_map(D, f["a1"], f, "y", (n, k, ho, wo))
             if f.get("raw", 0):  # un-rounded, accumulator-wide, in B (a row of the G layout per word)
                 dw, db = band.band_bwd_weight_acc(x, dy, (k, c, r, sw), stride=stride, pad=pad, pt=f["pt"])
                 dw, db = pack_weight(dw, P).reshape(-1, P), pack_bias(db, P)
@@ -217,15 +244,15 @@ class EngineFL(Component):
             s._wr(G, f["d0"], pack_weight(dw, P))
             s._wr(B, f["d1"], pack_bias(db, P))
         elif op == "pool_fwd":
-            x = unpack_act(s._rd(X, f["a0"], n * ct * h * w), (n, c, h, w), P)
+            x = s._rd_map(X, f["a0"], f, "x", (n, c, h, w))
             y, am = golden.pool_fwd(x, k=f["pk"])
-            s._wr(OB, f["d0"], pack_act(y, P))
-            s._wr(AM, f["d1"], pack_act(am, P))
+            s._wr_map(OB, f["d0"], f, "p", y)
+            s._wr_map(AM, f["d1"], f, "p", am)
         elif op == "pool_bwd":
-            dy = unpack_act(s._rd(D, f["a0"], n * ct * ho * wo), (n, c, ho, wo), P)
-            am = unpack_act(s._rd(AM, f["a1"], n * ct * ho * wo), (n, c, ho, wo), P)
+            dy = s._rd_map(D, f["a0"], f, "p", (n, c, ho, wo))
+            am = s._rd_map(AM, f["a1"], f, "p", (n, c, ho, wo))
             dx = golden.pool_bwd(dy, am, k=f["pk"])
-            s._wr(OB, f["d0"], pack_act(dx, P))
+            s._wr_map(OB, f["d0"], f, "x", dx)
         elif op == "update":
             nw = kt * ct * r * sw
             wt = unpack_weight(s._rd(W, f["a0"], nw), (k, c, r, sw), P)

@@ -126,35 +126,61 @@ FIELDS = (
 #: strides and sizes fit 17 bits (a tensor of a command fits its buffer, at most 2**16 words),
 #: element strides (``c``, ``k`` not rounded up to tiles; ``hi``: the rows of the whole map, of which
 #: a row-band command computes a band) 24 bits.
+#:
+#: The map strides and spans count *plane rows* (:data:`PLANES`): a map whose channel tiles are
+#: planes of ``hp`` rows (input side) or ``hop`` rows (output side), of which the command walks the
+#: first ``h`` (``ho``) from its address, so a row band reads its window and writes its rows in place
+#: inside a whole map of several channel tiles.  For a dense map (``hp = h``, ``hop = ho``, the
+#: default) every one is the product of its factors.
 PRODUCTS = {
-    "hw": (("h", "w"), 17, "words (or elements) of one input channel tile of one image"),
-    "howo": (("ho", "wo"), 17, "words (or elements) of one output channel tile of one image"),
+    "hw": (("hp", "w"), 17, "words between two input channel tiles of one image (x, dx): h*w, or hp*w "
+           "for a map in planes of hp rows"),
+    "howo": (("hop", "wo"), 17, "words between two output channel tiles of one image (y, dy, pooled): "
+             "ho*wo, or hop*wo in planes"),
     "rs": (("r", "s"), 17, "taps of one kernel"),
-    "cthw": (("ct", "h", "w"), 17, "words of one input image (x, dx)"),
+    "cthw": (("ct", "hp", "w"), 17, "words between two input images (x, dx)"),
     "chw": (("c", "hi", "w"), 24, "elements of one whole input image (dx's flat index)"),
-    "kthowo": (("kt", "ho", "wo"), 17, "words of one output image (y, dy)"),
-    "cthowo": (("ct", "ho", "wo"), 17, "words of one pooled image"),
+    "kthowo": (("kt", "hop", "wo"), 17, "words between two output images (y, dy)"),
+    "cthowo": (("ct", "hop", "wo"), 17, "words between two pooled images"),
     "khowo": (("k", "hi", "wo"), 24, "elements of one whole output image (y's flat index)"),
     "ihowo": (("hi", "wo"), 24, "elements of one whole output channel (y's flat index)"),
     "ihw": (("hi", "w"), 24, "elements of one whole input channel (dx's flat index)"),
     "ctrs": (("ct", "r", "s"), 17, "W words of one output channel tile"),
     "crs": (("c", "r", "s"), 24, "weights of one output channel (dw's flat index)"),
-    "sz_x": (("n", "ct", "h", "w"), 17, "words of the input map x / dx (hazard range)"),
-    "sz_dy": (("n", "kt", "ho", "wo"), 17, "words of the output map y / dy (hazard range)"),
+    "sz_x": (("n", "ct", "h", "w"), 17, "words from the input map's first to past its last (x / dx, hazard "
+             "range): n*ct*h*w, or ((n*ct - 1)*hp + h)*w in planes"),
+    "sz_dy": (("n", "kt", "ho", "wo"), 17, "words of the output map y / dy (hazard range): n*kt*ho*wo, or "
+              "((n*kt - 1)*hop + ho)*wo in planes"),
     "sz_w": (("kt", "ct", "r", "s"), 17, "W / G words of the weights (hazard range)"),
-    "sz_pool": (("n", "ct", "ho", "wo"), 17, "words of the pooled map (hazard range)"),
+    "sz_pool": (("n", "ct", "ho", "wo"), 17, "words of the pooled map (hazard range): n*ct*ho*wo, or "
+                "((n*ct - 1)*hop + ho)*wo in planes"),
 }
+#: the host-side layout of a command's maps (not command fields: they enter only through the
+#: :data:`PRODUCTS`): plane rows -> the rows they default to.  ``hp``: rows of a plane of the
+#: input-side map (x, dx, the pool's input), ``hop``: of the output-side map (y, dy, the pooled map
+#: and its argmax); at least ``h`` / ``ho``.
+PLANES = {"hp": "h", "hop": "ho"}
+#: the spans: product -> (images, tiles, rows, width, plane rows): ``((n*t - 1)*plane + rows)*width``
+_SPANS = {"sz_x": ("n", "ct", "h", "w", "hp"), "sz_dy": ("n", "kt", "ho", "wo", "hop"),
+          "sz_pool": ("n", "ct", "ho", "wo", "hop")}
 
 
 def _product_field(name: str) -> Field:
     factors, bits, meaning = PRODUCTS[name]
-    ops = tuple(op for op in ALL if all(op in next(f for f in FIELDS if f.name == x).ops for x in factors))
-    return Field(name, bits, ops, meaning, "*".join(factors))
+    dense = tuple(PLANES.get(x, x) for x in factors)
+    ops = tuple(op for op in ALL if all(op in next(f for f in FIELDS if f.name == x).ops for x in dense))
+    derived = "*".join(dense)
+    if name in _SPANS:
+        n, t, rows, width, plane = _SPANS[name]
+        derived += f" (in planes: (({n}*{t} - 1)*{plane} + {rows})*{width})"
+    elif dense != factors:
+        derived += f" (in planes: {'*'.join(factors)})"
+    return Field(name, bits, ops, meaning, derived)
 
 
 FIELDS = FIELDS + tuple(_product_field(name) for name in PRODUCTS)
 #: the geometry fields the products multiply
-FACTORS = frozenset(x for factors, _, _ in PRODUCTS.values() for x in factors)
+FACTORS = frozenset(PLANES.get(x, x) for factors, _, _ in PRODUCTS.values() for x in factors)
 
 FIELD = {f.name: f for f in FIELDS}
 CMD_BITS = sum(f.bits for f in FIELDS)
@@ -174,15 +200,32 @@ LSB = _lsbs()
 
 def products(fields: dict) -> dict:
     """``fields`` with the :data:`PRODUCTS` filled from their factors (missing fields count as 0).
-    A product given in ``fields`` must equal its factors' product (``ValueError`` naming it)."""
-    out = dict(fields)
+    ``fields`` may hold the layout's plane rows (:data:`PLANES`, ``hp`` / ``hop``; not in the
+    result): the map strides and spans then count them.  A product given in ``fields`` must equal
+    its value (``ValueError`` naming it), and plane rows must not be fewer than the rows."""
+    out = {k: v for k, v in fields.items() if k not in PLANES}
+    geo = {x: int(fields.get(x, 0)) for x in FACTORS}
+    for (plane, rows), (stride, width) in zip(PLANES.items(), (("hw", "w"), ("howo", "wo"))):
+        given = int(fields.get(plane) or 0)
+        st = int(fields.get(stride) or 0)
+        if not given and geo[width] and st % geo[width] == 0 and st // geo[width] > geo[rows]:
+            given = st // geo[width]  # a command's own strides: a map in planes
+        geo[plane] = given or geo[rows]
+        if geo[plane] < geo[rows]:
+            raise ValueError(f"layout {plane}={geo[plane]}: a plane must hold the command's {rows}={geo[rows]} rows")
     for name, (factors, _, _) in PRODUCTS.items():
-        value = 1
-        for x in factors:
-            value *= int(fields.get(x, 0))
+        if name in _SPANS:
+            n, t, rows, width, plane = (geo[x] for x in _SPANS[name])
+            value = ((n * t - 1) * plane + rows) * width if n * t else 0
+        else:
+            value = 1
+            for x in factors:
+                value *= geo[x]
         if name in fields and int(fields[name]) != value:
-            raise ValueError(f"command field {name}={int(fields[name])} must be "
-                             f"{'*'.join(factors)} = {value} (or left out: it is filled in)")
+            dense = "*".join(PLANES.get(x, x) for x in factors)
+            planes = f" with plane rows {geo['hp']}, {geo['hop']}" if dense != "*".join(factors) else ""
+            raise ValueError(f"command field {name}={int(fields[name])} must be {dense} = {value}{planes} "
+                             f"(or left out: it is filled in)")
         out[name] = value
     return out
 
@@ -203,7 +246,7 @@ def pack(**fields: int) -> int:
     """The command with these fields (others 0) as an integer, the :data:`PRODUCTS` filled in;
     refuses unknown fields, values that do not fit and wrong products (``ValueError`` naming the
     field)."""
-    unknown = set(fields) - set(FIELD)
+    unknown = set(fields) - set(FIELD) - set(PLANES)
     if unknown:
         raise ValueError(f"unknown command fields {sorted(unknown)}; known: {[f.name for f in FIELDS]}")
     fields = products(fields)

@@ -94,20 +94,33 @@ def c_header(top: str, cfg) -> str:
 def c_products(top: str, struct: str, prefix: str) -> list:
     """C: ``<top>_<struct minus _t>_products()``, which fills the product fields of a command
     (:data:`encoding.PRODUCTS`, members ``<prefix><name>``) from its geometry fields, as
-    :func:`encoding.pack` does; a product of 2**32 or more becomes 0xFFFFFFFF, which the pack
-    function then refuses."""
+    :func:`encoding.pack` does, and ``..._products_in_planes(c, hp, hop)`` for maps kept in planes
+    of ``hp`` / ``hop`` rows (:data:`encoding.PLANES`); a product of 2**32 or more becomes 0xFFFFFFFF,
+    which the pack function then refuses."""
     fn = f"{top}_{struct[:-2]}_products"
     out = [f"/* Fill the product fields (h*w, n*ct*h*w, ...) from the geometry fields; call before "
            f"{top}_{struct[:-2]}_pack(). */",
            f"static inline uint32_t {fn}_mul(uint64_t a, uint64_t b) {{",
            "  uint64_t p = a * b;", "  return p >> 32 ? 0xFFFFFFFFu : (uint32_t)p;", "}",
-           f"static inline void {fn}({top}_{struct} *c) {{"]
+           "/* The same for a command whose input-side map (x, dx) is kept in planes of hp >= h rows and "
+           "whose output-side map (y, dy, pooled) in planes of hop >= ho rows (a row band inside a whole "
+           "map). */",
+           f"static inline void {fn}_in_planes({top}_{struct} *c, uint32_t hp, uint32_t hop) {{"]
+    var = {plane: plane for plane in enc.PLANES}
     for name, (factors, _, _) in enc.PRODUCTS.items():
-        expr = f"c->{prefix}{factors[0]}"
-        for x in factors[1:]:
-            expr = f"{fn}_mul({expr}, c->{prefix}{x})"
+        term = [var.get(x, f"c->{prefix}{x}") for x in factors]
+        if name in enc._SPANS:
+            n, t, rows, width, plane = (var.get(x, f"c->{prefix}{x}") for x in enc._SPANS[name])
+            nt = f"{fn}_mul({n}, {t})"
+            expr = f"{nt} ? {fn}_mul((uint64_t){fn}_mul({nt} - 1, {plane}) + {rows}, {width}) : 0"
+        else:
+            expr = term[0]
+            for x in term[1:]:
+                expr = f"{fn}_mul({expr}, {x})"
         out.append(f"  c->{prefix}{name} = {expr};")
-    return out + ["}", ""]
+    out += ["}", f"static inline void {fn}({top}_{struct} *c) {{",
+            f"  {fn}_in_planes(c, c->{prefix}h, c->{prefix}ho);", "}"]
+    return out + [""]
 
 
 def _ready_rule(cfg) -> str:

@@ -46,6 +46,13 @@ an activation ``(N, C, H, W)`` element ``[n, c, h, w]`` is lane ``c % P`` of wor
 ``((n*CT + c//P)*H + h)*W + w``; a weight ``(K, C, R, S)`` element ``[k, c, r, s]`` is lane
 ``(k % P)*P + c % P`` of word ``((k//P*CT + c//P)*R + r)*S + s``; a bias ``[k]`` is lane ``k % P``
 of word ``k // P``.
+
+A compute command's maps may be kept in *planes* (:data:`pymtl_fp.engine.encoding.PLANES`): the
+command walks ``h`` rows of each channel tile of a map whose channel tiles are ``hp*w`` words apart
+(images ``ct*hp*w``), so a row band reads its window, and writes its rows, inside a whole map in
+place.  The strides are the command's product fields (``hw``, ``cthw``, ``howo``, ...); the
+element ``[n, c, h, w]`` of such a map is lane ``c % P`` of word ``a + n*cthw + (c//P)*hw + h*w_ + w``
+(``w_`` the width) from the command's address ``a`` (:func:`map_words`).
 """
 
 from __future__ import annotations
@@ -117,10 +124,11 @@ def data_type(cfg):
 
 def make_cmd(**fields):
     """A command message; unspecified fields are 0 and the products of geometry fields
-    (:data:`encoding.PRODUCTS`) are filled in.  Values are checked against field widths."""
+    (:data:`encoding.PRODUCTS`) are filled in, counting the plane rows ``hp`` / ``hop`` where given
+    (:data:`encoding.PLANES`: a map kept in planes).  Values are checked against field widths."""
     Cmd = cmd_type()
     widths = dict(CMD_FIELDS)
-    unknown = set(fields) - set(widths)
+    unknown = set(fields) - set(widths) - set(encoding.PLANES)
     if unknown:
         raise ValueError(f"unknown command fields {sorted(unknown)}; known: {sorted(widths)}")
     fields = encoding.products(fields)
@@ -162,7 +170,8 @@ def buffer_depth(buf: int, cfg) -> int:
 def access_ranges(f: dict, cfg) -> list:
     """The buffer words a command touches: ``[(buffer id, first word, end word, is_write)]``
     (``end`` exclusive; the extents :class:`~pymtl_fp.engine.EngineFL.EngineFL` reads and
-    writes).  ``f`` is a dict of command fields (:func:`cmd_fields`).  LOAD writes and STORE
+    writes; a map in planes spans from its first word to past its last, the gaps between its
+    planes included).  ``f`` is a dict of command fields (:func:`cmd_fields`).  LOAD writes and STORE
     reads words ``[addr, addr + ceil(count / lanes))`` of ``target``.  The RTL computes the same
     ranges with 32-bit arithmetic (exact for every command whose ranges fit the buffers)."""
     P = cfg.P if hasattr(cfg, "P") else int(cfg)
@@ -170,8 +179,9 @@ def access_ranges(f: dict, cfg) -> list:
     if op in (OP_LOAD, OP_STORE):
         t = f["target"]
         return [(t, f["addr"], f["addr"] + tiles(f["count"], buffer_lanes(t, P)), op == OP_LOAD)]
-    n, ct, kt, h, w, ho, wo, r, s = (f[k] for k in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
-    xin, dout_, wts, pool_out = n * ct * h * w, n * kt * ho * wo, kt * ct * r * s, n * ct * ho * wo
+    if "sz_x" not in f:  # the spans (a dict of free fields only)
+        f = encoding.products(f)
+    kt, xin, dout_, wts, pool_out = f["kt"], f["sz_x"], f["sz_dy"], f["sz_w"], f["sz_pool"]
     a0, a1, a2, d0, d1 = (f[k] for k in ("a0", "a1", "a2", "d0", "d1"))
     OD = DSEL_BUF.get(f.get("dsel", 0), BUF_O)  # where d0 goes (check_cmd refuses dsel = 3)
     AM = AMSEL_BUF[f.get("amsel", 0) & 1]       # the pool argmax
@@ -280,6 +290,14 @@ def pack_act(x: np.ndarray, P: int) -> np.ndarray:
     xp = np.zeros((n, ct * P, h, w), dtype=np.int64)
     xp[:, :c] = x
     return xp.reshape(n, ct, P, h, w).transpose(0, 1, 3, 4, 2).reshape(-1, P)
+
+
+def map_words(n: int, t: int, h: int, w: int, tile_stride: int, image_stride: int) -> np.ndarray:
+    """The word offsets of a map of ``n`` images, ``t`` channel tiles, ``h x w`` pixels whose tiles
+    are ``tile_stride`` words apart and images ``image_stride`` (dense: ``h*w`` and ``t*h*w``), in the
+    dense layout's order."""
+    i = np.arange(n)[:, None, None, None] * image_stride + np.arange(t)[None, :, None, None] * tile_stride
+    return (i + np.arange(h * w).reshape(1, 1, h, w)).reshape(-1)
 
 
 def unpack_act(words: np.ndarray, shape, P: int) -> np.ndarray:
