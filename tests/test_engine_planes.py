@@ -161,3 +161,38 @@ def test_dense_products_are_unchanged(data):
     assume(f["w"] and f["h"])
     planes = encoding.products(dict(f, hp=f["h"] + 1))
     assert planes["hw"] == (f["h"] + 1) * f["w"] and planes["howo"] == dense["howo"]
+
+
+def test_the_c_header_fills_plane_strides_as_the_python_packer(tmp_path):
+    """``<top>_cmd_products_in_planes(c, hp, hop)`` in the generated C header, compiled with the
+    system C compiler, packs the same words as :func:`encoding.pack` with ``hp`` / ``hop``."""
+    import subprocess
+
+    from pymtl_fp.engine import ipkit
+
+    top = CFG.module_name()
+    (tmp_path / f"{top}.h").write_text(ipkit.c_header(top, CFG))
+    rng = np.random.default_rng(9)
+    cases = []
+    for _ in range(12):
+        f = {x: int(rng.integers(1, 9)) for x in ("n", "c", "k", "ct", "kt", "h", "w", "ho", "wo", "r", "s", "hi")}
+        cases.append((f, f["h"] + int(rng.integers(0, 5)), f["ho"] + int(rng.integers(0, 5))))
+    body = "\n".join(
+        "  { %s_cmd_t c; memset(&c, 0, sizeof c); %s %s_cmd_products_in_planes(&c, %du, %du); "
+        "if (%s_cmd_pack(&c, w)) return 1; dump(w); }"
+        % (top, " ".join(f"c.{k} = {v}u;" for k, v in f.items()), top, hp, hop, top) for f, hp, hop in cases)
+    (tmp_path / "t.c").write_text(f"""#include <stdio.h>
+#include <string.h>
+#include "{top}.h"
+static void dump(const uint32_t *w) {{ for (int i = 0; i < {top}_CMD_WORDS; ++i) printf("%u ", w[i]); printf("\\n"); }}
+int main(void) {{
+  uint32_t w[{top}_CMD_WORDS];
+{body}
+  return 0;
+}}
+""")
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-o", "t", "t.c"], cwd=tmp_path, check=True)
+    out = subprocess.run(["./t"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout.splitlines()
+    want = [encoding.words32(encoding.pack(**f, hp=hp, hop=hop)) for f, hp, hop in cases]
+    assert [list(map(int, line.split())) for line in out] == want
+    assert any(encoding.pack(**f, hp=hp, hop=hop) != encoding.pack(**f) for f, hp, hop in cases)
