@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.bands import NodeBands
 from pymtl_fp.cluster.buffers import Alloc
 from pymtl_fp.cluster.collectives import NodeCollectives
 from pymtl_fp.cluster.dma import elems, slice_seed
@@ -57,10 +58,11 @@ from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
 
 
-class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
+class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
     """Code generation context of one node."""
 
-    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch"):
+    def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch", bands=0,
+                 bands_backward=False):
         self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
         self.P = ecfg.P
         self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
@@ -69,6 +71,10 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
         self.B = part.batch
         self.ovl = int(bool(overlap))
         self.wgrad = wgrad
+        #: rows per band of the forward pass (:mod:`pymtl_fp.cluster.bands`; 0: whole layers)
+        self.band_rows = bands
+        self.bands_backward = bool(bands and bands_backward)  # the backward passes in bands too
+        self.received = {}  # image -> input pieces already LOADed (row bands)
         #: the items whose weight gradients are computed per image and summed in B
         #: (:meth:`keep_in_flight`; the rest: over the batch at the step's end)
         self.per_image = frozenset()
@@ -123,7 +129,12 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
 
     def receive(self, b):
         """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
-        second piece, the first holder's output (next to which the fwd writes its own)."""
+        second piece, the first holder's output (next to which the fwd writes its own); in row bands,
+        the input's first piece."""
+        if self.band_rows:
+            self.receive_band(b, 0)
+            self.received[b] = 1
+            return
         it = self.items[0]
         f, kind = self.info(it.layer), self.kind(it)
         self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
@@ -132,6 +143,8 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
             self.load_from("X", self.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
 
     def forward(self, b, seed, received=False):
+        if self.band_rows:
+            return self.forward_bands(b, seed, self.received.pop(b, 0) if received else 0)
         items, P = self.items, self.P
         self.input_sent = None  # a first piece whose input went out with the copy that made it
         for idx, it in enumerate(items):
@@ -221,6 +234,8 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives):
                      d0=d0, dsel=dsel, amsel=int(self.am_in_o(it)))
 
     def _backward(self, b, seed):
+        if self.bands_backward:
+            return self.backward_bands(b, seed)
         items, P = self.items, self.P
         self.dy_ready = None  # a second piece whose output gradient is already in place
         for idx in reversed(range(len(items))):

@@ -89,3 +89,7 @@ class ClusterProgram:
     image_pack: tuple | None = None
     #: when the weight gradients are computed (:data:`~pymtl_fp.cluster.schedule.WGRAD`)
     wgrad: str = "batch"
+    #: rows per band of the forward passes (:mod:`pymtl_fp.cluster.bands`; 0: whole layers)
+    bands: int = 0
+    #: the backward passes in row bands too
+    bands_backward: bool = False

@@ -86,6 +86,11 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
                       "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
     fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
+    # the last step's fill from node 0's start of it: no initial weight loads, nodes of the step
+    # before may still be busy (as in every step of a long run)
+    last = (steps - 1) * batch
+    fill_last = (host.logit_cycles[last] - marks[0][("step", steps - 1)]
+                 if steps > 1 and not cprog.replicas and len(host.logit_cycles) > last else None)
     return {
         "net": net.name, "nodes": ccfg.n, "topology": ccfg.topology, "levels": levels, "link_level": link_level,
         "link": {"msg_bits": ccfg.link.msg_bits, "phit_bits": ccfg.link.phit_bits,
@@ -98,11 +103,15 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                       "weights_per_node": part.weights, "weight_balance_max_over_mean": part.weight_balance,
                       "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
         "replicas": replicas_section(cprog, routers, steps),
-        "pipelining": f"layer-level (per image, whole feature maps), {cprog.schedule} schedule; "
+        "pipelining": (f"row bands of {cprog.bands} rows in the forward "
+                       + ("and backward passes" if cprog.bands_backward else "passes, layer-level backward passes")
+                       + " (each band sent on at once)" if cprog.bands else "layer-level (per image, whole feature maps)")
+                      + f", {cprog.schedule} schedule; "
                       + _weight_gradients(cprog) + "; "
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
-        "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad,
+        "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad, "bands": cprog.bands,
+        "bands_backward": cprog.bands_backward,
         "cycles_total": cycles, "cycles_per_step": step_cycles,
         "images_per_s": batch * clock / steady if steady else 0.0,
         "bound": {"node_compute_cycles_per_step": bound_compute,
@@ -116,7 +125,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                   "measured_cycles_per_image": steady / batch if batch else None,
                   "bound_cycles_per_image": bound / batch if batch else None},
         "steady_state": steady_state,
-        "pipeline": {"fill_cycles_first_logits": fill,
+        "pipeline": {"fill_cycles_first_logits": fill, "fill_cycles_last_step": fill_last,
                      "drain_cycles": (step_end[-1] - max(host.logit_cycles)) if host.logit_cycles else None},
         "node": nodes, "links": links,
         "losses": list(host.losses),
@@ -266,8 +275,10 @@ def format_report(rep: dict) -> str:
     if rep.get("replicas"):
         lines += format_replicas(rep["replicas"])
     p = rep["pipeline"]
-    lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill), "
-                 f"{p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")
+    lines.append(f"pipeline: first logits after {p['fill_cycles_first_logits']} cycles (fill"
+                 + (f"; the last step's: {p['fill_cycles_last_step']} from node 0's start of it"
+                    if p.get("fill_cycles_last_step") is not None else "")
+                 + f"), {p['drain_cycles']} cycles from the last logits to the end (backward drain + update)")
     lines.append("node  level      P  MAC util  compute     io  stall_in stall_out  engine   done  X/D/W/B words used")
     for n in rep["node"]:
         f = n["busy_fraction"]

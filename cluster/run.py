@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pymtl_fp.cluster.bands import check_bands, choose_bands
 from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
@@ -152,7 +153,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
                      parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
-                     wgrad: str = "batch") -> ClusterRun:
+                     wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -178,7 +179,13 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     ``wgrad``: the weight gradients over the batch at the step's end (``batch``) or per image
     after its backward pass (``image``, or ``auto`` for the layers where the timing model finds it
     no dearer: a node keeps only the images in flight; the engines' B buffers are deepened to hold
-    the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`."""
+    the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`.
+
+    ``bands``: the forward passes in row bands of that many output rows, each band sent on as
+    soon as it is computed (FPDeep's fine-grained pipeline, :mod:`pymtl_fp.cluster.bands`; whole
+    layers, no split, one array side); 0: whole layers; ``auto``: the finest height the timing model
+    finds no dearer than whole layers (:func:`~pymtl_fp.cluster.bands.choose_bands`).
+    ``bands_backward``: the backward passes in bands too."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -189,13 +196,20 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     images, labels = images[: steps * batch], labels[: steps * batch]
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
-        split = split_allowed(schedule, split)
+        split = split_allowed(schedule, split) and not bands  # (bands run whole layers)
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
                                 schedule=schedule, wgrad=wgrad)
         # (refuses misfits first)
-        ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad)
+        if bands == "auto":  # (refuses what bands cannot run first)
+            check_bands(bands, net, part, [e.P for e in ccfg.engines])
+            bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
+                                                            wgrad, r, bands_backward)[1])
+        ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
+                                       bands_backward)
         parts = None
     else:
+        if bands or bands_backward:
+            raise ClusterError(f"--parallel {parallel}: the replicas run whole layers (no --bands)")
         if wgrad != "batch":
             raise ClusterError(f"--parallel {parallel}: each replica computes its share's weight gradients in "
                                "one raw bwd_weight for the all-reduce (no --wgrad image)")

@@ -5,12 +5,15 @@ image``: each image's sums added in B after its backward pass, rounded once at t
 node keeps only the images in flight) and ``--wgrad auto`` (per image where it costs the engine at
 most 5 % more: the conv layers; the fc layers over the batch), side by side on the CL cluster
 (1F1B), every run checked bit for bit against the golden mini-batch step (a difference fails the
-run).
+run).  ``--bands 0,1,2`` adds FPDeep's fine-grained pipeline (``train --bands``: forward passes in
+row bands of that many rows, each sent on at once) beside whole layers (0); every run is then
+partitioned without split layers, which the bands need, so the modes compare on the same cuts.
 
 Printed per net, node count, batch and mode: the largest node's activation words (X + D, the
 words the batch multiplies), its B words (the un-rounded sums), its buffers' bits (all six, each
 word at its width), the router's scratch FIFO peak (the rounding's stream), the cycles to the first
-logits (fill), the last step's cycles and the steady state against its bound (cycles per image
+logits (fill: the run's, from node 0's start, and, ``fill2``, the last step's, from node 0's start of
+it: no initial weight loads), the last step's cycles and the steady state against its bound (cycles per image
 with the pipeline full; per-image weight gradients count in the bound, the batch's weight phase
 does not).  Figures only: nothing passes or fails on time.
 """
@@ -24,7 +27,8 @@ from pymtl_fp.cli import validate
 from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs
 from pymtl_fp.cli.errors import UserError
 
-HELP = "weight gradients over the batch vs per image vs auto: buffer words per node, fill, steady state (CL cluster)"
+HELP = ("weight gradients over the batch vs per image vs auto, row bands vs whole layers: buffer words per node, "
+        "fill, steady state (CL cluster)")
 WGRADS = ("batch", "image", "auto")
 
 
@@ -40,6 +44,13 @@ def add_arguments(parser):
                              "the figures are the words a plan uses)")
     parser.add_argument("--stream-lanes", type=int, default=1, metavar="E",
                         help="elements per beat on every stream (as train --stream-lanes; default 1)")
+    parser.add_argument("--wgrads", default="batch,image,auto", metavar="M0,M1,...",
+                        help="--wgrad modes (default batch,image,auto)")
+    parser.add_argument("--bands", default="0", metavar="R0,R1,...",
+                        help="rows per band of the forward passes, 0: whole layers (default 0; e.g. 0,1,2: the "
+                             "fine-grained pipeline beside the layer pipeline, all without split layers)")
+    parser.add_argument("--bands-backward", action="store_true",
+                        help="with --bands: the backward passes in row bands too (as train --bands-backward)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
 
@@ -57,25 +68,26 @@ def _run(job) -> dict:
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, wgrad, steps, act_depth, lanes = job
+    net_name, prec, n, batch, wgrad, bands, backward, split, steps, act_depth, lanes = job
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(stream_lanes=lanes))
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                           overlap=True, wgrad=wgrad)
+                           overlap=True, wgrad=wgrad, bands=bands, bands_backward=backward and bands > 0, split=split)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
     if not params_equal(run.params, want):
-        raise UserError(f"bench storage: {net_name} on {n} nodes, batch {batch}, --wgrad {wgrad} differs from "
-                        "the golden model")
+        raise UserError(f"bench storage: {net_name} on {n} nodes, batch {batch}, --wgrad {wgrad} --bands {bands} "
+                        "differs from the golden model")
     rep = run.report
     nodes = rep["node"]
     ss = rep["steady_state"]
-    return {"net": net_name, "nodes": n, "batch": batch, "wgrad": wgrad,
+    return {"net": net_name, "nodes": n, "batch": batch, "wgrad": wgrad, "bands": bands,
             "act_words": [nd["buffers"]["X"]["used"] + nd["buffers"]["D"]["used"] for nd in nodes],
             "b_words": [nd["buffers"]["B"]["used"] for nd in nodes],
             "buffer_bits": [buffer_bits(nd["buffers"], e) for nd, e in zip(nodes, ccfg.engines)],
             "scratch_peak": [nd["router_scratch_max"] for nd in nodes],
             "fill_cycles": rep["pipeline"]["fill_cycles_first_logits"],
+            "fill_cycles_last_step": rep["pipeline"]["fill_cycles_last_step"],
             "step_cycles": rep["cycles_per_step"][-1],
             "steady_cycles_per_image": ss["cycles_per_image"], "bound_cycles_per_image": ss["bound_cycles_per_image"],
             "steady_efficiency": ss["efficiency"]}
@@ -90,8 +102,15 @@ def main(args) -> int:
     validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
     validate.integer(args.workers, "--workers", 1, 64)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
-    jobs = [(net.name, args.precision, n, b, w, args.steps, args.act_depth, args.stream_lanes)
-            for net in nets for n in nodes for b in batches for w in WGRADS]
+    wgrads = [w.strip() for w in args.wgrads.split(",")]
+    bad = [w for w in wgrads if w not in WGRADS]
+    if bad or not wgrads:
+        raise UserError(f"--wgrads: unknown mode {bad[0] if bad else '(none)'!r}; choose from {', '.join(WGRADS)}")
+    bands = int_list(args.bands, "--bands", 0, 64)
+    split = bands == [0]  # (bands run whole layers: every run on the same cuts)
+    jobs = [(net.name, args.precision, n, b, w, r, args.bands_backward, split, args.steps, args.act_depth,
+             args.stream_lanes)
+            for net in nets for n in nodes for b in batches for w in wgrads for r in bands]
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
 
     try:
@@ -99,35 +118,59 @@ def main(args) -> int:
             ClusterConfig.homogeneous(1, engine_for_net(net, args.precision).replace(stream_lanes=args.stream_lanes))
     except (ClusterError, ValueError) as exc:
         raise UserError(f"bench storage: {exc}") from None
-    print(f"weight gradients over the batch vs per image vs auto, CL cluster (1F1B, {args.stream_lanes}-element beats, "
-          f"{args.steps} steps, the last measured; every run bit-exact with the golden model)", flush=True)
+    print(f"--wgrad {'/'.join(wgrads)}" + (f", --bands {'/'.join(map(str, bands))} (no split layers"
+                                           + (", backward passes in bands too)" if args.bands_backward else ")")
+                                           if not split else "")
+          + f", CL cluster (1F1B, {args.stream_lanes}-element beats, {args.steps} steps, the last measured; every run "
+          f"bit-exact with the golden model)", flush=True)
     try:
         with ProcessPoolExecutor(args.workers) as pool:
             rows = list(pool.map(_run, jobs))
     except (ClusterError, ValueError) as exc:
         raise UserError(f"bench storage: {exc}") from None
-    print(f"{'net':<13} {'N':>2} {'B':>3} {'wgrad':<5} {'X+D words (per node)':<30} {'B words':>7} "
-          f"{'kbit':>6} {'scratch':>7} {'fill':>6} {'cycles/step':>11} {'steady/img':>10} {'bound':>6} {'eff':>6}")
+    print(f"{'net':<13} {'N':>2} {'B':>3} {'wgrad':<5} {'bands':>5} {'X+D words (per node)':<30} {'B words':>7} "
+          f"{'kbit':>6} {'scratch':>7} {'fill':>6} {'fill2':>6} {'cycles/step':>11} {'steady/img':>10} {'bound':>6} "
+          f"{'eff':>6}")
     for r in rows:
-        print(f"{r['net']:<13} {r['nodes']:>2} {r['batch']:>3} {r['wgrad']:<5} "
+        print(f"{r['net']:<13} {r['nodes']:>2} {r['batch']:>3} {r['wgrad']:<5} {r['bands'] or 'layer':>5} "
               f"{'/'.join(str(v) for v in r['act_words']):<30} {max(r['b_words']):>7} "
               f"{max(r['buffer_bits']) / 1024:>6.1f} {max(r['scratch_peak']):>7} {r['fill_cycles']:>6} "
+              f"{r['fill_cycles_last_step'] or '-':>6} "
               f"{r['step_cycles']:>11,} {r['steady_cycles_per_image']:>10.0f} {r['bound_cycles_per_image']:>6.0f} "
               f"{100 * r['steady_efficiency']:>5.1f}%")
-    by = {(r["net"], r["nodes"], r["batch"], r["wgrad"]): r for r in rows}
-    print("image and auto against batch (largest node): activation words, all buffer bits, cycles per step")
-    for net in nets:
-        for n in nodes:
-            for b in batches:
-                a = by[net.name, n, b, "batch"]
-                line = []
-                for mode in ("image", "auto"):
-                    i = by[net.name, n, b, mode]
-                    line.append(f"{mode} {max(a['act_words']) / max(i['act_words']):.1f}x fewer words, "
-                                f"{max(a['buffer_bits']) / max(i['buffer_bits']):.1f}x fewer bits, "
-                                f"{i['step_cycles'] / a['step_cycles']:.3f}x the cycles")
-                print(f"  {net.name} on {n} nodes, batch {b}: " + "; ".join(line))
+    by = {(r["net"], r["nodes"], r["batch"], r["wgrad"], r["bands"]): r for r in rows}
+    if "batch" in wgrads and len(wgrads) > 1:
+        _against_batch(by, nets, nodes, batches, [w for w in wgrads if w != "batch"], bands[0])
+    if 0 in bands and len(bands) > 1:
+        print("row bands against whole layers (same --wgrad): cycles to the first logits (the run's; the last "
+              "step's from node 0's start of it), cycles per step, steady state")
+        for key, r in by.items():
+            if key[-1]:
+                a = by[key[:-1] + (0,)]
+                last = (f", last step {r['fill_cycles_last_step']} vs {a['fill_cycles_last_step']} "
+                        f"({a['fill_cycles_last_step'] / r['fill_cycles_last_step']:.2f}x)" if r["fill_cycles_last_step"]
+                        else "")
+                print(f"  {key[0]} on {key[1]} nodes, batch {key[2]}, --wgrad {key[3]}, bands of {key[4]} rows: fill "
+                      f"{r['fill_cycles']} vs {a['fill_cycles']} ({a['fill_cycles'] / r['fill_cycles']:.2f}x shorter)"
+                      f"{last}, "
+                      f"{r['step_cycles'] / a['step_cycles']:.3f}x the cycles per step, steady state "
+                      f"{100 * r['steady_efficiency']:.1f}% of its bound (whole layers {100 * a['steady_efficiency']:.1f}%)")
     if json_path:
         json_path.write_text(json.dumps(rows, indent=2))
         print(f"wrote {json_path}")
     return 0
+
+
+def _against_batch(by, nets, nodes, batches, modes, bands):
+    print("image and auto against batch (largest node): activation words, all buffer bits, cycles per step")
+    for net in nets:
+        for n in nodes:
+            for b in batches:
+                a = by[net.name, n, b, "batch", bands]
+                line = []
+                for mode in modes:
+                    i = by[net.name, n, b, mode, bands]
+                    line.append(f"{mode} {max(a['act_words']) / max(i['act_words']):.1f}x fewer words, "
+                                f"{max(a['buffer_bits']) / max(i['buffer_bits']):.1f}x fewer bits, "
+                                f"{i['step_cycles'] / a['step_cycles']:.3f}x the cycles")
+                print(f"  {net.name} on {n} nodes, batch {b}: " + "; ".join(line))

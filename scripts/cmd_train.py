@@ -137,6 +137,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "keeps only the images in flight, and B is deepened to hold the sums) or auto (per image "
                           "for the layers where it costs the engine at most 5%% more cycles, the conv layers; over "
                           "the batch for the rest, such as fc layers)")
+    grp.add_argument("--bands", default="0", metavar="ROWS",
+                     help="FPDeep's fine-grained pipeline: the forward and backward passes in row bands of ROWS "
+                          "rows, each band computed as soon as the rows it needs are there and sent on at once (the "
+                          "same bits; whole layers on nodes of one array side, no split); auto: the finest of 1, 2, "
+                          "4 rows that the timing model finds at most 2%% dearer than whole layers; 0 (default): the "
+                          "layer pipeline, a layer starts when its whole input has arrived")
+    grp.add_argument("--bands-backward", action="store_true",
+                     help="with --bands: the backward passes in row bands too (each layer's data gradient band by "
+                          "band as the output-gradient rows arrive); measured slower than whole-layer backward "
+                          "passes here (README)"),
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")
@@ -330,6 +340,9 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
+    bands = bands_option(args.bands)
+    if args.bands_backward and bands == 0:
+        raise UserError("--bands-backward runs the backward passes in the row bands of --bands: give --bands too")
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
     from pymtl_fp.energy.constants import fpga_families
 
@@ -418,7 +431,8 @@ def _run_cluster(args, net) -> int:
                                levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar,
-                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad)
+                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad,
+                               bands=bands, bands_backward=args.bands_backward)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
@@ -520,3 +534,16 @@ def main(args: argparse.Namespace) -> int:
         report_path.write_text(json.dumps(report, indent=2) + "\n")
         print(f"  wrote {report_path}")
     return 0
+
+
+def bands_option(text: str):
+    """``--bands``: ``auto`` or rows per band (0: whole layers); a one-line error otherwise."""
+    if text == "auto":
+        return "auto"
+    try:
+        rows = int(text)
+    except ValueError:
+        raise UserError(f"--bands {text!r}: rows per band (0: whole layers) or auto") from None
+    if not 0 <= rows <= 1024:
+        raise UserError(f"--bands {rows}: rows per band from 0 (whole layers) to 1024, or auto")
+    return rows

@@ -1,0 +1,332 @@
+"""Forward passes in row bands on a node (FPDeep's fine-grained pipeline, ``train --bands R``).
+
+:class:`NodeBands` is the part of the per-node code generator
+(:class:`~pymtl_fp.cluster.codegen.NodeCodegen`) that runs an image's forward pass band by band:
+each conv layer and each pool computes its output ``R`` rows at a time (:func:`pymtl_fp.golden.band.bands`)
+as soon as the rows of its input that the band needs are there, and the node's last layer sends
+each band on at once, so the next node starts its first band while this one still computes.
+
+* **In place.**  Every band reads its window, and writes its rows, inside the whole maps the layer
+  pipeline keeps (the same regions, the same layout): the commands address them in planes
+  (:data:`pymtl_fp.engine.encoding.PLANES`, ``hp`` / ``hop`` = the whole maps' rows).  So the
+  backward pass and the weight gradients are unchanged, and the bits are the whole map's: a band
+  pads only at the map's true edges (``pt``) and rounds its elements as rows of the whole map
+  (``hi`` and the seed's row offset, :mod:`pymtl_fp.golden.band`).
+* **On the links** a band goes as one STORE per channel tile (its rows of that tile's plane), and
+  the receiver LOADs the same pieces in the same order (:meth:`NodeBands.in_plan`: the sender's
+  bands); the host sends node 0's input in rows when it has one channel tile (then the whole map's
+  order is the rows' order), else whole.
+* **The order** of a node's commands: the deepest layer whose next band has its input rows runs
+  first (the output leaves as early as it can), else the next input piece is LOADed.
+* An fc layer has one output row: its one band reads the whole input map, once all of it is there.
+
+With ``bands_backward`` the backward pass runs in bands the same way (:meth:`NodeBands.backward_bands`): each layer's data
+gradient over bands of its ``dx`` rows as soon as the output-gradient rows the band needs are there
+(``bwd_data``'s window, :func:`pymtl_fp.golden.band.bwd_data_window`; a pool's over its pooled rows),
+the node's first layer's bands sent back at once (measured slower than whole-layer backward passes
+on the digits nets: the README).  The weight gradients stay whole-map commands (over the batch, or
+per image behind the next forward pass): they need the whole maps anyway.
+The last result of a node goes out from two alternating band buffers in O where they fit (so the
+next band's compute need not wait for the STORE), else in place.  Split layers and mixed array
+sides are refused (:func:`check_bands`).
+"""
+
+from __future__ import annotations
+
+from pymtl_fp import timing
+from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.cluster.dma import slice_seed
+from pymtl_fp.cluster.partition import layer_info
+from pymtl_fp.engine import msgs
+from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.golden import band
+from pymtl_fp.golden.train import tensor_id
+
+
+def check_bands(bands, net, part, Ps) -> None:
+    """Refuse a ``--bands`` the compiler cannot run: not ``auto`` or a count, negative, with a split
+    layer, or with nodes of different array sides (one line each, before any simulation)."""
+    if bands == "auto":
+        bands = 1
+    if isinstance(bands, bool) or not isinstance(bands, int):
+        raise ClusterError(f"--bands {bands!r}: rows per band (an integer; 0: whole layers) or auto")
+    if bands < 0:
+        raise ClusterError(f"--bands {bands}: rows per band must be >= 1 (0: whole layers)")
+    if not bands:
+        return
+    split = [it for items in part.nodes for it in items
+             if not it.pool and (it.k0, it.k1) != (0, layer_info(net, it.layer)["k"])]
+    if split:
+        raise ClusterError("--bands runs whole layers in row bands: the partition splits a layer "
+                           "(use --split off, or leave --bands out)")
+    if len(set(Ps)) > 1:
+        raise ClusterError(f"--bands needs one array side on every node, got {sorted(set(Ps))} (leave --bands out)")
+
+
+#: the band heights ``bands="auto"`` tries, finest first
+AUTO_CANDIDATES = (1, 2, 4)
+#: how much more busiest-node compute per step (timing model) ``auto`` accepts for finer bands
+AUTO_SLACK = 1.02
+
+
+def choose_bands(compile_for) -> int:
+    """``bands="auto"``: the finest band height (:data:`AUTO_CANDIDATES`) whose busiest node's
+    compute per step, by the timing model (each band command pays the engine's fill and drain
+    again), is within :data:`AUTO_SLACK` of whole layers'; 0 (whole layers) if none is.  Finer
+    bands start the next node sooner (a shorter fill); the slack bounds what they cost the steady
+    state.  ``compile_for(bands)``: the cluster program with that height."""
+    def busiest(bands):
+        return max(p.compute_cycles for p in compile_for(bands).nodes)
+
+    whole = busiest(0)
+    return next((r for r in AUTO_CANDIDATES if busiest(r) <= AUTO_SLACK * whole), 0)
+
+
+class NodeBands:
+    """Row-band forward passes (mixed into the code generator; ``band_rows`` 0: whole layers)."""
+
+    band_rows = 0
+
+    def out_bands(self, it) -> list:
+        """The output rows of item ``it``'s commands, in order: bands of ``band_rows`` (an fc layer's
+        one output row: one band, over its whole input)."""
+        return band.bands(self.info(it.layer)["ho"], self.band_rows)
+
+    def need_rows(self, it, y1) -> int:
+        """The input rows item ``it`` needs before it computes its output rows up to ``y1``."""
+        f = self.info(it.layer)
+        if it.pool:
+            return min(f["h"], y1 * f["pk"])
+        return band.fwd_window(f["h"], f["r"], f["stride"], f["pad"], 0, y1).i1
+
+    def in_plan(self) -> list:
+        """The row ranges in which the node's forward input arrives: the previous node's output
+        bands, or (node 0) the host's image in rows of ``band_rows`` when it has one channel tile."""
+        if self.j > 0:
+            return self.out_bands(self.part.nodes[self.j - 1][-1])
+        f = self.info(self.items[0].layer)
+        if tiles(f["c"], self.P) == 1:
+            return band.bands(f["h"], self.band_rows)
+        return [(0, f["h"])]
+
+    # ---- emission ----------------------------------------------------------------------------
+    def receive_band(self, b, piece):
+        """LOAD the input rows ``in_plan()[piece]`` of image ``b``'s first item."""
+        it, f = self.items[0], self.info(self.items[0].layer)
+        self._load_rows(it, "X", self.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), self.in_plan()[piece])
+
+    def _load_rows(self, it, buf, addr, src, shape, rows):
+        """LOAD rows ``[r0, r1)`` of a ``(C, H, W)`` map kept at ``addr`` of ``buf`` from link ``src``:
+        one LOAD per channel tile (its rows of the tile's plane), or the whole map in one."""
+        self.layer = self.net.layers[it.layer].name
+        (c, h, w), (r0, r1) = shape, rows
+        if (r0, r1) == (0, h):
+            self.load_from(buf, addr, src, (1, c, h, w))
+            return
+        for t in range(tiles(c, self.P)):
+            self.load(buf, addr + (t * h + r0) * w, (r1 - r0) * w * self.P, src)
+
+    def forward_bands(self, b, seed, received=0):
+        """Image ``b``'s forward pass in row bands; ``received``: input pieces already LOADed
+        (:meth:`receive_band` beside the previous backward pass).  The deepest item whose next band
+        has its input rows goes first (its rows leave the node soonest)."""
+        items = self.items
+        todo = [[(self.need_rows(it, y1), y1, (y0, y1)) for y0, y1 in self.out_bands(it)] for it in items]
+        self._run_bands(b, "forward", todo, list(reversed(range(len(items)))), 0, lambda i: i - 1, self.in_plan(),
+                        self.receive_band, lambda i, k, rows, then: self._band(i, b, seed, k, *rows, then=then),
+                        received)
+
+    def _run_bands(self, b, what, todo, order, feed, upstream, plan, receive, emit, got=0):
+        """Emit every band of ``todo[i]`` (item ``i``'s ``(input rows it needs, result rows done after
+        it, rows)``, in order) as soon as its input rows are there: trying the items in ``order``;
+        item ``feed`` reads the node's input, which arrives in the row ranges of ``plan`` (``got``
+        already LOADed; ``receive(b, piece)`` LOADs one), every other item ``i`` the results of item
+        ``upstream(i)``.  After each band of ``feed`` the next input piece is LOADed at once, beside
+        the band's compute and before its results leave (``emit(i, k, rows, then)``: the LOAD waits
+        for the link, not the STOREs).  Pieces no band needed are LOADed at the end (still sent)."""
+        got, nxt, done = [got], [0] * len(todo), [0] * len(todo)
+
+        def prefetch():
+            if got[0] < len(plan):
+                receive(b, got[0])
+                got[0] += 1
+
+        while any(nxt[i] < len(todo[i]) for i in order):
+            for i in order:
+                if nxt[i] == len(todo[i]):
+                    continue
+                need, produced, rows = todo[i][nxt[i]]
+                have = (plan[got[0] - 1][1] if got[0] else 0) if i == feed else done[upstream(i)]
+                if need <= have:
+                    emit(i, nxt[i], rows, prefetch if i == feed else None)
+                    done[i], nxt[i] = produced, nxt[i] + 1
+                    break
+            else:
+                if got[0] == len(plan):
+                    raise ClusterError(f"node {self.j}: the {what} bands of image {b} wait for rows that never come")
+                prefetch()
+        while got[0] < len(plan):
+            prefetch()
+
+    def _band(self, i, b, seed, k, y0, y1, then=None):
+        """Band ``k``, output rows ``[y0, y1)``, of item ``i`` (image ``b``); ``then()`` right after
+        its compute command; then where its rows go: on to the next node (from a band buffer in O,
+        two alternating, when the O slot holds two; else in place, one STORE per channel tile), into
+        the next item's input, or there by the DMA."""
+        it, items, P = self.items[i], self.items, self.P
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        f = self.info(it.layer)
+        self.layer = self.net.layers[it.layer].name
+        H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
+        kt = tiles(f["c"] if it.pool else f["k"], P)
+        rows = y1 - y0
+        # the last item's band: dense in band buffer k % 2 of the O slot, so the next band's compute
+        # never waits for this one's STORE
+        # (a pool's argmax shares the result's strides, in place: one channel tile only)
+        pingpong = (nxt is None and 2 * kt * self.band_rows * Wo <= self.o_fwd and rows < Ho
+                    and not (it.pool and kt > 1))
+        hop, row0 = (rows, 0) if pingpong else (Ho, y0)
+        if it.pool:
+            amsel = int(self.am_in_o(it))
+            dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, self.ob(b))
+            if pingpong:
+                base += (k % 2) * kt * self.band_rows * Wo
+            pk = f["pk"]
+            # (the argmax's rows in place: the pooled map's planes; hop covers both maps)
+            self.compute("pool_fwd", n=1, c=f["c"], ct=kt, h=rows * pk, w=W, ho=rows, wo=Wo,
+                         pk=pk, a0=self.x_addr(it, b) + y0 * pk * W, d0=base + row0 * Wo,
+                         d1=self.am_addr(it, b) + y0 * Wo, dsel=dsel, amsel=amsel, hp=H, hop=Ho)
+        else:
+            li, p = it.layer, f["p"]
+            name = self.net.layers[li].name
+            _, wpiece, _ = self.w_region(it)
+            bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
+            wseed = slice_seed(seed, (self.b0 + b) * f["k"] * Ho * Wo)
+            dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, self.ob(b))
+            if pingpong:
+                base += (k % 2) * kt * self.band_rows * Wo
+            win = band.fwd_window(H, f["r"], f["stride"], f["pad"], y0, y1)
+            fields = dict(self.conv_fields(it, 1), h=win.i1 - win.i0, ho=rows, pt=win.pt, hi=Ho, hp=H, hop=hop)
+            self.compute("fwd", self.band_macs(it, y0, y1), it.layer in self.part.packed, **fields,
+                         shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
+                         stoch=self.mode("fwd_mode"), seed=slice_seed(wseed, y0 * Wo), tid=tensor_id(p, "FWD"),
+                         a0=self.x_addr(it, b) + win.i0 * W, a1=wpiece, a2=bpiece, d0=base + row0 * Wo, dsel=dsel)
+        if then is not None:
+            then()
+        buf = msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]]
+        if nxt is not None and buf == "X":
+            return
+        if pingpong or rows == Ho:  # a dense band (or the whole map): its tiles are contiguous
+            pieces = [(0, kt * rows * Wo)]
+        else:
+            pieces = [(t * Ho * Wo + y0 * Wo, rows * Wo) for t in range(kt)]
+        for off, words in pieces:
+            if nxt is None:
+                self.store(buf, base + off, words * P, "fwd_out")
+            else:
+                self.copy(buf, base + off, "X", self.x_addr(nxt, b) + off, words * P)
+
+    # ---- the backward pass ------------------------------------------------------------------
+    def bwd_bands(self, it) -> list:
+        """The data-gradient bands of item ``it``: ``(dy rows, dx rows)`` pairs, in order: a conv
+        layer's over ``dx``'s rows (``band_rows`` each), a pool's over its pooled rows."""
+        f = self.info(it.layer)
+        if it.pool:
+            pk = f["pk"]
+            return [((y0, y1), (y0 * pk, min(f["h"], y1 * pk))) for y0, y1 in band.bands(f["ho"], self.band_rows)]
+        out = []
+        for x0, x1 in band.bands(f["h"], self.band_rows):
+            win = band.bwd_data_window(f["h"], f["ho"], f["r"], f["stride"], f["pad"], x0, x1)
+            out.append(((win.i0, win.i1), (x0, x1)))
+        return out
+
+    def bwd_in_plan(self) -> list:
+        """The row ranges in which the output gradient of the node's last item arrives: the next
+        node's data-gradient bands (its first item's ``dx`` rows), or whole (the host's loss gradient)."""
+        last = self.items[-1]
+        if self.j == self.part.n - 1:
+            return [(0, self.info(last.layer)["ho"])]
+        return [dx for _, dx in self.bwd_bands(self.part.nodes[self.j + 1][0])]
+
+    def receive_dy_band(self, b, piece):
+        """LOAD rows ``bwd_in_plan()[piece]`` of image ``b``'s output gradient of the last item."""
+        it, f = self.items[-1], self.info(self.items[-1].layer)
+        self._load_rows(it, "D", self.dy_in(it, b), "bwd_in", (f["k"], f["ho"], f["wo"]), self.bwd_in_plan()[piece])
+
+    def backward_bands(self, b, seed):
+        """Image ``b``'s backward pass in row bands: each item's data gradient band by band as soon
+        as the rows of its output gradient that the band needs are there, the node's first item's
+        bands first (they leave the node; the weight gradients stay whole-map commands:
+        :meth:`weight_phase` and the per-image sums)."""
+        items = self.items
+        todo = [[(dy[1], dx[1], (dy, dx)) for dy, dx in self.bwd_bands(it)] if self.sends_dx(idx) else []
+                for idx, it in enumerate(items)]
+        self._run_bands(b, "backward", todo, list(range(len(items))), len(items) - 1, lambda i: i + 1,
+                        self.bwd_in_plan(), self.receive_dy_band,
+                        lambda i, k, rows, then: self._bwd_band(i, b, seed, k, rows, then=then))
+
+    def sends_dx(self, idx) -> bool:
+        """Does item ``idx`` compute a data gradient (not the network's first layer)?"""
+        it = self.items[idx]
+        return it.pool or self.info(it.layer)["p"] > 0
+
+    def _bwd_band(self, i, b, seed, k, rows, then=None):
+        """Data-gradient band ``k`` of item ``i``: ``rows = ((dy0, dy1), (x0, x1))``; ``then()`` right
+        after the compute command; the rows into the previous item's output gradient in D, or on
+        to the previous node (from a band buffer in O, two alternating, when the O slot holds two)."""
+        it, P = self.items[i], self.P
+        prev = self.items[i - 1] if i > 0 else None
+        f = self.info(it.layer)
+        self.layer = self.net.layers[it.layer].name
+        (dy0, dy1), (x0, x1) = rows
+        H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
+        ct, n_rows = tiles(f["c"], P), x1 - x0
+        dsel, base = self.dx_dest(prev, b)
+        # the first item's band dense in band buffer k % 2 of the O slot (bwd_data's ReLU mask shares
+        # dx's strides, in place: one channel tile only)
+        band_words = ct * max(x - y for _, (y, x) in self.bwd_bands(it)) * W
+        pingpong = prev is None and 2 * band_words <= self.o_bwd and n_rows < H and (it.pool or ct == 1)
+        if pingpong:
+            base += (k % 2) * band_words
+        hp, row0 = (n_rows, 0) if pingpong else (H, x0)
+        if it.pool:  # (dy and the argmax in place: hop = Ho)
+            self.compute("pool_bwd", n=1, c=f["c"], ct=ct, h=n_rows, w=W, ho=dy1 - dy0, wo=Wo, pk=f["pk"],
+                         a0=self.dy_in(it, b) + dy0 * Wo, a1=self.am_addr(it, b) + dy0 * Wo, d0=base + row0 * W,
+                         dsel=dsel, amsel=int(self.am_in_o(it)), hp=hp, hop=Ho)
+        else:
+            li, p = it.layer, f["p"]
+            name = self.net.layers[li].name
+            wfull, _, _ = self.w_region(it)
+            win = band.bwd_data_window(H, Ho, f["r"], f["stride"], f["pad"], x0, x1)
+            fields = dict(self.conv_fields(it, 1), h=n_rows, ho=dy1 - dy0, pt=win.pt, hi=H, hp=hp, hop=Ho)
+            prev_relu = self.net.param_layers()[p - 1].relu
+            wseed = slice_seed(seed, (self.b0 + b) * f["c"] * H * W)
+            self.compute("bwd_data", self.band_macs(it, x0, x1, op="bwd_data"), **fields,
+                         shift=self.shifts[name].bwd_data, relu=int(prev_relu), stoch=self.mode("grad_mode"),
+                         seed=slice_seed(wseed, x0 * W), tid=tensor_id(p, "DX"), a0=self.dy_in(it, b) + dy0 * Wo,
+                         a1=wfull, a2=self.x_addr(it, b) + x0 * W, d0=base + row0 * W, dsel=dsel)
+        if then is not None:
+            then()
+        if prev is not None:  # (straight into the previous item's output gradient in D)
+            return
+        if pingpong or n_rows == H:
+            pieces = [(0, ct * n_rows * W)]
+        else:
+            pieces = [(t * H * W + x0 * W, n_rows * W) for t in range(ct)]
+        for off, words in pieces:
+            self.store("O", base + off, words * P, "bwd_out")
+
+    def band_macs(self, it, r0, r1, op="fwd") -> int:
+        """Useful MACs of conv item ``it``'s band of result rows ``[r0, r1)`` (fwd: ``y``'s, bwd_data:
+        ``dx``'s), counted on the layer's own shapes (a tap-packed layer's too, as the energy model
+        takes them)."""
+        f = layer_info(self.net, it.layer)
+        geo = dict(n=1, c=f["c"], k=f["k"], ct=f["c"], kt=f["k"], w=f["w"], wo=f["wo"], r=f["r"], s=f["s"],
+                   lgst=f["stride"].bit_length() - 1, pad=f["pad"])
+        if op == "fwd":
+            win = band.fwd_window(f["h"], f["r"], f["stride"], f["pad"], r0, r1)
+            geo.update(h=win.i1 - win.i0, ho=r1 - r0, pt=win.pt)
+        else:
+            win = band.bwd_data_window(f["h"], f["ho"], f["r"], f["stride"], f["pad"], r0, r1)
+            geo.update(h=r1 - r0, ho=win.i1 - win.i0, pt=win.pt)
+        return timing.useful_macs(op, geo)
