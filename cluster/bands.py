@@ -1,4 +1,5 @@
-"""Forward passes in row bands on a node (FPDeep's fine-grained pipeline, ``train --bands R``).
+"""Passes in row bands on a node (FPDeep's fine-grained pipeline, ``train --bands R``), at every level:
+the node programs only change which engine commands run, and in which order.
 
 :class:`NodeBands` is the part of the per-node code generator
 (:class:`~pymtl_fp.cluster.codegen.NodeCodegen`) that runs an image's forward pass band by band:
@@ -12,23 +13,25 @@ each band on at once, so the next node starts its first band while this one stil
   backward pass and the weight gradients are unchanged, and the bits are the whole map's: a band
   pads only at the map's true edges (``pt``) and rounds its elements as rows of the whole map
   (``hi`` and the seed's row offset, :mod:`pymtl_fp.golden.band`).
-* **On the links** a band goes as one STORE per channel tile (its rows of that tile's plane), and
-  the receiver LOADs the same pieces in the same order (:meth:`NodeBands.in_plan`: the sender's
-  bands); the host sends node 0's input in rows when it has one channel tile (then the whole map's
-  order is the rows' order), else whole.
-* **The order** of a node's commands: the deepest layer whose next band has its input rows runs
-  first (the output leaves as early as it can), else the next input piece is LOADed.
+* **On the links** a band of the node's last layer goes from one of two alternating band buffers
+  in O, dense, in one STORE, where two fit in the O slot (so the next band's compute need not wait
+  for the STORE); else in place, one STORE per channel tile.  The receiver LOADs the band's rows of
+  each channel tile's plane in the same order (:meth:`NodeBands.in_plan`: the sender's bands); the
+  host sends node 0's input in rows when it has one channel tile (then the whole map's order is
+  the rows' order), else whole.
+* **The order** of a node's commands (:meth:`NodeBands._run_bands`): the deepest layer whose next
+  band has its input rows runs first (the output leaves as early as it can), else the next input
+  piece is LOADed; after each band of the first layer the next input piece is LOADed at once.
 * An fc layer has one output row: its one band reads the whole input map, once all of it is there.
 
-With ``bands_backward`` the backward pass runs in bands the same way (:meth:`NodeBands.backward_bands`): each layer's data
-gradient over bands of its ``dx`` rows as soon as the output-gradient rows the band needs are there
-(``bwd_data``'s window, :func:`pymtl_fp.golden.band.bwd_data_window`; a pool's over its pooled rows),
-the node's first layer's bands sent back at once (measured slower than whole-layer backward passes
-on the digits nets: the README).  The weight gradients stay whole-map commands (over the batch, or
-per image behind the next forward pass): they need the whole maps anyway.
-The last result of a node goes out from two alternating band buffers in O where they fit (so the
-next band's compute need not wait for the STORE), else in place.  Split layers and mixed array
-sides are refused (:func:`check_bands`).
+With ``bands_backward`` the backward pass runs in bands the same way (:meth:`NodeBands.backward_bands`):
+each layer's data gradient over bands of its ``dx`` rows as soon as the output-gradient rows the
+band needs are there (``bwd_data``'s window, :func:`pymtl_fp.golden.band.bwd_data_window`; a pool's
+over its pooled rows), the node's first layer's bands sent back at once (measured slower than
+whole-layer backward passes on the digits nets: the README).  The weight gradients stay whole-map
+commands (over the batch, or per image behind the next forward pass): they need the whole maps
+anyway.  Split layers, mixed array sides and replicas are refused (:func:`check_bands`,
+:func:`pymtl_fp.cluster.run.train_on_cluster`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def check_bands(bands, net, part, Ps) -> None:
              if not it.pool and (it.k0, it.k1) != (0, layer_info(net, it.layer)["k"])]
     if split:
         raise ClusterError("--bands runs whole layers in row bands: the partition splits a layer "
-                           "(use --split off, or leave --bands out)")
+                           "(give --cuts at layer boundaries, or leave --bands out)")
     if len(set(Ps)) > 1:
         raise ClusterError(f"--bands needs one array side on every node, got {sorted(set(Ps))} (leave --bands out)")
 
@@ -83,7 +86,7 @@ def choose_bands(compile_for) -> int:
 
 
 class NodeBands:
-    """Row-band forward passes (mixed into the code generator; ``band_rows`` 0: whole layers)."""
+    """Row-band passes (mixed into the code generator; ``band_rows`` 0: whole layers)."""
 
     band_rows = 0
 

@@ -20,11 +20,22 @@ from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import seeded_params, small_cluster
 from pymtl_fp.tb.hypothesis_profiles import examples
-from tests.test_cluster_wgrad import FMT, NET, PREC, TCFG, _ccfg, _params
 
-VGG = load_net("vgg-digits")
+NET, VGG = load_net("lenet-digits"), load_net("vgg-digits")
+PREC = "8"
+FMT = NET.precision(PREC)
+TCFG = TrainConfig(PREC, lr_log2=3, seed=11)
 STOCH = TrainConfig(PREC, lr_log2=3, seed=11, fwd_mode="stochastic", grad_mode="stochastic")
+
+
+def _params(net=NET):
+    return seeded_params(net, PREC)
+
+
+def _ccfg(n, net=NET, link=None, act_depth=2048, Ps=None):
+    return small_cluster(n, net, PREC, link=link, act_depth=act_depth, Ps=Ps)
 
 
 @pytest.fixture(scope="module")

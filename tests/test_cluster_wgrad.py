@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
-from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
+from pymtl_fp.cluster.config import ClusterError, default_link
 from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
@@ -21,8 +21,9 @@ from pymtl_fp.cluster.schedule import images_in_flight, step_order
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.engine.msgs import tiles
-from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import seeded_params, small_cluster
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET = load_net("lenet-digits")
@@ -38,13 +39,11 @@ def data():
 
 
 def _params(net=NET):
-    return quantize_params(net, init_params_float64(net, 2), PREC)
+    return seeded_params(net, PREC)
 
 
 def _ccfg(n, net=NET, link=None, act_depth=2048, Ps=None):
-    engines = tuple(engine_for_net(net, PREC, P=p, act_depth=act_depth, weight_depth=512, bias_depth=32)
-                    for p in (Ps or [4] * n))
-    return ClusterConfig(engines, link or default_link(engines[0].stream_bits))
+    return small_cluster(n, net, PREC, link=link, act_depth=act_depth, Ps=Ps)
 
 
 def _run(data, ccfg, level, *, batch=3, steps=2, stall=None, schedule="1f1b", overlap=True, cuts=None,

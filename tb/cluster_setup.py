@@ -1,0 +1,20 @@
+"""Small simulated clusters for the cluster tests: nodes with ``P x P`` arrays and buffers sized for
+the digits nets (a smaller Verilator build than the CLI's defaults), and seeded initial weights."""
+
+from __future__ import annotations
+
+from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
+from pymtl_fp.golden.train import init_params_float64, quantize_params
+
+
+def small_cluster(n: int, net, precision: str = "8", *, link=None, act_depth: int = 2048, Ps=None) -> ClusterConfig:
+    """``n`` nodes (array sides ``Ps``, default 4 each; W 512, B 32 words) joined by ``link``
+    (default: one element per cycle, 8 cycles of latency)."""
+    engines = tuple(engine_for_net(net, precision, P=p, act_depth=act_depth, weight_depth=512, bias_depth=32)
+                    for p in (Ps or [4] * n))
+    return ClusterConfig(engines, link or default_link(engines[0].stream_bits))
+
+
+def seeded_params(net, precision: str = "8", seed: int = 2) -> dict:
+    """The net's initial weights from ``seed``, quantized to ``precision``."""
+    return quantize_params(net, init_params_float64(net, seed), precision)
