@@ -19,6 +19,19 @@ def int_list(text, option, lo, hi) -> list:
     return vals
 
 
+def run_jobs(fn, jobs: list, workers: int) -> list:
+    """``fn`` over ``jobs``, in order: in this process with one worker (or one job), else on
+    ``workers`` processes that are spawned, not forked (a forked child of a process that has loaded
+    a Verilator model, as a test worker may have, can hang in that library's ``dlclose``)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [fn(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(fn, jobs))
+
+
 def digits_net(name: str, precision: str):
     """The zoo net ``--net name`` at ``--precision``, refused unless it takes the 8x8 digits."""
     from pymtl_fp.net import NetError, load_net

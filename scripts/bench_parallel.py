@@ -16,10 +16,9 @@ time.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ProcessPoolExecutor
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs
+from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
 
@@ -112,8 +111,7 @@ def main(args) -> int:
     print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines, {args.steps} steps per run "
           f"(the last measured), {len(jobs)} runs on {args.workers} processes; every run checked bit-exact "
           "against the golden model's one-node step", flush=True)
-    with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(_run, jobs))
+    rows = run_jobs(_run, jobs, args.workers)
     print(f"{'nodes':>5} {'method':<18} {'batch':>5} {'cycles/step':>12} {'images/s':>10} {'MAC util':>9} "
           f"{'weight phase':>13}")
     for r in rows:

@@ -22,10 +22,9 @@ fails on time.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ProcessPoolExecutor
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs
+from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
 
 HELP = "SGD vs mini-batch vs continuous propagation: accuracy per epoch (golden) and images/s (CL cluster)"
@@ -151,8 +150,7 @@ def main(args) -> int:
             print(f"{method:>9} {n:>5} {r['cycles_per_step']:>12,} {r['images_per_s']:>10,.0f} "
                   f"{100 * r['mac_utilization']:>8.1f}%", flush=True)
     jobs = [(net.name, prec, m, s, epochs, batch, versions if m == "cp" else None) for m in METHODS for s in seeds]
-    with ProcessPoolExecutor(args.workers) as pool:
-        curves = list(pool.map(_fit, jobs))
+    curves = run_jobs(_fit, jobs, args.workers)
     print(f"test accuracy (mean over seeds; min..max) after epochs 1 / {max(1, epochs // 3)} / {epochs}, and at "
           f"the simulated time of {tn} node(s):")
     for method in METHODS:

@@ -21,10 +21,9 @@ does not).  Figures only: nothing passes or fails on time.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ProcessPoolExecutor
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs
+from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
 
 HELP = ("weight gradients over the batch vs per image vs auto, row bands vs whole layers: buffer words per node, "
@@ -124,8 +123,7 @@ def main(args) -> int:
           + f", CL cluster (1F1B, {args.stream_lanes}-element beats, {args.steps} steps, the last measured; every run "
           f"bit-exact with the golden model)", flush=True)
     try:
-        with ProcessPoolExecutor(args.workers) as pool:
-            rows = list(pool.map(_run, jobs))
+        rows = run_jobs(_run, jobs, args.workers)
     except (ClusterError, ValueError) as exc:
         raise UserError(f"bench storage: {exc}") from None
     print(f"{'net':<13} {'N':>2} {'B':>3} {'wgrad':<5} {'bands':>5} {'X+D words (per node)':<30} {'B words':>7} "
