@@ -47,12 +47,11 @@ from pymtl_fp.golden.train import tensor_id
 
 
 def check_bands(bands, net, part, Ps) -> None:
-    """Refuse a ``--bands`` the compiler cannot run: not ``auto`` or a count, negative, with a split
-    layer, or with nodes of different array sides (one line each, before any simulation)."""
-    if bands == "auto":
-        bands = 1
+    """Refuse a ``--bands`` the compiler cannot run: not a count (``auto`` is resolved before
+    compiling: :func:`choose_bands`), negative, with a split layer, or with nodes of different array
+    sides (one line each, before any simulation)."""
     if isinstance(bands, bool) or not isinstance(bands, int):
-        raise ClusterError(f"--bands {bands!r}: rows per band (an integer; 0: whole layers) or auto")
+        raise ClusterError(f"--bands {bands!r}: rows per band (an integer; 0: whole layers)")
     if bands < 0:
         raise ClusterError(f"--bands {bands}: rows per band must be >= 1 (0: whole layers)")
     if not bands:
@@ -126,8 +125,17 @@ class NodeBands:
         if (r0, r1) == (0, h):
             self.load_from(buf, addr, src, (1, c, h, w))
             return
-        for t in range(tiles(c, self.P)):
-            self.load(buf, addr + (t * h + r0) * w, (r1 - r0) * w * self.P, src)
+        for off, words in _pieces(tiles(c, self.P), r0, r1, h, w, dense=False):
+            self.load(buf, addr + off, words * self.P, src)
+
+    def _band_buffer(self, base, k, words, slot_words, rows, total, dense_ok):
+        """Where band ``k`` (``rows`` of a map of ``total``) that leaves the node is written, from
+        ``base`` of its O slot (``slot_words``): ``(address, dense)``.  Dense in band buffer ``k % 2``
+        (``words`` each), so the next band's compute never waits for this one's STORE, where two fit,
+        the band is not the whole map and ``dense_ok`` (no operand shares the result's strides in
+        place); else ``base``, in place in the whole map."""
+        dense = dense_ok and 2 * words <= slot_words and rows < total
+        return (base + (k % 2) * words if dense else base), dense
 
     def forward_bands(self, b, seed, received=0):
         """Image ``b``'s forward pass in row bands; ``received``: input pieces already LOADed
@@ -183,17 +191,19 @@ class NodeBands:
         H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
         kt = tiles(f["c"] if it.pool else f["k"], P)
         rows = y1 - y0
-        # the last item's band: dense in band buffer k % 2 of the O slot, so the next band's compute
-        # never waits for this one's STORE
-        # (a pool's argmax shares the result's strides, in place: one channel tile only)
-        pingpong = (nxt is None and 2 * kt * self.band_rows * Wo <= self.o_fwd and rows < Ho
-                    and not (it.pool and kt > 1))
-        hop, row0 = (rows, 0) if pingpong else (Ho, y0)
         if it.pool:
             amsel = int(self.am_in_o(it))
             dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, self.ob(b))
-            if pingpong:
-                base += (k % 2) * kt * self.band_rows * Wo
+        else:
+            dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, self.ob(b))
+        # the last item's band (a pool's argmax shares the result's strides, in place: one tile only)
+        if nxt is None:
+            base, dense = self._band_buffer(base, k, kt * self.band_rows * Wo, self.o_fwd, rows, Ho,
+                                            not (it.pool and kt > 1))
+        else:
+            dense = False
+        hop, row0 = (rows, 0) if dense else (Ho, y0)
+        if it.pool:
             pk = f["pk"]
             # (the argmax's rows in place: the pooled map's planes; hop covers both maps)
             self.compute("pool_fwd", n=1, c=f["c"], ct=kt, h=rows * pk, w=W, ho=rows, wo=Wo,
@@ -205,9 +215,6 @@ class NodeBands:
             _, wpiece, _ = self.w_region(it)
             bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
             wseed = slice_seed(seed, (self.b0 + b) * f["k"] * Ho * Wo)
-            dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, self.ob(b))
-            if pingpong:
-                base += (k % 2) * kt * self.band_rows * Wo
             win = band.fwd_window(H, f["r"], f["stride"], f["pad"], y0, y1)
             fields = dict(self.conv_fields(it, 1), h=win.i1 - win.i0, ho=rows, pt=win.pt, hi=Ho, hp=H, hop=hop)
             self.compute("fwd", self.band_macs(it, y0, y1), it.layer in self.part.packed, **fields,
@@ -219,11 +226,7 @@ class NodeBands:
         buf = msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]]
         if nxt is not None and buf == "X":
             return
-        if pingpong or rows == Ho:  # a dense band (or the whole map): its tiles are contiguous
-            pieces = [(0, kt * rows * Wo)]
-        else:
-            pieces = [(t * Ho * Wo + y0 * Wo, rows * Wo) for t in range(kt)]
-        for off, words in pieces:
+        for off, words in _pieces(kt, y0, y1, Ho, Wo, dense):
             if nxt is None:
                 self.store(buf, base + off, words * P, "fwd_out")
             else:
@@ -285,13 +288,13 @@ class NodeBands:
         H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
         ct, n_rows = tiles(f["c"], P), x1 - x0
         dsel, base = self.dx_dest(prev, b)
-        # the first item's band dense in band buffer k % 2 of the O slot (bwd_data's ReLU mask shares
-        # dx's strides, in place: one channel tile only)
-        band_words = ct * max(x - y for _, (y, x) in self.bwd_bands(it)) * W
-        pingpong = prev is None and 2 * band_words <= self.o_bwd and n_rows < H and (it.pool or ct == 1)
-        if pingpong:
-            base += (k % 2) * band_words
-        hp, row0 = (n_rows, 0) if pingpong else (H, x0)
+        # the first item's band (bwd_data's ReLU mask shares dx's strides, in place: one tile only)
+        if prev is None:
+            band_words = ct * max(x - y for _, (y, x) in self.bwd_bands(it)) * W
+            base, dense = self._band_buffer(base, k, band_words, self.o_bwd, n_rows, H, it.pool or ct == 1)
+        else:
+            dense = False
+        hp, row0 = (n_rows, 0) if dense else (H, x0)
         if it.pool:  # (dy and the argmax in place: hop = Ho)
             self.compute("pool_bwd", n=1, c=f["c"], ct=ct, h=n_rows, w=W, ho=dy1 - dy0, wo=Wo, pk=f["pk"],
                          a0=self.dy_in(it, b) + dy0 * Wo, a1=self.am_addr(it, b) + dy0 * Wo, d0=base + row0 * W,
@@ -312,11 +315,7 @@ class NodeBands:
             then()
         if prev is not None:  # (straight into the previous item's output gradient in D)
             return
-        if pingpong or n_rows == H:
-            pieces = [(0, ct * n_rows * W)]
-        else:
-            pieces = [(t * H * W + x0 * W, n_rows * W) for t in range(ct)]
-        for off, words in pieces:
+        for off, words in _pieces(ct, x0, x1, H, W, dense):
             self.store("O", base + off, words * P, "bwd_out")
 
     def band_macs(self, it, r0, r1, op="fwd") -> int:
@@ -333,3 +332,12 @@ class NodeBands:
             win = band.bwd_data_window(f["h"], f["ho"], f["r"], f["stride"], f["pad"], r0, r1)
             geo.update(h=r1 - r0, ho=win.i1 - win.i0, pt=win.pt)
         return timing.useful_macs(op, geo)
+
+
+def _pieces(t, r0, r1, total, width, dense) -> list:
+    """``[(word offset, words)]`` of rows ``[r0, r1)`` of a map of ``t`` channel tiles, ``total``
+    rows, ``width`` wide: one piece for a dense band or the whole map (its tiles are contiguous),
+    else one per channel tile's plane (in place)."""
+    if dense or (r0, r1) == (0, total):
+        return [(0, t * (r1 - r0) * width)]
+    return [(u * total * width + r0 * width, (r1 - r0) * width) for u in range(t)]

@@ -103,10 +103,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                       "weights_per_node": part.weights, "weight_balance_max_over_mean": part.weight_balance,
                       "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
         "replicas": replicas_section(cprog, routers, steps),
-        "pipelining": (f"row bands of {cprog.bands} rows in the forward "
-                       + ("and backward passes" if cprog.bands_backward else "passes, layer-level backward passes")
-                       + " (each band sent on at once)" if cprog.bands else "layer-level (per image, whole feature maps)")
-                      + f", {cprog.schedule} schedule; "
+        "pipelining": _passes(cprog) + f", {cprog.schedule} schedule; "
                       + _weight_gradients(cprog) + "; "
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
@@ -135,6 +132,14 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "cpu_seconds": {"simulate": round(cpu_sim, 2)} if cpu_sim is not None else {},
         "sim_cycles_per_cpu_second": cycles / cpu_sim if cpu_sim else None,
     }
+
+
+def _passes(cprog) -> str:
+    """How the run pipelines its passes (the report's ``pipelining``)."""
+    if not cprog.bands:
+        return "layer-level (per image, whole feature maps)"
+    which = "and backward passes" if cprog.bands_backward else "passes, layer-level backward passes"
+    return f"row bands of {cprog.bands} rows in the forward {which} (each band sent on at once)"
 
 
 def _weight_gradients(cprog) -> str:

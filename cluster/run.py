@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pymtl_fp.cluster.bands import check_bands, choose_bands
+from pymtl_fp.cluster.bands import choose_bands
 from pymtl_fp.cluster.buffers import pow2_at_least
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.config import ClusterError, link_names
@@ -200,8 +200,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
                                 schedule=schedule, wgrad=wgrad)
         # (refuses misfits first)
-        if bands == "auto":  # (refuses what bands cannot run first)
-            check_bands(bands, net, part, [e.P for e in ccfg.engines])
+        if bands == "auto":  # (its compiles refuse what bands cannot run)
             bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
                                                             wgrad, r, bands_backward)[1])
         ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,

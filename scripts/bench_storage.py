@@ -140,23 +140,27 @@ def main(args) -> int:
     if "batch" in wgrads and len(wgrads) > 1:
         _against_batch(by, nets, nodes, batches, [w for w in wgrads if w != "batch"], bands[0])
     if 0 in bands and len(bands) > 1:
-        print("row bands against whole layers (same --wgrad): cycles to the first logits (the run's; the last "
-              "step's from node 0's start of it), cycles per step, steady state")
-        for key, r in by.items():
-            if key[-1]:
-                a = by[key[:-1] + (0,)]
-                last = (f", last step {r['fill_cycles_last_step']} vs {a['fill_cycles_last_step']} "
-                        f"({a['fill_cycles_last_step'] / r['fill_cycles_last_step']:.2f}x)" if r["fill_cycles_last_step"]
-                        else "")
-                print(f"  {key[0]} on {key[1]} nodes, batch {key[2]}, --wgrad {key[3]}, bands of {key[4]} rows: fill "
-                      f"{r['fill_cycles']} vs {a['fill_cycles']} ({a['fill_cycles'] / r['fill_cycles']:.2f}x shorter)"
-                      f"{last}, "
-                      f"{r['step_cycles'] / a['step_cycles']:.3f}x the cycles per step, steady state "
-                      f"{100 * r['steady_efficiency']:.1f}% of its bound (whole layers {100 * a['steady_efficiency']:.1f}%)")
+        _against_layers(by)
     if json_path:
         json_path.write_text(json.dumps(rows, indent=2))
         print(f"wrote {json_path}")
     return 0
+
+
+def _against_layers(by):
+    """Each banded run against the same run with whole layers (``by``: the rows by their keys)."""
+    print("row bands against whole layers (same --wgrad): cycles to the first logits (the run's; the last "
+          "step's from node 0's start of it), cycles per step, steady state")
+    for key, r in by.items():
+        if not key[-1]:
+            continue
+        a = by[key[:-1] + (0,)]
+        last = (f", last step {r['fill_cycles_last_step']} vs {a['fill_cycles_last_step']} "
+                f"({a['fill_cycles_last_step'] / r['fill_cycles_last_step']:.2f}x)" if r["fill_cycles_last_step"] else "")
+        print(f"  {key[0]} on {key[1]} nodes, batch {key[2]}, --wgrad {key[3]}, bands of {key[4]} rows: fill "
+              f"{r['fill_cycles']} vs {a['fill_cycles']} ({a['fill_cycles'] / r['fill_cycles']:.2f}x shorter){last}, "
+              f"{r['step_cycles'] / a['step_cycles']:.3f}x the cycles per step, steady state "
+              f"{100 * r['steady_efficiency']:.1f}% of its bound (whole layers {100 * a['steady_efficiency']:.1f}%)")
 
 
 def _against_batch(by, nets, nodes, batches, modes, bands):

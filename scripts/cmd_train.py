@@ -138,15 +138,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "for the layers where it costs the engine at most 5%% more cycles, the conv layers; over "
                           "the batch for the rest, such as fc layers)")
     grp.add_argument("--bands", default="0", metavar="ROWS",
-                     help="FPDeep's fine-grained pipeline: the forward and backward passes in row bands of ROWS "
-                          "rows, each band computed as soon as the rows it needs are there and sent on at once (the "
+                     help="FPDeep's fine-grained pipeline: the forward passes in row bands of ROWS output rows, "
+                          "each band computed as soon as the rows it needs are there and sent on at once (the "
                           "same bits; whole layers on nodes of one array side, no split); auto: the finest of 1, 2, "
                           "4 rows that the timing model finds at most 2%% dearer than whole layers; 0 (default): the "
                           "layer pipeline, a layer starts when its whole input has arrived")
     grp.add_argument("--bands-backward", action="store_true",
                      help="with --bands: the backward passes in row bands too (each layer's data gradient band by "
                           "band as the output-gradient rows arrive); measured slower than whole-layer backward "
-                          "passes here (README)"),
+                          "passes here (README)")
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")

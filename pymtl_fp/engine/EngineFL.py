@@ -180,20 +180,23 @@ class EngineFL(Component):
         planes: :data:`pymtl_fp.engine.encoding.PLANES`): ``side`` "x" (input side: ``hw``,
         ``cthw``), "y" (conv output side: ``howo``, ``kthowo``) or "p" (pooled: ``howo``, ``cthowo``).
         The words from its first to past its last are read (its access range)."""
-        n, c, h, w = shape
-        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
-        span = int(at[-1]) + 1 if at.size else 0
+        at, span = s._map_at(f, side, shape)
         return unpack_act(s._rd(buf, addr, span)[at], shape, s.cfg.P)
 
     def _wr_map(s, buf, addr, f, side, a):
         """Write activation map ``a`` with the command's strides (:meth:`_rd_map`); the words
         between its planes keep their values."""
-        n, c, h, w = a.shape
-        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
-        span = int(at[-1]) + 1 if at.size else 0
-        region = np.array(s.bufs[buf][addr:addr + span])
+        at, span = s._map_at(f, side, a.shape)
+        region = np.array(s.bufs[buf][addr:addr + span])  # (not read by the command: no _rd)
         region[at] = pack_act(a, s.cfg.P)
         s._wr(buf, addr, region)
+
+    def _map_at(s, f, side, shape):
+        """The word offsets of a map of ``shape`` with the command's strides of ``side``, in the
+        dense layout's order, and its span (past its last word)."""
+        n, c, h, w = shape
+        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
+        return at, (int(at[-1]) + 1 if at.size else 0)
 
     @staticmethod
     def _strides(f, side):

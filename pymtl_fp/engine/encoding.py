@@ -160,6 +160,8 @@ PRODUCTS = {
 #: input-side map (x, dx, the pool's input), ``hop``: of the output-side map (y, dy, the pooled map
 #: and its argmax); at least ``h`` / ``ho``.
 PLANES = {"hp": "h", "hop": "ho"}
+#: plane rows -> the stride that shows them in a command, and the width it multiplies
+_PLANE_STRIDES = {"hp": ("hw", "w"), "hop": ("howo", "wo")}
 #: the spans: product -> (images, tiles, rows, width, plane rows): ``((n*t - 1)*plane + rows)*width``
 _SPANS = {"sz_x": ("n", "ct", "h", "w", "hp"), "sz_dy": ("n", "kt", "ho", "wo", "hop"),
           "sz_pool": ("n", "ct", "ho", "wo", "hop")}
@@ -205,7 +207,8 @@ def products(fields: dict) -> dict:
     its value (``ValueError`` naming it), and plane rows must not be fewer than the rows."""
     out = {k: v for k, v in fields.items() if k not in PLANES}
     geo = {x: int(fields.get(x, 0)) for x in FACTORS}
-    for (plane, rows), (stride, width) in zip(PLANES.items(), (("hw", "w"), ("howo", "wo"))):
+    for plane, rows in PLANES.items():
+        stride, width = _PLANE_STRIDES[plane]
         given = int(fields.get(plane) or 0)
         st = int(fields.get(stride) or 0)
         if not given and geo[width] and st % geo[width] == 0 and st // geo[width] > geo[rows]:
