@@ -23,6 +23,14 @@ each band on at once, so the next node starts its first band while this one stil
   band has its input rows runs first (the output leaves as early as it can), else the next input
   piece is LOADed; after each band of the first layer the next input piece is LOADed at once.
 * An fc layer has one output row: its one band reads the whole input map, once all of it is there.
+* **Which passes.**  By default only the forward passes of the pipeline's fill run in bands (each
+  node's passes before its first backward pass of a step,
+  :func:`~pymtl_fp.cluster.schedule.fill_passes`; :attr:`NodeBands.band_images`): there the next
+  node starts as the rows come and nothing else waits.  With the pipeline full a node alternates a
+  forward and a backward pass; a pass in bands would start early and wait mid-pass for its
+  upstream node's rows instead of running the backward pass (measured: up to 12 % more cycles per
+  step), so those passes run as whole layers, LOADing their input in the upstream node's pieces
+  (:meth:`NodeBands.in_plan`).  ``bands_all`` bands every forward pass.
 
 With ``bands_backward`` the backward pass runs in bands the same way (:meth:`NodeBands.backward_bands`):
 each layer's data gradient over bands of its ``dx`` rows as soon as the output-gradient rows the
@@ -88,6 +96,14 @@ class NodeBands:
     """Row-band passes (mixed into the code generator; ``band_rows`` 0: whole layers)."""
 
     band_rows = 0
+    #: per node, the images whose forward passes run in bands (None: every image); a node's input
+    #: arrives in its upstream node's pieces of the image, whatever its own pass does
+    band_images = None
+
+    def banded(self, b, j=None) -> bool:
+        """Does node ``j``'s (default: this node's) forward pass of image ``b`` run in bands?"""
+        j = self.j if j is None else j
+        return bool(self.band_rows) and (self.band_images is None or b in self.band_images[j])
 
     def out_bands(self, it) -> list:
         """The output rows of item ``it``'s commands, in order: bands of ``band_rows`` (an fc layer's
@@ -101,21 +117,24 @@ class NodeBands:
             return min(f["h"], y1 * f["pk"])
         return band.fwd_window(f["h"], f["r"], f["stride"], f["pad"], 0, y1).i1
 
-    def in_plan(self) -> list:
-        """The row ranges in which the node's forward input arrives: the previous node's output
-        bands, or (node 0) the host's image in rows of ``band_rows`` when it has one channel tile."""
-        if self.j > 0:
-            return self.out_bands(self.part.nodes[self.j - 1][-1])
+    def in_plan(self, b) -> list:
+        """The row ranges in which image ``b``'s forward input arrives: the previous node's output
+        bands (whole, if its pass of ``b`` is), or (node 0, banded) the host's image in rows of
+        ``band_rows`` when it has one channel tile."""
         f = self.info(self.items[0].layer)
-        if tiles(f["c"], self.P) == 1:
+        if self.j > 0:
+            if not self.banded(b, self.j - 1):
+                return [(0, f["h"])]
+            return self.out_bands(self.part.nodes[self.j - 1][-1])
+        if self.banded(b) and tiles(f["c"], self.P) == 1:
             return band.bands(f["h"], self.band_rows)
         return [(0, f["h"])]
 
     # ---- emission ----------------------------------------------------------------------------
     def receive_band(self, b, piece):
-        """LOAD the input rows ``in_plan()[piece]`` of image ``b``'s first item."""
+        """LOAD the input rows ``in_plan(b)[piece]`` of image ``b``'s first item."""
         it, f = self.items[0], self.info(self.items[0].layer)
-        self._load_rows(it, "X", self.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), self.in_plan()[piece])
+        self._load_rows(it, "X", self.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), self.in_plan(b)[piece])
 
     def _load_rows(self, it, buf, addr, src, shape, rows):
         """LOAD rows ``[r0, r1)`` of a ``(C, H, W)`` map kept at ``addr`` of ``buf`` from link ``src``:
@@ -143,7 +162,7 @@ class NodeBands:
         has its input rows goes first (its rows leave the node soonest)."""
         items = self.items
         todo = [[(self.need_rows(it, y1), y1, (y0, y1)) for y0, y1 in self.out_bands(it)] for it in items]
-        self._run_bands(b, "forward", todo, list(reversed(range(len(items)))), 0, lambda i: i - 1, self.in_plan(),
+        self._run_bands(b, "forward", todo, list(reversed(range(len(items)))), 0, lambda i: i - 1, self.in_plan(b),
                         self.receive_band, lambda i, k, rows, then: self._band(i, b, seed, k, *rows, then=then),
                         received)
 

@@ -131,9 +131,13 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
         """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
         second piece, the first holder's output (next to which the fwd writes its own); in row bands,
         the input's first piece."""
-        if self.band_rows:
+        if self.banded(b):
             self.receive_band(b, 0)
             self.received[b] = 1
+            return
+        if self.band_rows and len(self.in_plan(b)) > 1:  # whole, from the upstream node's bands
+            for piece in range(len(self.in_plan(b))):
+                self.receive_band(b, piece)
             return
         it = self.items[0]
         f, kind = self.info(it.layer), self.kind(it)
@@ -143,7 +147,7 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
             self.load_from("X", self.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
 
     def forward(self, b, seed, received=False):
-        if self.band_rows:
+        if self.banded(b):
             return self.forward_bands(b, seed, self.received.pop(b, 0) if received else 0)
         items, P = self.items, self.P
         self.input_sent = None  # a first piece whose input went out with the copy that made it

@@ -30,7 +30,7 @@ from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.partition import layer_info, partition
-from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, WGRAD, layer_versions, step_order
+from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import TrainConfig, step_seed
 
@@ -50,7 +50,7 @@ def check_wgrad(wgrad: str, schedule: str) -> None:
 
 def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0,
-                    bands_backward: bool = False) -> ClusterProgram:
+                    bands_backward: bool = False, bands_all: bool = False) -> ClusterProgram:
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
     the hazards) and results alternate between two O slots per direction.  ``schedule``: the
@@ -58,35 +58,39 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     ``cp``, a weight update after each image's backward pass instead of one per step.  ``wgrad``:
     the weight gradients over the batch at the step's end, or per image summed in B
     (:data:`~pymtl_fp.cluster.schedule.WGRAD`; the engines' B must hold the sums:
-    :func:`compile_pipeline` deepens it).  ``bands``: the forward passes in row bands of that many
-    output rows (FPDeep's fine-grained pipeline, :mod:`~pymtl_fp.cluster.bands`; 0: whole layers),
-    and with ``bands_backward`` the backward passes too."""
+    :func:`compile_pipeline` deepens it).  ``bands``: the forward passes of the pipeline's fill
+    (:func:`~pymtl_fp.cluster.schedule.fill_passes`; with ``bands_all`` every forward pass) in row
+    bands of that many output rows (FPDeep's fine-grained pipeline, :mod:`~pymtl_fp.cluster.bands`;
+    0: whole layers), and with ``bands_backward`` every backward pass too."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
     check_bands(bands, net, part, [e.P for e in ccfg.engines])
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     fmt, shifts = check_training(net, tcfg, steps, part.batch)
-    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward)
+    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
+                  bands_all)
     check_fit(nodes, part.batch)
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
     return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
                           (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part),
-                          wgrad=wgrad, bands=bands, bands_backward=bool(bands and bands_backward))
+                          wgrad=wgrad, bands=bands, bands_backward=bool(bands and bands_backward),
+                          bands_all=bool(bands and bands_all))
 
 
 def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
-                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False):
+                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False,
+                     bands_all: bool = False):
     """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
     (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
     un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
     if wgrad == "batch":
         return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                     bands_backward)
+                                     bands_backward, bands_all)
     cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                            bands_backward)
+                            bands_backward, bands_all)
     return fit_bias(ccfg, cprog), cprog
 
 
@@ -111,13 +115,16 @@ ROOMY_BIAS = 65536
 
 
 def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad="batch", bands=0,
-          bands_backward=False) -> list:
+          bands_backward=False, bands_all=False) -> list:
     """Every node's program (unchecked)."""
     per_image = schedule in PER_IMAGE
     nodes = []
+    # (the fill's forward passes in bands, or every one: the same for each node's upstream node)
+    band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
     for j in range(part.n):
         nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
                          wgrad, bands, bands_backward)
+        nd.band_images = band_images
         if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
             nd.keep_in_flight(schedule)
         seed = begin_step(nd, params)

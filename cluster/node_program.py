@@ -93,3 +93,5 @@ class ClusterProgram:
     bands: int = 0
     #: the backward passes in row bands too
     bands_backward: bool = False
+    #: every forward pass in bands, not only the pipeline's fill (:func:`~pymtl_fp.cluster.schedule.fill_passes`)
+    bands_all: bool = False

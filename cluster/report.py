@@ -108,7 +108,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
                       + ("engine commands overlap (LOAD/STORE beside compute)" if cprog.overlap
                          else "engine commands one at a time"),
         "overlap": cprog.overlap, "schedule": cprog.schedule, "wgrad": cprog.wgrad, "bands": cprog.bands,
-        "bands_backward": cprog.bands_backward,
+        "bands_backward": cprog.bands_backward, "bands_all": cprog.bands_all,
         "cycles_total": cycles, "cycles_per_step": step_cycles,
         "images_per_s": batch * clock / steady if steady else 0.0,
         "bound": {"node_compute_cycles_per_step": bound_compute,
@@ -138,8 +138,9 @@ def _passes(cprog) -> str:
     """How the run pipelines its passes (the report's ``pipelining``)."""
     if not cprog.bands:
         return "layer-level (per image, whole feature maps)"
-    which = "and backward passes" if cprog.bands_backward else "passes, layer-level backward passes"
-    return f"row bands of {cprog.bands} rows in the forward {which} (each band sent on at once)"
+    fwd = "every forward pass" if cprog.bands_all else "the fill's forward passes (the others whole layers)"
+    bwd = "every backward pass too" if cprog.bands_backward else "layer-level backward passes"
+    return f"row bands of {cprog.bands} rows: {fwd}, {bwd} (each band sent on at once)"
 
 
 def _weight_gradients(cprog) -> str:

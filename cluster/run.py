@@ -153,7 +153,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
                      parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
-                     wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False) -> ClusterRun:
+                     wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
+                     bands_all: bool = False) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -181,11 +182,13 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     no dearer: a node keeps only the images in flight; the engines' B buffers are deepened to hold
     the un-rounded sums): :data:`~pymtl_fp.cluster.schedule.WGRAD`.
 
-    ``bands``: the forward passes in row bands of that many output rows, each band sent on as
-    soon as it is computed (FPDeep's fine-grained pipeline, :mod:`pymtl_fp.cluster.bands`; whole
-    layers, no split, one array side); 0: whole layers; ``auto``: the finest height the timing model
-    finds no dearer than whole layers (:func:`~pymtl_fp.cluster.bands.choose_bands`).
-    ``bands_backward``: the backward passes in bands too."""
+    ``bands``: the forward passes of the pipeline's fill (each node's passes before its first
+    backward pass of a step: :func:`~pymtl_fp.cluster.schedule.fill_passes`) in row bands of that
+    many output rows, each band sent on as soon as it is computed (FPDeep's fine-grained pipeline,
+    :mod:`pymtl_fp.cluster.bands`; whole layers, no split, one array side); 0: whole layers;
+    ``auto``: the finest height the timing model finds no dearer than whole layers
+    (:func:`~pymtl_fp.cluster.bands.choose_bands`).  ``bands_all``: every forward pass in bands.
+    ``bands_backward``: every backward pass in bands too."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -202,12 +205,12 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         # (refuses misfits first)
         if bands == "auto":  # (its compiles refuse what bands cannot run)
             bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
-                                                            wgrad, r, bands_backward)[1])
+                                                            wgrad, r, bands_backward, bands_all)[1])
         ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                       bands_backward)
+                                       bands_backward, bands_all)
         parts = None
     else:
-        if bands or bands_backward:
+        if bands or bands_backward or bands_all:
             raise ClusterError(f"--parallel {parallel}: the replicas run whole layers (no --bands)")
         if wgrad != "batch":
             raise ClusterError(f"--parallel {parallel}: each replica computes its share's weight gradients in "

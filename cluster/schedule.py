@@ -57,6 +57,21 @@ def step_order(schedule: str, j: int, n: int, batch: int) -> list:
     return order
 
 
+
+def fill_passes(schedule: str, j: int, n: int, batch: int) -> frozenset:
+    """The images whose forward pass node ``j`` runs while the pipeline fills: those before its
+    first backward pass of the step (1F1B's ``n - j + 1`` warm-up passes; every image under GPipe);
+    under ``sgd`` every image (each one passes through an empty cluster).  Row bands pay there
+    (:mod:`pymtl_fp.cluster.bands`): the next node starts as the rows come, and nothing else is
+    waiting.  With the pipeline full a node alternates a forward and a backward pass, and a forward
+    pass in bands, started early, would wait mid-pass for its upstream node's rows instead of
+    running the backward pass."""
+    order = step_order(schedule, j, n, batch)
+    if schedule == "sgd":
+        return frozenset(b for kind, b in order if kind == "fwd")
+    first_bwd = next((i for i, (kind, _) in enumerate(order) if kind == "bwd"), len(order))
+    return frozenset(b for _, b in order[:first_bwd])
+
 def split_allowed(schedule: str, split: bool) -> bool:
     """May the partition split a layer between two nodes?  Not under a per-image schedule (each
     layer's update on one node: :func:`layer_versions`)."""

@@ -34,14 +34,17 @@ def run_jobs(fn, jobs: list, workers: int) -> list:
 
 def digits_net(name: str, precision: str):
     """The zoo net ``--net name`` at ``--precision``, refused unless it takes the 8x8 digits."""
+    from pymtl_fp.data import digits_size
     from pymtl_fp.net import NetError, load_net
 
     try:
         net = load_net(name)
     except NetError as exc:
         raise UserError(f"--net {name}: {exc}") from None
-    if net.input_shape != (1, 8, 8) or net.classes != 10:
-        raise UserError(f"--net {name}: takes {net.input_shape} -> {net.classes}; the digits need (1, 8, 8) -> 10")
+    try:
+        digits_size(net)
+    except ValueError as exc:
+        raise UserError(f"--net {name}: {exc}") from None
     if precision not in net.formats:
         raise UserError(f"--precision {precision}: {net.name} offers {', '.join(sorted(net.formats))}")
     return net
@@ -52,10 +55,10 @@ def run_inputs(net, prec: str, steps: int, batch: int) -> tuple:
     images in a seed-0 order, seed-0 weights, the net's learning rate."""
     import numpy as np
 
-    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.data import digits_for, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
-    split = load_digits_split(seed=0)
+    split = digits_for(net)
     order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
     images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
     params = quantize_params(net, init_params_float64(net, 0), prec)

@@ -81,14 +81,14 @@ def _throughput(net, prec, method, n, batch, steps, act_depth):
 
 
 def _fit(job):
-    from pymtl_fp.data import load_digits_split
+    from pymtl_fp.data import digits_for
     from pymtl_fp.golden.study import fit
     from pymtl_fp.net import load_net
 
     net_name, prec, method, seed, epochs, batch, versions = job
     net = load_net(net_name)
     t = net.train
-    _, h = fit(net, load_digits_split(seed=0), prec, epochs=epochs, batch=batch, lr_log2=t.lr_log2,
+    _, h = fit(net, digits_for(net), prec, epochs=epochs, batch=batch, lr_log2=t.lr_log2,
                lr_halve_every=t.lr_halve_every, seed=seed, schedule=method, fwd_versions=versions)
     return {"method": method, "seed": seed, "test_accuracy": h.test_accuracy, "train_loss": h.train_loss,
             "seconds": h.seconds}

@@ -8,6 +8,8 @@ most 5 % more: the conv layers; the fc layers over the batch), side by side on t
 run).  ``--bands 0,1,2`` adds FPDeep's fine-grained pipeline (``train --bands``: forward passes in
 row bands of that many rows, each sent on at once) beside whole layers (0); every run is then
 partitioned without split layers, which the bands need, so the modes compare on the same cuts.
+``--band-passes fill,all`` runs the bands in the pipeline's fill only (``train --bands``' default:
+label ``R``) and in every forward pass (``train --bands-all``: label ``Rall``).
 
 Printed per net, node count, batch and mode: the largest node's activation words (X + D, the
 words the batch multiplies), its B words (the un-rounded sums), its buffers' bits (all six, each
@@ -48,6 +50,9 @@ def add_arguments(parser):
     parser.add_argument("--bands", default="0", metavar="R0,R1,...",
                         help="rows per band of the forward passes, 0: whole layers (default 0; e.g. 0,1,2: the "
                              "fine-grained pipeline beside the layer pipeline, all without split layers)")
+    parser.add_argument("--band-passes", default="fill", metavar="fill,all",
+                        help="with --bands: which forward passes run in bands: fill (the pipeline's fill, as train "
+                             "--bands), all (every one, as train --bands-all) or both, side by side (default fill)")
     parser.add_argument("--bands-backward", action="store_true",
                         help="with --bands: the backward passes in row bands too (as train --bands-backward)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
@@ -67,20 +72,22 @@ def _run(job) -> dict:
     from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, wgrad, bands, backward, split, steps, act_depth, lanes = job
+    net_name, prec, n, batch, wgrad, (bands, passes), backward, split, steps, act_depth, lanes = job
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(stream_lanes=lanes))
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                           overlap=True, wgrad=wgrad, bands=bands, bands_backward=backward and bands > 0, split=split)
+                           overlap=True, wgrad=wgrad, bands=bands, bands_backward=backward and bands > 0, split=split,
+                           bands_all=passes == "all")
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
     if not params_equal(run.params, want):
         raise UserError(f"bench storage: {net_name} on {n} nodes, batch {batch}, --wgrad {wgrad} --bands {bands} "
-                        "differs from the golden model")
+                        f"({passes} passes) differs from the golden model")
     rep = run.report
     nodes = rep["node"]
     ss = rep["steady_state"]
     return {"net": net_name, "nodes": n, "batch": batch, "wgrad": wgrad, "bands": bands,
+            "band_passes": passes if bands else None,
             "act_words": [nd["buffers"]["X"]["used"] + nd["buffers"]["D"]["used"] for nd in nodes],
             "b_words": [nd["buffers"]["B"]["used"] for nd in nodes],
             "buffer_bits": [buffer_bits(nd["buffers"], e) for nd, e in zip(nodes, ccfg.engines)],
@@ -106,10 +113,14 @@ def main(args) -> int:
     if bad or not wgrads:
         raise UserError(f"--wgrads: unknown mode {bad[0] if bad else '(none)'!r}; choose from {', '.join(WGRADS)}")
     bands = int_list(args.bands, "--bands", 0, 64)
+    passes = [p.strip() for p in args.band_passes.split(",")]
+    if not passes or any(p not in ("fill", "all") for p in passes) or len(set(passes)) < len(passes):
+        raise UserError(f"--band-passes {args.band_passes!r}: fill, all or fill,all")
     split = bands == [0]  # (bands run whole layers: every run on the same cuts)
-    jobs = [(net.name, args.precision, n, b, w, r, args.bands_backward, split, args.steps, args.act_depth,
+    variants = [(r, p) for r in bands for p in (passes if r else ["fill"])]
+    jobs = [(net.name, args.precision, n, b, w, v, args.bands_backward, split, args.steps, args.act_depth,
              args.stream_lanes)
-            for net in nets for n in nodes for b in batches for w in wgrads for r in bands]
+            for net in nets for n in nodes for b in batches for w in wgrads for v in variants]
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
 
     try:
@@ -130,15 +141,15 @@ def main(args) -> int:
           f"{'kbit':>6} {'scratch':>7} {'fill':>6} {'fill2':>6} {'cycles/step':>11} {'steady/img':>10} {'bound':>6} "
           f"{'eff':>6}")
     for r in rows:
-        print(f"{r['net']:<13} {r['nodes']:>2} {r['batch']:>3} {r['wgrad']:<5} {r['bands'] or 'layer':>5} "
+        print(f"{r['net']:<13} {r['nodes']:>2} {r['batch']:>3} {r['wgrad']:<5} {_label(r):>5} "
               f"{'/'.join(str(v) for v in r['act_words']):<30} {max(r['b_words']):>7} "
               f"{max(r['buffer_bits']) / 1024:>6.1f} {max(r['scratch_peak']):>7} {r['fill_cycles']:>6} "
               f"{r['fill_cycles_last_step'] or '-':>6} "
               f"{r['step_cycles']:>11,} {r['steady_cycles_per_image']:>10.0f} {r['bound_cycles_per_image']:>6.0f} "
               f"{100 * r['steady_efficiency']:>5.1f}%")
-    by = {(r["net"], r["nodes"], r["batch"], r["wgrad"], r["bands"]): r for r in rows}
+    by = {(r["net"], r["nodes"], r["batch"], r["wgrad"], _label(r)): r for r in rows}
     if "batch" in wgrads and len(wgrads) > 1:
-        _against_batch(by, nets, nodes, batches, [w for w in wgrads if w != "batch"], bands[0])
+        _against_batch(by, nets, nodes, batches, [w for w in wgrads if w != "batch"], _label(rows[0]))
     if 0 in bands and len(bands) > 1:
         _against_layers(by)
     if json_path:
@@ -147,17 +158,25 @@ def main(args) -> int:
     return 0
 
 
+def _label(r) -> str:
+    """A run's bands column: ``layer`` (whole layers), ``R`` (bands in the fill) or ``Rall``."""
+    if not r["bands"]:
+        return "layer"
+    return f"{r['bands']}" + ("all" if r["band_passes"] == "all" else "")
+
+
 def _against_layers(by):
     """Each banded run against the same run with whole layers (``by``: the rows by their keys)."""
     print("row bands against whole layers (same --wgrad): cycles to the first logits (the run's; the last "
           "step's from node 0's start of it), cycles per step, steady state")
     for key, r in by.items():
-        if not key[-1]:
+        if key[-1] == "layer":
             continue
-        a = by[key[:-1] + (0,)]
+        a = by[key[:-1] + ("layer",)]
+        r_bands = f"{r['bands']} rows" + (", every forward pass" if r["band_passes"] == "all" else ", the fill's passes")
         last = (f", last step {r['fill_cycles_last_step']} vs {a['fill_cycles_last_step']} "
                 f"({a['fill_cycles_last_step'] / r['fill_cycles_last_step']:.2f}x)" if r["fill_cycles_last_step"] else "")
-        print(f"  {key[0]} on {key[1]} nodes, batch {key[2]}, --wgrad {key[3]}, bands of {key[4]} rows: fill "
+        print(f"  {key[0]} on {key[1]} nodes, batch {key[2]}, --wgrad {key[3]}, bands of {r_bands}: fill "
               f"{r['fill_cycles']} vs {a['fill_cycles']} ({a['fill_cycles'] / r['fill_cycles']:.2f}x shorter){last}, "
               f"{r['step_cycles'] / a['step_cycles']:.3f}x the cycles per step, steady state "
               f"{100 * r['steady_efficiency']:.1f}% of its bound (whole layers {100 * a['steady_efficiency']:.1f}%)")

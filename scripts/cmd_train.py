@@ -138,11 +138,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "for the layers where it costs the engine at most 5%% more cycles, the conv layers; over "
                           "the batch for the rest, such as fc layers)")
     grp.add_argument("--bands", default="0", metavar="ROWS",
-                     help="FPDeep's fine-grained pipeline: the forward passes in row bands of ROWS output rows, "
+                     help="FPDeep's fine-grained pipeline: the forward passes of the pipeline's fill (each node's "
+                          "passes before its first backward pass of a step) in row bands of ROWS output rows, "
                           "each band computed as soon as the rows it needs are there and sent on at once (the "
                           "same bits; whole layers on nodes of one array side, no split); auto: the finest of 1, 2, "
                           "4 rows that the timing model finds at most 2%% dearer than whole layers; 0 (default): the "
                           "layer pipeline, a layer starts when its whole input has arrived")
+    grp.add_argument("--bands-all", action="store_true",
+                     help="with --bands: every forward pass in row bands, not only the fill's (measured slower: "
+                          "with the pipeline full a pass started early waits for its upstream node's rows "
+                          "instead of running a backward pass; README)")
     grp.add_argument("--bands-backward", action="store_true",
                      help="with --bands: the backward passes in row bands too (each layer's data gradient band by "
                           "band as the output-gradient rows arrive); measured slower than whole-layer backward "
@@ -236,13 +241,13 @@ def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> di
 
 
 def _run_golden(args, net, settings: dict, precisions: list, schedule: str = "minibatch") -> list:
-    from pymtl_fp.data import load_digits_split
+    from pymtl_fp.data import digits_for
     from pymtl_fp.golden.study import fit
 
-    if net.input_shape != (1, 8, 8) or net.classes != 10:
-        raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
-                        "the digits data needs (1, 8, 8) -> 10")
-    split = load_digits_split(seed=0)
+    try:
+        split = digits_for(net)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     print(f"digits: {len(split.y_train)} training / {len(split.y_test)} test images; "
           f"net {net.name}; epochs {settings['epochs']}, batch {settings['batch']}, "
           f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}; schedule {schedule}"
@@ -320,7 +325,7 @@ def _run_cluster(args, net) -> int:
         node_levels,
     )
     from pymtl_fp.cluster.run import cp_versions, format_report, golden_steps, params_equal, train_on_cluster
-    from pymtl_fp.data import load_digits_split, quantize_images
+    from pymtl_fp.data import digits_for, quantize_images
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.sim import SimulationHang
@@ -343,6 +348,8 @@ def _run_cluster(args, net) -> int:
     bands = bands_option(args.bands)
     if args.bands_backward and bands == 0:
         raise UserError("--bands-backward runs the backward passes in the row bands of --bands: give --bands too")
+    if args.bands_all and bands == 0:
+        raise UserError("--bands-all runs every forward pass in the row bands of --bands: give --bands too")
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
     from pymtl_fp.energy.constants import fpga_families
 
@@ -362,7 +369,10 @@ def _run_cluster(args, net) -> int:
     if args.batch is None:
         settings["batch"] = 8
     batch = settings["batch"]
-    split = load_digits_split(seed=0)
+    try:
+        split = digits_for(net)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     if args.steps == "epoch":
         steps = len(split.y_train) // batch
     else:
@@ -372,9 +382,6 @@ def _run_cluster(args, net) -> int:
             raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
     faults = _faults(args)
     pipes = validate.pipelines(args.pipeline)
-    if net.input_shape != (1, 8, 8) or net.classes != 10:
-        raise UserError(f"net {net.name} takes {net.input_shape} -> {net.classes} classes; "
-                        "the digits data needs (1, 8, 8) -> 10")
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
         engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth).replace(stream_lanes=args.stream_lanes,
@@ -432,7 +439,7 @@ def _run_cluster(args, net) -> int:
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar,
                                parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad,
-                               bands=bands, bands_backward=args.bands_backward)
+                               bands=bands, bands_backward=args.bands_backward, bands_all=args.bands_all)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:

@@ -37,17 +37,23 @@ def test_bench_storage_bad_input(capsys):
 
 
 def test_bench_storage_row_bands_beside_whole_layers(tmp_path, capsys):
-    """``--bands 0,1``: the fine-grained pipeline beside the layer pipeline on the same cuts (no
-    split layers), every run checked against the golden step; the same words (bands run in place),
-    the first logits sooner on 3 nodes."""
+    """``--bands 0,1 --band-passes fill,all``: the fine-grained pipeline (in the fill's passes, and
+    in every pass) beside the layer pipeline on the same cuts (no split layers), every run checked
+    against the golden step; the same words (bands run in place), the first logits sooner on 3 nodes."""
     out_json = tmp_path / "bands.json"
     assert main(["bench", "storage", "--nets", "lenet-digits", "--nodes", "3", "--batches", "4", "--steps", "2",
-                 "--wgrads", "auto", "--bands", "0,1", "--workers", "1", "--json", str(out_json)]) == 0
+                 "--wgrads", "auto", "--bands", "0,1", "--band-passes", "fill,all", "--workers", "1",
+                 "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
-    assert "--bands 0/1 (no split layers)" in out and "bands of 1 rows: fill" in out
-    rows = {r["bands"]: r for r in json.loads(out_json.read_text())}
-    assert set(rows) == {0, 1} and rows[0]["act_words"] == rows[1]["act_words"]
-    assert rows[1]["fill_cycles"] < rows[0]["fill_cycles"]
+    assert "--bands 0/1 (no split layers)" in out
+    assert "bands of 1 rows, the fill's passes: fill" in out and "bands of 1 rows, every forward pass: fill" in out
+    rows = {(r["bands"], r["band_passes"]): r for r in json.loads(out_json.read_text())}
+    assert set(rows) == {(0, None), (1, "fill"), (1, "all")}
+    assert rows[0, None]["act_words"] == rows[1, "fill"]["act_words"] == rows[1, "all"]["act_words"]
+    assert rows[1, "fill"]["fill_cycles"] < rows[0, None]["fill_cycles"]
+    assert rows[1, "all"]["fill_cycles"] < rows[0, None]["fill_cycles"]
     assert all(r["fill_cycles_last_step"] > 0 for r in rows.values())
+    assert main(["bench", "storage", "--bands", "0,1", "--band-passes", "some"]) == 1
+    assert "--band-passes" in capsys.readouterr().err
     assert main(["bench", "storage", "--wgrads", "rows"]) == 1
     assert "--wgrads" in capsys.readouterr().err

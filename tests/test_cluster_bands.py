@@ -1,6 +1,7 @@
-"""FPDeep's fine-grained pipeline on the cluster (``bands``, :mod:`pymtl_fp.cluster.bands`): every
-forward pass in row bands, each band computed when its input rows are there and sent on at once,
-in place inside the whole maps (maps in planes); the final weights equal the golden mini-batch
+"""FPDeep's fine-grained pipeline on the cluster (``bands``, :mod:`pymtl_fp.cluster.bands`): the
+pipeline fill's forward passes (or, ``bands_all``, every one) in row bands, each band computed when its
+input rows are there and sent on at once, the other passes whole layers taking their input in the
+upstream node's pieces, in place inside the whole maps (maps in planes); the final weights equal the golden mini-batch
 step bit for bit on 1-4 nodes, both mini-batch schedules and continuous propagation, every
 ``--wgrad``, both rounding modes, random stalls and link latencies, FL and CL (and the Verilated
 cluster, cycle for cycle with CL); the first logits come sooner than with whole layers."""
@@ -16,6 +17,7 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.config import ClusterError, default_link
 from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.schedule import fill_passes
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.golden.train import TrainConfig
@@ -61,15 +63,52 @@ def _run(data, ccfg, level, *, bands, net=NET, batch=3, steps=2, tcfg=TCFG, chec
 @given(deep=st.booleans(), n=st.integers(1, 4), level=st.sampled_from(["fl", "cl"]), bands=st.integers(1, 3),
        batch=st.integers(2, 4), latency=st.integers(1, 12), stall=st.floats(0.0, 0.4), seed=st.integers(0, 1000),
        schedule=st.sampled_from(["1f1b", "gpipe"]), overlap=st.booleans(),
-       wgrad=st.sampled_from(["batch", "image", "auto"]), stoch=st.booleans(), backward=st.booleans())
+       wgrad=st.sampled_from(["batch", "image", "auto"]), stoch=st.booleans(), backward=st.booleans(),
+       every=st.booleans())
 def test_row_bands_equal_the_golden_minibatch_step(data, deep, n, level, bands, batch, latency, stall, seed, schedule,
-                                                   overlap, wgrad, stoch, backward):
+                                                   overlap, wgrad, stoch, backward, every):
     net = VGG if deep else NET
     n = n if deep else min(n, 3)  # (LeNet has three conv/fc layers: four nodes would split one)
     ccfg = _ccfg(n, net, link=default_link(32, latency))
     run = _run(data, ccfg, level, bands=bands, net=net, batch=batch, stall=(stall, seed), schedule=schedule,
-               overlap=overlap, wgrad=wgrad, tcfg=STOCH if stoch else TCFG, bands_backward=backward)
+               overlap=overlap, wgrad=wgrad, tcfg=STOCH if stoch else TCFG, bands_backward=backward, bands_all=every)
     assert run.report["bands"] == bands and run.report["bands_backward"] == backward
+    assert run.report["bands_all"] == every
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "cp", "gpipe", "sgd"])
+def test_the_fill_passes_are_those_before_a_nodes_first_backward_pass(schedule):
+    """1F1B (and cp): node ``j``'s ``n - j + 1`` warm-up forward passes; GPipe: every one (no backward
+    pass until all have run); sgd: every one (each image crosses an empty cluster)."""
+    n, batch = 4, 8
+    for j in range(n):
+        got = fill_passes(schedule, j, n, batch)
+        if schedule in ("1f1b", "cp"):
+            assert got == frozenset(range(min(batch, n - j + 1))), j
+        else:
+            assert got == frozenset(range(batch)), j
+    assert fill_passes("1f1b", 0, 4, 2) == {0, 1}  # never more than the batch
+
+
+def test_only_the_fill_runs_in_bands_unless_bands_all(data):
+    """By default a node's forward passes of the fill run in bands and the rest as whole layers, so
+    its fwd commands are the banded passes' plus the whole ones' (vgg-digits, 4 nodes, batch 8:
+    node 0 bands images 0-4, node 3 images 0 and 1); ``bands_all`` bands every pass.  The receiver of
+    a whole pass after a banded sender LOADs the sender's pieces; the weights are golden (the
+    Verilated cluster below mixes both too)."""
+    def per_node(bands, every=False):
+        ccfg = _ccfg(4, VGG)
+        part = choose_partition(VGG, ccfg, 8, split=False)
+        _, cprog = compile_pipeline(VGG, ccfg, part, _params(VGG), TCFG, 1, True, "1f1b", "batch", bands, False,
+                                    bands_all=every)
+        return [sum(ins.kind == isa.ENG and ins.field("op") == OP["fwd"] for ins in p.ops) for p in cprog.nodes]
+
+    whole, every, fill = per_node(0), per_node(1, True), per_node(1)
+    for j, banded_images in enumerate((5, 4, 3, 2)):
+        assert every[j] > whole[j], j
+        assert 8 * fill[j] == banded_images * every[j] + (8 - banded_images) * whole[j], j
+    run = _run(data, _ccfg(4, VGG), "cl", bands=1, net=VGG, batch=6, steps=1)
+    assert "the fill's forward passes" in run.report["pipelining"]
 
 
 def test_continuous_propagation_in_bands(data):
@@ -130,8 +169,9 @@ def test_refusals(data):
 @pytest.mark.verilator
 def test_verilated_cluster_in_bands_equals_golden_and_cl_cycle_for_cycle(data):
     ccfg = _ccfg(2, act_depth=512)
-    v = _run(data, ccfg, "verilator", bands=2, steps=2, batch=3, wgrad="auto", bands_backward=True)
-    c = _run(data, ccfg, "cl", bands=2, steps=2, batch=3, wgrad="auto", bands_backward=True)
+    # (batch 4: node 0 bands images 0-2, node 1 images 0-1, the others whole)
+    v = _run(data, ccfg, "verilator", bands=2, steps=2, batch=4, wgrad="auto", bands_backward=True)
+    c = _run(data, ccfg, "cl", bands=2, steps=2, batch=4, wgrad="auto", bands_backward=True)
     assert v.report["simulator"].startswith("verilated cluster")
     assert v.cycles == c.cycles
     for key in ("cycles_per_step", "steady_state", "pipeline"):
@@ -151,7 +191,7 @@ def test_auto_chooses_the_finest_height_the_timing_model_allows(data, monkeypatc
 def test_the_cli_refuses_a_bad_bands_option(capsys):
     from pymtl_fp.cli.main import main
 
-    for bad in (["--bands", "x"], ["--bands", "-1"], ["--bands", "2000"], ["--bands-backward"]):
+    for bad in (["--bands", "x"], ["--bands", "-1"], ["--bands", "2000"], ["--bands-backward"], ["--bands-all"]):
         assert main(["train", "--engine", "cluster", "--nodes", "2", *bad]) == 1
         err = capsys.readouterr().err
         assert "--bands" in err and len(err.strip().splitlines()) == 1
