@@ -39,6 +39,23 @@ as in FPDeep, and are charged as DRAM traffic per mini-batch instead); the fine-
 weight gradient needs for 2 images (the image being back-propagated and the one behind it);
 whole-map buffering keeps double-buffered whole maps for FP and BP and the WG inputs of every
 image in flight between this stage's FP and its BP (``2(N-i)-1`` images at stage ``i``).
+The simulated cluster's storage (:meth:`Chain.cluster_bits`; :mod:`pymtl_fp.explore.node_storage`'s
+terms, without the one-image terms of split layers and node 0's unused O slot) under 1F1B with
+per-image weight gradients and overlap (``train --wgrad image``) keeps on chip, fc layers
+included: the weights, their rounded gradient, the un-rounded per-image sums and the biases (bias,
+gradient and sum), sums and biases accumulator-wide; per image in flight (``N-i+2`` at stage ``i``,
+at most the batch) each MAC layer's input (also its ReLU mask) and each max pool's argmax, in full
+words; two images of each MAC layer's output gradient and one of each pool's input and output
+gradient; and two O slots per direction for what crosses the FPGA's cuts.  Channel counts are
+rounded up to the engines' side ``P`` (``storage(P)``: maps to ``t(C) P H W``, weights to
+``t(K) t(C) P^2 R S``), and the first layer is tap-packed where the cycles pack it (the cluster's
+``--tap-pack auto``).  Cut at layer boundaries, that is the cluster's words to the bit
+(``tests/test_explore_scaling.py``).  Not modelled: on a layer shared by two FPGAs the cluster's
+second holder keeps the whole layer's weights, output gradient and output (one image each), and
+the first holder's O slots hold its own part where the line counts all that crosses the cut;
+node 0's O slot for the data gradient its first layer (unless tap-packed) never sends.  A
+``rows`` share (the cluster splits by output channels only) keeps whole weights and its rows of
+every map.
 """
 
 from __future__ import annotations
@@ -48,6 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp import timing
 from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
 
@@ -180,7 +198,9 @@ class Chain:
         self._build_positions()
         self._build_traffic()
         self._cycle_cache: dict = {}
-        self._storage = None
+        self._fpdeep = None
+        self._storage: dict = {}
+        self._crossings: dict = {}
         self._macs = None
 
     # -- construction ----------------------------------------------------------------------
@@ -248,10 +268,26 @@ class Chain:
 
     def _build_traffic(self):
         """Elements / bits crossing each cut position, per image, in each direction."""
-        net, prec = self.network, self.precision
+        prec = self.precision
+        fwd, bwd = self._crossing(1)
+        reduce_f = np.zeros(self.M + 1)
+        reduce_b = np.zeros(self.M + 1)
+        for m in range(self.M):
+            unit = self.units[self.start_u[m]]
+            if self.start_p[m] > 0 and unit.axis == "rows":
+                reduce_f[m] = unit.mac.params * prec.acc_bits / self.batch
+                reduce_b[m] = unit.mac.params * prec.weight_bits / self.batch
+        self.fwd_elems, self.bwd_elems = fwd, bwd
+        self.fwd_bits = fwd * prec.act_bits + reduce_f
+        self.bwd_bits = bwd * prec.grad_bits + reduce_b
+
+    def _crossing(self, P: int):
+        """Elements crossing each cut position per image, forward and backward (the module
+        docstring's traffic, without the all-reduce), channel counts rounded up to ``P``."""
+        net = self.network
         U = len(self.units)
         tensors = ["input"] + [ly.name for ly in net.layers]
-        size = {t: math.prod(net.shape_of(t)) for t in tensors}
+        size = {t: _pad(net.shape_of(t)[0], P) * math.prod(net.shape_of(t)[1:]) for t in tensors}
         prod = {t: self.unit_of[t] for t in tensors}
         last = {}
         for t in tensors:
@@ -260,8 +296,6 @@ class Chain:
         live = [t for t in tensors if last[t] > prod[t]]
         fwd = np.zeros(self.M + 1)
         bwd = np.zeros(self.M + 1)
-        reduce_f = np.zeros(self.M + 1)
-        reduce_b = np.zeros(self.M + 1)
         for m in range(self.M + 1):
             u, p = (self.start_u[m], self.start_p[m]) if m < self.M else (U, 0)
             for t in live:
@@ -275,7 +309,7 @@ class Chain:
                     if t == unit.mac.inputs[0]:
                         if unit.axis == "rows" and consumed_here:
                             halo = max(unit.mac.R - unit.mac.stride, 0) * unit.mac.in_shape[2] \
-                                * unit.mac.C
+                                * _pad(unit.mac.C, P)
                             coef = (1.0 - f) + halo / size[t]
                     elif consumed_here:
                         coef = 1.0 - f
@@ -287,12 +321,7 @@ class Chain:
                 f = unit.bounds[p] / unit.extent
                 fwd[m] += f * size[unit.out]
                 bwd[m] += f * size[unit.out]
-                if unit.axis == "rows":
-                    reduce_f[m] = unit.mac.params * prec.acc_bits / self.batch
-                    reduce_b[m] = unit.mac.params * prec.weight_bits / self.batch
-        self.fwd_elems, self.bwd_elems = fwd, bwd
-        self.fwd_bits = fwd * prec.act_bits + reduce_f
-        self.bwd_bits = bwd * prec.grad_bits + reduce_b
+        return fwd, bwd
 
     # -- per-unit share functions ------------------------------------------------------------
     def _share(self, u: int, lo: int, hi: int):
@@ -347,14 +376,22 @@ class Chain:
         return self._macs
 
     # -- storage -----------------------------------------------------------------------------
-    def storage(self) -> dict:
+    def storage(self, P: int = 1) -> dict:
         """Range functions in bits: ``weights`` (conv weights + gradient accumulators, on
         chip), ``linebuf``, ``stash1`` (WG inputs and ReLU/argmax masks of one image),
         ``mapbuf`` (double-buffered whole maps), and ``fc_dram``: DRAM traffic per image of
         the fc layers, whose weights stay off chip as in FPDeep (per mini-batch: weights read
-        for FP and BP and written after the update, gradients written once)."""
-        if self._storage is not None:
-            return self._storage
+        for FP and BP and written after the update, gradients written once); and the simulated
+        cluster's (the module docstring's **Storage**), channel counts rounded up to ``P``, the
+        engines' array side (1: unpadded): ``cluster_weights``, ``cluster_stash`` (one image in
+        flight) and ``cluster_maps``.  :meth:`cluster_bits` adds them up per FPGA."""
+        if P not in self._storage:
+            if self._fpdeep is None:
+                self._fpdeep = self._fpdeep_storage()
+            self._storage[P] = {**self._fpdeep, **self._cluster_storage(P)}
+        return self._storage[P]
+
+    def _fpdeep_storage(self) -> dict:
         prec = self.precision
 
         def weights(u, lo, hi):
@@ -413,10 +450,98 @@ class Chain:
                 bits += 2 * (ly.in_elems * xf + ly.out_elems * frac) * prec.grad_bits
             return bits
 
-        self._storage = {name: RangeFunc(self, fn) for name, fn in
-                         (("weights", weights), ("linebuf", linebuf), ("stash1", stash1),
-                          ("mapbuf", mapbuf), ("fc_dram", fc_dram))}
-        return self._storage
+        return {name: RangeFunc(self, fn) for name, fn in
+                (("weights", weights), ("linebuf", linebuf), ("stash1", stash1),
+                 ("mapbuf", mapbuf), ("fc_dram", fc_dram))}
+
+    def tap_packed(self, u: int, P: int) -> bool:
+        """Does unit ``u``'s MAC layer run tap-packed on ``P x P`` engines?  As
+        :func:`pymtl_fp.timing.explore_layer_cycles` decides for the cycles (and the cluster's
+        ``--tap-pack auto``): a conv fed by the network input alone, when packing pays."""
+        mac = self.units[u].mac
+        if mac.kind != "conv" or self.units[u].needs_dx or mac.groups != 1:
+            return False
+        shape = timing.ConvShape(n=self.batch, c=mac.C, k=mac.K, h=mac.in_shape[1],
+                                 w=mac.in_shape[2], r=mac.R, s=mac.S, stride=mac.stride,
+                                 pad=mac.pad)
+        return timing.tap_packing_pays(P, shape)
+
+    def _cluster_storage(self, P: int) -> dict:
+        """The simulated cluster's per-unit terms (see :meth:`storage`), channels padded to ``P``."""
+        prec = self.precision
+        dy_slots = min(self.batch, 2)   # overlap: the image in its backward pass and the next
+        packed = [self.tap_packed(u, P) for u in range(len(self.units))]
+
+        def share(u, lo, hi):
+            """``(padded output channels of a member, share of its map's rows)``."""
+            unit = self.units[u]
+            frac = (hi - lo) / unit.extent
+            if unit.axis == "rows":
+                return (lambda ly: _pad(ly.K, P)), frac
+            return (lambda ly: _pad(hi - lo, P) if ly.K == unit.mac.K else _pad(ly.K, P) * frac), 1.0
+
+        def cluster_weights(u, lo, hi):
+            # W, G (its rounded gradient) and B (the un-rounded per-image sums, accumulator-wide;
+            # biases, their gradients and sums), fc layers included
+            mac = self.units[u].mac
+            ch, _ = share(u, lo, hi)
+            if mac.kind == "fc":
+                per_k = _pad(mac.C, P) * mac.in_shape[1] * mac.in_shape[2]
+            elif packed[u]:
+                per_k = _pad(mac.C * mac.R * mac.S, P)
+            else:
+                per_k = _pad(mac.C // mac.groups, P) * mac.R * mac.S
+            bits = ch(mac) * per_k * (2 * prec.weight_bits + prec.acc_bits)
+            return bits + (3 * ch(mac) * prec.acc_bits if mac.bias else 0.0)
+
+        def cluster_stash(u, lo, hi):
+            # one image in flight: the MAC layer's input (also its ReLU mask) and the max pools'
+            # argmaxes (full words)
+            mac = self.units[u].mac
+            ch, rf = share(u, lo, hi)
+            if packed[u]:
+                x = _pad(mac.C * mac.R * mac.S, P) * mac.Ho * mac.Wo
+            else:
+                x = _pad(mac.C, P) * mac.in_shape[1] * mac.in_shape[2]
+            bits = x * rf * prec.act_bits
+            for ly in self.units[u].members:
+                if ly.kind == "pool" and ly.pool_op == "max":
+                    bits += ch(ly) * ly.Ho * ly.Wo * rf * prec.act_bits
+            return bits
+
+        def cluster_maps(u, lo, hi):
+            # one image each: the output-gradient slots, the pools' inputs and output gradients
+            mac = self.units[u].mac
+            ch, rf = share(u, lo, hi)
+            bits = dy_slots * ch(mac) * mac.Ho * mac.Wo * rf * prec.grad_bits
+            for ly in self.units[u].members:
+                if ly.kind == "pool":
+                    bits += ch(ly) * rf * (ly.in_shape[1] * ly.in_shape[2] * prec.act_bits
+                                           + ly.Ho * ly.Wo * prec.grad_bits)
+            return bits
+
+        return {name: RangeFunc(self, fn) for name, fn in
+                (("cluster_weights", cluster_weights), ("cluster_stash", cluster_stash),
+                 ("cluster_maps", cluster_maps))}
+
+    def cluster_bits(self, cuts, P: int = 1) -> np.ndarray:
+        """Bits each FPGA of the partition ``cuts`` keeps under the simulated cluster's 1F1B
+        with per-image weight gradients (``train --wgrad image``, overlap), channel counts
+        rounded up to ``P``: ``cluster_weights + cluster_maps``, the O slots (two per direction:
+        the one-image results it sends forward and the data gradient it sends back, what
+        crosses its two cuts) and ``cluster_stash`` for each image in flight, ``N - i + 2`` at
+        FPGA ``i`` of ``N`` (:func:`pymtl_fp.explore.node_storage.in_flight`), at most the batch."""
+        cuts = np.asarray(cuts, dtype=np.int64)
+        n = len(cuts) - 1
+        a, b = cuts[:-1], cuts[1:]
+        st = self.storage(P)
+        if P not in self._crossings:
+            self._crossings[P] = self._crossing(P)
+        fwd, bwd = self._crossings[P]
+        slots = 2 * (fwd[b] * self.precision.act_bits + bwd[a] * self.precision.grad_bits)
+        ring = np.minimum(n - np.arange(n) + 2, self.batch)
+        return st["cluster_weights"].vec(a, b) + st["cluster_maps"].vec(a, b) + slots \
+            + ring * st["cluster_stash"].vec(a, b)
 
     def fine_storage(self) -> RangeFunc:
         """Fine-grained pipeline storage of a range: weights + line buffers + 2 images."""
@@ -468,6 +593,11 @@ class Chain:
 
     def total_train_macs(self) -> float:
         return float(self.macs.full_cum[-1])
+
+
+def _pad(n: int, P: int) -> int:
+    """``n`` channels rounded up to whole ``P``-lane words."""
+    return -(-int(n) // P) * P
 
 
 class _Sum:

@@ -74,14 +74,15 @@ def _plt():
 SCALING_COLUMNS = ["fpgas", "link", "images_s", "gops", "opt_gops", "speedup", "efficiency",
                    "bound",
                    "link_need_gbps", "util_mean", "util_min", "balance", "fine_mb_max",
-                   "whole_mb_max", "flight_mb_max", "onchip_mb", "fine_fit_frac", "whole_fit_frac",
+                   "whole_mb_max", "flight_mb_max", "flight_conv_mb_max", "onchip_mb", "fine_fit_frac", "whole_fit_frac",
                    "flight_fit_frac", "fc_dram_gbs", "gops_per_j", "images_per_j", "watts_per_fpga"]
 SCALING_HEADERS = {"fpgas": "FPGAs", "images_s": "images/s", "gops": "GOPS",
                    "opt_gops": "GOPS (optimal partition)",
                    "efficiency": "eff.", "link_need_gbps": "busiest link need (Gb/s)",
                    "util_mean": "util. mean", "util_min": "util. min",
                    "fine_mb_max": "fine-grained Mb/FPGA", "whole_mb_max": "whole-map Mb/FPGA",
-                   "flight_mb_max": "in-flight (1F1B) Mb/FPGA", "flight_fit_frac": "in-flight fits",
+                   "flight_mb_max": "in-flight (1F1B) Mb/FPGA",
+                   "flight_conv_mb_max": "in-flight, FPGAs without fc, Mb", "flight_fit_frac": "in-flight fits",
                    "onchip_mb": "on-chip Mb", "fine_fit_frac": "fine fits",
                    "whole_fit_frac": "whole fits", "fc_dram_gbs": "fc DRAM GB/s",
                    "gops_per_j": "GOPs/J", "images_per_j": "images/J", "watts_per_fpga": "W/FPGA"}
@@ -89,7 +90,7 @@ SCALING_FORMATS = {"images_s": ".1f", "gops": ".0f", "opt_gops": ".0f", "speedup
                    "efficiency": ".2f",
                    "link_need_gbps": ".1f", "util_mean": ".2f", "util_min": ".2f",
                    "balance": ".2f", "fine_mb_max": ".1f", "whole_mb_max": ".0f", "flight_mb_max": ".0f",
-                   "flight_fit_frac": ".0%",
+                   "flight_conv_mb_max": ".0f", "flight_fit_frac": ".0%",
                    "onchip_mb": ".1f", "fine_fit_frac": ".0%", "whole_fit_frac": ".0%",
                    "fc_dram_gbs": ".1f", "gops_per_j": ".1f", "images_per_j": ".2f", "watts_per_fpga": ".1f"}
 TABLE_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128)
@@ -176,14 +177,17 @@ def scaling_plot(res, path: Path) -> Path:
     n, fine = res.series(lk0.name, "fine_mb_max")
     _, whole = res.series(lk0.name, "whole_mb_max")
     _, flight = res.series(lk0.name, "flight_mb_max")
+    _, flight_conv = res.series(lk0.name, "flight_conv_mb_max")
     ax.semilogy(n, fine, label="fine-grained pipeline")
     ax.semilogy(n, whole, label="whole-map buffering")
-    ax.semilogy(n, flight, label="whole maps, 1F1B images in flight")
+    ax.semilogy(n, flight, label="simulated cluster, 1F1B in flight (fc on chip)")
+    ax.semilogy(n[1:], flight_conv[1:], color=ax.lines[-1].get_color(), ls=":",
+                label="the same, FPGAs without an fc layer")
     ax.axhline(res.device.onchip_bits / 1e6, color="k", ls="--", lw=0.8,
                label=f"on-chip RAM ({res.device.onchip_bits / 1e6:.0f} Mb)")
     ax.set_xlabel("FPGAs in the chain")
     ax.set_ylabel("largest on-chip need per FPGA (Mb)")
-    ax.set_title("storage (conv weights on chip, fc in DRAM)")
+    ax.set_title("storage (fc in DRAM but for the cluster's line)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
     ax = axes[3]

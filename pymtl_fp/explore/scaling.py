@@ -11,9 +11,10 @@ efficiency against one FPGA, whether compute or the busiest link sets the pace, 
 link's bandwidth need at the compute-bound rate, per-FPGA MAC utilization (mean, min), and
 the largest per-FPGA on-chip storage for the fine-grained pipeline, for whole-map buffering
 (``2(N-i)-1`` images stashed at stage ``i``) and for the simulated cluster's 1F1B with per-image
-weight gradients (whole maps, the ``N-i+2`` images in flight: ``train --wgrad image``) (and the
-share of FPGAs where each fits), and the largest per-FPGA DRAM bandwidth the fc
-layers' off-chip weights need.
+weight gradients (its buffers, fc weights on chip, channels padded to the array side, the layer
+inputs of the ``N-i+2`` images in flight: ``train --wgrad image``, :meth:`.Chain.cluster_bits`)
+(and the share of FPGAs where each fits), and the largest per-FPGA DRAM bandwidth the fc
+layers' weights need off chip (where the first two keep them).
 
 The **knee** of a link model is the smallest N at which the busiest link, not compute, limits
 throughput; past it GOPS stop growing (FPDeep: linear to 60-83 FPGAs with 6 transceivers per
@@ -109,9 +110,10 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         fc_bits = st["fc_dram"].vec(a, b)
         maps, stash = weights_bits + st["mapbuf"].vec(a, b), st["stash1"].vec(a, b)
         whole_bits = maps + (2 * (n - np.arange(n)) - 1) * stash
-        # the simulated cluster's 1F1B with per-image weight gradients (train --wgrad image): stage i
-        # keeps the images in flight, N - i + 2 (cluster.schedule.images_in_flight), at most the batch
-        flight_bits = maps + np.minimum(n - np.arange(n) + 2, batch) * stash
+        # the simulated cluster's 1F1B with per-image weight gradients (train --wgrad image): its
+        # buffers' terms (explore.node_storage's), channels padded to the array side; stage i keeps
+        # the inputs of the images in flight, N - i + 2 (cluster.schedule.images_in_flight)
+        flight_bits = chain.cluster_bits(cuts, arr.P)
         for link in links:
             link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
             ii = max(compute_ii, link_ii)
@@ -145,6 +147,8 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
                 "fine_mb_max": float(fine_bits.max() / 1e6),
                 "whole_mb_max": float(whole_bits.max() / 1e6),
                 "flight_mb_max": float(flight_bits.max() / 1e6),
+                # the same, over the FPGAs that hold no fc layer (one FPGA's fc weights dominate)
+                "flight_conv_mb_max": float(flight_bits[fc_bits == 0].max(initial=0.0) / 1e6),
                 "onchip_mb": onchip / 1e6,
                 "fine_fit_frac": float(np.mean(fine_bits <= onchip)),
                 "whole_fit_frac": float(np.mean(whole_bits <= onchip)),
