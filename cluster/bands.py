@@ -23,6 +23,12 @@ each band on at once, so the next node starts its first band while this one stil
   band has its input rows runs first (the output leaves as early as it can), else the next input
   piece is LOADed; after each band of the first layer the next input piece is LOADed at once.
 * An fc layer has one output row: its one band reads the whole input map, once all of it is there.
+* **Split layers** (a layer's output channels over two neighbouring nodes): the first holder, the
+  node's last item, sends the rows of the layer's input as they arrive or are computed, and each
+  band of its own channels; the second holder, the next node's first item, computes its channels'
+  band from the input rows and assembles the whole rows beside the first holder's in its stage
+  (where the next item reads them).  The pieces a banded pass sends are recorded as the node is
+  compiled, and the next node LOADs them in that order (:meth:`NodeBands.in_plan`).
 * **Which passes.**  By default only the forward passes of the pipeline's fill run in bands (each
   node's passes before its first backward pass of a step,
   :func:`~pymtl_fp.cluster.schedule.fill_passes`; :attr:`NodeBands.band_images`): there the next
@@ -38,8 +44,8 @@ band needs are there (``bwd_data``'s window, :func:`pymtl_fp.golden.band.bwd_dat
 over its pooled rows), the node's first layer's bands sent back at once (measured slower than
 whole-layer backward passes on the digits nets: the README).  The weight gradients stay whole-map
 commands (over the batch, or per image behind the next forward pass): they need the whole maps
-anyway.  Split layers, mixed array sides and replicas are refused (:func:`check_bands`,
-:func:`pymtl_fp.cluster.run.train_on_cluster`).
+anyway.  Backward bands with split layers, mixed array sides and replicas are refused
+(:func:`check_bands`, :func:`pymtl_fp.cluster.run.train_on_cluster`).
 """
 
 from __future__ import annotations
@@ -54,23 +60,23 @@ from pymtl_fp.golden import band
 from pymtl_fp.golden.train import tensor_id
 
 
-def check_bands(bands, net, part, Ps) -> None:
+def check_bands(bands, net, part, Ps, backward=False) -> None:
     """Refuse a ``--bands`` the compiler cannot run: not a count (``auto`` is resolved before
-    compiling: :func:`choose_bands`), negative, with a split layer, or with nodes of different array
-    sides (one line each, before any simulation)."""
+    compiling: :func:`choose_bands`), negative, backward passes in bands with a split layer, or
+    nodes of different array sides (one line each, before any simulation)."""
     if isinstance(bands, bool) or not isinstance(bands, int):
         raise ClusterError(f"--bands {bands!r}: rows per band (an integer; 0: whole layers)")
     if bands < 0:
         raise ClusterError(f"--bands {bands}: rows per band must be >= 1 (0: whole layers)")
     if not bands:
         return
-    split = [it for items in part.nodes for it in items
-             if not it.pool and (it.k0, it.k1) != (0, layer_info(net, it.layer)["k"])]
-    if split:
-        raise ClusterError("--bands runs whole layers in row bands: the partition splits a layer "
-                           "(give --cuts at layer boundaries, or leave --bands out)")
     if len(set(Ps)) > 1:
         raise ClusterError(f"--bands needs one array side on every node, got {sorted(set(Ps))} (leave --bands out)")
+    split = [it for items in part.nodes for it in items
+             if not it.pool and (it.k0, it.k1) != (0, layer_info(net, it.layer)["k"])]
+    if backward and split:
+        raise ClusterError("--bands-backward runs whole layers' backward passes in row bands: the partition "
+                           "splits a layer (give --cuts at layer boundaries, or --no-split)")
 
 
 #: the band heights ``bands="auto"`` tries, finest first
@@ -118,23 +124,42 @@ class NodeBands:
         return band.fwd_window(f["h"], f["r"], f["stride"], f["pad"], 0, y1).i1
 
     def in_plan(self, b) -> list:
-        """The row ranges in which image ``b``'s forward input arrives: the previous node's output
-        bands (whole, if its pass of ``b`` is), or (node 0, banded) the host's image in rows of
-        ``band_rows`` when it has one channel tile."""
-        f = self.info(self.items[0].layer)
-        if self.j > 0:
-            if not self.banded(b, self.j - 1):
-                return [(0, f["h"])]
-            return self.out_bands(self.part.nodes[self.j - 1][-1])
-        if self.banded(b) and tiles(f["c"], self.P) == 1:
-            return band.bands(f["h"], self.band_rows)
-        return [(0, f["h"])]
+        """The pieces in which image ``b``'s forward input arrives, in order: ``(tensor, r0, r1)``,
+        rows ``[r0, r1)`` of the first item's input (``"x"``) or, for a second piece, of the first
+        holder's output (``"y"``, assembled beside its own in :meth:`stage`).  From a banded upstream
+        node, the pieces it sent (``upstream_sent``, recorded as it was compiled); from node 0's
+        host, the image in rows of ``band_rows`` when it has one channel tile; else whole."""
+        it = self.items[0]
+        f = self.info(it.layer)
+        if self.j > 0 and self.banded(b, self.j - 1):
+            return self.upstream_sent[b]
+        if self.j == 0 and self.banded(b) and tiles(f["c"], self.P) == 1:
+            return [("x", r0, r1) for r0, r1 in band.bands(f["h"], self.band_rows)]
+        return [("x", 0, f["h"])] + ([("y", 0, f["ho"])] if self.kind(it) == "second" else [])
 
     # ---- emission ----------------------------------------------------------------------------
     def receive_band(self, b, piece):
-        """LOAD the input rows ``in_plan(b)[piece]`` of image ``b``'s first item."""
+        """LOAD piece ``in_plan(b)[piece]`` of image ``b``'s input: rows of the first item's input,
+        or of the first holder's output (a second piece's, into its :meth:`stage`); a first piece
+        that is also the node's first item sends its input rows on at once (its second holder
+        computes from them too)."""
         it, f = self.items[0], self.info(self.items[0].layer)
-        self._load_rows(it, "X", self.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), self.in_plan(b)[piece])
+        tensor, r0, r1 = self.in_plan(b)[piece]
+        if tensor == "y":
+            self._load_rows(it, "X", self.stage(it, b), "fwd_in", (it.k0, f["ho"], f["wo"]), (r0, r1))
+            return
+        self._load_rows(it, "X", self.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), (r0, r1))
+        if self.kind(it) == "first" and self.banded(b):
+            self._send_rows(b, "x", "X", self.x_addr(it, b), (f["c"], f["h"], f["w"]), (r0, r1), dense=False)
+
+    def _send_rows(self, b, tensor, buf, addr, shape, rows, dense):
+        """STORE rows ``[r0, r1)`` of a ``(C, H, W)`` map at ``addr`` of ``buf`` to ``fwd_out`` (one
+        STORE per channel tile's plane, or one for a ``dense`` band), recorded as the next node's
+        piece ``tensor`` (:meth:`in_plan`)."""
+        (c, h, w), (r0, r1) = shape, rows
+        for off, words in _pieces(tiles(c, self.P), r0, r1, h, w, dense):
+            self.store(buf, addr + off, words * self.P, "fwd_out")
+        self.sent.setdefault(b, []).append((tensor, r0, r1))
 
     def _load_rows(self, it, buf, addr, src, shape, rows):
         """LOAD rows ``[r0, r1)`` of a ``(C, H, W)`` map kept at ``addr`` of ``buf`` from link ``src``:
@@ -162,19 +187,36 @@ class NodeBands:
         has its input rows goes first (its rows leave the node soonest)."""
         items = self.items
         todo = [[(self.need_rows(it, y1), y1, (y0, y1)) for y0, y1 in self.out_bands(it)] for it in items]
+        second = 0 if self.kind(items[0]) == "second" else None  # (its whole output needs the first holder's)
+        sends = second is not None and (len(items) == 1 or self.kind(items[1]) == "first")
         self._run_bands(b, "forward", todo, list(reversed(range(len(items)))), 0, lambda i: i - 1, self.in_plan(b),
                         self.receive_band, lambda i, k, rows, then: self._band(i, b, seed, k, *rows, then=then),
-                        received)
+                        received, second, sends)
 
-    def _run_bands(self, b, what, todo, order, feed, upstream, plan, receive, emit, got=0):
+    def _run_bands(self, b, what, todo, order, feed, upstream, plan, receive, emit, got=0, second=None,
+                   second_sends=False):
         """Emit every band of ``todo[i]`` (item ``i``'s ``(input rows it needs, result rows done after
         it, rows)``, in order) as soon as its input rows are there: trying the items in ``order``;
-        item ``feed`` reads the node's input, which arrives in the row ranges of ``plan`` (``got``
-        already LOADed; ``receive(b, piece)`` LOADs one), every other item ``i`` the results of item
-        ``upstream(i)``.  After each band of ``feed`` the next input piece is LOADed at once, beside
-        the band's compute and before its results leave (``emit(i, k, rows, then)``: the LOAD waits
-        for the link, not the STOREs).  Pieces no band needed are LOADed at the end (still sent)."""
+        item ``feed`` reads the node's input, which arrives in the pieces of ``plan`` (``(tensor, r0,
+        r1)``: the input's rows ``"x"``; ``got`` already LOADed; ``receive(b, piece)`` LOADs one),
+        every other item ``i`` the results of item ``upstream(i)``.  Item ``second`` (a second
+        piece) has whole result rows only where the first holder's rows (``"y"``) are in too; with
+        ``second_sends`` its bands leave the node at once, so each waits for them.
+        After each band of ``feed`` the next input piece is LOADed at once, beside the band's
+        compute and before its results leave (``emit(i, k, rows, then)``: the LOAD waits for the
+        link, not the STOREs).  Pieces no band needed are LOADed at the end (still sent)."""
         got, nxt, done = [got], [0] * len(todo), [0] * len(todo)
+
+        def have(tensor):  # (each tensor's pieces arrive in row order)
+            return max((r1 for t, _, r1 in plan[: got[0]] if t == tensor), default=0)
+
+        def ready(i, need, produced):
+            if i == feed:
+                ok = need <= have("x")
+            else:
+                u = upstream(i)
+                ok = need <= (min(done[u], have("y")) if u == second else done[u])
+            return ok and not (i == second and second_sends and have("y") < produced)
 
         def prefetch():
             if got[0] < len(plan):
@@ -186,8 +228,7 @@ class NodeBands:
                 if nxt[i] == len(todo[i]):
                     continue
                 need, produced, rows = todo[i][nxt[i]]
-                have = (plan[got[0] - 1][1] if got[0] else 0) if i == feed else done[upstream(i)]
-                if need <= have:
+                if ready(i, need, produced):
                     emit(i, nxt[i], rows, prefetch if i == feed else None)
                     done[i], nxt[i] = produced, nxt[i] + 1
                     break
@@ -202,21 +243,27 @@ class NodeBands:
         """Band ``k``, output rows ``[y0, y1)``, of item ``i`` (image ``b``); ``then()`` right after
         its compute command; then where its rows go: on to the next node (from a band buffer in O,
         two alternating, when the O slot holds two; else in place, one STORE per channel tile), into
-        the next item's input, or there by the DMA."""
+        the next item's input, or there by the DMA.  A split layer's first piece (the node's last
+        item) sends its own channels' rows, and the rows of its input go on before them (its second
+        holder computes from them too); a second piece writes its channels' rows beside the first
+        holder's in :meth:`stage`, and, as the node's last item, sends the whole rows."""
         it, items, P = self.items[i], self.items, self.P
         nxt = items[i + 1] if i + 1 < len(items) else None
         f = self.info(it.layer)
         self.layer = self.net.layers[it.layer].name
         H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
-        kt = tiles(f["c"] if it.pool else f["k"], P)
+        kind = self.kind(it)
+        kt = tiles(f["c"] if it.pool else it.k1 - it.k0, P)
         rows = y1 - y0
         if it.pool:
             amsel = int(self.am_in_o(it))
             dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, self.ob(b))
+        elif kind == "second":  # (its channels after the first holder's, in the whole output map)
+            dsel, base = msgs.DSEL_X, self.stage(it, b) + (it.k0 // P) * Ho * Wo
         else:
             dsel, base = (msgs.DSEL_X, self.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, self.ob(b))
         # the last item's band (a pool's argmax shares the result's strides, in place: one tile only)
-        if nxt is None:
+        if nxt is None and kind != "second":
             base, dense = self._band_buffer(base, k, kt * self.band_rows * Wo, self.o_fwd, rows, Ho,
                                             not (it.pool and kt > 1))
         else:
@@ -233,9 +280,10 @@ class NodeBands:
             name = self.net.layers[li].name
             _, wpiece, _ = self.w_region(it)
             bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
-            wseed = slice_seed(seed, (self.b0 + b) * f["k"] * Ho * Wo)
+            wseed = slice_seed(seed, ((self.b0 + b) * f["k"] + it.k0) * Ho * Wo)
             win = band.fwd_window(H, f["r"], f["stride"], f["pad"], y0, y1)
-            fields = dict(self.conv_fields(it, 1), h=win.i1 - win.i0, ho=rows, pt=win.pt, hi=Ho, hp=H, hop=hop)
+            fields = dict(self.conv_fields(it, 1, it.k0, it.k1), h=win.i1 - win.i0, ho=rows, pt=win.pt, hi=Ho, hp=H,
+                          hop=hop)
             self.compute("fwd", self.band_macs(it, y0, y1), it.layer in self.part.packed, **fields,
                          shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
                          stoch=self.mode("fwd_mode"), seed=slice_seed(wseed, y0 * Wo), tid=tensor_id(p, "FWD"),
@@ -243,13 +291,21 @@ class NodeBands:
         if then is not None:
             then()
         buf = msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]]
-        if nxt is not None and buf == "X":
-            return
-        for off, words in _pieces(kt, y0, y1, Ho, Wo, dense):
-            if nxt is None:
-                self.store(buf, base + off, words * P, "fwd_out")
+        to_first = nxt is not None and self.kind(nxt) == "first"  # (its rows go on to the second holder too)
+        if nxt is None:  # on to the next node: a first piece's rows are its "y", the rest its input
+            if kind == "second":
+                self._send_rows(b, "x", "X", self.stage(it, b), (f["k"], Ho, Wo), (y0, y1), dense=False)
             else:
-                self.copy(buf, base + off, "X", self.x_addr(nxt, b) + off, words * P)
+                self._send_rows(b, "y" if kind == "first" else "x", buf, base, (kt * P, Ho, Wo), (y0, y1), dense)
+        elif buf == "X":
+            if to_first:  # (a second piece's whole rows: the first holder's channels too)
+                c = f["k"] if kind == "second" else kt * P
+                self._send_rows(b, "x", "X", self.x_addr(nxt, b), (c, Ho, Wo), (y0, y1), dense=False)
+        else:
+            for off, words in _pieces(kt, y0, y1, Ho, Wo, dense):
+                self.copy(buf, base + off, "X", self.x_addr(nxt, b) + off, words * P, also="fwd_out" if to_first else None)
+            if to_first:
+                self.sent.setdefault(b, []).append(("x", y0, y1))
 
     # ---- the backward pass ------------------------------------------------------------------
     def bwd_bands(self, it) -> list:
@@ -270,13 +326,13 @@ class NodeBands:
         node's data-gradient bands (its first item's ``dx`` rows), or whole (the host's loss gradient)."""
         last = self.items[-1]
         if self.j == self.part.n - 1:
-            return [(0, self.info(last.layer)["ho"])]
-        return [dx for _, dx in self.bwd_bands(self.part.nodes[self.j + 1][0])]
+            return [("x", 0, self.info(last.layer)["ho"])]
+        return [("x", *dx) for _, dx in self.bwd_bands(self.part.nodes[self.j + 1][0])]
 
     def receive_dy_band(self, b, piece):
         """LOAD rows ``bwd_in_plan()[piece]`` of image ``b``'s output gradient of the last item."""
         it, f = self.items[-1], self.info(self.items[-1].layer)
-        self._load_rows(it, "D", self.dy_in(it, b), "bwd_in", (f["k"], f["ho"], f["wo"]), self.bwd_in_plan()[piece])
+        self._load_rows(it, "D", self.dy_in(it, b), "bwd_in", (f["k"], f["ho"], f["wo"]), self.bwd_in_plan()[piece][1:])
 
     def backward_bands(self, b, seed):
         """Image ``b``'s backward pass in row bands: each item's data gradient band by band as soon

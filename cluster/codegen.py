@@ -75,6 +75,9 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
         self.band_rows = bands
         self.bands_backward = bool(bands and bands_backward)  # the backward passes in bands too
         self.received = {}  # image -> input pieces already LOADed (row bands)
+        #: image -> the pieces its banded forward pass sent to the next node, in order (``in_plan``)
+        self.sent = {}
+        self.upstream_sent = {}  # the previous node's ``sent``
         #: the items whose weight gradients are computed per image and summed in B
         #: (:meth:`keep_in_flight`; the rest: over the batch at the step's end)
         self.per_image = frozenset()
@@ -135,7 +138,7 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
             self.receive_band(b, 0)
             self.received[b] = 1
             return
-        if self.band_rows and len(self.in_plan(b)) > 1:  # whole, from the upstream node's bands
+        if self.j > 0 and self.banded(b, self.j - 1):  # whole, from the upstream node's bands
             for piece in range(len(self.in_plan(b))):
                 self.receive_band(b, piece)
             return

@@ -64,7 +64,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     0: whole layers), and with ``bands_backward`` every backward pass too."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
-    check_bands(bands, net, part, [e.P for e in ccfg.engines])
+    check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     fmt, shifts = check_training(net, tcfg, steps, part.batch)
@@ -121,10 +121,12 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
     nodes = []
     # (the fill's forward passes in bands, or every one: the same for each node's upstream node)
     band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
+    prev_sent = {}
     for j in range(part.n):
         nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
                          wgrad, bands, bands_backward)
         nd.band_images = band_images
+        nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
         if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
             nd.keep_in_flight(schedule)
         seed = begin_step(nd, params)
@@ -163,6 +165,7 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
         if not per_image:
             nd.weight_phase(seed)
         nodes.append(end_step(nd, steps))
+        prev_sent = nd.sent
     return nodes
 
 

@@ -199,7 +199,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     images, labels = images[: steps * batch], labels[: steps * batch]
     rep = replicas_for(parallel, ccfg.n, batch, groups)
     if rep is None:
-        split = split_allowed(schedule, split) and not bands  # (bands run whole layers)
+        split = split_allowed(schedule, split) and not bands_backward  # (backward bands: whole layers)
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
                                 schedule=schedule, wgrad=wgrad)
         # (refuses misfits first)

@@ -6,8 +6,9 @@ node keeps only the images in flight) and ``--wgrad auto`` (per image where it c
 most 5 % more: the conv layers; the fc layers over the batch), side by side on the CL cluster
 (1F1B), every run checked bit for bit against the golden mini-batch step (a difference fails the
 run).  ``--bands 0,1,2`` adds FPDeep's fine-grained pipeline (``train --bands``: forward passes in
-row bands of that many rows, each sent on at once) beside whole layers (0); every run is then
-partitioned without split layers, which the bands need, so the modes compare on the same cuts.
+row bands of that many rows, each sent on at once) beside whole layers (0), on the same cuts (the
+default partition, split layers included; ``--no-split`` cuts at layer boundaries, as
+``--bands-backward`` needs).
 ``--band-passes fill,all`` runs the bands in the pipeline's fill only (``train --bands``' default:
 label ``R``) and in every forward pass (``train --bands-all``: label ``Rall``).
 
@@ -49,7 +50,9 @@ def add_arguments(parser):
                         help="--wgrad modes (default batch,image,auto)")
     parser.add_argument("--bands", default="0", metavar="R0,R1,...",
                         help="rows per band of the forward passes, 0: whole layers (default 0; e.g. 0,1,2: the "
-                             "fine-grained pipeline beside the layer pipeline, all without split layers)")
+                             "fine-grained pipeline beside the layer pipeline, on the same cuts)")
+    parser.add_argument("--no-split", action="store_true",
+                        help="cut every net at layer boundaries (as train --no-split; --bands-backward needs it)")
     parser.add_argument("--band-passes", default="fill", metavar="fill,all",
                         help="with --bands: which forward passes run in bands: fill (the pipeline's fill, as train "
                              "--bands), all (every one, as train --bands-all) or both, side by side (default fill)")
@@ -116,7 +119,7 @@ def main(args) -> int:
     passes = [p.strip() for p in args.band_passes.split(",")]
     if not passes or any(p not in ("fill", "all") for p in passes) or len(set(passes)) < len(passes):
         raise UserError(f"--band-passes {args.band_passes!r}: fill, all or fill,all")
-    split = bands == [0]  # (bands run whole layers: every run on the same cuts)
+    split = not (args.no_split or args.bands_backward)  # (backward bands run whole layers)
     variants = [(r, p) for r in bands for p in (passes if r else ["fill"])]
     jobs = [(net.name, args.precision, n, b, w, v, args.bands_backward, split, args.steps, args.act_depth,
              args.stream_lanes)
@@ -128,9 +131,10 @@ def main(args) -> int:
             ClusterConfig.homogeneous(1, engine_for_net(net, args.precision).replace(stream_lanes=args.stream_lanes))
     except (ClusterError, ValueError) as exc:
         raise UserError(f"bench storage: {exc}") from None
-    print(f"--wgrad {'/'.join(wgrads)}" + (f", --bands {'/'.join(map(str, bands))} (no split layers"
-                                           + (", backward passes in bands too)" if args.bands_backward else ")")
-                                           if not split else "")
+    print(f"--wgrad {'/'.join(wgrads)}"
+          + (f", --bands {'/'.join(map(str, bands))}" + (", backward passes in bands too" if args.bands_backward else "")
+             if bands != [0] else "")
+          + (" (no split layers)" if not split else " (split layers allowed)")
           + f", CL cluster (1F1B, {args.stream_lanes}-element beats, {args.steps} steps, the last measured; every run "
           f"bit-exact with the golden model)", flush=True)
     try:

@@ -141,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="FPDeep's fine-grained pipeline: the forward passes of the pipeline's fill (each node's "
                           "passes before its first backward pass of a step) in row bands of ROWS output rows, "
                           "each band computed as soon as the rows it needs are there and sent on at once (the "
-                          "same bits; whole layers on nodes of one array side, no split); auto: the finest of 1, 2, "
+                          "same bits; nodes of one array side; split layers too); auto: the finest of 1, 2, "
                           "4 rows that the timing model finds at most 2%% dearer than whole layers; 0 (default): the "
                           "layer pipeline, a layer starts when its whole input has arrived")
     grp.add_argument("--bands-all", action="store_true",
@@ -150,8 +150,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "instead of running a backward pass; README)")
     grp.add_argument("--bands-backward", action="store_true",
                      help="with --bands: the backward passes in row bands too (each layer's data gradient band by "
-                          "band as the output-gradient rows arrive); measured slower than whole-layer backward "
-                          "passes here (README)")
+                          "band as the output-gradient rows arrive; cuts at layer boundaries); measured slower than "
+                          "whole-layer backward passes here (README)")
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")

@@ -38,14 +38,15 @@ def test_bench_storage_bad_input(capsys):
 
 def test_bench_storage_row_bands_beside_whole_layers(tmp_path, capsys):
     """``--bands 0,1 --band-passes fill,all``: the fine-grained pipeline (in the fill's passes, and
-    in every pass) beside the layer pipeline on the same cuts (no split layers), every run checked
-    against the golden step; the same words (bands run in place), the first logits sooner on 3 nodes."""
+    in every pass) beside the layer pipeline on the same cuts (split layers allowed: LeNet on 3 nodes
+    splits conv1 and conv2), every run checked against the golden step; the same words (bands run in
+    place), the first logits sooner on 3 nodes."""
     out_json = tmp_path / "bands.json"
     assert main(["bench", "storage", "--nets", "lenet-digits", "--nodes", "3", "--batches", "4", "--steps", "2",
                  "--wgrads", "auto", "--bands", "0,1", "--band-passes", "fill,all", "--workers", "1",
                  "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
-    assert "--bands 0/1 (no split layers)" in out
+    assert "--bands 0/1 (split layers allowed)" in out
     assert "bands of 1 rows, the fill's passes: fill" in out and "bands of 1 rows, every forward pass: fill" in out
     rows = {(r["bands"], r["band_passes"]): r for r in json.loads(out_json.read_text())}
     assert set(rows) == {(0, None), (1, "fill"), (1, "all")}

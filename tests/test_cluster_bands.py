@@ -1,7 +1,8 @@
 """FPDeep's fine-grained pipeline on the cluster (``bands``, :mod:`pymtl_fp.cluster.bands`): the
 pipeline fill's forward passes (or, ``bands_all``, every one) in row bands, each band computed when its
 input rows are there and sent on at once, the other passes whole layers taking their input in the
-upstream node's pieces, in place inside the whole maps (maps in planes); the final weights equal the golden mini-batch
+upstream node's pieces, in place inside the whole maps (maps in planes), split layers included (the
+input rows and the first piece's rows go on to the second holder); the final weights equal the golden mini-batch
 step bit for bit on 1-4 nodes, both mini-batch schedules and continuous propagation, every
 ``--wgrad``, both rounding modes, random stalls and link latencies, FL and CL (and the Verilated
 cluster, cycle for cycle with CL); the first logits come sooner than with whole layers."""
@@ -68,7 +69,9 @@ def _run(data, ccfg, level, *, bands, net=NET, batch=3, steps=2, tcfg=TCFG, chec
 def test_row_bands_equal_the_golden_minibatch_step(data, deep, n, level, bands, batch, latency, stall, seed, schedule,
                                                    overlap, wgrad, stoch, backward, every):
     net = VGG if deep else NET
-    n = n if deep else min(n, 3)  # (LeNet has three conv/fc layers: four nodes would split one)
+    # (LeNet has three conv/fc layers: on four nodes one is split, which backward bands refuse; every
+    # other run takes the default partition, split layers included)
+    n = n if deep or not backward else min(n, 3)
     ccfg = _ccfg(n, net, link=default_link(32, latency))
     run = _run(data, ccfg, level, bands=bands, net=net, batch=batch, stall=(stall, seed), schedule=schedule,
                overlap=overlap, wgrad=wgrad, tcfg=STOCH if stoch else TCFG, bands_backward=backward, bands_all=every)
@@ -132,9 +135,10 @@ def test_bands_run_in_place_and_the_first_logits_come_sooner(data):
         assert len(rows) > len(whole) and all(c["hw"] == c["h"] * c["w"] for c in whole), op
         assert any(c["hw"] > c["h"] * c["w"] for c in rows), op  # a band of rows read or written in place
     ccfg = _ccfg(4, VGG)
-    layer = _run(data, ccfg, "cl", bands=0, net=VGG, steps=1, split=False)
+    layer = _run(data, ccfg, "cl", bands=0, net=VGG, steps=1)
     banded = _run(data, ccfg, "cl", bands=1, net=VGG, steps=1)
     assert layer.report["partition"]["cuts"] == banded.report["partition"]["cuts"]
+    assert banded.report["partition"]["split_layers"] == ["conv2", "conv4"]
     fill = [r.report["pipeline"]["fill_cycles_first_logits"] for r in (layer, banded)]
     assert fill[1] < fill[0], fill
 
@@ -158,7 +162,7 @@ def test_a_mutant_without_the_rows_seed_offset_rounds_differently(data, monkeypa
 
 def test_refusals(data):
     for kw, msg in ((dict(bands=-1), "rows per band must be >= 1"),
-                    (dict(bands=1, cuts=[0, 1, 7, 9]), "splits a layer"),
+                    (dict(bands=1, bands_backward=True, cuts=[0, 1, 7, 9]), "splits a layer"),
                     (dict(bands=1, parallel="data"), "no --bands")):
         with pytest.raises(ClusterError, match=msg):
             _run(data, _ccfg(3 if "cuts" in kw else 2), "fl", check=False, **kw)
@@ -176,6 +180,11 @@ def test_verilated_cluster_in_bands_equals_golden_and_cl_cycle_for_cycle(data):
     assert v.cycles == c.cycles
     for key in ("cycles_per_step", "steady_state", "pipeline"):
         assert v.report[key] == c.report[key], key
+    # a split layer (conv2 over both nodes) in forward bands: its input rows and the first piece's
+    # rows go on to the second holder as they are computed
+    v = _run(data, ccfg, "verilator", bands=1, steps=1, batch=2, wgrad="auto")
+    c = _run(data, ccfg, "cl", bands=1, steps=1, batch=2, wgrad="auto")
+    assert v.report["partition"]["split_layers"] == ["conv2"] and v.cycles == c.cycles
 
 
 def test_auto_chooses_the_finest_height_the_timing_model_allows(data, monkeypatch):

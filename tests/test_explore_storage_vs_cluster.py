@@ -6,9 +6,9 @@ partition (each node program's buffer plan, ``alloc.usage()``: what the run's re
 Asserted: every node's words in **each of the six buffers (X, D, O, W, G, B) equal** the
 prediction exactly (so X + D and the total are within the issue's 10 % with no slack), on
 lenet-digits and vgg-digits, 1-4 nodes (where the partition exists), batch 8 and 32, ``--wgrad``
-batch, image and auto, with and without overlap, partitions with split layers (whole layers) and
-without, and row bands of one row on the partitions without (bands run in place: the same words as
-whole layers, also asserted).  Also: the in-flight ring against the schedule's count; GPipe,
+batch, image and auto, with and without overlap, partitions with split layers and without, whole
+layers and row bands of one row (bands run in place: the same words as whole layers, also
+asserted).  Also: the in-flight ring against the schedule's count; GPipe,
 ``cp`` and ``sgd``; tap packing; array side 2; bands of two rows and backward passes in bands.
 Programs are compiled only (no simulation: the report's words are the compiled plan's)."""
 
@@ -29,9 +29,9 @@ from pymtl_fp.net import load_net
 
 PREC = "8"
 NETS = ("lenet-digits", "vgg-digits")
-#: (bands, split): whole layers on the default partition (split layers allowed), whole layers and
-#: bands of one row on the partition cut at layer boundaries (bands refuse split layers)
-PIPELINES = ((0, True), (0, False), (1, False))
+#: (bands, split): whole layers and bands of one row, on the default partition (split layers
+#: allowed) and on the partition cut at layer boundaries
+PIPELINES = ((0, True), (1, True), (0, False), (1, False))
 
 
 @functools.cache
