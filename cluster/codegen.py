@@ -44,6 +44,7 @@ import numpy as np
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.bands import NodeBands
+from pymtl_fp.cluster.bands_backward import NodeBackwardBands
 from pymtl_fp.cluster.buffers import Alloc
 from pymtl_fp.cluster.collectives import NodeCollectives
 from pymtl_fp.cluster.dma import elems, slice_seed
@@ -58,7 +59,7 @@ from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
 
 
-class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands):
+class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBackwardBands):
     """Code generation context of one node."""
 
     def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch", bands=0,
