@@ -140,7 +140,8 @@ def _passes(cprog) -> str:
         return "layer-level (per image, whole feature maps)"
     fwd = "every forward pass" if cprog.bands_all else "the fill's forward passes (the others whole layers)"
     bwd = "every backward pass too" if cprog.bands_backward else "layer-level backward passes"
-    return f"row bands of {cprog.bands} rows: {fwd}, {bwd} (each band sent on at once)"
+    rows = f"{cprog.bands} row" + ("s" if cprog.bands > 1 else "")
+    return f"row bands of {rows}: {fwd}, {bwd} (each band sent on at once)"
 
 
 def _weight_gradients(cprog) -> str:

@@ -186,8 +186,9 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     backward pass of a step: :func:`~pymtl_fp.cluster.schedule.fill_passes`) in row bands of that
     many output rows, each band sent on as soon as it is computed (FPDeep's fine-grained pipeline,
     :mod:`pymtl_fp.cluster.bands`; whole layers, no split, one array side); 0: whole layers;
-    ``auto``: the finest height the timing model finds no dearer than whole layers
-    (:func:`~pymtl_fp.cluster.bands.choose_bands`).  ``bands_all``: every forward pass in bands.
+    ``auto`` (``train``'s default): the finest height the timing model finds no dearer than whole
+    layers (:func:`~pymtl_fp.cluster.bands.choose_bands`), or whole layers where bands cannot run
+    (replicas, nodes of different array sides).  ``bands_all``: every forward pass in bands.
     ``bands_backward``: every backward pass in bands too."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
@@ -198,6 +199,9 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
     rep = replicas_for(parallel, ccfg.n, batch, groups)
+    if bands == "auto" and not (bands_backward or bands_all) and (
+            rep is not None or len({e.P for e in ccfg.engines}) > 1):
+        bands = 0  # (auto: whole layers where bands cannot run: replicas, nodes of different array sides)
     if rep is None:
         split = split_allowed(schedule, split) and not bands_backward  # (backward bands: whole layers)
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,

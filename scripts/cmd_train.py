@@ -137,13 +137,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "keeps only the images in flight, and B is deepened to hold the sums) or auto (per image "
                           "for the layers where it costs the engine at most 5%% more cycles, the conv layers; over "
                           "the batch for the rest, such as fc layers)")
-    grp.add_argument("--bands", default="0", metavar="ROWS",
+    grp.add_argument("--bands", default="auto", metavar="ROWS",
                      help="FPDeep's fine-grained pipeline: the forward passes of the pipeline's fill (each node's "
                           "passes before its first backward pass of a step) in row bands of ROWS output rows, "
                           "each band computed as soon as the rows it needs are there and sent on at once (the "
-                          "same bits; nodes of one array side; split layers too); auto: the finest of 1, 2, "
-                          "4 rows that the timing model finds at most 2%% dearer than whole layers; 0 (default): the "
-                          "layer pipeline, a layer starts when its whole input has arrived")
+                          "same bits; nodes of one array side; split layers too); auto (default): the finest of 1, "
+                          "2, 4 rows that the timing model finds at most 2%% dearer than whole layers, or whole "
+                          "layers where bands cannot run (--parallel data|hybrid, --arrays of different sides); 0: "
+                          "the layer pipeline, a layer starts when its whole input has arrived")
     grp.add_argument("--bands-all", action="store_true",
                      help="with --bands: every forward pass in row bands, not only the fill's (measured slower: "
                           "with the pipeline full a pass started early waits for its upstream node's rows "
@@ -347,9 +348,9 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     bands = bands_option(args.bands)
     if args.bands_backward and bands == 0:
-        raise UserError("--bands-backward runs the backward passes in the row bands of --bands: give --bands too")
+        raise UserError("--bands-backward runs the backward passes in the row bands of --bands: not with --bands 0")
     if args.bands_all and bands == 0:
-        raise UserError("--bands-all runs every forward pass in the row bands of --bands: give --bands too")
+        raise UserError("--bands-all runs every forward pass in the row bands of --bands: not with --bands 0")
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
     from pymtl_fp.energy.constants import fpga_families
 

@@ -197,10 +197,26 @@ def test_auto_chooses_the_finest_height_the_timing_model_allows(data, monkeypatc
     assert _run(data, _ccfg(3), "fl", bands="auto", steps=1).report["bands"] == 0
 
 
+def test_auto_is_trains_default_and_runs_whole_layers_where_bands_cannot(data):
+    """``train --engine cluster`` runs ``--bands auto``: bands where they can run, whole layers
+    (not an error) with replicas or nodes of different array sides."""
+    import argparse
+
+    from pymtl_fp.cli import cmd_train
+
+    parser = argparse.ArgumentParser()
+    cmd_train.add_arguments(parser)
+    assert parser.parse_args(["--engine", "cluster"]).bands == "auto"
+    assert _run(data, _ccfg(2), "fl", bands="auto", steps=1).report["bands"] == 1
+    assert _run(data, _ccfg(3, Ps=[4, 2, 2]), "fl", bands="auto", steps=1).report["bands"] == 0
+    assert _run(data, _ccfg(2), "fl", bands="auto", steps=1, parallel="data", batch=4).report["bands"] == 0
+
+
 def test_the_cli_refuses_a_bad_bands_option(capsys):
     from pymtl_fp.cli.main import main
 
-    for bad in (["--bands", "x"], ["--bands", "-1"], ["--bands", "2000"], ["--bands-backward"], ["--bands-all"]):
+    for bad in (["--bands", "x"], ["--bands", "-1"], ["--bands", "2000"], ["--bands", "0", "--bands-backward"],
+                ["--bands", "0", "--bands-all"]):
         assert main(["train", "--engine", "cluster", "--nodes", "2", *bad]) == 1
         err = capsys.readouterr().err
         assert "--bands" in err and len(err.strip().splitlines()) == 1
