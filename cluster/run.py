@@ -185,7 +185,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     ``bands``: the forward passes of the pipeline's fill (each node's passes before its first
     backward pass of a step: :func:`~pymtl_fp.cluster.schedule.fill_passes`) in row bands of that
     many output rows, each band sent on as soon as it is computed (FPDeep's fine-grained pipeline,
-    :mod:`pymtl_fp.cluster.bands`; whole layers, no split, one array side); 0: whole layers;
+    :mod:`pymtl_fp.cluster.bands`; nodes of one array side); 0: whole layers;
     ``auto`` (``train``'s default): the finest height the timing model finds no dearer than whole
     layers (:func:`~pymtl_fp.cluster.bands.choose_bands`), or whole layers where bands cannot run
     (replicas, nodes of different array sides).  ``bands_all``: every forward pass in bands.
