@@ -181,9 +181,11 @@ def test_verilated_cluster_in_bands_equals_golden_and_cl_cycle_for_cycle(data):
     for key in ("cycles_per_step", "steady_state", "pipeline"):
         assert v.report[key] == c.report[key], key
     # a split layer (conv2 over both nodes) in forward bands: its input rows and the first piece's
-    # rows go on to the second holder as they are computed
-    v = _run(data, ccfg, "verilator", bands=1, steps=1, batch=2, wgrad="auto")
-    c = _run(data, ccfg, "cl", bands=1, steps=1, batch=2, wgrad="auto")
+    # rows go on to the second holder as they are computed (B as deep as above: the same build)
+    deep_b = ccfg.replace(engines=tuple(e.replace(bias_depth=v.report["node"][0]["buffers"]["B"]["depth"])
+                                        for e in ccfg.engines))
+    v = _run(data, deep_b, "verilator", bands=1, steps=1, batch=2, wgrad="auto")
+    c = _run(data, deep_b, "cl", bands=1, steps=1, batch=2, wgrad="auto")
     assert v.report["partition"]["split_layers"] == ["conv2"] and v.cycles == c.cycles
 
 
