@@ -299,6 +299,21 @@ def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1, drain_row
                 store_cycles=sto)
 
 
+def _explore_shape(layer) -> dict:
+    """One group's :class:`ConvShape` fields (but ``n`` and ``k``) of an explore conv or fc layer."""
+    if layer.kind == "fc":
+        return dict(c=layer.in_elems, h=1, w=1, r=1, s=1, stride=1, pad=0)
+    return dict(c=layer.C // layer.groups, h=layer.in_shape[1], w=layer.in_shape[2], r=layer.R, s=layer.S,
+                stride=layer.stride, pad=layer.pad)
+
+
+def explore_packs(layer, P: int, needs_dx: bool, batch: int = 1) -> bool:
+    """Does explore run an explore conv or fc ``layer`` tap-packed on ``P x P`` engines?  A layer
+    without ``bwd_data`` (the first), one group, where packing pays (:func:`tap_packing_pays`)."""
+    g = 1 if layer.kind == "fc" else layer.groups
+    return not needs_dx and g == 1 and tap_packing_pays(P, ConvShape(n=batch, k=layer.K, **_explore_shape(layer)))
+
+
 def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = None, ho: int | None = None,
                          batch: int = 1, packed: bool | None = None, drain_rows: int = 1) -> dict:
     """Engine compute cycles per image of (a share of) one :class:`pymtl_fp.explore.layers.Layer`
@@ -320,18 +335,14 @@ def explore_layer_cycles(layer, P: int, needs_dx: bool = True, k: int | None = N
         kk = layer.K if k is None else int(k)
         if kk <= 0 or (ho is not None and int(ho) <= 0):
             return {"fp": 0, "bp": 0, "wg": 0}
-        if layer.kind == "fc":
-            shape = dict(c=layer.in_elems, h=1, w=1, r=1, s=1, stride=1, pad=0)
-        else:
-            shape = dict(c=layer.C // g, h=layer.in_shape[1], w=layer.in_shape[2], r=layer.R, s=layer.S,
-                         stride=layer.stride, pad=layer.pad)
+        shape = _explore_shape(layer)
         per_group = layer.K // g
         parts = [per_group] * (kk // per_group) + ([kk % per_group] if kk % per_group else [])
         frac = 1.0 if ho is None or layer.kind == "fc" else int(ho) / layer.Ho
         if packed and needs_dx:
             raise ValueError(f"layer {layer.name!r}: only a layer without bwd_data can be tap-packed")
         if packed is None:
-            packed = not needs_dx and g == 1 and tap_packing_pays(P, ConvShape(n=batch, k=per_group, **shape))
+            packed = explore_packs(layer, P, needs_dx, batch)
         out = {}
         for key, op in (("fp", "fwd"), ("bp", "bwd_data"), ("wg", "bwd_weight")):
             if op == "bwd_data" and not needs_dx:  # (a packed layer never needs it)

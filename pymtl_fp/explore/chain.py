@@ -458,13 +458,8 @@ class Chain:
         """Does unit ``u``'s MAC layer run tap-packed on ``P x P`` engines?  As
         :func:`pymtl_fp.timing.explore_layer_cycles` decides for the cycles (and the cluster's
         ``--tap-pack auto``): a conv fed by the network input alone, when packing pays."""
-        mac = self.units[u].mac
-        if mac.kind != "conv" or self.units[u].needs_dx or mac.groups != 1:
-            return False
-        shape = timing.ConvShape(n=self.batch, c=mac.C, k=mac.K, h=mac.in_shape[1],
-                                 w=mac.in_shape[2], r=mac.R, s=mac.S, stride=mac.stride,
-                                 pad=mac.pad)
-        return timing.tap_packing_pays(P, shape)
+        unit = self.units[u]
+        return unit.mac.kind == "conv" and timing.explore_packs(unit.mac, P, unit.needs_dx, self.batch)
 
     def _cluster_storage(self, P: int) -> dict:
         """The simulated cluster's per-unit terms (see :meth:`storage`), channels padded to ``P``."""
@@ -597,7 +592,7 @@ class Chain:
 
 def _pad(n: int, P: int) -> int:
     """``n`` channels rounded up to whole ``P``-lane words."""
-    return -(-int(n) // P) * P
+    return timing.cdiv(n, P) * P
 
 
 class _Sum:

@@ -76,14 +76,11 @@ from dataclasses import dataclass, field
 
 from pymtl_fp import timing
 from pymtl_fp.cluster.schedule import AUTO_SLACK
+from pymtl_fp.timing import cdiv
 
 BUFS = ("X", "D", "O", "W", "G", "B")
 #: schedules that compute each image's weight gradient after its backward pass
 PER_IMAGE_SCHEDULES = ("cp", "sgd")
-
-
-def _t(n: int, p: int) -> int:
-    return -(-int(n) // p)
 
 
 @dataclass
@@ -159,10 +156,10 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
             return "whole" if it.k1 == layers[it.layer]["k"] else "first"
 
         def act(c, f):
-            return _t(c, P) * f["h"] * f["w"]
+            return cdiv(c, P) * f["h"] * f["w"]
 
         def res(c, f):
-            return _t(c, P) * f["ho"] * f["wo"]
+            return cdiv(c, P) * f["ho"] * f["wo"]
 
         def per_image(it):
             f = layers[it.layer]
@@ -196,11 +193,11 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
                 own = res(kk, f)
                 nw.add("X", f"{name} input ({keep_x} images)", keep_x * act(f["c"], f))
                 nw.add("D", f"{name} output gradient ({keep_dy} images)", keep_dy * own)
-                per_kt = _t(f["c"], P) * f["r"] * f["s"]
-                wwords = _t(kk, P) * per_kt
-                nw.add("W", f"{name} weights", _t(f["k"], P) * per_kt if kd == "second" else wwords)
+                per_kt = cdiv(f["c"], P) * f["r"] * f["s"]
+                wwords = cdiv(kk, P) * per_kt
+                nw.add("W", f"{name} weights", cdiv(f["k"], P) * per_kt if kd == "second" else wwords)
                 nw.add("G", f"{name} weight gradient", wwords)
-                nw.add("B", f"{name} bias and bias gradient", 2 * _t(kk, P))
+                nw.add("B", f"{name} bias and bias gradient", 2 * cdiv(kk, P))
                 if kd == "second":
                     # the whole layer's incoming gradient, where bwd_data reads it: not needed by the
                     # net's first layer when a pool follows (its pool_bwd pieces write each part
@@ -210,10 +207,10 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
                     if last:
                         nw.add("X", f"{name} whole output (one image)", res(f["k"], f))
                     if not raw:
-                        nw.add("G", f"{name} db of the second piece", _t(kk, P))
-                        nw.add("B", f"{name} db of the second piece", _t(kk, P))
+                        nw.add("G", f"{name} db of the second piece", cdiv(kk, P))
+                        nw.add("B", f"{name} db of the second piece", cdiv(kk, P))
                 if raw:
-                    nw.add("B", f"{name} un-rounded dw and db sums", wwords * P + _t(kk, P))
+                    nw.add("B", f"{name} un-rounded dw and db sums", wwords * P + cdiv(kk, P))
                 if kd == "first" or (kd == "whole" and last):
                     o_fwd = max(o_fwd, own)
             if i == 0 and not layers[it.layer].get("packed"):
