@@ -52,6 +52,7 @@ from pymtl_fp.cluster.emit import NodeEmitter
 from pymtl_fp.cluster.node_program import NodeProgram
 from pymtl_fp.cluster.partition import _Shape, op_cycles
 from pymtl_fp.cluster.regions import NodeRegions
+from pymtl_fp.cluster.remote_weights import NodeRemoteWeights
 from pymtl_fp.cluster.schedule import AUTO_SLACK, PER_IMAGE, images_in_flight
 from pymtl_fp.engine import msgs, packing, program
 from pymtl_fp.engine.msgs import pack_bias, pack_weight, tiles
@@ -59,12 +60,18 @@ from pymtl_fp.golden.per_image import image_seed
 from pymtl_fp.golden.train import tensor_id
 
 
-class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBackwardBands):
+class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBackwardBands):
     """Code generation context of one node."""
 
     def __init__(self, j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch", bands=0,
-                 bands_backward=False):
+                 bands_backward=False, placement=None, home_plan=None):
         self.j, self.ecfg, self.net, self.part, self.cfg = j, ecfg, net, part, cfg
+        #: layers whose weights a neighbour keeps ({layer: home}), the layers this node keeps for
+        #: a neighbour ([(user, layer)]) and the order it sends them in (:mod:`~pymtl_fp.cluster.weights_home`)
+        self.remote = placement.remote(j) if placement else {}
+        self.hosted = placement.hosted(j) if placement else []
+        self.home_plan = home_plan
+        self.stage_slots = placement.slots.get(j, 2) if placement else 2
         self.P = ecfg.P
         self.Ps = list(Ps) if Ps is not None else [self.P] * part.n  # every node's P
         self.shifts, self.fmt = shifts, fmt
@@ -114,8 +121,9 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
         slots, their output gradients for the image in its backward pass (two with overlap: the
         next one's arrive while the last one's weight gradients run)."""
         per_schedule = schedule in PER_IMAGE
-        self.per_image = frozenset(it for it in self.items
-                                   if not it.pool and (per_schedule or self.wgrad_per_image(it)))
+        self.per_image = frozenset(it for it in self.items  # (a remote layer's: over the batch)
+                                   if not it.pool and not self.is_remote(it)
+                                   and (per_schedule or self.wgrad_per_image(it)))
         self.slots = images_in_flight(schedule, self.j, self.part.n, self.B,
                                       late_wgrad=not per_schedule and self.wgrad != "batch")
         self.dy_slots = min(self.B, 1 + self.ovl)
@@ -173,7 +181,7 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
             else:
                 p = f["p"]
                 name = self.net.layers[li].name
-                _, wpiece, _ = self.w_region(it)
+                wpiece = None if self.is_remote(it) else self.w_region(it)[1]
                 bpiece = self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
                 off = (self.b0 + b) * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
                 case = self.case(it, 1, it.k0, it.k1)
@@ -191,12 +199,14 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
                     dsel, d0 = msgs.DSEL_X, self.x_addr(nxt, b)
                 else:
                     dsel, d0 = msgs.DSEL_O, self.ob(b)
-                self.compute("fwd", program.useful_macs("fwd", case), li in self.part.packed,
-                             **self.conv_fields(it, 1, it.k0, it.k1),
-                             shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
-                             stoch=self.mode("fwd_mode"), seed=slice_seed(seed, off),
-                             tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b), a1=wpiece, a2=bpiece,
-                             d0=d0, dsel=dsel)
+                common = dict(shift=self.shifts[name].fwd, relu=int(self.net.layers[li].relu),
+                              stoch=self.mode("fwd_mode"), tid=tensor_id(p, "FWD"), a0=self.x_addr(it, b))
+                if self.is_remote(it):  # a chunk of the weights at a time, from the neighbour keeping them
+                    self.remote_fwd(it, b, seed, off, bpiece, d0, dsel, **common)
+                else:
+                    self.compute("fwd", program.useful_macs("fwd", case), li in self.part.packed,
+                                 **self.conv_fields(it, 1, it.k0, it.k1), **common, seed=slice_seed(seed, off),
+                                 a1=wpiece, a2=bpiece, d0=d0, dsel=dsel)
                 if kind == "second":
                     out = ("X", stage, self.out_words(li))
                 elif kind == "first":
@@ -292,17 +302,20 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
                             self.move("bwd_in", "bwd_out", elems("act", dx, self.src_P("bwd_in")))
                     continue
                 if p > 0:
-                    wfull, _, _ = self.w_region(it)
                     case = self.case(it, 1)
                     case["dy"] = None
                     prev_relu = self.net.param_layers()[p - 1].relu
                     dsel, d0 = self.dx_dest(prev, b)
-                    self.compute("bwd_data", program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
-                                 shift=self.shifts[name].bwd_data, relu=int(prev_relu),
-                                 stoch=self.mode("grad_mode"),
-                                 seed=slice_seed(seed, (self.b0 + b) * f["c"] * f["h"] * f["w"]),
-                                 tid=tensor_id(p, "DX"), a0=self.dy_in(it, b), a1=wfull,
-                                 a2=self.x_addr(it, b), d0=d0, dsel=dsel)
+                    common = dict(shift=self.shifts[name].bwd_data, relu=int(prev_relu), stoch=self.mode("grad_mode"),
+                                  tid=tensor_id(p, "DX"))
+                    off = (self.b0 + b) * f["c"] * f["h"] * f["w"]
+                    if self.is_remote(it):  # an input-channel tile of the weights at a time
+                        self.remote_bwd_data(it, b, seed, off, self.dy_in(it, b), self.x_addr(it, b), d0, dsel,
+                                             **common)
+                    else:
+                        self.compute("bwd_data", program.useful_macs("bwd_data", case), **self.conv_fields(it, 1),
+                                     **common, seed=slice_seed(seed, off), a0=self.dy_in(it, b),
+                                     a1=self.w_region(it)[0], a2=self.x_addr(it, b), d0=d0, dsel=dsel)
                     out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, self.in_words(li))
             if out is None:
                 continue
@@ -319,12 +332,20 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
         already in B, rounded by the router), or for one ``image`` (a per-image schedule, after its backward
         pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
         for it in self.items:
-            if it.pool:
+            if it.pool or self.is_remote(it):
                 continue
             if image is None and it in self.per_image:  # the sums of every image, rounded once
                 self.round_and_update(it, seed)
             else:
                 self.weight_gradient(it, seed, image)
+        # the remote layers' gradients go to their homes last (after a first piece's weights, which
+        # its second holder LOADs first), and a home takes them after updating its own layers
+        for it in self.items:
+            if self.is_remote(it):
+                self.remote_gradient(it, seed)
+                self.update_bias(it, seed)
+        if image is None:
+            self.hosted_updates(seed)
 
     def weight_gradient(self, it, seed, image=None):
         """Item ``it``'s weight gradient over the whole batch, or of one ``image`` (a per-image
@@ -368,25 +389,32 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
         kk, CRS = it.k1 - it.k0, f["c"] * f["r"] * f["s"]
         _, wpiece, wwords = self.w_region(it)
         g = self.A.get("G", f"g{li}", wwords)
-        bb = self.A.get("B", f"b{li}", tiles(kk, P))
-        db = self.A.get("B", f"db{li}", tiles(kk, P))
         self.compute("update", 0,
                      k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
                      shift=sh.update_w, stoch=self.mode("update_mode"),
                      seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "UPDATE_W"),
                      a0=wpiece, a1=g, d0=wpiece)
-        # bias SGD in the DMA's scalar unit
+        self.update_bias(it, wseed)
+        if kind == "first":
+            self.store("W", wpiece, wwords * P * P, "fwd_out")
+        elif kind == "second":
+            wfull, _, _ = self.w_region(it)
+            self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
+
+    def update_bias(self, it, wseed):
+        """Item ``it``'s bias SGD in the DMA's scalar unit (``b`` and ``db`` from B through the
+        scratch FIFO), rounding with ``wseed``."""
+        P, li, f = self.P, it.layer, self.info(it.layer)
+        p, sh = f["p"], self.shifts[self.net.layers[li].name]
+        kk = it.k1 - it.k0
+        bb = self.A.get("B", f"b{li}", tiles(kk, P))
+        db = self.A.get("B", f"db{li}", tiles(kk, P))
         nb = tiles(kk, P) * P
         self.store("B", bb, nb, "scratch")
         self.store("B", db, nb, "scratch")
         self.bias_update(nb, kk, sh.update_b, self.mode("update_mode"), slice_seed(wseed, it.k0),
                          tensor_id(p, "UPDATE_B"), self.fmt.bias_bits)
         self.load("B", bb, nb, "scratch")
-        if kind == "first":
-            self.store("W", wpiece, wwords * P * P, "fwd_out")
-        elif kind == "second":
-            wfull, _, _ = self.w_region(it)
-            self.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
 
     def initial(self, params):
         P = self.P
@@ -399,13 +427,15 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
             w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
             if li in self.part.packed:  # kept in the packed layout (K, C*R*S, 1, 1) on the node
                 w = packing.pack_weight(w)
-            wfull, wpiece, _ = self.w_region(it)
-            if self.kind(it) == "second":
-                self.host_load("W", wfull, pack_weight(w[: it.k1], P).reshape(-1))
+            if self.is_remote(it):  # (the neighbour keeping them loads them)
+                pass
+            elif self.kind(it) == "second":
+                self.host_load("W", self.w_region(it)[0], pack_weight(w[: it.k1], P).reshape(-1))
             else:
-                self.host_load("W", wpiece, pack_weight(w[it.k0: it.k1], P).reshape(-1))
+                self.host_load("W", self.w_region(it)[1], pack_weight(w[it.k0: it.k1], P).reshape(-1))
             self.host_load("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                            pack_bias(b[it.k0: it.k1], P).reshape(-1))
+        self.hosted_initial(params)
 
     def final(self):
         P = self.P
@@ -414,7 +444,9 @@ class NodeCodegen(NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBack
                 continue
             li = it.layer
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
-            _, wpiece, wwords = self.w_region(it)
-            self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
+            if not self.is_remote(it):  # (the neighbour keeping them sends them)
+                _, wpiece, wwords = self.w_region(it)
+                self.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
             self.store("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                        tiles(it.k1 - it.k0, P) * P, ("host", ("b", li, it.k0, it.k1)))
+        self.hosted_final()

@@ -31,6 +31,7 @@ from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_i
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.partition import layer_info, partition
 from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
+from pymtl_fp.cluster.weights_home import HomePlan, check_links, place_weights
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import TrainConfig, step_seed
 
@@ -50,7 +51,7 @@ def check_wgrad(wgrad: str, schedule: str) -> None:
 
 def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0,
-                    bands_backward: bool = False, bands_all: bool = False) -> ClusterProgram:
+                    bands_backward: bool = False, bands_all: bool = False, weight_home: str = "auto") -> ClusterProgram:
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
     the hazards) and results alternate between two O slots per direction.  ``schedule``: the
@@ -61,15 +62,21 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     :func:`compile_pipeline` deepens it).  ``bands``: the forward passes of the pipeline's fill
     (:func:`~pymtl_fp.cluster.schedule.fill_passes`; with ``bands_all`` every forward pass) in row
     bands of that many output rows (FPDeep's fine-grained pipeline, :mod:`~pymtl_fp.cluster.bands`;
-    0: whole layers), and with ``bands_backward`` every backward pass too."""
+    0: whole layers), and with ``bands_backward`` every backward pass too.  ``weight_home``: ``auto``
+    lets a neighbour keep the weights of a node's layers that do not fit its W (FPDeep's weight
+    balancing, :func:`~pymtl_fp.cluster.weights_home.place_weights`), ``off`` does not."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
     fmt, shifts = check_training(net, tcfg, steps, part.batch)
+    placement = place_weights(net, ccfg, part, schedule=schedule, mode=weight_home)
+    if placement and bands:
+        raise ClusterError("the weights of " + "; ".join(placement.describe(net)) + ": they stream in for "
+                           "whole layers, not row bands (--bands 0, or deeper W buffers)")
     nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
-                  bands_all)
+                  bands_all, placement)
     check_fit(nodes, part.batch)
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
@@ -77,20 +84,20 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
                           (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part),
                           wgrad=wgrad, bands=bands, bands_backward=bool(bands and bands_backward),
-                          bands_all=bool(bands and bands_all))
+                          bands_all=bool(bands and bands_all), placement=placement)
 
 
 def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                      schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False,
-                     bands_all: bool = False):
+                     bands_all: bool = False, weight_home: str = "auto"):
     """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
     (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
     un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
     if wgrad == "batch":
         return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                     bands_backward, bands_all)
+                                     bands_backward, bands_all, weight_home)
     cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                            bands_backward, bands_all)
+                            bands_backward, bands_all, weight_home)
     return fit_bias(ccfg, cprog), cprog
 
 
@@ -115,58 +122,78 @@ ROOMY_BIAS = 65536
 
 
 def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad="batch", bands=0,
-          bands_backward=False, bands_all=False) -> list:
-    """Every node's program (unchecked)."""
-    per_image = schedule in PER_IMAGE
-    nodes = []
+          bands_backward=False, bands_all=False, placement=None) -> list:
+    """Every node's program (unchecked).  With a ``placement`` (layers whose weights a neighbour
+    keeps, :mod:`~pymtl_fp.cluster.weights_home`), each home node is compiled again once its
+    user's step is known, with the weight chunks placed in its step (:class:`HomePlan`)."""
     # (the fill's forward passes in bands, or every one: the same for each node's upstream node)
     band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
-    prev_sent = {}
+    args = (net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
+            band_images, placement)
+    nodes, gens, prev_sent = [], [], {}
     for j in range(part.n):
-        nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
-                         wgrad, bands, bands_backward)
-        nd.band_images = band_images
-        nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
-        if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
-            nd.keep_in_flight(schedule)
-        seed = begin_step(nd, params)
-        order = step_order(schedule, j, part.n, part.batch)
-        received = set()
-        wg_due = None  # an image whose weight gradients follow the next forward pass
-        for i, (kind, b) in enumerate(order):
-            if kind == "fwd":
-                nd.phase = "fwd"
-                nd.forward(b, seed, received=b in received)
-            else:
-                if b == 0:
-                    nd.mark(MARK_BWD)
-                nd.phase = "bwd"
-                then = None
-                # (not under sgd: the next input exists only once this image's gradient has gone back)
-                if i + 1 < len(order) and order[i + 1][0] == "fwd" and schedule != "sgd":
-                    nb = order[i + 1][1]
-                    received.add(nb)
-                    then = functools.partial(nd.receive, nb)
-                nd.backward(b, seed, then)
-            nd.done_mark(done_id(kind, b))
-            if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
-                wg_due = b
-            if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
-                # ... after the forward pass that follows its backward pass (which the next node
-                # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
-                nd.phase = "wgi"
-                nd.raw_gradients(wg_due, 1, nd.per_image)
-                wg_due = None
-            if kind == "bwd" and per_image:  # the node's layers updated at once
-                nd.phase = "upd"
-                nd.weight_phase(seed, image=b)
-        nd.phase = "wg"
-        nd.mark(MARK_WG)
-        if not per_image:
-            nd.weight_phase(seed)
-        nodes.append(end_step(nd, steps))
+        nd = _emit_node(j, prev_sent, None, *args)
+        nodes.append(nd.prog)
+        gens.append(nd)
         prev_sent = nd.sent
+    if placement:
+        for h in sorted({h for h in placement.homes.values()}):
+            u = placement.hosted(h)[0][0]  # (a home keeps one user's layers)
+            plan = HomePlan.from_log(u, h, gens[u].link_log)
+            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args)
+            nodes[h], gens[h] = nd.prog, nd
+        for (u, _), h in placement.homes.items():
+            check_links(gens[u].link_log, gens[h].link_log, u, h)
     return nodes
+
+
+def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands,
+               bands_backward, band_images, placement):
+    """Node ``j``'s code generator, its program emitted."""
+    per_image = schedule in PER_IMAGE
+    nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
+                     wgrad, bands, bands_backward, placement, plan)
+    nd.band_images = band_images
+    nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
+    if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
+        nd.keep_in_flight(schedule)
+    seed = begin_step(nd, params)
+    order = step_order(schedule, j, part.n, part.batch)
+    received = set()
+    wg_due = None  # an image whose weight gradients follow the next forward pass
+    for i, (kind, b) in enumerate(order):
+        if kind == "fwd":
+            nd.phase = "fwd"
+            nd.forward(b, seed, received=b in received)
+        else:
+            if b == 0:
+                nd.mark(MARK_BWD)
+            nd.phase = "bwd"
+            then = None
+            # (not under sgd: the next input exists only once this image's gradient has gone back)
+            if i + 1 < len(order) and order[i + 1][0] == "fwd" and schedule != "sgd":
+                nb = order[i + 1][1]
+                received.add(nb)
+                then = functools.partial(nd.receive, nb)
+            nd.backward(b, seed, then)
+        nd.done_mark(done_id(kind, b))
+        if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
+            wg_due = b
+        if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
+            # ... after the forward pass that follows its backward pass (which the next node
+            # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
+            nd.phase = "wgi"
+            nd.raw_gradients(wg_due, 1, nd.per_image)
+            wg_due = None
+        if kind == "bwd" and per_image:  # the node's layers updated at once
+            nd.phase = "upd"
+            nd.weight_phase(seed, image=b)
+    nd.phase = "wg"
+    nd.mark(MARK_WG)
+    if not per_image:
+        nd.weight_phase(seed)
+    end_step(nd, steps)
+    return nd
 
 
 def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b",
@@ -252,6 +279,7 @@ def begin_step(nd, params) -> int:
 def end_step(nd, steps: int) -> NodeProgram:
     """Close node ``nd``'s step loop (``steps`` iterations), emit the final weights to the host and
     HALT; returns its program."""
+    nd.end_hosting()  # (the weight chunks a neighbour still needs this step)
     nd.flush_marks()
     start, last = nd.loop_start, len(nd.ops) - 1
     nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)

@@ -60,6 +60,11 @@ class NodeEmitter:
         self.counting = True
         self.phase = "init"
         self.link = {}
+        #: id(instruction) -> what it moves for a layer kept by a neighbour (a weight chunk or a
+        #: gradient tile, :mod:`~pymtl_fp.cluster.weights_home`); the instructions being emitted get
+        #: ``link_tag`` (None: untagged)
+        self.op_tags = {}
+        self.link_tag = None
 
     # ---- instructions with their marks -------------------------------------------------------
     def emit(self, ins: isa.Instr) -> None:
@@ -67,6 +72,8 @@ class NodeEmitter:
             ins = ins.with_(mark=self.pend_mark, done=self.pend_done)
             self.pend_mark = self.pend_done = 0
         self.ops.append(ins)
+        if self.link_tag is not None:
+            self.op_tags[id(ins)] = self.link_tag
 
     def mark(self, mid: int) -> None:
         """A mark on the next instruction (a NOP carries a previous one that found none)."""

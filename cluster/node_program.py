@@ -95,3 +95,5 @@ class ClusterProgram:
     bands_backward: bool = False
     #: every forward pass in bands, not only the pipeline's fill (:func:`~pymtl_fp.cluster.schedule.fill_passes`)
     bands_all: bool = False
+    #: layers whose weights a neighbour keeps (:class:`~pymtl_fp.cluster.weights_home.Placement`), or None
+    placement: object = None

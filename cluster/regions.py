@@ -143,6 +143,8 @@ class NodeRegions:
         return self.A.get("D", f"dyt{it.layer}", self.out_words(it.layer))
 
     def w_region(self, it):
+        if it.layer in getattr(self, "remote", {}):  # (a compiler bug: streamed, see weights_home)
+            raise AssertionError(f"node {self.j}: layer {it.layer}'s weights are kept by a neighbour")
         f = self.info(it.layer)
         ct = tiles(f["c"], self.P)
         per_kt = ct * f["r"] * f["s"]

@@ -101,7 +101,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance,
                       "weights_per_node": part.weights, "weight_balance_max_over_mean": part.weight_balance,
-                      "tap_packed": [net.layers[li].name for li in sorted(part.packed)]},
+                      "tap_packed": [net.layers[li].name for li in sorted(part.packed)],
+                      **_weight_homes(net, part, cprog)},
         "replicas": replicas_section(cprog, routers, steps),
         "pipelining": _passes(cprog) + f", {cprog.schedule} schedule; "
                       + _weight_gradients(cprog) + "; "
@@ -142,6 +143,17 @@ def _passes(cprog) -> str:
     bwd = "every backward pass too" if cprog.bands_backward else "layer-level backward passes"
     rows = f"{cprog.bands} row" + ("s" if cprog.bands > 1 else "")
     return f"row bands of {rows}: {fwd}, {bwd} (each band sent on at once)"
+
+
+def _weight_homes(net, part, cprog) -> dict:
+    """The layers whose weights a neighbour keeps (FPDeep's weight balancing), and the weights each
+    node then holds (parameters, as ``weights_per_node``) with their balance."""
+    place = cprog.placement
+    if not place:
+        return {"weight_home": []}
+    held = place.held_params(net, part)
+    return {"weight_home": place.describe(net), "weights_held_per_node": held,
+            "weight_held_balance_max_over_mean": max(held) / (sum(held) / len(held))}
 
 
 def _weight_gradients(cprog) -> str:
@@ -247,6 +259,10 @@ def format_report(rep: dict) -> str:
               f"{', '.join(rep['partition']['split_layers']) or 'none'}; tap-packed: "
               f"{', '.join(rep['partition'].get('tap_packed', [])) or 'none'}):")]
     lines += [f"  {x}" for x in rep["partition"]["nodes"]]
+    if rep["partition"].get("weight_home"):
+        lines.append(f"  weight balancing: {'; '.join(rep['partition']['weight_home'])}, streamed in chunks for every "
+                     f"pass; weights held per node {rep['partition']['weights_held_per_node']}, max/mean = "
+                     f"{rep['partition']['weight_held_balance_max_over_mean']:.3f}")
     b = rep["bound"]
     steady = rep["cycles_per_step"][-1]
     cps = rep["cycles_per_step"]

@@ -32,6 +32,7 @@ from pymtl_fp.cluster.report import format_report, make_report
 from pymtl_fp.cluster.router_config import RouterConfig
 from pymtl_fp.cluster.schedule import PER_IMAGE, layer_versions, split_allowed
 from pymtl_fp.cluster.top import ClusterTop, load_programs
+from pymtl_fp.cluster.weights_home import place_weights
 from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import TrainConfig, train_step
 from pymtl_fp.levels import RTL_LEVELS
@@ -154,7 +155,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
                      parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
                      wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
-                     bands_all: bool = False) -> ClusterRun:
+                     bands_all: bool = False, weight_home="auto") -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
     weights the nodes send back, the losses, the cycles and the report.
 
@@ -189,7 +190,12 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     ``auto`` (``train``'s default): the finest height the timing model finds no dearer than whole
     layers (:func:`~pymtl_fp.cluster.bands.choose_bands`), or whole layers where bands cannot run
     (replicas, nodes of different array sides).  ``bands_all``: every forward pass in bands.
-    ``bands_backward``: every backward pass in bands too."""
+    ``bands_backward``: every backward pass in bands too.
+
+    ``weight_home``: ``auto`` lets a neighbour keep the weights of a node's layers that do not fit
+    its W, streamed in chunk by chunk for every pass (FPDeep's weight balancing,
+    :mod:`~pymtl_fp.cluster.weights_home`; ``bands="auto"`` then runs whole layers); ``off``: never;
+    or a :class:`~pymtl_fp.cluster.weights_home.Placement`."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -207,11 +213,13 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
                                 schedule=schedule, wgrad=wgrad)
         # (refuses misfits first)
+        if bands == "auto" and place_weights(net, ccfg, part, schedule=schedule, mode=weight_home):
+            bands = 0  # (weights kept by a neighbour stream in for whole layers)
         if bands == "auto":  # (its compiles refuse what bands cannot run)
             bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
-                                                            wgrad, r, bands_backward, bands_all)[1])
+                                                            wgrad, r, bands_backward, bands_all, weight_home)[1])
         ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                       bands_backward, bands_all)
+                                       bands_backward, bands_all, weight_home)
         parts = None
     else:
         if bands or bands_backward or bands_all:

@@ -93,6 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="MAC array side of each node, one per node (e.g. 4,4,2,2; overrides --array)")
     grp.add_argument("--act-depth", type=int, default=2048, metavar="WORDS",
                      help="activation buffer depth of every node (default 2048)")
+    grp.add_argument("--weight-depth", type=int, default=512, metavar="WORDS",
+                     help="weight and weight-gradient buffer depth (W, G) of every node, in words of P*P elements "
+                          "(default 512)")
+    grp.add_argument("--weight-home", choices=("auto", "off"), default="auto",
+                     help="FPDeep's weight balancing: auto (default) lets a neighbour keep the weights of a node's "
+                          "whole layers that do not fit its W (the node streams them in, a chunk per output or "
+                          "input channel tile, for every pass that reads them; the neighbour updates them; "
+                          "whole layers, no --bands), off: never")
     grp.add_argument("--link-latency", type=int, default=8, metavar="CYCLES", help="link latency (default 8)")
     grp.add_argument("--stream-lanes", type=int, default=1, metavar="E",
                      help="elements per beat on every stream of the cluster: the engines' din/dout, the routers, "
@@ -344,6 +352,7 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
+    validate.integer(args.weight_depth, "--weight-depth", 2, 65536)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     bands = bands_option(args.bands)
@@ -385,9 +394,8 @@ def _run_cluster(args, net) -> int:
     pipes = validate.pipelines(args.pipeline)
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth).replace(stream_lanes=args.stream_lanes,
-                                                                                         **pipes)
-                   for p in arrays]
+        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth, weight_depth=args.weight_depth)
+                   .replace(stream_lanes=args.stream_lanes, **pipes) for p in arrays]
         ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
                              clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
         levels = node_levels(args.level, args.nodes, args.node_levels)
@@ -440,7 +448,8 @@ def _run_cluster(args, net) -> int:
                                max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
                                trace=bool(trace_path or timeline_path), progress_cb=bar,
                                parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad,
-                               bands=bands, bands_backward=args.bands_backward, bands_all=args.bands_all)
+                               bands=bands, bands_backward=args.bands_backward, bands_all=args.bands_all,
+                               weight_home=args.weight_home)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:

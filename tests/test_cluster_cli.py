@@ -78,6 +78,9 @@ def test_pipelined_engines_from_the_command_line(tmp_path, capsys):
     (["--save-weights", "w.txt"], ".npz"),
     (["--schedule", "cp", "--nodes", "4"], "cutting at layer boundaries needs at most that many nodes"),
     (["--schedule", "sgd", "--nodes", "2", "--cuts", "0,4,9"], "conv2 is split over nodes 0 and 1"),
+    (["--weight-depth", "1"], "--weight-depth"),
+    (["--weight-depth", "60"], "node 3 buffer W needs"),
+    (["--weight-depth", "110", "--bands", "1"], "not row bands"),
 ])
 def test_cluster_bad_options_are_user_errors(argv, match):
     with pytest.raises(UserError, match=match):
@@ -161,3 +164,17 @@ def test_bench_parallel_measures_every_method_bit_exact(tmp_path, capsys):
     for r in runs:
         assert "error" not in r and r["images_per_s"] > 0 and 0 < r["mac_utilization"] < 1
         assert (r["weight_phase_cycles"] is None) == (r["method"] == "pipeline")
+
+
+def test_weights_kept_by_a_neighbour_from_the_command_line(tmp_path, capsys):
+    """--weight-depth 110: node 3's 120 words do not fit; node 2 keeps the fc layer's weights."""
+    report = tmp_path / "r.json"
+    assert run_cli("--weight-depth", "110", "--batch", "2", "--steps", "1", "--report", str(report)) == 0
+    out = capsys.readouterr().out
+    assert "weight balancing: fc's weights kept by node 2 for node 3" in out
+    assert "final weights equal the golden model's: yes" in out
+    data = json.loads(report.read_text())
+    assert data["partition"]["weight_home"] == ["fc's weights kept by node 2 for node 3"] and data["bands"] == 0
+    assert max(n["buffers"]["W"]["used"] for n in data["node"]) <= 110
+    with pytest.raises(UserError, match="node 3 buffer W needs 120 words, has 110"):
+        run_cli("--weight-depth", "110", "--batch", "2", "--steps", "1", "--weight-home", "off")

@@ -1,6 +1,7 @@
 """The whole RTL cluster as one Verilated model (compiled bench): bit-exact with the golden model,
 cycle-equal with the CL cluster (every per-node statistic and the energy report), chain and ring, split layers, mixed
-array sides, link faults, continuous propagation, data-parallel replicas; and the compiled bench's stream semantics
+array sides, link faults, continuous propagation, data-parallel replicas, weights kept by a neighbour; and the compiled
+bench's stream semantics
 against PyMTL3's."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
 from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.weights_home import Placement
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -34,12 +36,12 @@ def _ccfg(Ps, topology="chain", act_depth=512):
 
 
 def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b",
-         parallel="pipeline", groups=None):
+         parallel="pipeline", groups=None, weight_home="auto"):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
     run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
                            levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule,
-                           parallel=parallel, groups=groups)
+                           parallel=parallel, groups=groups, weight_home=weight_home)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
                                 cp_versions(NET, ccfg, batch, schedule, cuts))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
@@ -64,6 +66,16 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     v = _run(data, ccfg, "verilator", steps=2)
     assert v.report["simulator"].startswith("verilated cluster") and v.report["partition"]["split_layers"]
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
+
+
+def test_fc_weights_kept_by_the_upstream_node_in_rtl(data):
+    """FPDeep's weight balancing in hardware: node 0 keeps the fc layer's weights, streams them to
+    node 1 chunk by chunk for every pass and updates them from node 1's gradient tiles
+    (:mod:`pymtl_fp.cluster.weights_home`); golden, and equal to CL cycle for cycle."""
+    ccfg, place = _ccfg((4, 4)), Placement({(1, 4): 0})
+    v = _run(data, ccfg, "verilator", steps=2, weight_home=place)
+    assert v.report["partition"]["weight_home"] == ["fc's weights kept by node 0 for node 1"]
+    _same_cycles(v, _run(data, ccfg, "cl", steps=2, weight_home=place))
 
 
 def test_two_node_chain_continuous_propagation(data):

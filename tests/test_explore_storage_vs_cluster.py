@@ -23,6 +23,7 @@ from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
 from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.cluster.schedule import images_in_flight
+from pymtl_fp.cluster.weights_home import Placement
 from pymtl_fp.explore import node_storage
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
@@ -46,7 +47,7 @@ def _params(net):
 
 
 def case(net_name, nodes, batch, wgrad="batch", overlap=True, bands=0, split=True, schedule="1f1b", P=4,
-         pack="off", bands_backward=False):
+         pack="off", bands_backward=False, homes=None, slots=2):
     """``(partition, engine config, predicted NodeWords per node, allocated {buffer: words} per node)``,
     or None where the partition does not exist (more nodes than the cuts allow)."""
     net = _net(net_name)
@@ -58,10 +59,12 @@ def case(net_name, nodes, batch, wgrad="batch", overlap=True, bands=0, split=Tru
                                 wgrad=wgrad)
     except ClusterError:
         return None
+    place = Placement(dict(homes or {}), {u: slots for u, _ in (homes or {})})
     _, cprog = compile_pipeline(net, ccfg, part, _params(net), TrainConfig(PREC, lr_log2=3), 1, overlap, schedule,
-                                wgrad, bands, bands_backward)
+                                wgrad, bands, bands_backward, weight_home=place)
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
-    predicted = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule)
+    predicted = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule,
+                                     homes=homes, stage_slots=place.slots)
     allocated = [{b: u["used"] for b, u in prog.alloc.usage().items()} for prog in cprog.nodes]
     return part, ecfg, predicted, allocated
 
@@ -156,3 +159,14 @@ if __name__ == "__main__":
     print(comparison("lenet-digits", 3, 32, "auto"))
     print("\nlenet-digits, 3 nodes, batch 32, --wgrad auto, --bands 1 (no split layers), overlap:")
     print(comparison("lenet-digits", 3, 32, "auto", bands=1, split=False))
+
+
+@pytest.mark.parametrize("net_name,nodes,homes", [
+    ("lenet-digits", 4, {(3, 4): 2}), ("lenet-digits", 2, {(1, 4): 0}), ("vgg-digits", 3, {(0, 0): 1}),
+    ("vgg-digits", 4, {(3, 6): 2}), ("vgg-digits", 2, {(0, 0): 1, (0, 1): 1}), ("vgg-digits", 2, {(1, 6): 0})])
+@pytest.mark.parametrize("wgrad", ["batch", "auto"])
+@pytest.mark.parametrize("slots", [1, 2])
+def test_weights_kept_by_a_neighbour_are_predicted_exactly(net_name, nodes, homes, wgrad, slots):
+    """``train --weight-home``: the weights and gradients counted at the neighbour keeping them,
+    the staging slots at the node streaming them in, its tile-by-tile weight gradient."""
+    _check(case(net_name, nodes, 8, wgrad=wgrad, homes=homes, slots=slots), (net_name, nodes, homes))

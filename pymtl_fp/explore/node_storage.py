@@ -55,6 +55,12 @@ B     bias and bias gradient, ``2 t(kk)``;  a second piece over the batch: ``t(k
       ``P`` accumulators a word (``P`` times its G words) and ``db`` (``t(kk)``)
 ====  =========================================================================================
 
+**Weights kept by a neighbour** (``train --weight-home``, ``homes``): a whole layer's weights and
+weight gradient (W, G) count at the neighbour keeping them; the node computing with it keeps two
+staging slots (one where two do not fit) of its largest chunk in W and of its largest gradient tile
+in G, its input and output gradient over the batch, and a word or two more for its tile-by-tile
+weight gradient (:func:`remote_terms`).
+
 Pools carry no weights.  Row bands (``--bands``, also ``--bands-backward``) run in place in the
 same regions (the band buffers of a node's last layer are the two halves of its O slot), so the
 words do not depend on them.  Not modelled (none occurs on nodes that share one array side ``P`` on the digits nets):
@@ -135,18 +141,22 @@ def wgrad_per_image(f: dict, kk: int, ecfg, batch: int) -> bool:
 
 
 def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch", overlap: bool = False,
-            schedule: str = "1f1b") -> list:
+            schedule: str = "1f1b", homes: dict | None = None, stage_slots: dict | None = None) -> list:
     """Words of every node's six buffers (:class:`NodeWords`, one per node).
 
     ``layers[i]``: layer ``i``'s shape fields as the engine runs it
     (:func:`pymtl_fp.cluster.partition.layer_info`, with ``packed`` for a tap-packed layer);
     ``nodes[j]``: node ``j``'s items (``layer``, ``k0``, ``k1``, ``pool``); ``ecfg``: the engines'
-    config (``P``; its timing for ``auto``); ``wgrad``, ``overlap``, ``schedule``: the run's."""
+    config (``P``; its timing for ``auto``); ``wgrad``, ``overlap``, ``schedule``: the run's.
+    ``homes``: ``{(node, layer): neighbour}``, whole layers whose weights a neighbour keeps
+    (``train --weight-home``; :func:`remote_terms`), with ``stage_slots[node]`` staging slots."""
     P, n, ovl = ecfg.P, len(nodes), int(bool(overlap))
     per_schedule = schedule in PER_IMAGE_SCHEDULES
+    homes = homes or {}
     out = []
     for j, items in enumerate(nodes):
         nw = NodeWords(j)
+        remote = {li for (u, li) in homes if u == j}
 
         def kind(it):
             if it.pool:
@@ -161,10 +171,10 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
         def res(c, f):
             return cdiv(c, P) * f["ho"] * f["wo"]
 
-        def per_image(it):
+        def per_image(it, remote=remote):
             f = layers[it.layer]
-            return per_schedule or wgrad == "image" or (
-                wgrad == "auto" and wgrad_per_image(f, it.k1 - it.k0, ecfg, batch))
+            return it.layer not in remote and (per_schedule or wgrad == "image" or (
+                wgrad == "auto" and wgrad_per_image(f, it.k1 - it.k0, ecfg, batch)))
 
         in_flight_kept = per_schedule or wgrad != "batch"
         slots = in_flight(schedule, j, n, batch) if in_flight_kept else batch
@@ -195,9 +205,12 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
                 nw.add("D", f"{name} output gradient ({keep_dy} images)", keep_dy * own)
                 per_kt = cdiv(f["c"], P) * f["r"] * f["s"]
                 wwords = cdiv(kk, P) * per_kt
-                nw.add("W", f"{name} weights", cdiv(f["k"], P) * per_kt if kd == "second" else wwords)
-                nw.add("G", f"{name} weight gradient", wwords)
                 nw.add("B", f"{name} bias and bias gradient", 2 * cdiv(kk, P))
+                if it.layer in remote:
+                    remote_terms(nw, name, f, P, batch)
+                else:
+                    nw.add("W", f"{name} weights", cdiv(f["k"], P) * per_kt if kd == "second" else wwords)
+                    nw.add("G", f"{name} weight gradient", wwords)
                 if kd == "second":
                     # the whole layer's incoming gradient, where bwd_data reads it: not needed by the
                     # net's first layer when a pool follows (its pool_bwd pieces write each part
@@ -216,8 +229,34 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
             if i == 0 and not layers[it.layer].get("packed"):
                 o_bwd = act(f["c"], f)
         nw.add("O", "result slots", 2 * (o_fwd + o_bwd) if ovl else max(o_fwd, o_bwd))
+        if remote:  # the staging slots of the chunks streamed in (W) and of the gradient tiles (G)
+            k = (stage_slots or {}).get(j, 2)
+            rl = [layers[li] for li in sorted(remote)]
+            nw.add("W", "weight chunks (staging)", k * max(max(cdiv(f["c"], P), cdiv(f["k"], P)) * f["r"] * f["s"]
+                                                           for f in rl))
+            nw.add("G", "gradient tiles (staging)", k * max(cdiv(f["c"], P) * f["r"] * f["s"] for f in rl))
+        for (u, li), h in homes.items():  # the weights kept for a neighbour, and their gradient
+            if h == j:
+                f = layers[li]
+                words = cdiv(f["k"], P) * cdiv(f["c"], P) * f["r"] * f["s"]
+                nw.add("W", f"layer {li} weights (kept for node {u})", words)
+                nw.add("G", f"layer {li} weight gradient (kept for node {u})", words)
         out.append(nw)
     return out
+
+
+def remote_terms(nw, name: str, f: dict, P: int, batch: int) -> None:
+    """A whole layer whose weights a neighbour keeps (``train --weight-home``): its weights and
+    gradient only pass through the node's staging slots (counted once per node), its weight
+    gradient runs over the batch one output-channel tile at a time, each past the first with a
+    one-channel ``db`` command: its ``dw`` word in G and its own ``db`` word in B (and, where the
+    layer's output map is larger than its input, an input of ``B Ho Wo`` words for it in X)."""
+    kt = cdiv(f["k"], P)
+    nw.add("B", f"{name} db of the first tile's command", 1)
+    if kt > 1:
+        nw.add("G", f"{name} dw of the db commands", 1)
+        if f["ho"] * f["wo"] > cdiv(f["c"], P) * f["h"] * f["w"]:
+            nw.add("X", f"{name} input of the db commands", batch * f["ho"] * f["wo"])
 
 
 def table(rows: list, bufs=("X", "D", "W", "B")) -> str:
