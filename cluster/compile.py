@@ -77,7 +77,8 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
                            "whole layers, not row bands (--bands 0, or deeper W buffers)")
     nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
                   bands_all, placement)
-    check_fit(nodes, part.batch)
+    check_fit(nodes, part.batch, "" if weight_home == "off" else
+              " (--weight-home auto found no neighbour with room for whole layers of it)")
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
@@ -318,13 +319,15 @@ def check_beats(nodes: list, lanes: int) -> None:
                                f"number of {lanes}-element beats")
 
 
-def check_fit(nodes: list, batch: int) -> None:
-    """Refuse programs whose buffer regions overflow their nodes' buffers (before simulating)."""
+def check_fit(nodes: list, batch: int, w_hint: str = "") -> None:
+    """Refuse programs whose buffer regions overflow their nodes' buffers (before simulating);
+    ``w_hint`` follows an overflowing W."""
     bad = []
     for prog in nodes:
         for buf in prog.alloc.overflow():
             u = prog.alloc.usage()[buf]
-            bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}")
+            bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}"
+                       + (w_hint if buf == "W" else ""))
     if bad:
         raise ClusterError("the mapping does not fit the nodes' buffers (batch "
                            f"{batch}): " + "; ".join(bad) +

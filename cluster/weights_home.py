@@ -96,15 +96,6 @@ class Placement:
         """The layers node ``h`` keeps for a neighbour: ``[(user, layer)]`` in layer order."""
         return sorted((u, li) for (u, li), hh in self.homes.items() if hh == h)
 
-    def held_words(self, net, part, Ps) -> list:
-        """Per node, the W words of the weights it keeps (its own, minus its remote layers, plus
-        those it keeps for a neighbour; without the staging slots)."""
-        out = []
-        for j, items in enumerate(part.nodes):
-            own = sum(item_weight_words(net, part, Ps[j], it) for it in items if it.layer not in self.remote(j))
-            out.append(own + sum(item_weight_words(net, part, Ps[j], _whole(net, li)) for _, li in self.hosted(j)))
-        return out
-
     def held_params(self, net, part) -> list:
         """Per node, the parameters it keeps (as :attr:`Partition.weights`: weights and biases),
         its remote layers' weights at their homes."""
