@@ -78,7 +78,8 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
                   bands_all, placement)
     check_fit(nodes, part.batch, "" if weight_home == "off" else
-              " (--weight-home auto found no neighbour with room for whole layers of it)")
+              " (weights kept by a neighbour need a mini-batch schedule, 1f1b or gpipe)" if schedule in PER_IMAGE
+              else " (--weight-home auto found no neighbour with room for whole layers of it)")
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
     p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
