@@ -31,7 +31,7 @@ from pymtl_fp.cluster.emit import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_i
 from pymtl_fp.cluster.node_program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.partition import layer_info, partition
 from pymtl_fp.cluster.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
-from pymtl_fp.cluster.weights_home import HomePlan, check_links, place_weights
+from pymtl_fp.cluster.weights_home import HomePlan, Placement, check_links, place_weights
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import TrainConfig, step_seed
 
@@ -51,7 +51,8 @@ def check_wgrad(wgrad: str, schedule: str) -> None:
 
 def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0,
-                    bands_backward: bool = False, bands_all: bool = False, weight_home: str = "auto") -> ClusterProgram:
+                    bands_backward: bool = False, bands_all: bool = False,
+                    weight_home: str | Placement = "auto") -> ClusterProgram:
     """One program per node for ``steps`` training steps from ``params`` (raw integers).
     ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
     the hazards) and results alternate between two O slots per direction.  ``schedule``: the
@@ -64,7 +65,8 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     bands of that many output rows (FPDeep's fine-grained pipeline, :mod:`~pymtl_fp.cluster.bands`;
     0: whole layers), and with ``bands_backward`` every backward pass too.  ``weight_home``: ``auto``
     lets a neighbour keep the weights of a node's layers that do not fit its W (FPDeep's weight
-    balancing, :func:`~pymtl_fp.cluster.weights_home.place_weights`), ``off`` does not."""
+    balancing, :func:`~pymtl_fp.cluster.weights_home.place_weights`), ``off`` does not, a
+    :class:`~pymtl_fp.cluster.weights_home.Placement` says which."""
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
@@ -77,7 +79,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
                            "whole layers, not row bands (--bands 0, or deeper W buffers)")
     nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
                   bands_all, placement)
-    check_fit(nodes, part.batch, "" if weight_home == "off" else
+    check_fit(nodes, part.batch, "" if weight_home != "auto" else
               " (weights kept by a neighbour need a mini-batch schedule, 1f1b or gpipe)" if schedule in PER_IMAGE
               else " (--weight-home auto found no neighbour with room for whole layers of it)")
     check_beats(nodes, ccfg.lanes)
@@ -91,7 +93,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
 
 def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
                      schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False,
-                     bands_all: bool = False, weight_home: str = "auto"):
+                     bands_all: bool = False, weight_home: str | Placement = "auto"):
     """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
     (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
     un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
