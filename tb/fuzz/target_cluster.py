@@ -10,7 +10,8 @@ exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-
 case also draws how the nodes share the work: one pipeline, or data-parallel / hybrid replicas
 (``--parallel``; GPipe order, a batch of at least one image per replica), which must end with the
 same one-node weights, and, for a mini-batch pipeline, when the weight gradients are computed
-(``--wgrad batch | image | auto``).
+(``--wgrad batch | image | auto``) and, half the time, one whole layer whose weights a neighbour
+keeps and streams in for every pass (``--weight-home``, :mod:`pymtl_fp.cluster.weights_home`).
 ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
 cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
@@ -61,6 +62,7 @@ def case_strategy(draw, level):
         schedule=draw(st.sampled_from(["1f1b", "gpipe", "cp", "sgd"])),
         parallel=draw(st.sampled_from(["pipeline", "pipeline", "data", "hybrid"])),
         wgrad=draw(st.sampled_from(["batch", "image", "auto"])),
+        weight_home=draw(st.one_of(st.none(), st.integers(0, 1000))),
     )
 
 
@@ -95,9 +97,10 @@ def check(case, level, ctx):
         sl = slice(case["first_image"], case["first_image"] + steps * batch)
         images, labels = _fixture()[2][sl], _fixture()[3][sl]
     try:
+        home = _placement(net, ccfg, batch, case) if parallel == "pipeline" and schedule in ("1f1b", "gpipe") else None
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
                                levels=[level] * n, split=case["split"], stall=stall, schedule=schedule,
-                               parallel=parallel, groups=groups, wgrad=wgrad)
+                               parallel=parallel, groups=groups, wgrad=wgrad, weight_home=home or "auto")
     except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
         assume(False)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, schedule))
@@ -107,13 +110,35 @@ def check(case, level, ctx):
         raise AssertionError(f"{level} cluster of {n} node(s): weights differ from the golden model in {bad}")
 
 
+def _placement(net, ccfg, batch, case):
+    """The case's layer kept by a neighbour (``weight_home``: which of the partition's whole
+    conv/fc layers and neighbours), or None."""
+    from pymtl_fp.cluster.compile import choose_partition
+    from pymtl_fp.cluster.partition import layer_info
+    from pymtl_fp.cluster.weights_home import Placement
+
+    pick = case.get("weight_home")  # (case files written before it was drawn: none)
+    if pick is None:
+        return None
+    part = choose_partition(net, ccfg, batch, split=case["split"])
+    cands = [(u, it.layer, h) for u, items in enumerate(part.nodes) for it in items
+             if not it.pool and it.k0 == 0 and it.k1 == layer_info(net, it.layer)["k"]
+             for h in (u - 1, u + 1) if 0 <= h < part.n]
+    if not cands:
+        return None
+    u, li, h = cands[pick % len(cands)]
+    return Placement({(u, li): h})
+
+
 def coverage(case):
     parallel = case.get("parallel", "pipeline")
     schedule = case.get("schedule", "1f1b") if parallel == "pipeline" else "gpipe"
     wgrad = case.get("wgrad", "batch") if parallel == "pipeline" and schedule in ("1f1b", "gpipe") else "batch"
     return (f"{parallel} {schedule} wgrad-{wgrad} {case['nodes']} node(s) {'split' if case['split'] else 'layer-cut'} "
             f"L{case['latency']} "
-            f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else ""))
+            f"{case['steps']}x batch {case['batch']}" + (f" stall{case['stall']}" if case["stall"] else "")
+            + (" weight-home" if case.get("weight_home") is not None and parallel == "pipeline"
+               and schedule in ("1f1b", "gpipe") else ""))
 
 
 TARGET = FuzzTarget(
