@@ -12,6 +12,8 @@ cycles from the engine's timing model, useful MACs, elements per link).
 
 from __future__ import annotations
 
+import contextlib
+
 from pymtl_fp import timing
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.buffers import BUF_ID
@@ -74,6 +76,15 @@ class NodeEmitter:
         self.ops.append(ins)
         if self.link_tag is not None:
             self.op_tags[id(ins)] = self.link_tag
+
+    @contextlib.contextmanager
+    def tagged(self, tag):
+        """The instructions emitted inside get ``tag`` (:attr:`op_tags`)."""
+        self.link_tag = tag
+        try:
+            yield
+        finally:
+            self.link_tag = None
 
     def mark(self, mid: int) -> None:
         """A mark on the next instruction (a NOP carries a previous one that found none)."""

@@ -52,9 +52,8 @@ class NodeRemoteWeights:
     def _fetch(self, it, tag, words: int, t: int) -> int:
         """LOAD chunk ``t`` (``words`` weight words) from the home into its staging slot."""
         addr = self._wstage(t)
-        self.link_tag = (it.layer,) + tag
-        self.load("W", addr, words * self.P * self.P, self._ports(it)[1])
-        self.link_tag = None
+        with self.tagged((it.layer,) + tag):
+            self.load("W", addr, words * self.P * self.P, self._ports(it)[1])
         return addr
 
     def remote_fwd(self, it, b, seed, off, bpiece, d0, dsel, **common):
@@ -107,16 +106,10 @@ class NodeRemoteWeights:
                          shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
                          seed=slice_seed(seed, k0 * CRS), tid=tensor_id(p, "DW"), btid=tensor_id(p, "DB"),
                          a0=self.x_addr(it, 0), a1=dy, d0=g, d1=db + t if t == 0 else dys)
-            if t > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy tile
-                xa = self.x_addr(it, 0) if ho * wo <= self.in_words(li) else \
-                    self.A.get("X", f"dbx{li}", B * ho * wo)
-                self.compute("bwd_weight", 0, n=B, c=1, k=k1 - k0, ct=1, kt=1, h=ho, w=wo, ho=ho, wo=wo, r=1,
-                             s=1, lgst=0, pad=0, hop=hop, shift=0, bshift=sh.bgrad,
-                             stoch=self.mode("grad_mode"), seed=slice_seed(seed, k0), tid=0,
-                             btid=tensor_id(p, "DB"), a0=xa, a1=dy, d0=self.A.get("G", f"gs{li}", 1), d1=db + t)
-            self.link_tag = (li, "g", t)
-            self.store("G", g, per_kt * P * P, self._ports(it)[2])
-            self.link_tag = None
+            if t > 0:  # db with its own seed, as a split piece's
+                self.db_own_seed(it, B, 0, k0, k1 - k0, dy, db + t, seed, hop=hop)
+            with self.tagged((li, "g", t)):
+                self.store("G", g, per_kt * P * P, self._ports(it)[2])
 
     # ---- the home -------------------------------------------------------------------------
     def _hosted_regions(self, li):
@@ -144,9 +137,8 @@ class NodeRemoteWeights:
             per_kt = tiles(f["c"], P) * f["r"] * f["s"]
             back = PORTS[self.j - u][3]
             for t in range(tiles(f["k"], P)):
-                self.link_tag = (li, "g", t)
-                self.load("G", g + t * per_kt, per_kt * P * P, back)
-                self.link_tag = None
+                with self.tagged((li, "g", t)):
+                    self.load("G", g + t * per_kt, per_kt * P * P, back)
             self.layer = self.net.layers[li].name
             sh = self.shifts[self.layer]
             self.compute("update", 0, k=f["k"], c=f["c"], kt=tiles(f["k"], P), ct=tiles(f["c"], P), r=f["r"],
@@ -173,10 +165,10 @@ class NodeRemoteWeights:
         return out
 
     def end_hosting(self) -> None:
-        """At the end of the step body: record its link events (:attr:`link_log`) and, on a home,
-        first place the weight chunks of its :class:`HomePlan` in it, each before the first of the
-        home's instructions that must follow it: a send towards the user that the user LOADs after
-        the chunk, or a LOAD of an element the user sends only once it has the chunk."""
+        """At the end of the step body: on a home, place the weight chunks of its :class:`HomePlan`
+        in it, each before the first of the home's instructions that must follow it (a send towards
+        the user that the user LOADs after the chunk, or a LOAD of an element the user sends only
+        once it has the chunk); then record a user's or a home's link events (``link_log``)."""
         start = self.loop_start
         plan = self.home_plan
         if plan is not None:
@@ -211,5 +203,6 @@ class NodeRemoteWeights:
             for table in (self.prog.notes, self.prog.useful_macs):  # (indexed by instruction)
                 for k in sorted((k for k in table if k >= start), reverse=True):
                     table[moved[k]] = table.pop(k)
-        self.link_log = [(kind, port, n, self.op_tags.get(id(ins)))
-                         for ins in self.ops[start:] for kind, port, n in link_moves(ins)]
+        if self.remote or plan is not None:  # (only a user's and a home's are read)
+            self.link_log = [(kind, port, n, self.op_tags.get(id(ins)))
+                             for ins in self.ops[start:] for kind, port, n in link_moves(ins)]

@@ -60,17 +60,23 @@ class NodeWeightPhase:
                      shift=sh.wgrad, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
                      seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
                      btid=tensor_id(p, "DB"), a0=self.x_addr(it, b0), a1=self.dy_keep(it, b0), d0=g, d1=d1)
-        if it.k0 > 0:  # db with its own seed: a 1x1, one-channel bwd_weight over the same dy
-            ho, wo = f["ho"], f["wo"]
-            xa = self.x_addr(it, b0) if B * ho * wo <= B * self.in_words(li) else \
-                self.A.get("X", f"dbx{li}", B * ho * wo)
-            gs = self.A.get("G", f"gs{li}", tiles(kk, P))
-            self.compute("bwd_weight", 0,
-                         n=B, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
-                         lgst=0, pad=0, shift=0, bshift=sh.bgrad, stoch=self.mode("grad_mode"),
-                         seed=slice_seed(wseed, it.k0), tid=0, btid=tensor_id(p, "DB"),
-                         a0=xa, a1=self.dy_keep(it, b0), d0=gs, d1=db)
+        if it.k0 > 0:
+            self.db_own_seed(it, B, b0, it.k0, kk, self.dy_keep(it, b0), db, wseed)
         self.apply_update(it, wseed)
+
+    def db_own_seed(self, it, n, b0, k0, kk, dy, db, wseed, **planes):
+        """``db`` of item ``it``'s output channels ``[k0, k0 + kk)`` (a split piece's, or one tile
+        of a layer whose weights a neighbour keeps) with its own slice seed: ``bwd_weight`` has one
+        seed for ``dw`` and ``db``, so a 1x1, one-channel ``bwd_weight`` over the same ``dy`` (at
+        ``dy``, ``n`` images from image ``b0``; ``planes``: its plane rows) writes ``db`` and a
+        ``dw`` word nobody reads."""
+        f, P, li = self.info(it.layer), self.P, it.layer
+        ho, wo = f["ho"], f["wo"]
+        xa = self.x_addr(it, b0) if ho * wo <= self.in_words(li) else self.A.get("X", f"dbx{li}", n * ho * wo)
+        self.compute("bwd_weight", 0, n=n, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
+                     lgst=0, pad=0, shift=0, bshift=self.shifts[self.net.layers[li].name].bgrad,
+                     stoch=self.mode("grad_mode"), seed=slice_seed(wseed, k0), tid=0, btid=tensor_id(f["p"], "DB"),
+                     a0=xa, a1=dy, d0=self.A.get("G", f"gs{li}", tiles(kk, P)), d1=db, **planes)
 
     def apply_update(self, it, wseed):
         """The SGD update of item ``it``'s weights (the engine's ``update`` from G) and biases (the
@@ -119,11 +125,9 @@ class NodeWeightPhase:
             w, b = np.asarray(params[name]["w"]), np.asarray(params[name]["b"])
             if li in self.part.packed:  # kept in the packed layout (K, C*R*S, 1, 1) on the node
                 w = packing.pack_weight(w)
-            if self.is_remote(it):  # (the neighbour keeping them loads them)
-                pass
-            elif self.kind(it) == "second":
+            if self.kind(it) == "second":
                 self.host_load("W", self.w_region(it)[0], pack_weight(w[: it.k1], P).reshape(-1))
-            else:
+            elif not self.is_remote(it):  # (a remote layer's: the neighbour keeping them loads them)
                 self.host_load("W", self.w_region(it)[1], pack_weight(w[it.k0: it.k1], P).reshape(-1))
             self.host_load("B", self.A.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                            pack_bias(b[it.k0: it.k1], P).reshape(-1))
