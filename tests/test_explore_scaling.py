@@ -121,6 +121,29 @@ def test_the_simulated_clusters_storage_at_paper_scale(vgg16_sweep):
         assert r["fine_mb_max"] < conv_only < r["whole_mb_max"]
 
 
+def test_weight_balancing_at_paper_scale(vgg16_sweep):
+    """FPDeep's weight balancing (explore.weight_balance) on the fine-grained pipeline's storage:
+    never more per FPGA, never faster; nothing moves where everything fits; the streams count on
+    the links (so with unlimited links it costs nothing).  The README's figures: every FPGA fits
+    from 29 FPGAs on (81 % of them without at 32), at no cost in throughput on 6x10G links."""
+    res, _ = vgg16_sweep
+    for r in res.rows:
+        assert r["fine_bal_mb_max"] <= r["fine_mb_max"] * (1 + 1e-9)
+        assert r["bal_gops"] <= r["gops"] * (1 + 1e-12)
+        if r["link"] == "inf":
+            assert r["bal_gops"] == pytest.approx(r["gops"])
+        if r["fine_mb_max"] <= r["onchip_mb"]:
+            assert r["wstream_mbit_per_image"] == 0 and r["fine_bal_mb_max"] == r["fine_mb_max"]
+        if r["fpgas"] == 1:
+            assert r["fine_bal_mb_max"] == r["fine_mb_max"] and r["weights_balance_bal"] == 1.0
+    slow = [r for r in res.rows if r["link"] == "6x10G"]
+    assert all(r["fine_bal_fit_frac"] == 1.0 for r in slow if r["fpgas"] >= 29)
+    assert all(r["fine_bal_fit_frac"] < 1.0 for r in slow if r["fpgas"] < 29)
+    r32 = next(r for r in slow if r["fpgas"] == 32)
+    assert r32["fine_fit_frac"] < 0.85 and r32["bal_gops"] == pytest.approx(r32["gops"])
+    assert r32["wstream_mbit_per_image"] > 0 and r32["weights_balance_bal"] < r32["weights_balance"]
+
+
 @pytest.mark.parametrize("net_name", ["lenet-digits", "vgg-digits"])
 def test_the_in_flight_line_is_the_simulated_clusters_storage(net_name):
     """:meth:`Chain.cluster_bits` (the scaling study's in-flight line) against the words the

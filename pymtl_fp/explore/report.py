@@ -74,13 +74,20 @@ def _plt():
 SCALING_COLUMNS = ["fpgas", "link", "images_s", "gops", "opt_gops", "speedup", "efficiency",
                    "bound",
                    "link_need_gbps", "util_mean", "util_min", "balance", "fine_mb_max",
-                   "whole_mb_max", "flight_mb_max", "flight_conv_mb_max", "onchip_mb", "fine_fit_frac", "whole_fit_frac",
+                   "fine_bal_mb_max", "fine_bal_fit_frac", "weights_balance", "weights_balance_bal",
+                   "wstream_mbit_per_image", "bal_gops", "whole_mb_max", "flight_mb_max", "flight_conv_mb_max",
+                   "onchip_mb", "fine_fit_frac", "whole_fit_frac",
                    "flight_fit_frac", "fc_dram_gbs", "gops_per_j", "images_per_j", "watts_per_fpga"]
 SCALING_HEADERS = {"fpgas": "FPGAs", "images_s": "images/s", "gops": "GOPS",
                    "opt_gops": "GOPS (optimal partition)",
                    "efficiency": "eff.", "link_need_gbps": "busiest link need (Gb/s)",
                    "util_mean": "util. mean", "util_min": "util. min",
                    "fine_mb_max": "fine-grained Mb/FPGA", "whole_mb_max": "whole-map Mb/FPGA",
+                   "fine_bal_mb_max": "fine-grained, weights balanced, Mb/FPGA",
+                   "fine_bal_fit_frac": "balanced fits", "weights_balance": "weights max/mean",
+                   "weights_balance_bal": "weights max/mean, balanced",
+                   "wstream_mbit_per_image": "weight stream, busiest cut, Mb/image",
+                   "bal_gops": "GOPS, weights balanced",
                    "flight_mb_max": "in-flight (1F1B) Mb/FPGA",
                    "flight_conv_mb_max": "in-flight, FPGAs without fc, Mb", "flight_fit_frac": "in-flight fits",
                    "onchip_mb": "on-chip Mb", "fine_fit_frac": "fine fits",
@@ -89,7 +96,9 @@ SCALING_HEADERS = {"fpgas": "FPGAs", "images_s": "images/s", "gops": "GOPS",
 SCALING_FORMATS = {"images_s": ".1f", "gops": ".0f", "opt_gops": ".0f", "speedup": ".1f",
                    "efficiency": ".2f",
                    "link_need_gbps": ".1f", "util_mean": ".2f", "util_min": ".2f",
-                   "balance": ".2f", "fine_mb_max": ".1f", "whole_mb_max": ".0f", "flight_mb_max": ".0f",
+                   "balance": ".2f", "fine_mb_max": ".1f", "fine_bal_mb_max": ".1f",
+                   "fine_bal_fit_frac": ".0%", "weights_balance": ".2f", "weights_balance_bal": ".2f",
+                   "wstream_mbit_per_image": ".2f", "bal_gops": ".0f", "whole_mb_max": ".0f", "flight_mb_max": ".0f",
                    "flight_conv_mb_max": ".0f", "flight_fit_frac": ".0%",
                    "onchip_mb": ".1f", "fine_fit_frac": ".0%", "whole_fit_frac": ".0%",
                    "fc_dram_gbs": ".1f", "gops_per_j": ".1f", "images_per_j": ".2f", "watts_per_fpga": ".1f"}
@@ -178,7 +187,10 @@ def scaling_plot(res, path: Path) -> Path:
     _, whole = res.series(lk0.name, "whole_mb_max")
     _, flight = res.series(lk0.name, "flight_mb_max")
     _, flight_conv = res.series(lk0.name, "flight_conv_mb_max")
+    _, fine_bal = res.series(lk0.name, "fine_bal_mb_max")
     ax.semilogy(n, fine, label="fine-grained pipeline")
+    ax.semilogy(n, fine_bal, color=ax.lines[-1].get_color(), ls="--",
+                label="the same, weights balanced (FPDeep)")
     ax.semilogy(n, whole, label="whole-map buffering")
     ax.semilogy(n, flight, label="simulated cluster, 1F1B in flight (fc on chip)")
     ax.semilogy(n[1:], flight_conv[1:], color=ax.lines[-1].get_color(), ls=":",

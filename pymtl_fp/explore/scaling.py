@@ -9,7 +9,10 @@ every bandwidth; everything is vectorized over the chain positions, so a VGG-16 
 Per (N, link) row: images/s and GOPS (2 ops per MAC of FP+BP+WG), speedup and parallel
 efficiency against one FPGA, whether compute or the busiest link sets the pace, the busiest
 link's bandwidth need at the compute-bound rate, per-FPGA MAC utilization (mean, min), and
-the largest per-FPGA on-chip storage for the fine-grained pipeline, for whole-map buffering
+the largest per-FPGA on-chip storage for the fine-grained pipeline (also with FPDeep's weight
+balancing, :mod:`.weight_balance`: weights that do not fit kept by FPGAs with room and streamed
+over the chain, with the throughput that streaming leaves and the weights' max/mean per FPGA
+before and after), for whole-map buffering
 (``2(N-i)-1`` images stashed at stage ``i``) and for the simulated cluster's 1F1B with per-image
 weight gradients (its buffers, fc weights on chip, channels padded to the array side, the layer
 inputs of the ``N-i+2`` images in flight: ``train --wgrad image``, :meth:`.Chain.cluster_bits`)
@@ -34,6 +37,7 @@ from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy, phase_
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.partition import work_curve
+from pymtl_fp.explore.weight_balance import balance, staging_bits, stream_bits
 
 #: "linear" scaling: parallel efficiency (GOPS / (N x one FPGA's GOPS)) at least this
 LINEAR_EFFICIENCY = 0.8
@@ -55,6 +59,11 @@ class ScalingResult:
     def series(self, link_name: str, key: str):
         pts = [(r["fpgas"], r[key]) for r in self.rows if r["link"] == link_name]
         return np.array([p[0] for p in pts]), np.array([p[1] for p in pts], dtype=float)
+
+
+def _max_over_mean(x) -> float:
+    m = float(np.mean(x))
+    return float(np.max(x)) / m if m > 0 else 1.0
 
 
 def fpdeep_cuts(chain: Chain, curve, n: int) -> np.ndarray:
@@ -114,9 +123,18 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         # buffers' terms (explore.node_storage's), channels padded to the array side; stage i keeps
         # the inputs of the images in flight, N - i + 2 (cluster.schedule.images_in_flight)
         flight_bits = chain.cluster_bits(cuts, arr.P)
+        # FPDeep's weight balancing (explore.weight_balance): the fine-grained pipeline's weights
+        # that do not fit kept by FPGAs with room, streamed to their users over the chain
+        bal = balance(fine_bits, weights_bits, onchip, staging_bits(chain, cuts, arr.P))
+        right, left = stream_bits(bal.flow, precision.weight_bits, precision.acc_bits,
+                                  precision.grad_bits, batch)
+        inner = cuts[1:-1]
+        busiest_bal = float(np.maximum(chain.fwd_bits[inner] + right,
+                                       chain.bwd_bits[inner] + left).max()) if n > 1 else 0.0
         for link in links:
             link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
             ii = max(compute_ii, link_ii)
+            ii_bal = max(compute_ii, 0.0 if math.isinf(link.gbps) else busiest_bal / link.bits_per_s)
             gops = train_ops / ii / 1e9
             if n == 1:
                 base_gops[link.name] = gops
@@ -151,6 +169,15 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
                 "flight_conv_mb_max": float(flight_bits[fc_bits == 0].max(initial=0.0) / 1e6),
                 "onchip_mb": onchip / 1e6,
                 "fine_fit_frac": float(np.mean(fine_bits <= onchip)),
+                "fine_bal_mb_max": float(bal.held.max() / 1e6),
+                "fine_bal_fit_frac": float(np.mean(bal.held <= onchip * (1 + 1e-9))),
+                "weights_balance": _max_over_mean(weights_bits),
+                "weights_balance_bal": _max_over_mean(bal.weights),
+                "wstream_mbit_per_image": float(np.maximum(right, left).max(initial=0.0) / 1e6),
+                "weights_moved_mb": bal.moved / 1e6,
+                "weight_hops_mean": bal.bit_hops / bal.moved if bal.moved else 0.0,
+                "bal_gops": train_ops / ii_bal / 1e9,
+                "bal_bound": "link" if ii_bal > compute_ii else "compute",
                 "whole_fit_frac": float(np.mean(whole_bits <= onchip)),
                 "flight_fit_frac": float(np.mean(flight_bits <= onchip)),
                 "fc_dram_gbs": float(fc_bits.max() / ii / 8e9),
