@@ -33,6 +33,9 @@ no longer their sum):
                   ends a db sum: ct == 0 and (r, s) the last tap) while the next tile
                   accumulates, and a tile's last step waits for the previous drain:
                   steps = L_0 + sum_{i>0} max(L_i, drain_{i-1}); total = steps + 3 + drain_last
+      fwd, bp=1   tiles (nt, kt, oh, ow), tile length L = C * taps_h(oh) * taps_w(ow) (valid taps, at
+                  least 1 each); the P x P tile drains one output channel a cycle (P cycles) while
+                  the next accumulates: steps = L_0 + sum_{i>0} max(L_i, P); total = steps + 3 + P
       pool_*      N*CT*Ho*Wo * k*k
       update      KT*CT*R*S * P                           (one weight row per cycle)
 
@@ -50,6 +53,7 @@ engine's ``EngineConfig.drain_rows``); only ``bwd_weight`` depends on it.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 #: compute overhead: command register + stage B + return to idle
@@ -108,6 +112,7 @@ class ConvShape:
     s: int
     stride: int = 1
     pad: int = 0
+    bp: bool = False  #: a batch-parallel fwd (images on the array's columns, maps batch-innermost)
 
     @property
     def ho(self) -> int:
@@ -118,9 +123,12 @@ class ConvShape:
         return (self.w + 2 * self.pad - self.s) // self.stride + 1
 
     def fields(self, P: int) -> dict:
-        return dict(n=self.n, c=self.c, k=self.k, ct=cdiv(self.c, P), kt=cdiv(self.k, P), h=self.h,
-                     w=self.w, ho=self.ho, wo=self.wo, r=self.r, s=self.s,
-                     lgst=self.stride.bit_length() - 1, pad=self.pad, pt=self.pad)
+        f = dict(n=self.n, c=self.c, k=self.k, ct=cdiv(self.c, P), kt=cdiv(self.k, P), h=self.h,
+                 w=self.w, ho=self.ho, wo=self.wo, r=self.r, s=self.s,
+                 lgst=self.stride.bit_length() - 1, pad=self.pad, pt=self.pad)
+        if self.bp:
+            f.update(bp=1, nt=cdiv(self.n, P))
+        return f
 
 
 def _geo(f: dict):
@@ -178,6 +186,28 @@ def bwd_weight_cycles(P: int, f: dict, drain_rows: int = 1) -> int:
     return steps + PIPE + drain_last
 
 
+def fwd_taps(size: int, out: int, kern: int, stride: int, pad: int) -> list:
+    """Per output of one axis, the steps ``fwd`` spends on it: its taps whose input lies inside the
+    map, at least one (an output with none still takes a step)."""
+    return [max(1, min(kern, size + pad - o * stride) - max(0, pad - o * stride)) for o in range(out)]
+
+
+def bp_fwd_cycles(P: int, f: dict) -> int:
+    """Compute cycles of a batch-parallel ``fwd`` (``bp = 1``): tiles ``(nt, kt, oh, ow)`` of ``P``
+    images x ``P`` output channels, each accumulating over its ``C`` channels and valid taps
+    (``L = C * taps_h(oh) * taps_w(ow)`` steps), then draining one output channel (``P`` images) a
+    cycle, ``P`` cycles, while the next tile accumulates; a tile's last step waits for the previous
+    drain, as ``bwd_weight``'s with ``raw``: ``steps = L_0 + sum_{i>0} max(L_i, P)``, total ``steps +
+    3 + P``."""
+    n, c, _k, _ct, kt, h, w, ho, wo, r, s, st, pt, pad = _geo(f)
+    rows = Counter(fwd_taps(h, ho, r, st, pt))
+    cols = Counter(fwd_taps(w, wo, s, st, pad))
+    per_pixel = sum(nr * nc * max(c * a * b, P) for a, nr in rows.items() for b, nc in cols.items())
+    first = c * fwd_taps(h, ho, r, st, pt)[0] * fwd_taps(w, wo, s, st, pad)[0]
+    steps = first + cdiv(n, P) * kt * per_pixel - max(first, P)
+    return steps + PIPE + P
+
+
 def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1, wb_latency: int = 0) -> int:
     """Occupancy of a compute command ``op`` with command fields ``f`` on a ``P x P`` engine
     (``drain_rows``: its ``bwd_weight`` drain's rows per cycle; ``wb_latency``: cycles its writes
@@ -186,6 +216,8 @@ def compute_cycles(P: int, op: str, f: dict, drain_rows: int = 1, wb_latency: in
 
 
 def _compute_cycles(P: int, op: str, f: dict, drain_rows: int) -> int:
+    if op == "fwd" and int(f.get("bp", 0)):
+        return bp_fwd_cycles(P, f)
     if op in ("fwd", "bwd_data"):
         return conv_steps(P, op, f) + PIPE
     if op == "bwd_weight":  # raw (un-rounded, into B's one write port): one dw row a cycle; adding
@@ -283,6 +315,8 @@ def conv_program_cycles(P: int, op: str, shape: ConvShape, E: int = 1, drain_row
     f = shape.fields(P)
     n, ct, kt, h, w, ho, wo, r, s = (f[x] for x in ("n", "ct", "kt", "h", "w", "ho", "wo", "r", "s"))
     act_x, act_y = n * ct * h * w * P, n * kt * ho * wo * P
+    if f.get("bp"):  # batch-innermost maps: image tiles x channels words
+        act_x, act_y = f["nt"] * shape.c * h * w * P, f["nt"] * shape.k * ho * wo * P
     wts = kt * ct * r * s * P * P
     if op == "fwd":
         loads, stores = [act_x, wts, kt * P], [(act_y, P)]

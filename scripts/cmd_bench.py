@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import importlib
 
-HELP = ("benchmarks that print measured figures: engine, engine-cl, bands, link, cluster, schedules, parallel, storage, "
-        "weights")
-TARGETS = ("engine", "engine-cl", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights")
+HELP = ("benchmarks that print measured figures: engine, engine-cl, modes, bands, link, cluster, schedules, parallel, "
+        "storage, weights")
+TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights")
 
 
 def _load(target):

@@ -21,8 +21,9 @@ def _vals(rng, shape, bits, extremes):
 
 
 @st.composite
-def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
-    """``(case, stall, stall_seed)`` for operation ``op`` on configuration ``cfg``."""
+def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2, bp=False):
+    """``(case, stall, stall_seed)`` for operation ``op`` on configuration ``cfg`` (``bp``: a
+    batch-parallel fwd, its maps batch-innermost)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     extremes = draw(st.sampled_from([0.0, 0.2, 1.0]))
     case = dict(mode=draw(st.sampled_from(["nearest", "stochastic"])),
@@ -43,6 +44,8 @@ def engine_cases(draw, cfg, op, *, max_hw=5, max_ch=5, max_n=2):
         if op == "fwd":
             case.update(x=x, w=_vals(rng, (k, c, r, s), cfg.weight_bits, extremes),
                         b=_vals(rng, (k,), 16, extremes), relu=draw(st.integers(0, 1)))
+            if bp:
+                case["bp"] = 1
         elif op == "bwd_data":
             case.update(x=x, w=_vals(rng, (k, c, r, s), cfg.weight_bits, extremes),
                         dy=_vals(rng, (n, k, ho, wo), cfg.grad_bits, extremes), relu=draw(st.integers(0, 1)))
@@ -122,13 +125,15 @@ def band_case(op: str, case: dict, lo: int, hi: int):
 
 
 @st.composite
-def band_cases(draw, cfg, op, *, max_hw=8, max_ch=4):
+def band_cases(draw, cfg, op, *, max_hw=8, max_ch=4, bp=False):
     """``(whole case, band case, result rows, stall, stall_seed)``: a random conv ``op`` on a whole
-    map (kernels 1-4 rows, strides 1 and 2, padding) and one of its row bands."""
+    map (kernels 1-4 rows, strides 1 and 2, padding) and one of its row bands (``bp``: a
+    batch-parallel fwd, up to ``2P + 1`` images)."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     case = dict(mode=draw(st.sampled_from(["nearest", "stochastic"])),
                 seed=draw(st.integers(0, 2**32 - 1)), tensor_id=draw(st.integers(0, 254)))
-    n, c, k = draw(st.integers(1, 2)), draw(st.integers(1, max_ch)), draw(st.integers(1, max_ch))
+    n = draw(st.integers(1, 2 * cfg.P + 1 if bp else 2))
+    c, k = draw(st.integers(1, max_ch)), draw(st.integers(1, max_ch))
     r, s = draw(st.integers(1, 4)), draw(st.sampled_from([1, 3]))
     stride = draw(st.sampled_from([1, 2]))
     assume(r >= stride)
@@ -142,6 +147,8 @@ def band_cases(draw, cfg, op, *, max_hw=8, max_ch=4):
     dy = _vals(rng, (n, k, ho, wo), cfg.grad_bits, 0.1)
     if op == "fwd":
         case.update(x=x, w=wt, b=_vals(rng, (k,), 16, 0.0), relu=draw(st.integers(0, 1)))
+        if bp:
+            case["bp"] = 1
     elif op == "bwd_data":
         case.update(x=x, w=wt, dy=dy, relu=draw(st.integers(0, 1)))
     else:

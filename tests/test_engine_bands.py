@@ -113,6 +113,11 @@ class BandSuite:
     def test_fwd_band(self, data):
         _check_band(self.level, "fwd", data.draw(band_cases(CFG, "fwd")))
 
+    @settings(max_examples=examples(6), deadline=None, suppress_health_check=_SUPPRESS)
+    @given(data=st.data())
+    def test_fwd_band_batch_parallel(self, data):
+        _check_band(self.level, "fwd", data.draw(band_cases(CFG, "fwd", bp=True)))
+
     @settings(max_examples=examples(8), deadline=None, suppress_health_check=_SUPPRESS)
     @given(data=st.data())
     def test_bwd_data_band(self, data):

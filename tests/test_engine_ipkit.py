@@ -53,10 +53,12 @@ def test_a_wrong_or_oversized_product_is_refused():
 
 
 def test_the_command_word_layout():
-    assert encoding.CMD_BITS == 721 == sum(b for _, b in msgs.CMD_FIELDS)
-    assert encoding.LSB["op"] == 717 and encoding.LSB["sz_pool"] == 0  # the first field is the most significant
-    # below raw: the row band's pt (8 bits) and hi (16), acc (1), then 11 products of 17 bits and 5 of 24
-    assert (encoding.LSB["raw"], encoding.LSB["pt"], encoding.LSB["hi"], encoding.LSB["acc"]) == (332, 324, 308, 307)
+    assert encoding.CMD_BITS == 738 == sum(b for _, b in msgs.CMD_FIELDS)
+    assert encoding.LSB["op"] == 734 and encoding.LSB["sz_pool"] == 0  # the first field is the most significant
+    # below raw: the row band's pt (8 bits) and hi (16), acc (1), the batch-parallel bp (1) and nt (16), then
+    # 11 products of 17 bits and 5 of 24
+    assert (encoding.LSB["raw"], encoding.LSB["pt"], encoding.LSB["hi"], encoding.LSB["acc"]) == (349, 341, 325, 324)
+    assert (encoding.LSB["bp"], encoding.LSB["nt"]) == (323, 307)
     assert encoding.OP["fwd"] == msgs.OP_FWD and encoding.BUF["G"] == msgs.BUF_G
     with pytest.raises(ValueError, match="count=16777216 does not fit in 24 bits"):
         encoding.pack(count=1 << 24)

@@ -66,6 +66,13 @@ class EngineOpsSuite:
 
     @_examples(6)
     @given(data=st.data())
+    def test_fwd_batch_parallel(self, cmdline_opts, data):
+        """bp=1: images of the batch on the array's columns, maps batch-innermost; up to 2P + 1
+        images (a partial last image tile), channels that are and are not multiples of P."""
+        _check(self._level(cmdline_opts), "fwd", data.draw(engine_cases(CFG, "fwd", bp=True, max_n=2 * CFG.P + 1)))
+
+    @_examples(6)
+    @given(data=st.data())
     def test_bwd_data(self, cmdline_opts, data):
         _check(self._level(cmdline_opts), "bwd_data", data.draw(engine_cases(CFG, "bwd_data")))
 

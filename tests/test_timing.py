@@ -45,6 +45,15 @@ def test_timing_model_equals_rtl_cycles(cmdline_opts, op, data):
 
 
 @pytest.mark.verilator
+@settings(max_examples=examples(12))
+@given(data=st.data())
+def test_timing_model_equals_rtl_cycles_batch_parallel(cmdline_opts, data):
+    """A batch-parallel fwd (bp=1): tiles of P images x P channels, each drained in P cycles."""
+    case, _, _ = data.draw(engine_cases(CFG, "fwd", bp=True, max_n=2 * CFG.P + 1))
+    _same("verilator", CFG, "fwd", case)
+
+
+@pytest.mark.verilator
 @pytest.mark.parametrize("lanes", [1, 4])
 @pytest.mark.parametrize("op", OPS)
 def test_timing_model_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
@@ -87,8 +96,11 @@ def _any_case(draw):
     kw = dict(n=draw(st.integers(1, 3)), c=draw(st.integers(1, 20)), k=draw(st.integers(1, 20)), h=h, w=w,
               r=r, s=s, stride=stride, pad=pad)
     rng = np.random.default_rng(draw(st.integers(0, 1000)))
+    bp = op == "fwd" and draw(st.booleans())  # batch-parallel: up to 3P images
+    if bp:
+        kw["n"] = draw(st.integers(1, 3 * P))
     try:
-        case = validate_case(cfg, op, random_case(cfg, op, rng, **kw))
+        case = validate_case(cfg, op, dict(random_case(cfg, op, rng, **kw), **({"bp": 1} if bp else {})))
     except CaseError:
         from hypothesis import assume
         assume(False)
@@ -108,6 +120,11 @@ def _reference_cycles(P, op, f, dr=1):
     def outs(size, out, tap):
         return sum(1 for o in range(out) if 0 <= o * st + tap - pad < size)
 
+    if op == "fwd" and f["bp"]:  # tiles (nt, kt, oh, ow) of c * taps steps, each drained in P cycles
+        per = lambda size, o, kern: max(1, sum(1 for i in range(kern) if 0 <= o * st + i - pad < size))
+        tiles = [f["c"] * per(h, oh, r) * per(w, ow, s) for _ in range(-(-n // P)) for _ in range(kt)
+                 for oh in range(ho) for ow in range(wo)]
+        return tiles[0] + sum(max(L, P) for L in tiles[1:]) + 3 + P
     if op == "fwd":  # per output: the taps inside the input
         taps = lambda size, out, kern: sum(sum(1 for i in range(kern) if 0 <= o * st + i - pad < size)
                                            for o in range(out))
@@ -153,7 +170,7 @@ def test_layer_level_forms_equal_the_program_forms(drawn):
                                  h=case["x"].shape[2], w=case["x"].shape[3],
                                  r=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[2],
                                  s=(case["w"].shape if op != "bwd_weight" else case["w_shape"])[3],
-                                 stride=case["stride"], pad=case["pad"])
+                                 stride=case["stride"], pad=case["pad"], bp=bool(case.get("bp", 0)))
         got = timing.conv_program_cycles(cfg.P, op, shape, cfg.stream_lanes, cfg.drain_rows)
         want = program.op_timing(cfg, op, case)
         assert {k: got[k] for k in ("total_cycles", "compute_cycles", "cycles")} == \

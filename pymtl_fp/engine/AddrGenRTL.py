@@ -6,6 +6,10 @@ loops; ``first``/``last`` mark the first/last inner step of an output.  Per oper
     fwd         n, kt, oh, ow | ct, r, s      x[n,ct,oh*st+r-pt,ow*st+s-pad], w[kt,ct,r,s]; r and s
                                               run over the taps inside the input only (no cycles
                                               spent on zero padding)
+    fwd, bp=1   nt, kt, oh, ow | c, r, s      batch-parallel: x[nt,c,..] (P images a word), column
+                                              c % P (``col``) of w[kt,c//P,r,s]; a tile per (nt, kt,
+                                              oh, ow), drained a channel a cycle (``nlanes`` images
+                                              and ``nrows`` channels of it are real)
     bwd_data    n, ct, h,  w  | kt, mr, ms    r = (h+pt)%st + mr*st, oh = (h+pt)//st - mr
                                               (only taps that hit an output: no idle steps
                                               for stride > 1 or at the borders),
@@ -42,6 +46,7 @@ two (``lgst`` = log2 stride), so ``bwd_data`` needs no divider.
 from pymtl3 import Bits1, Bits2, Bits16, Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
 
 from pymtl_fp.engine import msgs
+from pymtl_fp.engine.AddrBatchTileRTL import AddrBatchTileRTL
 from pymtl_fp.engine.AddrUnitsRTL import AU_IDX, AU_MAP, AU_OUT, AU_WGT, LEVELS, NL, NPROD, AddrUnitsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
@@ -92,6 +97,10 @@ class AddrGenRTL(Component):
         s.idx2 = OutPort(32)  # bwd_weight: index of kt's first db element (kt*P)
         s.tap = OutPort(8)
         s.row = OutPort(16)
+        # batch-parallel fwd: the weight column (c % P) and whether the next channel starts a tile;
+        # the real images (lanes) and output channels (rows) of the current tile
+        s.col = OutPort(8)
+        s.nlanes, s.nrows = OutPort(16), OutPort(16)
 
         s.cnt = [Wire(16) for _ in range(NL)]
         s.lim = [Wire(16) for _ in range(NL)]
@@ -153,6 +162,9 @@ class AddrGenRTL(Component):
                 s.lim[4] @= s.cmd.ct - ONE16
                 s.lim[5] @= s.cmd.r - ONE16
                 s.lim[6] @= s.cmd.s - ONE16
+                if s.cmd.bp:  # image tiles outermost, every input channel innermost
+                    s.lim[0] @= s.cmd.nt - ONE16
+                    s.lim[4] @= s.cmd.c - ONE16
             elif s.cmd.op == OP_BWD_DATA:
                 s.lim[0] @= s.cmd.n - ONE16
                 s.lim[1] @= s.cmd.ct - ONE16
@@ -350,6 +362,17 @@ class AddrGenRTL(Component):
                      "oh_d", "ow_d", "ohs", "ows", "W", "WO", "S"):
             connect(getattr(s.units, name), getattr(s, name))
         s.units.u3 //= s.u[3]
+        s.tile = AddrBatchTileRTL(P)  # a batch-parallel fwd's weight column and real images / channels
+        s.tile.cmd //= s.cmd
+        for name in ("start", "advance", "running", "all_at"):
+            connect(getattr(s.tile, name), getattr(s, name))
+        for lv in (0, 1, 4):
+            connect(getattr(s.tile, f"carry{lv}"), s.carry[lv])
+            connect(getattr(s.tile, f"at{lv}"), s.at[lv])
+        for name in ("col", "nlanes", "nrows"):
+            connect(getattr(s, name), getattr(s.tile, name))
+        s.units.bp //= s.tile.bp
+        s.units.cl_last //= s.tile.cl_last
         for au in range(NPROD):
             s.prod[au] //= s.units.prod[au]
         for q, lv in enumerate(LEVELS):  # the accumulated levels

@@ -54,6 +54,9 @@ class AddrUnitsRTL(Component):
         s.oh_d, s.ow_d, s.ohs, s.ows, s.u3 = (InPort(32) for _ in range(5))
         # the width a unit's derived coordinate m2 multiplies: MAP W, OUT WO, WGT S
         s.W, s.WO, s.S = InPort(32), InPort(32), InPort(32)
+        # a batch-parallel fwd (bp), and whether its channel counter c is at the end of a tile
+        # (c % P == P - 1: the weight word moves on to the next input channel tile)
+        s.bp, s.cl_last = InPort(), InPort()
         s.ksum = [OutPort(32) for _ in range(NAU)]
         s.prod = [OutPort(32) for _ in range(NPROD)]  # m2 * width of MAP, OUT, WGT
 
@@ -102,6 +105,17 @@ class AddrUnitsRTL(Component):
                 s.kst[IDX_1] @= s.pihowo
                 s.kst[IDX_2] @= s.WO
                 s.lin[AU_IDX] @= s.u3
+                if s.bp:
+                    # nt=u0 kt=u1 oh=u2 ow=u3 c=u4: x[nt, c, hh, ww] (cthw = c*hp*w words an image
+                    # tile, hw a channel); w[kt, c//P, r, s] (+ r*s where c leaves a tile); the
+                    # tile's first output word y[nt, kt*P, oh, ow] (kthowo = k*hop*wo an image tile,
+                    # P*howo a channel tile) and its element (nt*P*K + kt*P)*hi*Wo + oh*Wo + ow
+                    if s.cl_last:
+                        s.kst[WGT_4] @= s.rs
+                    else:
+                        s.kst[WGT_4] @= ZERO
+                    s.kst[OUT_1] @= s.phowo
+                    s.kst[IDX_0] @= s.pkhowo
             elif s.cmd.op == OP_BWD_DATA:
                 # n=u0 ct=u1 h=u2 w=u3 kt=u4 mr=u5 ms=u6
                 s.kst[OUT_0] @= s.kthowo  # dy[n, kt, oh, ow]

@@ -9,7 +9,9 @@ buffers' registered read data arrive, and drives the MAC array (``mac_*``; the o
 X, D for ``bwd_data``, or 0 on a step in the padding).  ``bwd_weight`` writes each finished tile
 back over ``P / DR`` (``P / DR + 1`` with a db row; ``P`` and ``P + 1`` with ``raw``) cycles from drain registers
 (:class:`EngineDrainRTL`, ``DR`` = ``drain_rows`` dw rows a cycle): the cool-down counter
-``cool`` holds the next tile's last step until the previous drain is done.
+``cool`` holds the next tile's last step until the previous drain is done.  A batch-parallel
+``fwd`` (``bp``) runs the array in outer mode too (on column ``col`` of the weight tile) and drains
+its ``P x P`` tiles of images x output channels the same way, one output channel a cycle.
 With ``addr_latency`` = 1 (``EngineConfig.pipelined_addr``) a register stage sits between the
 address generator and the buffers (the engine delays EX's read addresses and enables by a cycle),
 so stage B is two cycles after stage A: each step's flags and indices wait a cycle in ``step_*``.
@@ -32,7 +34,7 @@ from pymtl_fp.primitives.DelayLineRTL import delayed
 
 #: a step's flags and indices from the address generator to stage B: name, bits
 STEP_FIELDS = (("first", 1), ("last", 1), ("zero", 1), ("db_acc", 1), ("db_first", 1), ("db_end", 1),
-               ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16))
+               ("idx", 32), ("idx2", 32), ("tap", 8), ("row", 16), ("col", 8), ("nlanes", 16), ("nrows", 16))
 
 
 class EngineComputeCtrlRTL(Component):
@@ -62,6 +64,7 @@ class EngineComputeCtrlRTL(Component):
         s.wr_addr, s.wr_addr2 = InPort(32), InPort(32)
         s.ag_tap = InPort(8)
         s.ag_row = InPort(16)
+        s.ag_col, s.ag_nlanes, s.ag_nrows = InPort(8), InPort(16), InPort(16)  # batch-parallel fwd
         s.ren, s.o_ren = OutPort(), OutPort()  # EX's buffer reads this cycle (O: the pool argmax)
         # stage B
         s.vB, s.firstB, s.lastB = OutPort(), OutPort(), OutPort()
@@ -69,11 +72,16 @@ class EngineComputeCtrlRTL(Component):
         s.wr_addrB, s.wr_addr2B, s.idxB, s.idx2B = OutPort(32), OutPort(32), OutPort(32), OutPort(32)
         s.tapB = OutPort(8)
         s.rowB = OutPort(16)
+        s.nlanesB, s.nrowsB = OutPort(16), OutPort(16)  # a batch-parallel tile's real images, channels
+        s.colB = Wire(8)
         # MAC array
         s.x_rd = [InPort(data_bits) for _ in range(P)]
         s.d_rd = [InPort(data_bits) for _ in range(P)]
         s.mac_en, s.mac_first, s.mac_outer, s.mac_transpose, s.mac_use_bias = (
             OutPort(), OutPort(), OutPort(), OutPort(), OutPort())
+        s.mac_bp = OutPort()  # a batch-parallel fwd: outer mode on column mac_col of the weight tile
+        s.mac_col = OutPort(8)
+        s.tiled = Wire()  # the command drains P x P tiles (bwd_weight, a batch-parallel fwd)
         s.mac_v = [OutPort(data_bits) for _ in range(P)]
 
         s.zeroB = Wire()  # the step is in the padding: products forced to 0
@@ -116,7 +124,8 @@ class EngineComputeCtrlRTL(Component):
         @update
         def up_stage_a():
             s.ag_start @= s.go
-            s.stall @= (s.cmd_r.op == OP_BWD_WEIGHT) & s.ag_last & (s.cool != Z16)
+            s.tiled @= (s.cmd_r.op == OP_BWD_WEIGHT) | ((s.cmd_r.op == OP_FWD) & s.cmd_r.bp)
+            s.stall @= s.tiled & s.ag_last & (s.cool != Z16)
             s.adv @= s.busy & s.ag_active & ~s.stall
             s.ag_advance @= s.adv
             s.ren @= s.adv
@@ -153,8 +162,13 @@ class EngineComputeCtrlRTL(Component):
                 s.idx2B <<= s.step_idx2
                 s.tapB <<= s.step_tap
                 s.rowB <<= s.step_row
-                if s.adv & s.ag_last & (s.cmd_r.op == OP_BWD_WEIGHT):
-                    if s.cmd_r.raw:
+                s.colB <<= s.step_col
+                s.nlanesB <<= s.step_nlanes
+                s.nrowsB <<= s.step_nrows
+                if s.adv & s.ag_last & s.tiled:
+                    if s.cmd_r.op == OP_FWD:  # batch-parallel: one output channel a cycle, no db
+                        s.cool <<= RCOOL
+                    elif s.cmd_r.raw:
                         if s.ag_db_end:
                             s.cool <<= RCOOL_DB
                         else:
@@ -172,7 +186,9 @@ class EngineComputeCtrlRTL(Component):
             s.mac_en @= s.vB & ((s.cmd_r.op == OP_FWD) | (s.cmd_r.op == OP_BWD_DATA)
                                 | (s.cmd_r.op == OP_BWD_WEIGHT))
             s.mac_first @= s.firstB
-            s.mac_outer @= s.cmd_r.op == OP_BWD_WEIGHT
+            s.mac_outer @= s.tiled
+            s.mac_bp @= (s.cmd_r.op == OP_FWD) & s.cmd_r.bp
+            s.mac_col @= s.colB
             s.mac_transpose @= s.cmd_r.op == OP_BWD_DATA
             s.mac_use_bias @= s.cmd_r.op == OP_FWD
             for j in range(P):

@@ -13,7 +13,9 @@ during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` (``d_rd``, s
 (``dbaccB``: the first valid tap of its output position; ``dbfirstB`` restarts the sums), and the
 tile that completes kt's sums (``dbendB``) copies them into ``dbdr`` (B word ``db_addr``, index
 ``db_idx``) and drains them in one more cycle (``row`` = P).  The write-back
-(:class:`EngineWritebackRTL`) requantizes and writes the current rows.
+(:class:`EngineWritebackRTL`) requantizes and writes the current rows.  A batch-parallel ``fwd``
+(``bp``) drains its tiles the same way, one row (an output channel of ``P`` images) a cycle into
+its output map, ``P`` cycles a tile, without a db row.
 """
 
 from pymtl3 import Bits16, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, update_ff
@@ -35,7 +37,7 @@ class EngineDrainRTL(Component):
         STEP = Bits16(drain_rows)
         STEP32 = Bits32(drain_rows)
         RP, RP1 = Bits16(P), Bits16(P + 1)  # raw (accumulator-wide rows into B): one row a cycle
-        OP_BWD_WEIGHT = msgs.OP_BWD_WEIGHT
+        OP_BWD_WEIGHT, OP_FWD = msgs.OP_BWD_WEIGHT, msgs.OP_FWD
 
         s.cmd = InPort(cmd_type())  # the command being executed (op)
         s.vB, s.firstB, s.lastB = InPort(), InPort(), InPort()
@@ -51,6 +53,17 @@ class EngineDrainRTL(Component):
         s.CRS = InPort(32)  # c*r*s: one output channel of dw (a command field)
         s.dbdr = [OutPort(acc_bits) for _ in range(P)]
         s.db_addr, s.db_idx = OutPort(32), OutPort(32)  # B word and first element index of db
+        # a batch-parallel fwd (bp): its tile is P output channels (rows) x P images (lanes), drained
+        # a channel a cycle into the output map (roff and idx move on by ho*wo and hi*wo a row);
+        # nlanes images and nrows channels of the tile are real
+        s.HOWO, s.IHOWO = InPort(32), InPort(32)
+        s.nlanesB, s.nrowsB = InPort(16), InPort(16)
+        s.nlanes, s.nrows = OutPort(16), OutPort(16)
+        # the row's word is addr + roff: roff adds ho*wo a row apart from addr, so that the tile's
+        # address (a product of the address units) stays as narrow as the buffer's address
+        s.roff = OutPort(16)
+        s.bp = Wire()
+        s.tiled = Wire()
 
         s.left = Wire(16)  # cycles left: P / DR for the dw rows, then (if the tile ends kt's db) 1 for db
         s.dbacc = [Wire(acc_bits) for _ in range(P)]
@@ -78,19 +91,26 @@ class EngineDrainRTL(Component):
         @update
         def up_drain_busy():
             s.busy @= s.left != Z16
+            s.bp @= (s.cmd.op == OP_FWD) & s.cmd.bp
+            s.tiled @= (s.cmd.op == OP_BWD_WEIGHT) | s.bp
 
         @update_ff
         def up_drain():
             if s.reset:
                 s.left <<= Z16
                 s.row <<= Z16
-            elif s.vB & s.lastB & (s.cmd.op == OP_BWD_WEIGHT):
+            elif s.vB & s.lastB & s.tiled:
                 for lv in range(PP):
                     s.dr[lv] <<= s.mac_res[lv]
                 s.addr <<= s.wr_addrB
                 s.idx <<= s.idxB
                 s.row <<= Z16
-                if s.dbendB:
+                s.nlanes <<= s.nlanesB
+                s.nrows <<= s.nrowsB
+                s.roff <<= Z16
+                if s.bp:
+                    s.left <<= RP
+                elif s.dbendB:
                     for i in range(P):
                         s.dbdr[i] <<= s.dbacc_n[i]
                     s.db_addr <<= s.wr_addr2B
@@ -105,7 +125,11 @@ class EngineDrainRTL(Component):
                     s.left <<= LP
             elif s.left != Z16:
                 s.left <<= s.left - ONE16
-                if s.cmd.raw:
+                if s.bp:  # the next output channel: ho*wo words, hi*wo elements on
+                    s.row <<= s.row + ONE16
+                    s.roff <<= s.roff + s.HOWO[0:16]
+                    s.idx <<= s.idx + s.IHOWO
+                elif s.cmd.raw:
                     s.row <<= s.row + ONE16
                 else:
                     s.row <<= s.row + STEP

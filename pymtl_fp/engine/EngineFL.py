@@ -36,6 +36,7 @@ from pymtl_fp.engine.msgs import (
     tiles,
     to_word,
     unpack_act,
+    unpack_act_bp,
     unpack_bias,
     unpack_weight,
 )
@@ -198,6 +199,30 @@ class EngineFL(Component):
         at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
         return at, (int(at[-1]) + 1 if at.size else 0)
 
+    def _map_at_bp(s, f, side, shape):
+        """:meth:`_map_at` for a batch-innermost map (``bp=1``): image tiles ``cthw`` / ``kthowo``
+        words apart, channels ``hw`` / ``howo``."""
+        n, c, h, w = shape
+        at = map_words(tiles(n, s.cfg.P), c, h, w, *s._strides(f, side))
+        return at, (int(at[-1]) + 1 if at.size else 0)
+
+    def _rd_map_bp(s, buf, addr, f, side, shape):
+        at, span = s._map_at_bp(f, side, shape)
+        return unpack_act_bp(s._rd(buf, addr, span)[at], shape, s.cfg.P)
+
+    def _wr_map_bp(s, buf, addr, f, side, a):
+        """Write the ``N`` images of ``a`` batch-innermost; the lanes of images past ``N`` keep
+        their values (the RTL does not write them)."""
+        P = s.cfg.P
+        n, c, h, w = a.shape
+        nt = tiles(n, P)
+        at, span = s._map_at_bp(f, side, a.shape)
+        region = np.array(s.bufs[buf][addr:addr + span])
+        full = region[at].reshape(nt, c, h, w, P).transpose(0, 4, 1, 2, 3).reshape(nt * P, c, h, w)
+        full[:n] = a
+        region[at] = full.reshape(nt, P, c, h, w).transpose(0, 2, 3, 4, 1).reshape(-1, P)
+        s._wr(buf, addr, region)
+
     @staticmethod
     def _strides(f, side):
         return {"x": (f["hw"], f["cthw"]), "y": (f["howo"], f["kthowo"]), "p": (f["howo"], f["cthowo"])}[side]
@@ -212,17 +237,18 @@ class EngineFL(Component):
         h, w, ho, wo, r, sw = f["h"], f["w"], f["ho"], f["wo"], f["r"], f["s"]
         stride, pad = 1 << f["lgst"], f["pad"]
         X, D, W, G, B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_W, msgs.BUF_G, msgs.BUF_B)
-        if f["dsel"] or f["amsel"]:
+        if f["dsel"] or f["amsel"] or f["bp"]:
             msgs.check_cmd(f, cfg)
         OB = msgs.DSEL_BUF[f["dsel"]]  # where d0 goes: O, or X / D (field dsel)
         AM = msgs.AMSEL_BUF[f["amsel"]]  # the pool argmax: X, or O (field amsel)
-        if op == "fwd":
-            x = s._rd_map(X, f["a0"], f, "x", (n, c, h, w))
+        if op == "fwd":  # bp: batch-parallel, x and y batch-innermost (msgs.pack_act_bp)
+            rd_map, wr_map = (s._rd_map_bp, s._wr_map_bp) if f["bp"] else (s._rd_map, s._wr_map)
+            x = rd_map(X, f["a0"], f, "x", (n, c, h, w))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
             b = unpack_bias(s._rd(B, f["a2"], kt), k, P)
             y = band.conv_fwd_band(x, wt, b, stride=stride, pad=pad, pt=f["pt"], ho=ho, hi=f["hi"],
                                    shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.act_bits, **rnd)
-            s._wr_map(OB, f["d0"], f, "y", y)
+            wr_map(OB, f["d0"], f, "y", y)
         elif op == "bwd_data":
             dy = s._rd_map(D, f["a0"], f, "y", (n, k, ho, wo))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)

@@ -81,7 +81,8 @@ from pymtl_fp.engine.RequantBankRTL import RequantBankRTL
 from pymtl_fp.primitives.DelayLineRTL import delayed
 from pymtl_fp.primitives.SramRTL import addr_bits
 
-AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "idx", "idx2", "tap", "row")
+AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "idx", "idx2", "tap", "row",
+              "col", "nlanes", "nrows")
 
 
 class EngineRTL(Component):
@@ -164,6 +165,8 @@ class EngineRTL(Component):
         s.mac.outer //= s.ex.mac_outer
         s.mac.transpose //= s.ex.mac_transpose
         s.mac.use_bias //= s.ex.mac_use_bias
+        s.mac.bp //= s.ex.mac_bp
+        s.mac.col //= s.ex.mac_col
         for j in range(P):
             s.ex.x_rd[j] //= s.bx.rdata[j]
             s.ex.d_rd[j] //= s.bd.rdata[j]
@@ -185,7 +188,7 @@ class EngineRTL(Component):
         # stage B, or K cycles later (stage "C"); the write-back L cycles after that (stage "W")
         at_c = {name: delayed(s, f"c_{name}", getattr(s.ex, name), K, name == "vB")
                 for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B",
-                             "idxB", "idx2B", "tapB", "rowB")}
+                             "idxB", "idx2B", "tapB", "rowB", "nlanesB", "nrowsB")}
         for name in ("g_row", "w_row"):
             at_c[name] = delayed(s, f"c_{name}", getattr(s.rows, name), K)
         at_c["busy"] = delayed(s, "c_busy", s.ex.busy, K, True)
@@ -193,8 +196,10 @@ class EngineRTL(Component):
         for name, sig in (("pm_n", s.pool.pm_n), ("pi_n", s.pool.pi_n), ("x_rd", s.bx.rdata), ("o_rd", s.bo.rdata)):
             at_c[name] = delayed(s, f"c_{name}", sig, K)
         for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B", "idxB",
-                     "idx2B"):
+                     "idx2B", "nlanesB", "nrowsB"):
             connect(getattr(s.drain, name), at_c[name])
+        s.drain.HOWO //= s.strides.howo
+        s.drain.IHOWO //= s.strides.ihowo
         for j in range(P):
             s.drain.d_rd[j] //= at_c["d_rd"][j]
 
@@ -203,6 +208,7 @@ class EngineRTL(Component):
         s.sel.IHOWO //= s.strides.ihowo
         s.sel.IHW //= s.strides.ihw
         s.sel.RS //= s.strides.rs
+        s.sel.KHOWO //= s.strides.khowo
         if DR > 1:
             s.sel.CRS //= s.strides.crs
             s.rq.row_stride //= s.sel.rq_row_stride
@@ -227,9 +233,10 @@ class EngineRTL(Component):
         s.wb.cmd //= s.ex.cmd_r  # held while EX is busy, so also in the write-back's cycle
         # the write-back's other inputs, delayed as long as the requantizer takes
         at_c.update(dr_busy=s.drain.busy, dr_row=s.drain.row, dr_addr=s.drain.addr, db_addr=s.drain.db_addr,
-                    raw=s.sel.raw)
+                    raw=s.sel.raw, dr_nlanes=s.drain.nlanes, dr_nrows=s.drain.nrows, dr_roff=s.drain.roff)
         for name in ("busy", "vB", "dr_busy", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B", "dr_row", "dr_addr",
-                     "db_addr", "raw", "w_row", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd"):
+                     "db_addr", "raw", "w_row", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd", "dr_nlanes", "dr_nrows",
+                     "dr_roff"):
             late = delayed(s, f"w_{name}", at_c[name], L, name in ("busy", "vB", "dr_busy"))
             dst = getattr(s.wb, "ex_busy" if name == "busy" else name)
             for d, src in zip(dst, late) if isinstance(dst, list) else ((dst, late),):

@@ -13,7 +13,9 @@ It runs where the MAC array's results are (stage B, or ``mac_latency`` cycles la
 pipelined array: then ``rowB``, ``idxB`` and ``update``'s G row ``g_row`` come delayed as much).
 For :class:`EngineWritebackRTL`, which runs ``rq_latency`` cycles later still (the pipelined
 requantizer): ``raw``, the row the un-rounded (``raw``) drain writes (``dw`` row ``dr_row``, or the
-``db`` row), so that only ``P`` lanes travel, not the ``P x P`` tile.
+``db`` row), so that only ``P`` lanes travel, not the ``P x P`` tile.  A batch-parallel ``fwd``'s
+drain rounds that row too (output channel ``dr_row`` of ``P`` images, lanes ``k*hi*wo`` elements
+apart in the flat index of ``y``).
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, mk_bits, update
@@ -46,6 +48,7 @@ class EngineRequantSelectRTL(Component):
         # element strides of the command (its product fields: hi*wo and hi*w, a channel in the whole
         # result map's flat index; r*s, c*r*s)
         s.IHOWO, s.IHW, s.RS = InPort(32), InPort(32), InPort(32)
+        s.KHOWO = InPort(32)  # a batch-parallel fwd's lanes (images) are k*hi*wo elements apart
         s.rq_acc = [OutPort(AB) for _ in range(NQ)]
         s.rq_idx_base, s.rq_idx_stride = OutPort(32), OutPort(32)
         if DR > 1:
@@ -96,7 +99,13 @@ class EngineRequantSelectRTL(Component):
                 s.rq_acc[i] @= ZA
             for i in range(P):
                 s.rq_acc[i] @= s.acc[i]
-            if s.dr_busy:
+            if s.dr_busy & (s.cmd.op == OP_FWD) & s.cmd.bp:
+                # a batch-parallel fwd's drain: output channel dr_row of P images, on bank row 0
+                s.rq_idx_base @= s.dr_idx
+                s.rq_idx_stride @= s.KHOWO
+                for i in range(P):
+                    s.rq_acc[i] @= s.raw[i]
+            elif s.dr_busy:
                 if s.dr_row == LP:  # the db row after the P dw rows
                     s.rq_shift @= s.cmd.bshift
                     s.rq_tensor_id @= s.cmd.btid

@@ -21,7 +21,9 @@ from pymtl_fp.engine.msgs import cmd_type
 FIELD_STRIDES = ("hw", "howo", "rs", "cthw", "chw", "kthowo", "cthowo", "khowo", "ctrs", "crs")
 #: ``P`` times a stride: name -> stride (``pihw``, ``pihowo``: a channel tile in the flat index of
 #: the whole result map, of which a row-band command computes a band)
-TIMES_P = {"pihw": "ihw", "pihowo": "ihowo", "prs": "rs", "pcrs": "crs"}
+TIMES_P = {"pihw": "ihw", "pihowo": "ihowo", "prs": "rs", "pcrs": "crs",
+           # a batch-parallel fwd: P output channels of a map (words), P images of its flat index
+           "phowo": "howo", "pkhowo": "khowo"}
 #: the strides of the address units (AddrGenRTL)
 STRIDES = FIELD_STRIDES + tuple(TIMES_P)
 #: the requantizer's lane strides: a channel of the whole result map (fwd's y, bwd_data's dx)
@@ -58,6 +60,8 @@ class EngineStridesRTL(Component):
             s.pihowo @= zext(s.cmd.ihowo, B32) * PP32
             s.prs @= zext(s.cmd.rs, B32) * PP32
             s.pcrs @= zext(s.cmd.crs, B32) * PP32
+            s.phowo @= zext(s.cmd.howo, B32) * PP32
+            s.pkhowo @= zext(s.cmd.khowo, B32) * PP32
 
     def line_trace(s):
         return f"hw{int(s.hw)} howo{int(s.howo)} rs{int(s.rs)} crs{int(s.crs)}"

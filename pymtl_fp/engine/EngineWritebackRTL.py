@@ -13,6 +13,9 @@ row and saturates to the weight width) and sign-extended to the buffer's element
 writes, one request per buffer (``<b>_we`` with ``<b>_addr`` and every lane's ``<b>_wen`` /
 ``<b>_wdata``, for the write ports :class:`EngineWritePortRTL`):
 
+* a batch-parallel ``fwd``'s drain (``bp``): its row ``dr_row`` (an output channel of ``P`` images)
+  to word ``dr_addr + dr_roff`` of O, X or D (``dsel``), where the row is a real channel (``< dr_nrows``), in
+  the lanes of real images (``< dr_nlanes``);
 * the ``d0`` result of ``fwd`` / ``bwd_data`` (ReLU mask: forward input ``x <= 0`` gives 0) /
   ``pool_fwd`` (the maximum) in the stage-B cycle of an output's last step, and of ``pool_bwd``
   (``dy`` where the tap is the window's argmax, else 0) every step: to O, X or D (field ``dsel``);
@@ -28,6 +31,7 @@ update, ``d0`` result (valid commands never make two in one cycle: :func:`msgs.c
 """
 
 from pymtl3 import (
+    Bits16,
     Bits32,
     Component,
     InPort,
@@ -85,6 +89,8 @@ class EngineWritebackRTL(Component):
         s.dr_row = InPort(16)
         s.raw = [InPort(AB) for _ in range(P)]  # the raw drain's row (EngineRequantSelectRTL)
         s.dr_addr, s.db_addr = InPort(32), InPort(32)
+        s.dr_nlanes, s.dr_nrows = InPort(16), InPort(16)  # a batch-parallel tile's real images, channels
+        s.dr_roff = InPort(16)  # and its row's word offset from dr_addr
         s.pm_n = [InPort(D) for _ in range(P)]  # pool_fwd maximum and argmax (EnginePoolRTL)
         s.pi_n = [InPort(8) for _ in range(P)]
         s.x_rd = [InPort(D) for _ in range(P)]  # buffer read data
@@ -120,6 +126,8 @@ class EngineWritebackRTL(Component):
         s.wb_en = Wire()  # the d0 result: enable, word, lanes (routed to O, X or D by dsel)
         s.wb_addr = Wire(act_addr_bits)
         s.wb_data = [Wire(D) for _ in range(P)]
+        s.wb_lane = [Wire() for _ in range(P)]  # its lanes (a batch-parallel tile: the real images)
+        s.bp = Wire()
         for i in range(P):
             s.w_ext.in_[i] //= s.w_row[i]
             s.sat_a[i].in_ //= s.q[i]
@@ -167,11 +175,22 @@ class EngineWritebackRTL(Component):
         @update
         def up_result():
             # EX's d0 result of this cycle (up_ex_writes routes it to O, X or D)
+            s.bp @= (s.cmd.op == OP_FWD) & s.cmd.bp
             s.wb_en @= 0
             s.wb_addr @= trunc(s.wr_addrB, XAT)
             for i in range(P):
                 s.wb_data[i] @= ZD
-            if s.ex_busy & s.vB:
+                s.wb_lane[i] @= 1
+            if s.ex_busy & s.bp:
+                # a batch-parallel fwd: the drain's row (an output channel of P images), the real
+                # images of a real channel only
+                if s.dr_busy & (s.dr_row < s.dr_nrows):
+                    s.wb_en @= 1
+                    s.wb_addr @= trunc(s.dr_addr + zext(s.dr_roff, B32), XAT)
+                    for i in range(P):
+                        s.wb_data[i] @= s.y_a.out[i]
+                        s.wb_lane[i] @= Bits16(i) < s.dr_nlanes
+            elif s.ex_busy & s.vB:
                 if (s.cmd.op == OP_FWD) & s.lastB:
                     s.wb_en @= 1
                     for i in range(P):
@@ -231,7 +250,7 @@ class EngineWritebackRTL(Component):
                         s.b_wdata[i] @= s.raw[i]
                     if s.dr_row != LP:
                         s.b_addr @= s.raw_addr
-                elif s.dr_busy:
+                elif s.dr_busy & ~s.bp:
                     if s.dr_row == LP:
                         s.b_we @= 1
                         for i in range(P):
@@ -265,17 +284,17 @@ class EngineWritebackRTL(Component):
                     s.x_we @= 1
                     s.x_addr @= s.wb_addr
                     for i in range(P):
-                        s.x_wen[i] @= 1
+                        s.x_wen[i] @= s.wb_lane[i]
                         s.x_wdata[i] @= s.wb_data[i]
                 elif s.cmd.dsel == DSEL_D:
                     s.d_we @= 1
                     for i in range(P):
-                        s.d_wen[i] @= 1
+                        s.d_wen[i] @= s.wb_lane[i]
                 else:
                     s.o_we @= 1
                     s.o_addr @= s.wb_addr
                     for i in range(P):
-                        s.o_wen[i] @= 1
+                        s.o_wen[i] @= s.wb_lane[i]
                         s.o_wdata[i] @= s.wb_data[i]
 
     def line_trace(s):

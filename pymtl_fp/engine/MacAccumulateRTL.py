@@ -3,8 +3,9 @@
 Reduce mode (``outer = 0``): accumulator ``(i, 0)`` adds lane row ``i``'s sum of products
 ``rowsum[i]``; the others hold.  Outer mode (``outer = 1``): every accumulator ``(i, j)`` adds its
 own product ``prod[i*P + j]``.  With ``first``, an accumulator restarts from ``bias[i]``
-(``use_bias``, lane ``(i, 0)``) or 0.  ``res`` is the accumulators *after* this cycle's sums
-(combinational); the registers take it in a cycle with ``en``.  All at ``acc_bits``
+(``use_bias``: lane ``(i, 0)``, or in outer mode every lane of row ``i``: a batch-parallel
+``fwd``) or 0.  ``res`` is the accumulators *after* this cycle's sums (combinational); the
+registers take it in a cycle with ``en``.  All at ``acc_bits``
 (two's-complement wrap is harmless while the final sum fits).
 """
 
@@ -37,6 +38,9 @@ class MacAccumulateRTL(Component):
                         s.base[i * P + j] @= s.acc[i * P + j]
                 if s.first & s.use_bias:
                     s.base[i * P] @= s.bias[i]
+                    if s.outer:  # a batch-parallel fwd: every image of row i starts from its bias
+                        for j in range(1, P):
+                            s.base[i * P + j] @= s.bias[i]
 
         @update
         def up_result():

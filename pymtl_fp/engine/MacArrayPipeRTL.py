@@ -49,6 +49,8 @@ class MacArrayPipeRTL(Component):
         s.outer = InPort()
         s.transpose = InPort()
         s.use_bias = InPort()
+        s.bp = InPort()  # outer mode of a batch-parallel fwd: u = column col of wt (MacOperandsRTL)
+        s.col = InPort(8)
         s.wt = [InPort(db) for _ in range(PP)]
         s.u = [InPort(db) for _ in range(P)]
         s.v = [InPort(db) for _ in range(P)]
@@ -59,6 +61,8 @@ class MacArrayPipeRTL(Component):
         s.accs = MacAccumulateRTL(P, acc_bits)
         s.ops.outer //= s.outer
         s.ops.transpose //= s.transpose
+        s.ops.bp //= s.bp
+        s.ops.col //= s.col
         for name in ("outer", "use_bias"):
             connect(getattr(s.accs, name), getattr(s, name))
         for k in range(PP):

@@ -37,6 +37,8 @@ class MacArrayRTL(Component):
         s.outer = InPort()
         s.transpose = InPort()
         s.use_bias = InPort()
+        s.bp = InPort()  # outer mode of a batch-parallel fwd: u = column col of wt (MacOperandsRTL)
+        s.col = InPort(8)
         s.wt = [InPort(data_bits) for _ in range(P * P)]
         s.u = [InPort(data_bits) for _ in range(P)]
         s.v = [InPort(data_bits) for _ in range(P)]
@@ -49,6 +51,8 @@ class MacArrayRTL(Component):
         s.rowsum = [Wire(acc_bits) for _ in range(P)]
         s.ops.outer //= s.outer
         s.ops.transpose //= s.transpose
+        s.ops.bp //= s.bp
+        s.ops.col //= s.col
         for name in ("en", "first", "outer", "use_bias"):
             connect(getattr(s.accs, name), getattr(s, name))
         for k in range(P * P):

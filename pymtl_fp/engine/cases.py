@@ -33,7 +33,7 @@ OPTIONAL = {"mode", "seed", "tensor_id"}
 #: a row band (:mod:`pymtl_fp.golden.band`): ``pt`` zero rows above the window, ``hi`` rows of the
 #: whole result map (stochastic rounding), fwd's ``ho`` output rows (bwd_*: ``dy``'s rows)
 BAND = {"fwd": {"pt", "ho", "hi"}, "bwd_data": {"pt", "hi"}, "bwd_weight": {"pt"}}
-OPTIONAL_OP = {"fwd": BAND["fwd"], "bwd_data": BAND["bwd_data"],
+OPTIONAL_OP = {"fwd": BAND["fwd"] | {"bp"}, "bwd_data": BAND["bwd_data"],
                "bwd_weight": {"bias_tensor_id", "raw", "acc", "acc_dw", "acc_db"} | BAND["bwd_weight"]}
 RESULTS = {"fwd": ("y",), "bwd_data": ("dx",), "bwd_weight": ("dw", "db"), "pool_fwd": ("y", "argmax"),
            "pool_bwd": ("dx",), "update": ("w",)}
@@ -134,6 +134,8 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                 raise CaseError("acc=1 goes with acc_dw and acc_db (the sums already in B), and only with it")
         else:
             out["relu"] = _scalar(case, "relu", 0, 1)
+        if op == "fwd" and "bp" in case:  # batch-parallel: x and y batch-innermost
+            out["bp"] = _scalar(case, "bp", 0, 1)
         x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
         if op == "bwd_weight":
             ws = np.asarray(case["w_shape"])
@@ -172,7 +174,8 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                                     f"beyond the 24-bit index stride")
         dims_ok(N=n, C=c, K=k, H=h, W=w, R=r, S=s)
         ct, kt = tiles(c, P), tiles(k, P)
-        fits("x", n * ct * h * w, act_words, "X")
+        bp = out.get("bp", 0)
+        fits("x", (tiles(n, P) * c if bp else n * ct) * h * w, act_words, "X")
         fits("w", kt * ct * r * s, cfg.weight_depth, "W" if op != "bwd_weight" else "G")
         if op == "fwd":
             b = out["b"] = _array(case, "b", 1)
@@ -180,7 +183,7 @@ def validate_case(cfg, op: str, case: dict) -> dict:
                 raise CaseError(f"b must have shape ({k},), got {b.shape}")
             bound = c * r * s * _maxabs(x) * _maxabs(out["w"]) + _maxabs(b)
             fits("b", kt, cfg.bias_depth, "B")
-            fits("y", n * kt * ho * wo, act_words, "O")
+            fits("y", (tiles(n, P) * k if bp else n * kt) * ho * wo, act_words, "O")
         else:
             dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
             if dy.shape != (n, k, ho, wo):

@@ -118,6 +118,11 @@ FIELDS = (
     Field("acc", 1, ("bwd_weight",), "with raw=1: add the un-rounded dw and db sums to those already in B "
           "(d1 = d0 + P words per dw tile: db right after dw), wrapping at the accumulator width: "
           "a weight gradient summed over row bands or images, rounded once outside the engine"),
+    Field("bp", 1, ("fwd",), "1: batch-parallel -- the array's lanes carry P images of the batch (its columns) "
+          "and P output channels (its rows), every MAC accumulating its own output over c, r, s; x and y "
+          "are kept batch-innermost (msgs.pack_act_bp: image tiles, then channels, rows, columns; a word "
+          "holds one element of P images), and each finished P x P tile drains one output channel a cycle"),
+    Field("nt", _D, ("fwd",), "image tiles of a batch-parallel command (bp=1)", "ceil(n / P)"),
 )
 
 #: The products of geometry fields that address a compute command's tensors and bound its
@@ -160,6 +165,11 @@ PRODUCTS = {
 #: input-side map (x, dx, the pool's input), ``hop``: of the output-side map (y, dy, the pooled map
 #: and its argmax); at least ``h`` / ``ho``.
 PLANES = {"hp": "h", "hop": "ho"}
+#: the products that lay out a map: with ``bp=1`` (batch-innermost maps) their ``n`` counts image
+#: tiles (``nt``) and their ``ct`` / ``kt`` channels (``c`` / ``k``): ``cthw = c*hp*w`` words
+#: between two image tiles, ``sz_x = nt*c*h*w`` words, ... (the pooled map's two, which a ``fwd``
+#: does not use, likewise: so they fit their fields whenever the maps fit the buffers)
+BP_MAPS = ("cthw", "kthowo", "sz_x", "sz_dy", "cthowo", "sz_pool")
 #: plane rows -> the stride that shows them in a command, and the width it multiplies
 _PLANE_STRIDES = {"hp": ("hw", "w"), "hop": ("howo", "wo")}
 #: the spans: product -> (images, tiles, rows, width, plane rows): ``((n*t - 1)*plane + rows)*width``
@@ -181,8 +191,10 @@ def _product_field(name: str) -> Field:
 
 
 FIELDS = FIELDS + tuple(_product_field(name) for name in PRODUCTS)
-#: the geometry fields the products multiply
-FACTORS = frozenset(PLANES.get(x, x) for factors, _, _ in PRODUCTS.values() for x in factors)
+#: the geometry fields the products multiply (``nt``: a batch-parallel map's, :data:`BP_MAPS`)
+FACTORS = frozenset(PLANES.get(x, x) for factors, _, _ in PRODUCTS.values() for x in factors) | {"nt"}
+#: a batch-parallel map's factors in place of the channel-parallel ones (:data:`BP_MAPS`)
+BP_FACTORS = {"n": "nt", "ct": "c", "kt": "k"}
 
 FIELD = {f.name: f for f in FIELDS}
 CMD_BITS = sum(f.bits for f in FIELDS)
@@ -216,14 +228,17 @@ def products(fields: dict) -> dict:
         geo[plane] = given or geo[rows]
         if geo[plane] < geo[rows]:
             raise ValueError(f"layout {plane}={geo[plane]}: a plane must hold the command's {rows}={geo[rows]} rows")
+    # batch-parallel (bp=1): a map's "images" are its image tiles and its "tiles" its channels
+    bp_geo = dict(geo, **{x: geo[y] for x, y in BP_FACTORS.items()}) if fields.get("bp") else geo
     for name, (factors, _, _) in PRODUCTS.items():
+        g = bp_geo if name in BP_MAPS else geo
         if name in _SPANS:
-            n, t, rows, width, plane = (geo[x] for x in _SPANS[name])
+            n, t, rows, width, plane = (g[x] for x in _SPANS[name])
             value = ((n * t - 1) * plane + rows) * width if n * t else 0
         else:
             value = 1
             for x in factors:
-                value *= geo[x]
+                value *= g[x]
         if name in fields and int(fields[name]) != value:
             dense = "*".join(PLANES.get(x, x) for x in factors)
             planes = f" with plane rows {geo['hp']}, {geo['hop']}" if dense != "*".join(factors) else ""

@@ -106,8 +106,11 @@ def c_products(top: str, struct: str, prefix: str) -> list:
            "whose output-side map (y, dy, pooled) in planes of hop >= ho rows (a row band inside a whole "
            "map). */",
            f"static inline void {fn}_in_planes({top}_{struct} *c, uint32_t hp, uint32_t hop) {{"]
-    var = {plane: plane for plane in enc.PLANES}
+    plain = {plane: plane for plane in enc.PLANES}
+    # a batch-parallel command's maps (bp = 1): image tiles and channels in place of images and tiles
+    bp = dict(plain, **{x: f"(c->{prefix}bp ? c->{prefix}{y} : c->{prefix}{x})" for x, y in enc.BP_FACTORS.items()})
     for name, (factors, _, _) in enc.PRODUCTS.items():
+        var = bp if name in enc.BP_MAPS else plain
         term = [var.get(x, f"c->{prefix}{x}") for x in factors]
         if name in enc._SPANS:
             n, t, rows, width, plane = (var.get(x, f"c->{prefix}{x}") for x in enc._SPANS[name])

@@ -45,7 +45,10 @@ Layouts (channels padded with zeros to a multiple of ``P``, ``CT = ceil(C/P)``, 
 an activation ``(N, C, H, W)`` element ``[n, c, h, w]`` is lane ``c % P`` of word
 ``((n*CT + c//P)*H + h)*W + w``; a weight ``(K, C, R, S)`` element ``[k, c, r, s]`` is lane
 ``(k % P)*P + c % P`` of word ``((k//P*CT + c//P)*R + r)*S + s``; a bias ``[k]`` is lane ``k % P``
-of word ``k // P``.
+of word ``k // P``.  A batch-parallel ``fwd`` (``bp = 1``) keeps its ``x`` and ``y`` *batch-innermost*
+(:func:`pack_act_bp`): element ``[n, c, h, w]`` is lane ``n % P`` of word ``((n//P*C + c)*H + h)*W + w``
+(``NT = ceil(N/P)`` image tiles; channels not padded), and writes only the ``N x K`` outputs (the
+lanes of images past ``N`` keep their values).
 
 A compute command's maps may be kept in *planes* (:data:`pymtl_fp.engine.encoding.PLANES`): the
 command walks ``h`` rows of each channel tile of a map whose channel tiles are ``hp*w`` words apart
@@ -219,6 +222,13 @@ def check_cmd(f: dict, cfg) -> None:
     or with ``db`` not right after ``dw``.  Compilers call it before any simulation; the engines
     assume it holds."""
     op, dsel, amsel = f["op"], f.get("dsel", 0), f.get("amsel", 0)
+    if f.get("bp", 0) or f.get("nt", 0):
+        P = cfg.P if hasattr(cfg, "P") else int(cfg)
+        if op != OP_FWD:
+            raise ValueError(f"{OP_NAMES.get(op, op)}: bp=1 (batch-parallel) and nt are only for fwd")
+        if not f.get("bp", 0) or f.get("nt", 0) != tiles(f.get("n", 0), P):
+            raise ValueError(f"fwd bp=1: nt={f.get('nt', 0)} must be the image tiles ceil(n / P) = "
+                             f"{tiles(f.get('n', 0), P)}")
     if dsel not in DSEL_BUF:
         raise ValueError(f"command field dsel={dsel}: 0 (O), 1 (X) or 2 (D)")
     if amsel not in AMSEL_BUF:
@@ -290,6 +300,25 @@ def pack_act(x: np.ndarray, P: int) -> np.ndarray:
     xp = np.zeros((n, ct * P, h, w), dtype=np.int64)
     xp[:, :c] = x
     return xp.reshape(n, ct, P, h, w).transpose(0, 1, 3, 4, 2).reshape(-1, P)
+
+
+def pack_act_bp(x: np.ndarray, P: int) -> np.ndarray:
+    """(N, C, H, W) -> (NT*C*H*W, P) buffer words of the batch-innermost layout (``bp=1``):
+    element ``[n, c, h, w]`` is lane ``n % P`` of word ``((n//P*C + c)*H + h)*W + w``; the images of
+    the last tile past ``N`` are zero."""
+    n, c, h, w = x.shape
+    nt = tiles(n, P)
+    xp = np.zeros((nt * P, c, h, w), dtype=np.int64)
+    xp[:n] = x
+    return xp.reshape(nt, P, c, h, w).transpose(0, 2, 3, 4, 1).reshape(-1, P)
+
+
+def unpack_act_bp(words: np.ndarray, shape, P: int) -> np.ndarray:
+    """The inverse of :func:`pack_act_bp` (the first ``NT*C*H*W`` words; images past ``N`` dropped)."""
+    n, c, h, w = shape
+    nt = tiles(n, P)
+    a = np.asarray(words, dtype=np.int64)[: nt * c * h * w].reshape(nt, c, h, w, P)
+    return a.transpose(0, 4, 1, 2, 3).reshape(nt * P, c, h, w)[:n].copy()
 
 
 def map_words(n: int, t: int, h: int, w: int, tile_stride: int, image_stride: int) -> np.ndarray:

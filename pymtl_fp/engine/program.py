@@ -30,10 +30,12 @@ from pymtl_fp.engine.msgs import (
     OPS,
     make_cmd,
     pack_act,
+    pack_act_bp,
     pack_bias,
     pack_weight,
     tiles,
     unpack_act,
+    unpack_act_bp,
     unpack_bias,
     unpack_weight,
 )
@@ -149,7 +151,16 @@ def build(cfg, op: str, case: dict) -> Program:
         w_shape = case["w"].shape if op != "bwd_weight" else tuple(case["w_shape"])
         geo = dict(conv_geometry(P, op, case), shift=case["shift"])
         n, c, k, h, w, ho, wo, r, s = (geo[f] for f in ("n", "c", "k", "h", "w", "ho", "wo", "r", "s"))
-        if op == "fwd":
+        if op == "fwd" and case.get("bp"):  # batch-parallel: x and y batch-innermost
+            nt = tiles(n, P)
+            _load(prog, BUF_X, 0, pack_act_bp(case["x"], P))
+            _load(prog, BUF_W, 0, pack_weight(case["w"], P))
+            _load(prog, BUF_B, 0, pack_bias(case["b"], P))
+            prog.compute_index = len(prog.cmds)
+            prog.cmds.append(make_cmd(op=OPS[op], relu=int(case["relu"]), bp=1, nt=nt, **geo, **common))
+            shape = (n, k, ho, wo)
+            _store(prog, "y", BUF_O, 0, nt * k * ho * wo, P, lambda a, sh=shape: unpack_act_bp(a, sh, P))
+        elif op == "fwd":
             _load(prog, BUF_X, 0, pack_act(case["x"], P))
             _load(prog, BUF_W, 0, pack_weight(case["w"], P))
             _load(prog, BUF_B, 0, pack_bias(case["b"], P))
@@ -246,7 +257,8 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     ``tests/test_timing.py`` check them against the RTL."""
     P = cfg.P
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        f = dict(conv_geometry(P, op, case), raw=int(case.get("raw", 0)), acc=int(case.get("acc", 0)))
+        f = dict(conv_geometry(P, op, case), raw=int(case.get("raw", 0)), acc=int(case.get("acc", 0)),
+                 bp=int(case.get("bp", 0)))
         steps = timing.compute_cycles(P, op, f, cfg.drain_rows)
     elif op in timing.POOL_OPS:
         pk = case["k"]

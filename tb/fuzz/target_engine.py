@@ -5,8 +5,8 @@ layer on a small array:
 
 1. the engine configuration (preset ``tiny`` 2x2 before ``small`` 4x4; ``verilator`` uses
    ``tiny`` only: one Verilator build per worker);
-2. the operation (``fwd`` first), then the layer shape (batch, channels, kernel, image size,
-   stride, padding -- each shrinking towards 1 or 0);
+2. the operation (``fwd`` first; a ``fwd`` channel- or batch-parallel, ``bp``), then the layer
+   shape (batch, channels, kernel, image size, stride, padding -- each shrinking towards 1 or 0);
 3. the tensors, element by element (shrinking towards 0; biased to the format's extremes),
    the rounding mode, shifts, seeds;
 4. the back-pressure: stall probabilities of the command, data-in and data-out streams and the
@@ -54,7 +54,8 @@ def case_strategy(draw, level):
     cfg = preset(cfg_name)
     P = cfg.P
     op = draw(st.sampled_from(OPS))
-    n = draw(st.integers(1, 2))
+    bp = op == "fwd" and draw(st.booleans())  # batch-parallel: up to two image tiles and one more image
+    n = draw(st.integers(1, 2 * P + 1 if bp else 2))
     c = draw(st.integers(1, P + 1))  # up to one partial tile beyond the array: tiling is exercised
     case = dict(mode=draw(st.sampled_from(["nearest", "stochastic"])), seed=draw(st.integers(0, 2**32 - 1)),
                 tensor_id=draw(st.integers(0, 200)))
@@ -74,6 +75,8 @@ def case_strategy(draw, level):
             case.update(x=x, w=draw(_values((k, c, r, s), cfg.weight_bits)),
                         b=draw(hnp.arrays(np.int64, (k,), elements=st.integers(-2000, 2000))),
                         relu=int(draw(st.booleans())))
+            if bp:
+                case["bp"] = 1
         elif op == "bwd_data":
             case.update(dy=draw(_values((n, k, ho, wo), cfg.grad_bits)), w=draw(_values((k, c, r, s), cfg.weight_bits)),
                         x=x, relu=int(draw(st.booleans())))
