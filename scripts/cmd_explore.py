@@ -10,6 +10,8 @@ Sub-commands (each runs with no options, on built-in defaults):
   the best points and the Pareto front;
 * ``parallelism`` -- FPDeep's pipeline vs data-parallel (ring all-reduce) vs hybrid training for
   every cluster size and mini-batch: which wins where;
+* ``modes``     -- per MAC layer, the engine's dataflows (channel-parallel, tap-packed,
+  batch-parallel): utilization of each pass under each, the fastest, the whole network's figure;
 * ``zoo``       -- the networks' FP/BP/WG operation counts against their published totals.
 
 Outputs go to ``--out DIR`` (default ``reports/`` in the current directory): CSV, Markdown and
@@ -26,7 +28,7 @@ from pathlib import Path
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 
-HELP = "design-space and scaling studies: scaling, partition, design, parallelism, zoo"
+HELP = "design-space and scaling studies: scaling, partition, design, parallelism, modes, zoo"
 
 DEFAULT_LINKS = "6x10G,6x13.1G,250G,500G,inf"
 
@@ -204,6 +206,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "this process")
     p.add_argument("--workers", type=int, default=2, metavar="N",
                    help="worker processes of --scheduler local (default 2)")
+    p.add_argument("--channel-only", action="store_true",
+                   help="forward passes channel-parallel only (default: batch-parallel where faster)")
+
+    p = sub.add_parser("modes", help="per layer: channel-parallel, tap-packed or batch-parallel",
+                       description="Per MAC layer and pass, the MAC utilization of each of the engine's "
+                       "dataflows (timing model) and the fastest; the whole network's FP + BP + WG "
+                       "utilization channel-only, with tap packing and with every mode.")
+    p.add_argument("--net", default="vgg-cifar", help="network (default vgg-cifar)")
+    p.add_argument("--arrays", default="16,32", help="array sides P, as --fpgas (default 16,32; at most 32)")
+    p.add_argument("--batches", default="4,32", help="images per command, as --fpgas (default 4,32)")
+    p.add_argument("--layers", default=None, help="only these MAC layers, comma-separated (default: all)")
+    p.add_argument("--out", default="reports", help="output folder (default ./reports)")
 
     p = sub.add_parser("parallelism", help="pipeline vs data-parallel vs hybrid per mini-batch",
                        description="FPDeep's pipeline, data-parallel training with a ring all-reduce "
@@ -228,7 +242,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     return {"scaling": _scaling, "partition": _partition, "design": _design,
-            "parallelism": _parallelism, "zoo": _zoo}[args.study](args)
+            "parallelism": _parallelism, "modes": _modes, "zoo": _zoo}[args.study](args)
 
 
 # -- studies --------------------------------------------------------------------------------------
@@ -398,7 +412,7 @@ def _design(args) -> int:
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     out = _out_dir(args)
     if args.scheduler is None:
-        res = search(net, dev, args.batch, prec, args.dram_gbs)
+        res = search(net, dev, args.batch, prec, args.dram_gbs, batch_parallel=not args.channel_only)
     else:
         res = _design_on_dask(args, net, dev, prec)
     if not res.count:
@@ -429,6 +443,35 @@ def _design(args) -> int:
     return 0
 
 
+def _modes(args) -> int:
+    from pymtl_fp.explore import report
+    from pymtl_fp.explore.fpga_model import P_MAX
+    from pymtl_fp.explore.modes import study, study_markdown
+
+    net = _network(args.net)
+    arrays = parse_sizes(args.arrays, "--arrays", P_MAX, "array side")
+    batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "batch")
+    layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
+    try:
+        res = study(net, arrays, batches, layers)
+    except ValueError as exc:
+        raise UserError(f"explore modes: {exc}") from None
+    out = _out_dir(args)
+    stem = _stem("modes", net.name)
+    md = study_markdown(res)
+    files = [report.write_csv(out / f"{stem}.csv", res.rows, list(res.rows[0])),
+             report.write_csv(out / f"{stem}_network.csv", res.totals, list(res.totals[0]))]
+    (out / f"{stem}.md").write_text(md, encoding="utf-8")
+    files.append(out / f"{stem}.md")
+    print(f"{net.name}: {len(res.rows)} (layer, P, batch) rows")
+    for t in res.totals:
+        print(f"  P={t['P']:<3} batch {t['batch']:<5} FP+BP+WG utilization: " +
+              ", ".join(f"{name} {100 * t[name]:.1f} %" for name in list(t)[2:]))
+    for f in files:
+        print(f"  wrote {f}")
+    return 0
+
+
 def _design_on_dask(args, net, dev, prec):
     """The same search, one Dask task per engine array, with a progress bar on a terminal."""
     from pymtl_fp.cli.progress import TaskProgress
@@ -442,7 +485,8 @@ def _design_on_dask(args, net, dev, prec):
         raise UserError(str(exc)) from None
     bar = TaskProgress("design points by engine array")
     try:
-        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar))
+        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar),
+                      batch_parallel=not args.channel_only)
     finally:
         bar.close()
         close(client, cluster)

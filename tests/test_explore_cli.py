@@ -26,6 +26,7 @@ def _run(argv, capsys):
     ("zoo", ["zoo.csv"]),
     ("parallelism", ["parallelism_vgg16_xc7vx690t_6x10G.csv", "parallelism_vgg16_xc7vx690t_6x10G.md",
                      "parallelism_vgg16_xc7vx690t_6x10G.png"]),
+    ("modes", ["modes_vgg-cifar.csv", "modes_vgg-cifar_network.csv", "modes_vgg-cifar.md"]),
 ])
 def test_each_study_runs_on_defaults(study, stems, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -48,6 +49,22 @@ def test_scaling_table_content(tmp_path, capsys):
     assert sorted({int(r["fpgas"]) for r in rows}) == [1, 2, 3, 4, 8]
     assert {r["link"] for r in rows} == {"6x10G", "inf"}
     assert not (tmp_path / "scaling_alexnet_xc7vx690t.png").exists()
+
+
+def test_modes_and_the_channel_only_design(tmp_path, capsys):
+    rc, out, err = _run(["modes", "--net", "vgg16", "--layers", "conv1_1,fc7", "--arrays", "16", "--batches", "32",
+                         "--out", str(tmp_path)], capsys)
+    assert rc == 0, err
+    rows = list(csv.DictReader((tmp_path / "modes_vgg16.csv").open()))
+    assert [(r["layer"], r["fp_choice"]) for r in rows] == [("conv1_1", "batch"), ("fc7", "channel")]
+    assert "every mode" in out and "| conv1_1 | 16 | 32 |" in (tmp_path / "modes_vgg16.md").read_text()
+    for flag in ([], ["--channel-only"]):
+        rc, out, err = _run(["design", "--out", str(tmp_path / (flag[0][2:] if flag else "both")), "--no-plot",
+                             "--batch", "32"] + flag, capsys)
+        assert rc == 0, err
+    md = (tmp_path / "channel-only" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
+    assert "channel-parallel only" in md
+    assert "batch-parallel (the engine's bp mode)" in (tmp_path / "both" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
 
 
 def test_partition_with_a_json_devices_file(tmp_path, capsys):
@@ -79,6 +96,10 @@ def test_partition_with_a_json_devices_file(tmp_path, capsys):
     (["parallelism", "--grad-bits", "0"], "--grad-bits"),
     (["parallelism", "--batches", "0,4"], "outside"),
     (["parallelism", "--fpgas", "9999"], "--fpgas"),
+    (["modes", "--arrays", "64"], "--arrays"),
+    (["modes", "--batches", "0"], "--batches"),
+    (["modes", "--layers", "pool1"], "no MAC layer"),
+    (["modes", "--net", "resnet9000"], "unknown network"),
 ])
 def test_bad_input_is_one_line(argv, needle, tmp_path, capsys):
     rc, _, err = _run(argv + ["--out", str(tmp_path)], capsys)

@@ -96,6 +96,7 @@ def test_tiles_cost_at_least_the_untiled_layer():
     arr = EngineArray(16, 3)
     for ly in get_network("alexnet").mac_layers:
         full = tiled_layer_cycles(ly, arr, ly.K, ly.C, 1)
+        assert full.pop("fp_batch") is False  # (channel-parallel only unless asked)
         assert full == layer_cycles(ly, arr, k=ly.K // ly.groups) if ly.groups == 1 else True
         small = tiled_layer_cycles(ly, arr, 8, 8, 1)
         for op in ("fp", "bp", "wg"):

@@ -138,7 +138,7 @@ def array_points(arr, ctx: dict) -> dict | None:
     inv = inv.ravel()
     for ly, nd, ops in zip(ctx["layers"], ctx["needs_dx"], ctx["traffic"]):
         # cycles of one mini-batch: batch / Tb commands of Tb images per tile
-        per = [tiled_layer_cycles(ly, arr, tk, tc, tb) for tb, tk, tc in combos.T]
+        per = [tiled_layer_cycles(ly, arr, tk, tc, tb, ctx["batch_parallel"]) for tb, tk, tc in combos.T]
         for op, bits in zip(("fp", "bp", "wg"), ops):
             if op == "bp" and not nd:
                 continue
@@ -170,13 +170,15 @@ def array_points(arr, ctx: dict) -> dict | None:
 
 
 def search(network, device: Device, batch: int = 128, precision: Precision | None = None,
-           dram_gbs: float | None = None, arrays=None, map_fn=None) -> DesignResult:
+           dram_gbs: float | None = None, arrays=None, map_fn=None, batch_parallel: bool = True) -> DesignResult:
     """Evaluate the whole parameter grid; return the feasible points and the Pareto front.
 
     ``map_fn(function, arrays)``: how the per-array work is mapped (default: the built-in
     ``map``, in this process; a Dask client's map and gather fans it out), in order.
 
-    ``precision`` defaults to 8-bit training (DarkFPGA's).
+    ``precision`` defaults to 8-bit training (DarkFPGA's).  ``batch_parallel``: a layer's forward
+    pass runs batch-parallel (the engine's ``bp`` mode, the batch tile's images on the array's
+    columns) where the timing model says that is faster; else channel-parallel only.
     """
     precision = precision or Precision.bits(8)
     if batch < 1:
@@ -244,7 +246,7 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
                needs_dx=needs_dx, traffic=traffic, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
                buffers=buffers, train_ops=train_ops, family=family_of(device),
                macs=phase_macs(network),
-               params=network.params)
+               params=network.params, batch_parallel=batch_parallel)
     cols = {k: [] for k in COLUMNS}
     for part in (map_fn or map)(functools.partial(array_points, ctx=ctx), arrays):
         if part is not None:
@@ -263,7 +265,9 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
          f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
          f"mini-batch {batch}"),
         ("E engines of P x P, cycles from pymtl_fp.timing (the model the RTL validates); "
-         "time per layer-operation = max(compute, DRAM traffic)"),
+         "time per layer-operation = max(compute, DRAM traffic); forward passes "
+         + ("channel- or batch-parallel (the engine's bp mode), whichever is faster per layer and tile"
+            if batch_parallel else "channel-parallel only")),
         (f"energy: pymtl_fp.energy constants of family {family_of(device)} (derived figures, x0.3..x3); "
          "the Pareto front is over GOPS, DSPs, on-chip RAM and mJ per image"),
     ]
