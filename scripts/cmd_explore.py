@@ -206,8 +206,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "this process")
     p.add_argument("--workers", type=int, default=2, metavar="N",
                    help="worker processes of --scheduler local (default 2)")
-    p.add_argument("--channel-only", action="store_true",
-                   help="forward passes channel-parallel only (default: batch-parallel where faster)")
+    p.add_argument("--modes", default="channel,packed,batch",
+                   help="dataflows a layer's passes may take, the fastest per layer: channel (always), packed "
+                   "(a first layer tap-packed), batch (a forward pass batch-parallel); default all three")
 
     p = sub.add_parser("modes", help="per layer: channel-parallel, tap-packed or batch-parallel",
                        description="Per MAC layer and pass, the MAC utilization of each of the engine's "
@@ -412,7 +413,7 @@ def _design(args) -> int:
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     out = _out_dir(args)
     if args.scheduler is None:
-        res = search(net, dev, args.batch, prec, args.dram_gbs, batch_parallel=not args.channel_only)
+        res = search(net, dev, args.batch, prec, args.dram_gbs, modes=_modes_arg(args.modes))
     else:
         res = _design_on_dask(args, net, dev, prec)
     if not res.count:
@@ -441,6 +442,15 @@ def _design(args) -> int:
     for f in files:
         print(f"  wrote {f}")
     return 0
+
+
+def _modes_arg(text) -> tuple:
+    from pymtl_fp.explore.modes import MODES
+
+    modes = tuple(m.strip() for m in str(text).split(",") if m.strip())
+    if "channel" not in modes or set(modes) - set(MODES):
+        raise UserError(f"--modes {text}: a list of {', '.join(MODES)} that includes channel")
+    return modes
 
 
 def _modes(args) -> int:
@@ -486,7 +496,7 @@ def _design_on_dask(args, net, dev, prec):
     bar = TaskProgress("design points by engine array")
     try:
         return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar),
-                      batch_parallel=not args.channel_only)
+                      modes=_modes_arg(args.modes))
     finally:
         bar.close()
         close(client, cluster)

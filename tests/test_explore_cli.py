@@ -58,13 +58,14 @@ def test_modes_and_the_channel_only_design(tmp_path, capsys):
     rows = list(csv.DictReader((tmp_path / "modes_vgg16.csv").open()))
     assert [(r["layer"], r["fp_choice"]) for r in rows] == [("conv1_1", "batch"), ("fc7", "channel")]
     assert "every mode" in out and "| conv1_1 | 16 | 32 |" in (tmp_path / "modes_vgg16.md").read_text()
-    for flag in ([], ["--channel-only"]):
-        rc, out, err = _run(["design", "--out", str(tmp_path / (flag[0][2:] if flag else "both")), "--no-plot",
-                             "--batch", "32"] + flag, capsys)
+    for modes in ("channel", "channel,packed,batch"):
+        rc, out, err = _run(["design", "--out", str(tmp_path / modes), "--no-plot", "--batch", "32",
+                             "--modes", modes], capsys)
         assert rc == 0, err
-    md = (tmp_path / "channel-only" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
-    assert "channel-parallel only" in md
-    assert "batch-parallel (the engine's bp mode)" in (tmp_path / "both" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
+    md = (tmp_path / "channel" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
+    assert "of its dataflows: channel-parallel\n" in md
+    md = (tmp_path / "channel,packed,batch" / "design_vgg-cifar_xcvu9p_b32.md").read_text()
+    assert "channel-parallel, tap-packed (a first layer), batch-parallel (a forward pass" in md
 
 
 def test_partition_with_a_json_devices_file(tmp_path, capsys):
@@ -100,6 +101,8 @@ def test_partition_with_a_json_devices_file(tmp_path, capsys):
     (["modes", "--batches", "0"], "--batches"),
     (["modes", "--layers", "pool1"], "no MAC layer"),
     (["modes", "--net", "resnet9000"], "unknown network"),
+    (["design", "--modes", "packed,batch"], "includes channel"),
+    (["design", "--modes", "channel,diagonal"], "--modes"),
 ])
 def test_bad_input_is_one_line(argv, needle, tmp_path, capsys):
     rc, _, err = _run(argv + ["--out", str(tmp_path)], capsys)

@@ -53,6 +53,8 @@ import numpy as np
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules, phase_macs
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
+from pymtl_fp.explore.layers import Layer
+from pymtl_fp.explore.modes import MODES
 
 RAM_FRACTION = 0.9
 
@@ -136,18 +138,27 @@ def array_points(arr, ctx: dict) -> dict | None:
     tiles = np.stack([TB[ram_ok], TK[ram_ok], TC[ram_ok]]).astype(np.int64)
     combos, inv = np.unique(tiles, axis=1, return_inverse=True)
     inv = inv.ravel()
-    for ly, nd, ops in zip(ctx["layers"], ctx["needs_dx"], ctx["traffic"]):
-        # cycles of one mini-batch: batch / Tb commands of Tb images per tile
-        per = [tiled_layer_cycles(ly, arr, tk, tc, tb, ctx["batch_parallel"]) for tb, tk, tc in combos.T]
-        for op, bits in zip(("fp", "bp", "wg"), ops):
-            if op == "bp" and not nd:
-                continue
-            cyc = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv]
-            t_c = cyc / clock
-            t_m = bits[ram_ok] / dram_bps
-            dram_bits += bits[ram_ok]
-            total += np.maximum(t_c, t_m)
-            mem_time += np.where(t_m > t_c, t_m, 0.0)
+    for alts, nd in zip(ctx["alternatives"], ctx["needs_dx"]):
+        # per operation the fastest of the layer's mappings (its channel- or batch-parallel one; a
+        # tap-packed one where its tiles fit): max(compute, DRAM) of batch / Tb commands a tile
+        best = {op: None for op in ("fp", "bp", "wg")}
+        for ly, ops, ok in alts:
+            per = [tiled_layer_cycles(ly, arr, tk, tc, tb, ctx["batch_parallel"]) for tb, tk, tc in combos.T]
+            for op, bits in zip(("fp", "bp", "wg"), ops):
+                if op == "bp" and not nd:
+                    continue
+                t_c = np.array([c[op] * batch / tb for c, tb in zip(per, combos[0])])[inv] / clock
+                t_m = bits[ram_ok] / dram_bps
+                got = (np.where(ok[ram_ok], np.maximum(t_c, t_m), np.inf), np.where(t_m > t_c, t_m, 0.0), bits[ram_ok])
+                if best[op] is not None:  # keep the faster mapping, point by point
+                    win = got[0] < best[op][0]
+                    got = tuple(np.where(win, new, old) for new, old in zip(got, best[op]))
+                best[op] = got
+        for got in best.values():
+            if got is not None:
+                total += got[0]
+                mem_time += got[1]
+                dram_bits += got[2]
     total += ctx["upd_bits"] / dram_bps
     n = len(ram_ok)
     cols["E"] = np.full(n, arr.E)
@@ -169,17 +180,69 @@ def array_points(arr, ctx: dict) -> dict | None:
     return cols
 
 
+def tap_packed_layer(ly):
+    """The 1x1 conv a first conv layer runs tap-packed (:func:`pymtl_fp.timing.tap_packed_shape`):
+    ``C*R*S`` input channels over its ``Ho x Wo`` outputs; None where packing does not apply."""
+    if ly.kind != "conv" or ly.groups != 1 or ly.R * ly.S == 1:
+        return None
+    return Layer(ly.name, "conv", ly.inputs, (ly.C * ly.R * ly.S, ly.Ho, ly.Wo), ly.out_shape, relu=ly.relu,
+                 bias=ly.bias)
+
+
+def _traffic_and_buffers(ly, needs_dx, prec, batch, TB, TK, TC, TH):
+    """Per grid point, a layer's DRAM bits per mini-batch for FP, BP and WG (the module docstring's
+    table) and its double-buffered tiles' on-chip bits."""
+    tk = np.minimum(TK, ly.K)
+    tc = np.minimum(TC, ly.C)
+    th = np.minimum(TH, ly.Ho)
+    if ly.kind == "fc":
+        halo = np.ones_like(TB)
+        rows_in = np.ones_like(TB)
+        w_in = 1
+        cin_tile = np.minimum(TC * ly.in_shape[1] * ly.in_shape[2], ly.in_elems)
+        rs_eff = 1
+    else:
+        halo = ((th - 1) * ly.stride + ly.R) / (th * ly.stride)
+        rows_in = (th - 1) * ly.stride + ly.R
+        w_in = ly.in_shape[2]
+        cin_tile = tc
+        rs_eff = ly.R * ly.S
+    row_tiles = np.ceil(ly.Ho / th)
+    k_tiles = np.ceil(ly.K / tk)
+    c_tiles = np.ceil(ly.C / tc)
+    w_bits = ly.params * prec.weight_bits
+    x_bits = ly.in_elems * prec.act_bits
+    y_bits = ly.out_elems * prec.act_bits
+    dy_bits = ly.out_elems * prec.grad_bits
+    dx_bits = ly.in_elems * prec.grad_bits
+    fp = w_bits * (batch / TB) * row_tiles + x_bits * batch * k_tiles * halo + y_bits * batch
+    wg = x_bits * batch * k_tiles * halo + dy_bits * batch * c_tiles
+    bp = (w_bits * (batch / TB) * row_tiles + dy_bits * batch * c_tiles + dx_bits * batch) \
+        if needs_dx else np.zeros_like(TB)
+    in_buf = 2 * TB * cin_tile * rows_in * w_in * prec.act_bits
+    w_buf = 2 * tk * cin_tile * rs_eff * prec.weight_bits
+    out_buf = TB * tk * th * ly.Wo * prec.acc_bits
+    wg_buf = tk * cin_tile * rs_eff * prec.acc_bits
+    return (fp, bp, wg), in_buf + w_buf + np.maximum(out_buf, wg_buf)
+
+
 def search(network, device: Device, batch: int = 128, precision: Precision | None = None,
-           dram_gbs: float | None = None, arrays=None, map_fn=None, batch_parallel: bool = True) -> DesignResult:
+           dram_gbs: float | None = None, arrays=None, map_fn=None, modes=MODES) -> DesignResult:
     """Evaluate the whole parameter grid; return the feasible points and the Pareto front.
 
     ``map_fn(function, arrays)``: how the per-array work is mapped (default: the built-in
     ``map``, in this process; a Dask client's map and gather fans it out), in order.
 
-    ``precision`` defaults to 8-bit training (DarkFPGA's).  ``batch_parallel``: a layer's forward
-    pass runs batch-parallel (the engine's ``bp`` mode, the batch tile's images on the array's
-    columns) where the timing model says that is faster; else channel-parallel only.
+    ``precision`` defaults to 8-bit training (DarkFPGA's).  ``modes``: the dataflows a layer may
+    run in (:data:`MODES`), each pass taking the fastest by the timing model and the DRAM traffic:
+    ``channel`` always; ``packed``, a first conv layer tap-packed (its input ``R*S`` times the
+    words, at points whose RAM holds its tiles); ``batch``, a forward pass batch-parallel (the
+    engine's ``bp`` mode, the batch tile's images on the array's columns).
     """
+    unknown = set(modes) - set(MODES)
+    if unknown or "channel" not in modes:
+        raise ValueError(f"modes must include channel and be among {', '.join(MODES)}, not {', '.join(modes)}")
+    batch_parallel = "batch" in modes
     precision = precision or Precision.bits(8)
     if batch < 1:
         raise ValueError("batch must be >= 1")
@@ -204,46 +267,21 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
     dsp_budget = int(device.dsp * device.dsp_fraction)
     train_ops = 2.0 * network.macs()["train"]
     upd_bits = sum(ly.params for ly in layers) * (2 * prec.weight_bits + 2 * prec.acc_bits)
-    # tile-dependent memory traffic and buffers do not depend on the array: compute once
-    traffic, buffers = [], np.zeros_like(TB)
-    for ly in layers:
-        tk = np.minimum(TK, ly.K)
-        tc = np.minimum(TC, ly.C)
-        th = np.minimum(TH, ly.Ho)
-        rs = ly.R * ly.S
-        if ly.kind == "fc":
-            halo = np.ones_like(TB)
-            rows_in = np.ones_like(TB)
-            w_in = 1
-            cin_tile = np.minimum(TC * ly.in_shape[1] * ly.in_shape[2], ly.in_elems)
-            rs_eff = 1
-        else:
-            halo = ((th - 1) * ly.stride + ly.R) / (th * ly.stride)
-            rows_in = (th - 1) * ly.stride + ly.R
-            w_in = ly.in_shape[2]
-            cin_tile = tc
-            rs_eff = rs
-        row_tiles = np.ceil(ly.Ho / th)
-        k_tiles = np.ceil(ly.K / tk)
-        c_tiles = np.ceil(ly.C / tc)
-        w_bits = ly.params * prec.weight_bits
-        x_bits = ly.in_elems * prec.act_bits
-        y_bits = ly.out_elems * prec.act_bits
-        dy_bits = ly.out_elems * prec.grad_bits
-        dx_bits = ly.in_elems * prec.grad_bits
-        fp = w_bits * (batch / TB) * row_tiles + x_bits * batch * k_tiles * halo + y_bits * batch
-        wg = x_bits * batch * k_tiles * halo + dy_bits * batch * c_tiles
-        bp = (w_bits * (batch / TB) * row_tiles + dy_bits * batch * c_tiles + dx_bits * batch) \
-            if needs_dx[layers.index(ly)] else np.zeros_like(TB)
-        traffic.append((fp, bp, wg))
-        in_buf = 2 * TB * cin_tile * rows_in * w_in * prec.act_bits
-        w_buf = 2 * tk * cin_tile * rs_eff * prec.weight_bits
-        out_buf = TB * tk * th * ly.Wo * prec.acc_bits
-        wg_buf = tk * cin_tile * rs_eff * prec.acc_bits
-        buffers = np.maximum(buffers, in_buf + w_buf + np.maximum(out_buf, wg_buf))
+    # tile-dependent memory traffic and buffers do not depend on the array: compute once; a first
+    # layer may also run tap-packed, at points whose RAM holds its (larger) input tiles too
+    alternatives, buffers = [], np.zeros_like(TB)
+    for ly, nd in zip(layers, needs_dx):
+        ops, buf = _traffic_and_buffers(ly, nd, prec, batch, TB, TK, TC, TH)
+        buffers = np.maximum(buffers, buf)
+        alts = [(ly, ops, np.ones(len(TB), dtype=bool))]
+        packed = tap_packed_layer(ly) if not nd and "packed" in modes else None
+        if packed is not None:
+            pops, pbuf = _traffic_and_buffers(packed, nd, prec, batch, TB, TK, TC, TH)
+            alts.append((packed, pops, pbuf <= ram_budget))
+        alternatives.append(alts)
     ram_ok = np.nonzero(buffers <= ram_budget)[0]
-    ctx = dict(prec=prec, dsp_budget=dsp_budget, ram_ok=ram_ok, TB=TB, TK=TK, TC=TC, TH=TH, layers=layers,
-               needs_dx=needs_dx, traffic=traffic, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
+    ctx = dict(prec=prec, dsp_budget=dsp_budget, ram_ok=ram_ok, TB=TB, TK=TK, TC=TC, TH=TH,
+               needs_dx=needs_dx, alternatives=alternatives, batch=batch, clock=clock, dram_bps=dram_bps, upd_bits=upd_bits,
                buffers=buffers, train_ops=train_ops, family=family_of(device),
                macs=phase_macs(network),
                params=network.params, batch_parallel=batch_parallel)
@@ -265,9 +303,9 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
          f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
          f"mini-batch {batch}"),
         ("E engines of P x P, cycles from pymtl_fp.timing (the model the RTL validates); "
-         "time per layer-operation = max(compute, DRAM traffic); forward passes "
-         + ("channel- or batch-parallel (the engine's bp mode), whichever is faster per layer and tile"
-            if batch_parallel else "channel-parallel only")),
+         "time per layer-operation = max(compute, DRAM traffic), of the fastest of its dataflows: "
+         + ", ".join({"channel": "channel-parallel", "packed": "tap-packed (a first layer)",
+                      "batch": "batch-parallel (a forward pass, the engine's bp mode)"}[m] for m in modes)),
         (f"energy: pymtl_fp.energy constants of family {family_of(device)} (derived figures, x0.3..x3); "
          "the Pareto front is over GOPS, DSPs, on-chip RAM and mJ per image"),
     ]
