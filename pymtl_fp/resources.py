@@ -207,6 +207,11 @@ def engine_resources(cfg) -> Resources:
     # and read selects) and the row-band fields (pt, the whole map's index strides): measured
     # (presets before minus after) +124 / +397 / +588 LUTs, +109 / +182 / +311 FFs for P = 2 / 4 / 8
     r.add(Resources(luts=2 * acc * P + 21, ffs=acc * P + 46), "raw accumulation into B, row-band fields")
+    # the batch-parallel fwd (bp): the weight column select, every accumulator's bias start, the
+    # drain's row offset, tile counters and write masks, and the command's 17 bits: measured
+    # (presets before minus after, Yosys 0.70) +301 / +469 / +711 LUTs, +177 / +181 / +180 FFs for
+    # P = 2 / 4 / 8
+    r.add(Resources(luts=70 * P + 160, ffs=180), "batch-parallel fwd: column select, tile counters, write masks")
     if cfg.pipelined_requant:
         # measured (Yosys 0.70, flattened; requantizer pipelined minus combinational): 555 / 1 015 /
         # 1 919 FFs for P = 2 / 4 / 8 (13 stages of hash, offset, sum and shift registers a lane),
@@ -293,7 +298,7 @@ def link_resources(cfg) -> Resources:
     return r
 
 
-INSTR_BITS = 822  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
+INSTR_BITS = 839  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
 
 
 def router_resources(cfg) -> Resources:

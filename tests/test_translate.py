@@ -276,31 +276,31 @@ def test_sta_report_is_read_into_delay_cells_and_named_nets():
 #: LUTs (with LUT RAM), FFs, DSP48E1, RAMB18, and the pre-route critical path of Yosys sta in ns.
 #: Re-synthesize with `pymtl-fp translate --unit UNIT --config PRESET --out DIR` after changing the RTL.
 YOSYS_RECORDED = {
-    ("engine", "tiny"): dict(luts=8129, ffs=2057, dsps=21, bram18=0, ns=25.1),
-    ("engine", "small"): dict(luts=11958, ffs=3360, dsps=50, bram18=12, ns=25.1),
-    ("engine", "medium"): dict(luts=26041, ffs=7788, dsps=128, bram18=24, ns=25.1),
+    ("engine", "tiny"): dict(luts=8452, ffs=2234, dsps=21, bram18=0, ns=25.0),
+    ("engine", "small"): dict(luts=12427, ffs=3541, dsps=50, bram18=12, ns=25.1),
+    ("engine", "medium"): dict(luts=26752, ffs=7968, dsps=128, bram18=24, ns=25.2),
     # "/r": pipelined requantizer; "/rm": and pipelined MAC array; "/arm": and the address stage
     # (translate --pipeline requant / requant,mac / requant,mac,addr)
-    ("engine", "tiny/r"): dict(luts=8556, ffs=2612, dsps=24, bram18=0, ns=5.7),
-    ("engine", "small/r"): dict(luts=12815, ffs=4372, dsps=50, bram18=12, ns=10.8),
-    ("engine", "medium/r"): dict(luts=27884, ffs=9705, dsps=128, bram18=24, ns=11.3),
-    ("engine", "tiny/rm"): dict(luts=8603, ffs=2834, dsps=24, bram18=0, ns=5.7),
-    ("engine", "small/rm"): dict(luts=12394, ffs=5128, dsps=50, bram18=12, ns=5.9),
-    ("engine", "medium/rm"): dict(luts=25307, ffs=12493, dsps=128, bram18=24, ns=5.7),
-    ("engine", "tiny/arm"): dict(luts=8566, ffs=2996, dsps=24, bram18=0, ns=5.6),
-    ("engine", "small/arm"): dict(luts=12440, ffs=5313, dsps=50, bram18=12, ns=5.6),
-    ("engine", "medium/arm"): dict(luts=25313, ffs=12679, dsps=128, bram18=24, ns=5.6),
+    ("engine", "tiny/r"): dict(luts=8882, ffs=2789, dsps=24, bram18=0, ns=5.7),
+    ("engine", "small/r"): dict(luts=13271, ffs=4553, dsps=50, bram18=12, ns=10.8),
+    ("engine", "medium/r"): dict(luts=28600, ffs=9885, dsps=128, bram18=24, ns=11.7),
+    ("engine", "tiny/rm"): dict(luts=8911, ffs=3011, dsps=24, bram18=0, ns=5.8),
+    ("engine", "small/rm"): dict(luts=12827, ffs=5309, dsps=50, bram18=12, ns=5.6),
+    ("engine", "medium/rm"): dict(luts=25938, ffs=12673, dsps=128, bram18=24, ns=5.9),
+    ("engine", "tiny/arm"): dict(luts=8936, ffs=3213, dsps=24, bram18=0, ns=5.5),
+    ("engine", "small/arm"): dict(luts=12957, ffs=5534, dsps=50, bram18=12, ns=5.7),
+    ("engine", "medium/arm"): dict(luts=25939, ffs=12899, dsps=128, bram18=24, ns=5.6),
     # "/armc": and the command register (translate --pipeline all)
-    ("engine", "tiny/armc"): dict(luts=8545, ffs=3696, dsps=24, bram18=0, ns=4.9),
-    ("engine", "small/armc"): dict(luts=12348, ffs=6064, dsps=50, bram18=12, ns=4.9),
-    ("engine", "medium/armc"): dict(luts=25090, ffs=13437, dsps=128, bram18=24, ns=4.9),
-    ("node", "tiny"): dict(luts=22789, ffs=4607, dsps=44, bram18=70, ns=31.5),
-    ("node", "small"): dict(luts=26622, ffs=5934, dsps=73, bram18=82, ns=31.6),
-    ("node", "medium"): dict(luts=40797, ffs=10362, dsps=151, bram18=94, ns=31.6),
-    ("engine", "tiny-e2"): dict(luts=8154, ffs=2057, dsps=21, bram18=0, ns=25.0),
-    ("engine", "small-e4"): dict(luts=11845, ffs=3358, dsps=50, bram18=12, ns=25.1),
-    ("node", "tiny-e2"): dict(luts=23485, ffs=4743, dsps=44, bram18=70, ns=31.6),
-    ("node", "small-e4"): dict(luts=28530, ffs=6376, dsps=73, bram18=82, ns=31.7),
+    ("engine", "tiny/armc"): dict(luts=8915, ffs=3962, dsps=24, bram18=0, ns=4.9),
+    ("engine", "small/armc"): dict(luts=12934, ffs=6334, dsps=50, bram18=12, ns=4.9),
+    ("engine", "medium/armc"): dict(luts=25809, ffs=13706, dsps=128, bram18=24, ns=4.9),
+    ("node", "tiny"): dict(luts=23083, ffs=4801, dsps=44, bram18=71, ns=31.7),
+    ("node", "small"): dict(luts=27147, ffs=6132, dsps=73, bram18=83, ns=31.5),
+    ("node", "medium"): dict(luts=41295, ffs=10559, dsps=151, bram18=95, ns=31.6),
+    ("engine", "tiny-e2"): dict(luts=8509, ffs=2234, dsps=21, bram18=0, ns=24.9),
+    ("engine", "small-e4"): dict(luts=12453, ffs=3539, dsps=50, bram18=12, ns=25.2),
+    ("node", "tiny-e2"): dict(luts=23828, ffs=4937, dsps=44, bram18=71, ns=31.8),
+    ("node", "small-e4"): dict(luts=29027, ffs=6574, dsps=73, bram18=83, ns=31.8),
     ("link", "tiny"): dict(luts=245, ffs=388, dsps=0, bram18=0, ns=1.1),
     ("requant", "small"): dict(luts=470, ffs=0, dsps=11, bram18=0, ns=22.1),
     ("requant", "wide"): dict(luts=602, ffs=0, dsps=11, bram18=0, ns=22.6),
@@ -413,11 +413,11 @@ def test_router_model_maps_memories_as_yosys_does():
 
     assert resources.INSTR_BITS == isa.INSTR_BITS  # the model's copy (resources imports no cluster)
     r = resources.router_resources(RouterConfig(stream_bits=32))
-    # program memory 1024 x 822 (46 RAMB18: 23 x 36 bits wide, two deep) and three 4096 x 32
-    # output buffers (8 each) in block RAM; the gather table (256 x 32) and the scratch FIFO with
+    # program memory 1024 x 839 (47 RAMB18: 23 x 36 bits wide, two deep, and its last 11 bits in one 1K x 18) and
+    # three 4096 x 32 output buffers (8 each) in block RAM; the gather table (256 x 32) and the scratch FIFO with
     # three asynchronous read ports (quad-port, one RAM64M per 64 x 1 bit: 4096 x 32 -> 8192
     # LUTs) in LUT RAM
-    assert r.bram18 == 46 + 3 * 8 and r.lutram_luts == 176 + 8192
+    assert r.bram18 == 47 + 3 * 8 and r.lutram_luts == 176 + 8192
     assert r.dsps == resources.HASH_DSPS + 8  # the bias/requant unit's hash, REQUANT's layout walk
     node = resources.estimate("node", (preset("small"), RouterConfig(stream_bits=32)))
     assert node.bram18 == r.bram18 + resources.engine_resources(preset("small")).bram18

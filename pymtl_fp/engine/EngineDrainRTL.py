@@ -56,7 +56,7 @@ class EngineDrainRTL(Component):
         # a batch-parallel fwd (bp): its tile is P output channels (rows) x P images (lanes), drained
         # a channel a cycle into the output map (roff and idx move on by ho*wo and hi*wo a row);
         # nlanes images and nrows channels of the tile are real
-        s.HOWO, s.IHOWO = InPort(32), InPort(32)
+        s.HOWO, s.IHOWO = InPort(16), InPort(32)  # (a word offset: 16 bits hold any buffer's)
         s.nlanesB, s.nrowsB = InPort(16), InPort(16)
         s.nlanes, s.nrows = OutPort(16), OutPort(16)
         # the row's word is addr + roff: roff adds ho*wo a row apart from addr, so that the tile's
@@ -127,7 +127,7 @@ class EngineDrainRTL(Component):
                 s.left <<= s.left - ONE16
                 if s.bp:  # the next output channel: ho*wo words, hi*wo elements on
                     s.row <<= s.row + ONE16
-                    s.roff <<= s.roff + s.HOWO[0:16]
+                    s.roff <<= s.roff + s.HOWO
                     s.idx <<= s.idx + s.IHOWO
                 elif s.cmd.raw:
                     s.row <<= s.row + ONE16

@@ -198,7 +198,7 @@ class EngineRTL(Component):
         for name in ("vB", "firstB", "lastB", "dbaccB", "dbfirstB", "dbendB", "wr_addrB", "wr_addr2B", "idxB",
                      "idx2B", "nlanesB", "nrowsB"):
             connect(getattr(s.drain, name), at_c[name])
-        s.drain.HOWO //= s.strides.howo
+        s.drain.HOWO //= s.strides.howo[0:16]
         s.drain.IHOWO //= s.strides.ihowo
         for j in range(P):
             s.drain.d_rd[j] //= at_c["d_rd"][j]
