@@ -24,7 +24,10 @@ output is requantized in the cycle of its last products and written while the ar
 the next one; ``bwd_weight`` copies its ``P x P`` finished tile into drain registers and writes
 it back ``DR`` rows per cycle (``P / DR`` cycles; ``DR`` = ``cfg.drain_rows``, through ``DR x P``
 requantizers) while the array accumulates the next tile — the compute control holds a tile's
-last step only if the previous drain is not done yet.  The bias gradient ``db`` needs no pass
+last step only if the previous drain is not done yet.  A batch-parallel ``fwd`` (``bp``) runs the
+array in the same outer mode, on one column of the weight word (``col``) against ``P`` images, and
+drains its ``P x P`` tiles (images x output channels) one output channel a cycle into its result
+map (:class:`~pymtl_fp.engine.AddrBatchTileRTL.AddrBatchTileRTL`).  The bias gradient ``db`` needs no pass
 of its own: during the ``ct == 0`` tiles a row of ``P`` adders sums each ``dy`` once (at the
 first valid tap of its output position) and the sum is drained in one more cycle (one row)
 after the tile that completes it.

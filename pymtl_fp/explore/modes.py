@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pymtl_fp import timing
 from pymtl_fp.timing import ConvShape, _explore_shape, conv_cycles, tap_packed_shape, useful_macs
 
 MODES = ("channel", "packed", "batch")
@@ -137,6 +136,3 @@ def study_markdown(res: ModeStudy) -> str:
     for t in res.totals:
         out.append(f"| {t['P']} | {t['batch']} | " + " | ".join(f"{100 * t[v]:.1f} %" for v in VARIANTS) + " |")
     return "\n".join(out) + "\n"
-
-
-__all__ = ["MODES", "VARIANTS", "LayerModes", "ModeStudy", "layer_modes", "study", "study_markdown", "timing"]
