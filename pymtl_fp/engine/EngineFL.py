@@ -31,6 +31,7 @@ from pymtl_fp.engine.msgs import (
     from_word,
     map_words,
     pack_act,
+    pack_act_bp,
     pack_bias,
     pack_weight,
     tiles,
@@ -176,13 +177,14 @@ class EngineFL(Component):
     def _wr(s, buf, addr, words):
         s.bufs[buf][addr:addr + len(words)] = words
 
-    def _rd_map(s, buf, addr, f, side, shape):
+    def _rd_map(s, buf, addr, f, side, shape, bp=False):
         """An activation map of ``shape`` (N, C, H, W) read with the command's strides (a map in
         planes: :data:`pymtl_fp.engine.encoding.PLANES`): ``side`` "x" (input side: ``hw``,
         ``cthw``), "y" (conv output side: ``howo``, ``kthowo``) or "p" (pooled: ``howo``, ``cthowo``).
-        The words from its first to past its last are read (its access range)."""
-        at, span = s._map_at(f, side, shape)
-        return unpack_act(s._rd(buf, addr, span)[at], shape, s.cfg.P)
+        The words from its first to past its last are read (its access range); ``bp``: kept
+        batch-innermost (:func:`pymtl_fp.engine.msgs.pack_act_bp`)."""
+        at, span = s._map_at(f, side, shape, bp)
+        return (unpack_act_bp if bp else unpack_act)(s._rd(buf, addr, span)[at], shape, s.cfg.P)
 
     def _wr_map(s, buf, addr, f, side, a):
         """Write activation map ``a`` with the command's strides (:meth:`_rd_map`); the words
@@ -192,35 +194,25 @@ class EngineFL(Component):
         region[at] = pack_act(a, s.cfg.P)
         s._wr(buf, addr, region)
 
-    def _map_at(s, f, side, shape):
+    def _map_at(s, f, side, shape, bp=False):
         """The word offsets of a map of ``shape`` with the command's strides of ``side``, in the
-        dense layout's order, and its span (past its last word)."""
+        dense layout's order, and its span (past its last word); ``bp``: a batch-innermost map
+        (image tiles ``cthw`` / ``kthowo`` words apart, channels ``hw`` / ``howo``)."""
         n, c, h, w = shape
-        at = map_words(n, tiles(c, s.cfg.P), h, w, *s._strides(f, side))
+        P = s.cfg.P
+        at = map_words(*((tiles(n, P), c) if bp else (n, tiles(c, P))), h, w, *s._strides(f, side))
         return at, (int(at[-1]) + 1 if at.size else 0)
-
-    def _map_at_bp(s, f, side, shape):
-        """:meth:`_map_at` for a batch-innermost map (``bp=1``): image tiles ``cthw`` / ``kthowo``
-        words apart, channels ``hw`` / ``howo``."""
-        n, c, h, w = shape
-        at = map_words(tiles(n, s.cfg.P), c, h, w, *s._strides(f, side))
-        return at, (int(at[-1]) + 1 if at.size else 0)
-
-    def _rd_map_bp(s, buf, addr, f, side, shape):
-        at, span = s._map_at_bp(f, side, shape)
-        return unpack_act_bp(s._rd(buf, addr, span)[at], shape, s.cfg.P)
 
     def _wr_map_bp(s, buf, addr, f, side, a):
         """Write the ``N`` images of ``a`` batch-innermost; the lanes of images past ``N`` keep
         their values (the RTL does not write them)."""
         P = s.cfg.P
         n, c, h, w = a.shape
-        nt = tiles(n, P)
-        at, span = s._map_at_bp(f, side, a.shape)
+        at, span = s._map_at(f, side, a.shape, bp=True)
         region = np.array(s.bufs[buf][addr:addr + span])
-        full = region[at].reshape(nt, c, h, w, P).transpose(0, 4, 1, 2, 3).reshape(nt * P, c, h, w)
+        full = unpack_act_bp(region[at], (tiles(n, P) * P, c, h, w), P)
         full[:n] = a
-        region[at] = full.reshape(nt, P, c, h, w).transpose(0, 2, 3, 4, 1).reshape(-1, P)
+        region[at] = pack_act_bp(full, P)
         s._wr(buf, addr, region)
 
     @staticmethod
@@ -242,13 +234,12 @@ class EngineFL(Component):
         OB = msgs.DSEL_BUF[f["dsel"]]  # where d0 goes: O, or X / D (field dsel)
         AM = msgs.AMSEL_BUF[f["amsel"]]  # the pool argmax: X, or O (field amsel)
         if op == "fwd":  # bp: batch-parallel, x and y batch-innermost (msgs.pack_act_bp)
-            rd_map, wr_map = (s._rd_map_bp, s._wr_map_bp) if f["bp"] else (s._rd_map, s._wr_map)
-            x = rd_map(X, f["a0"], f, "x", (n, c, h, w))
+            x = s._rd_map(X, f["a0"], f, "x", (n, c, h, w), bool(f["bp"]))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)
             b = unpack_bias(s._rd(B, f["a2"], kt), k, P)
             y = band.conv_fwd_band(x, wt, b, stride=stride, pad=pad, pt=f["pt"], ho=ho, hi=f["hi"],
                                    shift=f["shift"], relu=bool(f["relu"]), out_bits=cfg.act_bits, **rnd)
-            wr_map(OB, f["d0"], f, "y", y)
+            (s._wr_map_bp if f["bp"] else s._wr_map)(OB, f["d0"], f, "y", y)
         elif op == "bwd_data":
             dy = s._rd_map(D, f["a0"], f, "y", (n, k, ho, wo))
             wt = unpack_weight(s._rd(W, f["a1"], kt * ct * r * sw), (k, c, r, sw), P)

@@ -25,7 +25,7 @@ input is the on-chip output of the layer before, only a first layer could (not b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pymtl_fp.timing import ConvShape, _explore_shape, conv_cycles, tap_packed_shape, useful_macs
 
@@ -65,7 +65,7 @@ def layer_modes(layer, P: int, batch: int, needs_dx: bool = True) -> LayerModes:
         if not needs_dx and shape.r * shape.s > 1 and op != "bwd_data":
             cycles[pas]["packed"] = conv_cycles(P, op, tap_packed_shape(shape))
         if op == "fwd":
-            cycles[pas]["batch"] = conv_cycles(P, op, ConvShape(**{**shape.__dict__, "bp": True}))
+            cycles[pas]["batch"] = conv_cycles(P, op, replace(shape, bp=True))
     choice = {pas: min(MODES, key=lambda m, c=c: (c.get(m, float("inf")), MODES.index(m)))
               for pas, c in cycles.items()}
     return LayerModes(layer.name, P, batch, macs, cycles, choice)
