@@ -40,7 +40,7 @@ tiles in both layouts.
 
 from __future__ import annotations
 
-from pymtl_fp.cluster import isa
+from pymtl_fp.cluster import hoist, isa
 from pymtl_fp.cluster.bands import NodeBands
 from pymtl_fp.cluster.bands_backward import NodeBackwardBands
 from pymtl_fp.cluster.buffers import Alloc
@@ -85,6 +85,9 @@ class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, 
         #: image -> the pieces its banded forward pass sent to the next node, in order (``in_plan``)
         self.sent = {}
         self.upstream_sent = {}  # the previous node's ``sent``
+        #: the previous node's modelled forward and backward compute per image (0: the host sends
+        #: the input)
+        self.upstream_passes = 0
         #: the items whose weight gradients are computed per image and summed in B
         #: (:meth:`keep_in_flight`; the rest: over the batch at the step's end)
         self.per_image = frozenset()
@@ -226,19 +229,52 @@ class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, 
             else:
                 self.store(buf, addr, words * P, "fwd_out")
 
-    def backward(self, b, seed, then=None):
+    def backward(self, b, seed, then=None, early=None):
         """Image b's backward pass; ``then(b)`` (e.g. the next forward pass's :meth:`receive`)
         is emitted right after its last compute command, so its LOADs run beside that command
-        (or at the end, if the pass computes nothing)."""
+        (or at the end, if the pass computes nothing).
+
+        ``early = (f, g)`` (1F1B, per-image weight gradients): the indices where the forward pass
+        before this one and the weight gradients that follow it begin.  Where
+        :func:`~pymtl_fp.cluster.hoist.may_cross` allows, the pass's leading LOADs (its output
+        gradient) move behind the first of those weight-gradient commands, so they run beside
+        them.  ``then``'s LOADs move in front of the pass's first compute command, so they run
+        beside the weight gradients too, if their data will be there: the upstream node runs
+        the next image's forward pass after a backward pass that needs this node's last output
+        gradient (sent before its last forward pass), so its backward and forward compute
+        (:attr:`upstream_passes`) and the LOADs' stream must take no longer than this node's
+        forward pass and weight gradients (else this pass would wait for them).  The weight
+        gradients read the slot the next input reuses first (:meth:`raw_gradients` in
+        ``first_first`` order), so the input's LOADs wait for that one only."""
         start = len(self.ops)
         self._backward(b, seed)
-        if then is not None:
-            last = max((i + 1 for i in range(start, len(self.ops)) if self.ops[i].kind == isa.ENG),
-                       default=len(self.ops))
-            tail = self.ops[last:]
-            del self.ops[last:]
-            then()
-            self.ops.extend(tail)
+        if then is None:
+            return
+        last = max((i + 1 for i in range(start, len(self.ops)) if self.ops[i].kind == isa.ENG),
+                   default=len(self.ops))
+        tail = self.ops[last:]
+        del self.ops[last:]
+        mid = len(self.ops)
+        then()
+        recv = len(self.ops) - mid
+        self.ops.extend(tail)
+        if early is None or not recv:
+            return
+        f0, g0 = early
+        first = hoist.first_compute(self.ops, g0, start)
+        lead = hoist.first_compute(self.ops, start, mid)
+        if first is None or lead is None:
+            return
+        if lead > start and hoist.hoist(self, start, lead, first + 1):
+            self._count_hoist("dy")
+        ready = self.upstream_passes + hoist.stream_cycles(self, mid, mid + recv)
+        # (the pass's first compute is still at lead)
+        if ready <= hoist.compute_cycles(self, f0, lead) and hoist.hoist(self, mid, mid + recv, lead):
+            self._count_hoist("input")
+
+    def _count_hoist(self, what):
+        if self.counting:
+            self.prog.hoisted[what] = self.prog.hoisted.get(what, 0) + 1
 
     def _pool_bwd(self, it, b, t0, t1, dsel, d0):
         """pool_bwd of image b over channel tiles ``[t0, t1)`` (channels are independent; a tile

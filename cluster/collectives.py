@@ -85,13 +85,14 @@ class NodeCollectives:
         return (self.A.get("B", f"rawdw{it.layer}", wwords * self.P),
                 self.A.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, self.P)))
 
-    def raw_gradients(self, b=0, n=None, items=None):
+    def raw_gradients(self, b=0, n=None, items=None, first_first=False):
         """``bwd_weight`` with ``raw = 1`` over images ``b .. b + n - 1`` (default: the node's whole
         share of the batch) for each of its conv/fc items (or those of ``items``; last first: the
-        order their backward passes finish); from the second image of a step on (``b > 0``) each
-        adds its sums to those already in B (``acc = 1``)."""
+        order their backward passes finish; ``first_first``: the node's first item first, whose
+        input slot the next image's input reuses); from the second image of a step on (``b > 0``)
+        each adds its sums to those already in B (``acc = 1``)."""
         n = self.B if n is None else n
-        for it in reversed(self.items):
+        for it in (self.items if first_first else reversed(self.items)):
             if it.pool or (items is not None and it not in items):
                 continue
             self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)

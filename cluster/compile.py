@@ -134,17 +134,19 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
     band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
     args = (net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
             band_images, placement)
-    nodes, gens, prev_sent = [], [], {}
+    nodes, gens, prev_sent, prev_passes = [], [], {}, 0
     for j in range(part.n):
-        nd = _emit_node(j, prev_sent, None, *args)
+        nd = _emit_node(j, prev_sent, None, *args, upstream_passes=prev_passes)
         nodes.append(nd.prog)
         gens.append(nd)
         prev_sent = nd.sent
+        prev_passes = nd.prog.image_compute("fwd", "bwd") // part.batch
     if placement:
         for h in sorted({h for h in placement.homes.values()}):
             u = placement.hosted(h)[0][0]  # (a home keeps one user's layers)
             plan = HomePlan.from_log(u, h, gens[u].link_log)
-            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args)
+            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args,
+                            upstream_passes=gens[h - 1].prog.image_compute("fwd", "bwd") // part.batch if h else 0)
             nodes[h], gens[h] = nd.prog, nd
         for (u, _), h in placement.homes.items():
             check_links(gens[u].link_log, gens[h].link_log, u, h)
@@ -152,21 +154,27 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
 
 
 def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands,
-               bands_backward, band_images, placement):
-    """Node ``j``'s code generator, its program emitted."""
+               bands_backward, band_images, placement, upstream_passes=0):
+    """Node ``j``'s code generator, its program emitted (``upstream_passes``: node ``j - 1``'s
+    modelled forward and backward compute per image, :meth:`NodeCodegen.backward`)."""
     per_image = schedule in PER_IMAGE
     nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
                      wgrad, bands, bands_backward, placement, plan)
     nd.band_images = band_images
     nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
+    nd.upstream_passes = upstream_passes
     if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
         nd.keep_in_flight(schedule)
     seed = begin_step(nd, params)
     order = step_order(schedule, j, part.n, part.batch)
     received = set()
     wg_due = None  # an image whose weight gradients follow the next forward pass
+    fwd_at = wgi_at = None  # where the last forward pass and the weight gradients after it begin
     for i, (kind, b) in enumerate(order):
+        early = (fwd_at, wgi_at) if wgi_at is not None and schedule == "1f1b" else None
+        wgi_at = None
         if kind == "fwd":
+            fwd_at = len(nd.ops)
             nd.phase = "fwd"
             nd.forward(b, seed, received=b in received)
         else:
@@ -179,7 +187,7 @@ def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, s
                 nb = order[i + 1][1]
                 received.add(nb)
                 then = functools.partial(nd.receive, nb)
-            nd.backward(b, seed, then)
+            nd.backward(b, seed, then, early)
         nd.done_mark(done_id(kind, b))
         if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
             wg_due = b
@@ -187,7 +195,8 @@ def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, s
             # ... after the forward pass that follows its backward pass (which the next node
             # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
             nd.phase = "wgi"
-            nd.raw_gradients(wg_due, 1, nd.per_image)
+            wgi_at = len(nd.ops)
+            nd.raw_gradients(wg_due, 1, nd.per_image, first_first=kind == "fwd")
             wg_due = None
         if kind == "bwd" and per_image:  # the node's layers updated at once
             nd.phase = "upd"

@@ -45,6 +45,10 @@ class NodeProgram:
     #: instruction index -> useful MACs of a tap-packed compute command (its fields count the
     #: packed input's padding zeros too; the energy model takes these instead)
     useful_macs: dict = field(default_factory=dict)
+    #: LOAD blocks moved earlier per step (:mod:`~pymtl_fp.cluster.hoist`): ``dy`` (a backward
+    #: pass's output gradient, beside the weight gradients before it) and ``input`` (the next
+    #: forward pass's input, in front of the backward pass)
+    hoisted: dict = field(default_factory=dict)
 
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,

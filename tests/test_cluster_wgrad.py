@@ -178,9 +178,15 @@ def test_refusals(data):
 
 @pytest.mark.verilator
 def test_verilated_cluster_equals_golden_and_cl_cycle_for_cycle(data):
-    ccfg = _ccfg(2, act_depth=512)  # (auto: the conv layers per image, fc over the batch)
-    v = _run(data, ccfg, "verilator", steps=2, batch=3, wgrad="auto")
-    c = _run(data, ccfg, "cl", steps=2, batch=3, wgrad="auto")
+    """(auto: the conv layers per image, fc over the batch; on 3 nodes at batch 5 node 1 takes a
+    backward pass's output gradient and the next image's input beside the weight gradients,
+    :mod:`pymtl_fp.cluster.hoist`)"""
+    ccfg = _ccfg(3)
+    part = choose_partition(NET, ccfg, 5, wgrad="auto")
+    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 2, True, "1f1b", "auto")
+    assert cprog.nodes[1].hoisted == {"dy": 1, "input": 1}
+    v = _run(data, ccfg, "verilator", steps=2, batch=5, wgrad="auto")
+    c = _run(data, ccfg, "cl", steps=2, batch=5, wgrad="auto")
     assert v.report["simulator"].startswith("verilated cluster")
     assert v.cycles == c.cycles
     for key in ("cycles_per_step", "steady_state", "pipeline"):
