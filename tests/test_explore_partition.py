@@ -17,6 +17,7 @@ from pymtl_fp.explore.links import Link, parse_link
 from pymtl_fp.explore.partition import (
     Cluster,
     bisect_optimal,
+    compare,
     dp_optimal,
     evaluate,
     even_split,
@@ -228,6 +229,31 @@ def test_resnet152_example_partition():
         assert i == 0 and cuts[0] == 0
         first = chain.cycles(cluster.arrays[0]).scalar(0, 1) / cluster.devices[0].clock_hz
         assert first > res["dp"].ii
+
+
+def test_memory_limit_with_weight_balancing():
+    """``explore partition --memory-limit`` also reports ``dp+wb``: ResNet-152 at 8 bits on the
+    16 asymmetric FPGAs fits their RAM under the hard limit only with slower cuts; the unlimited
+    DP's cuts with FPDeep's weight balancing fit every FPGA at the unlimited II (compute-bound),
+    their links carrying the weight streams too.  Where everything fits, nothing moves."""
+    import dataclasses
+
+    from pymtl_fp.explore.clusterfile import example_path, load_cluster
+    prec = Precision.bits(8)
+    cluster, _, _ = load_cluster(example_path(), prec, memory_limit=True)
+    chain = Chain(get_network("resnet152"), prec, max_pieces=4)
+    ev = compare(chain, cluster)
+    free = compare(chain, dataclasses.replace(cluster, memory_limit=False))
+    wb, dp = ev["dp+wb"], ev["dp"]
+    assert not np.all(free["dp"].storage_bits <= free["dp"].onchip_bits)  # the fast cuts overflow
+    assert np.all(wb.storage_bits <= wb.onchip_bits) and wb.moved_bits > 0
+    assert wb.ii == pytest.approx(free["dp"].ii) and wb.ii < dp.ii
+    assert np.all(wb.link_s >= free["dp"].link_s) and np.any(wb.link_s > free["dp"].link_s)
+    assert wb.bit_hops >= wb.moved_bits
+    roomy = Cluster.homogeneous(get_device("vu9p"), 2, parse_link("6x10G"), memory_limit=True)
+    small = Chain(_res_net(), max_pieces=2)
+    both = compare(small, roomy)
+    assert both["dp+wb"].moved_bits == 0 and both["dp+wb"].ii == pytest.approx(both["dp"].ii)
 
 
 def test_bad_cut_vectors_are_rejected():

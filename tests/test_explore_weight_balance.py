@@ -56,6 +56,13 @@ def test_bad_inputs_are_refused():
         balance([5, 6], [1, 0], 0)
 
 
+def _fewest_bit_hops(excess, lim) -> int:
+    """Exhaustive search: the fewest bit-hops of integer exports ``x`` (``excess <= x <= lim``,
+    summing to 0); the flow across cut ``j`` is the prefix sum of the exports."""
+    ranges = [range(int(lo), int(hi) + 1) for lo, hi in zip(excess, lim)]
+    return min(sum(abs(p) for p in np.cumsum(x)[:-1]) for x in itertools.product(*ranges) if sum(x) == 0)
+
+
 @given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), min_size=1, max_size=5),
        st.integers(1, 8))
 @settings(max_examples=examples(150), deadline=None)
@@ -83,11 +90,43 @@ def test_the_placement_is_optimal(items, cap):
     assert b.held.max() == pytest.approx(max(cap, best_top), abs=1e-6)
     if best_top > cap:
         return
-    lo = (load - cap).astype(int)
-    ranges = [range(int(lo[i]), int(lim[i]) + 1) for i in range(n)]
-    fewest = min(sum(abs(p) for p in np.cumsum(x)[:-1])
-                 for x in itertools.product(*ranges) if sum(x) == 0)
-    assert b.bit_hops == pytest.approx(fewest, abs=1e-6)
+    assert b.bit_hops == pytest.approx(_fewest_bit_hops(load - cap, lim), abs=1e-6)
+
+
+def test_ram_sizes_differ_per_fpga():
+    # FPGA 0 sheds 4: FPGA 1 has room for 1 (1 hop), FPGA 2 takes 3 (2 hops, FPGA 1 relays)
+    b = balance([10, 2, 2], [8, 0, 0], [6, 3, 9])
+    assert np.allclose(b.flow, [4, 3]) and np.allclose(b.held, [6, 3, 5]) and b.bit_hops == pytest.approx(7)
+    # one RAM size given per FPGA places as the scalar does
+    s, v = balance([10, 2, 2], [8, 0, 0], 6, staging=1), balance([10, 2, 2], [8, 0, 0], [6, 6, 6], staging=1)
+    assert np.allclose(s.flow, v.flow) and np.allclose(s.held, v.held)
+    with pytest.raises(ValueError, match="capacity"):
+        balance([5, 6], [1, 0], [4, 0])
+
+
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(1, 8)), min_size=1, max_size=5))
+@settings(max_examples=examples(150), deadline=None)
+def test_the_placement_is_optimal_with_ram_sizes_per_fpga(items):
+    """FPGAs of different RAM sizes: the smallest largest load as a share of its FPGA's RAM is
+    ``t = max(sum load / sum cap, max_i (load_i - lim_i) / cap_i)`` (the exports only have to
+    cover each FPGA's excess over ``t cap_i`` and sum to 0); where ``t <= 1`` everything fits and
+    the fewest bit-hops are those of exhaustive search."""
+    load = np.array([a + b for a, b, _ in items], dtype=float)
+    mov = np.array([a for a, _, _ in items], dtype=float)
+    cap = np.array([c for _, _, c in items], dtype=float)
+    b = balance(load, mov, cap)
+    lim = np.where(load > cap, mov, 0.0)
+    t = max(load.sum() / cap.sum(), float(((load - lim) / cap).max()))
+    exports = np.diff(np.r_[0.0, b.flow, 0.0])
+    assert b.held.sum() == pytest.approx(load.sum())
+    assert np.all(exports <= lim + 1e-6) and np.allclose(b.held, load - exports, atol=1e-6)
+    if np.all(load <= cap):
+        assert np.all(b.flow == 0)
+        return
+    assert float((b.held / cap).max()) == pytest.approx(max(1.0, t), abs=1e-6)
+    if t > 1:
+        return
+    assert b.bit_hops == pytest.approx(_fewest_bit_hops(load - cap, lim), abs=1e-6)
 
 
 def test_streams_cross_each_cut_towards_the_user_and_sums_back():

@@ -89,6 +89,10 @@ class Evaluation:
     train_ops: float               #: 2 x FP+BP+WG MACs per image
     stage_cycles: np.ndarray = None  #: FP+BP+WG cycles per image, per FPGA (the prediction a
     #: cycle-level simulation of the same partition is checked against)
+    #: FPDeep's weight balancing (:mod:`~pymtl_fp.explore.balanced_partition`): storage bits that
+    #: leave their FPGA, and those bits times the links each crosses
+    moved_bits: float = 0.0
+    bit_hops: float = 0.0
 
     @property
     def images_per_s(self) -> float:
@@ -384,6 +388,11 @@ METHODS = {"even": even_split, "fpdeep": fpdeep, "dp": dp_optimal}
 
 
 def compare(chain, cluster: Cluster) -> dict:
-    """Evaluate the even split, FPDeep balancing and the DP optimum on one cluster."""
-    return {name: evaluate(chain, cluster, fn(chain, cluster), name)
-            for name, fn in METHODS.items()}
+    """Evaluate the even split, FPDeep balancing and the DP optimum on one cluster; with
+    ``memory_limit``, also ``dp+wb``: the DP optimum without the limit, with FPDeep's weight
+    balancing (:func:`~pymtl_fp.explore.balanced_partition.balanced_dp`)."""
+    out = {name: evaluate(chain, cluster, fn(chain, cluster), name) for name, fn in METHODS.items()}
+    if cluster.memory_limit:
+        from pymtl_fp.explore.balanced_partition import balanced_dp
+        out["dp+wb"] = balanced_dp(chain, cluster)
+    return out

@@ -14,9 +14,12 @@ the next streams in and one chunk of gradient sums, as the cluster's two staging
 its G slot.
 
 **Choice** (two linear programs, :func:`scipy.optimize.linprog`): first the smallest largest
-per-FPGA storage ``T`` any placement reaches; then, with every FPGA at most ``max(RAM, T)``, the
+per-FPGA storage as a share ``t`` of its FPGA's RAM any placement reaches (with one RAM size,
+the smallest largest storage); then, with every FPGA at most ``max(1, t)`` times its RAM, the
 placement moving the fewest bit-hops ``sum |f[j]|`` (every hop of a weight is a link it crosses
-each time it is used).  Where everything fits without moving, nothing moves.
+each time it is used).  Where everything fits without moving, nothing moves.  The scaling sweep
+uses it on identical FPGAs, ``explore partition --memory-limit`` on FPGAs of different sizes
+(:mod:`~pymtl_fp.explore.balanced_partition`).
 
 **Link cost** per image (mini-batch ``B``, weights of ``wb`` bits, their storage ``wb + ab`` bits
 with the ``ab``-bit accumulator): a weight kept ``h`` hops from its user crosses ``h`` links
@@ -76,7 +79,8 @@ def _export_matrix(n: int) -> np.ndarray:
 
 
 def _place(load, movable, capacity, exporters):
-    """The two programs for a given set of exporters (their staging already in ``load``)."""
+    """The two programs for a given set of exporters (their staging already in ``load``);
+    ``capacity`` per FPGA."""
     n = len(load)
     scale = max(float(np.max(load)), 1.0)  # solve in units of the largest load (conditioning)
     L, M, cap = load / scale, movable / scale, capacity / scale
@@ -84,11 +88,12 @@ def _place(load, movable, capacity, exporters):
     # an FPGA that does not export (and keeps no staging) may still relay: its net export <= 0
     lim = np.where(exporters, M, 0.0)
     free = [(None, None)] * (n - 1)
-    # 1: min T  s.t.  L - E f <= T,  E f <= lim        (variables f, T)
-    A1 = np.vstack([np.hstack([-E, -np.ones((n, 1))]), np.hstack([E, np.zeros((n, 1))])])
+    # 1: min t  s.t.  L - E f <= t cap,  E f <= lim     (variables f, t: the largest load as a
+    #    share of its FPGA's RAM; with one RAM size, t cap is the smallest largest load)
+    A1 = np.vstack([np.hstack([-E, -cap[:, None]]), np.hstack([E, np.zeros((n, 1))])])
     b1 = np.concatenate([-L, lim])
     x = _linprog(np.r_[np.zeros(n - 1), 1.0], A1, b1, free + [(None, None)])
-    top = max(cap, x[-1] * (1 + 1e-9) + 1e-12)
+    top = max(1.0, x[-1] * (1 + 1e-9) + 1e-12) * cap
     # 2: min sum a  s.t.  L - E f <= top,  E f <= lim,  -a <= f <= a     (variables f, a)
     I = np.eye(n - 1)
     Z = np.zeros((n, n - 1))
@@ -98,19 +103,22 @@ def _place(load, movable, capacity, exporters):
     return x[:n - 1] * scale
 
 
-def balance(load, movable, capacity: float, staging=0.0) -> WeightBalance:
+def balance(load, movable, capacity, staging=0.0) -> WeightBalance:
     """Place the weights of FPGAs whose ``load`` (bits, every term) exceeds ``capacity`` (bits of
-    on-chip RAM, the same on every FPGA) on FPGAs with room (see the module docstring).
-    ``movable``: each FPGA's weights and accumulators (bits, part of its load); ``staging``: the
-    bits an FPGA that gives weights away keeps to receive them (scalar or per FPGA)."""
+    on-chip RAM: one size for every FPGA, or one per FPGA) on FPGAs with room (see the module
+    docstring; with RAMs of different sizes the first program minimizes the largest load as a
+    share of its FPGA's RAM).  ``movable``: each FPGA's weights and accumulators (bits, part of
+    its load); ``staging``: the bits an FPGA that gives weights away keeps to receive them (scalar
+    or per FPGA)."""
     load = np.asarray(load, dtype=float)
     movable = np.asarray(movable, dtype=float)
     staging = np.broadcast_to(np.asarray(staging, dtype=float), load.shape)
+    capacity = np.broadcast_to(np.asarray(capacity, dtype=float), load.shape)
     n = len(load)
     if movable.shape != load.shape or np.any(movable < 0) or np.any(movable > load * (1 + 1e-12)):
         raise ValueError("weight balancing: movable bits must be per FPGA, within 0..load")
-    if not capacity > 0:
-        raise ValueError(f"weight balancing: capacity must be > 0 bits, not {capacity}")
+    if not np.all(capacity > 0):
+        raise ValueError(f"weight balancing: capacity must be > 0 bits, not {capacity.min()}")
     exporters = load > capacity
     if n == 1 or not exporters.any():
         return WeightBalance(np.zeros(max(n - 1, 0)), load.copy(), movable.copy(), np.zeros(n, bool))
