@@ -59,9 +59,9 @@ from pymtl_fp.golden.train import tensor_id
 
 #: the share of this node's forward pass and weight gradients the upstream node's estimated
 #: time to the next input may take for its LOADs to move in front of the backward pass
-#: (:meth:`NodeCodegen.backward`; 0.9: LeNet-digits on 4 nodes with per-image weight gradients
-#: and 4 elements a beat estimated 94 % and waited 25 cycles an image)
-READY_SHARE = 0.9
+#: (:meth:`NodeCodegen.backward`; LeNet-digits on 4 nodes with per-image weight gradients and 4
+#: elements a beat: node 3's estimate is 89 %, and its input came 25 cycles an image late)
+READY_SHARE = 0.85
 
 
 class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, NodeBands, NodeBackwardBands,
@@ -248,10 +248,10 @@ class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, 
         beside the weight gradients too, if their data will be there: the upstream node runs
         the next image's forward pass after a backward pass that needs this node's last output
         gradient (sent before its last forward pass), so its backward and forward compute
-        (:attr:`upstream_passes`) and the LOADs' stream must take no longer than this node's
-        forward pass and weight gradients (else this pass would wait for them), to within
-        :data:`READY_SHARE` (the estimate leaves out the links' latency and the upstream node's
-        own LOADs and STOREs).  The weight
+        (:attr:`upstream_passes`) and the stream of the last piece it sends (the earlier ones
+        arrive while it computes) must take no longer than :data:`READY_SHARE` of this node's
+        forward pass and weight gradients (else this pass would wait for them; the estimate
+        leaves out the links' latency and the upstream node's own LOADs).  The weight
         gradients read the slot the next input reuses first (:meth:`raw_gradients` in
         ``first_first`` order), so the input's LOADs wait for that one only."""
         start = len(self.ops)
@@ -275,7 +275,7 @@ class NodeCodegen(NodeRemoteWeights, NodeEmitter, NodeRegions, NodeCollectives, 
             return
         if lead > start and hoist.hoist(self, start, lead, first + 1):
             self._count_hoist("dy")
-        ready = self.upstream_passes + hoist.stream_cycles(self, mid, mid + recv)
+        ready = self.upstream_passes + hoist.stream_cycles(self, mid + recv - 1, mid + recv)  # (its last piece)
         # (the pass's first compute is still at lead)
         if ready <= READY_SHARE * hoist.compute_cycles(self, f0, lead) and hoist.hoist(self, mid, mid + recv, lead):
             self._count_hoist("input")
