@@ -322,13 +322,13 @@ def _partition(args) -> int:
     import numpy as np
 
     from pymtl_fp.explore import report
+    from pymtl_fp.explore.balanced_partition import compare_balanced
     from pymtl_fp.explore.chain import Chain
     from pymtl_fp.explore.clusterfile import (
         ClusterFileError,
         example_path,
         load_cluster,
     )
-    from pymtl_fp.explore.partition import compare
 
     net = _network(args.net)
     prec = _precision(args.bits)
@@ -342,7 +342,7 @@ def _partition(args) -> int:
     out = _out_dir(args)
     t0 = time.perf_counter()
     chain = Chain(net, prec, args.batch, args.pieces, args.split)
-    evals = compare(chain, cluster)
+    evals = compare_balanced(chain, cluster)
     seconds = time.perf_counter() - t0
     stem = _stem("partition", net.name, name)
     rows = report.partition_rows(chain, cluster, evals)

@@ -17,7 +17,6 @@ from pymtl_fp.explore.links import Link, parse_link
 from pymtl_fp.explore.partition import (
     Cluster,
     bisect_optimal,
-    compare,
     dp_optimal,
     evaluate,
     even_split,
@@ -238,6 +237,7 @@ def test_memory_limit_with_weight_balancing():
     their links carrying the weight streams too.  Where everything fits, nothing moves."""
     import dataclasses
 
+    from pymtl_fp.explore.balanced_partition import compare_balanced as compare
     from pymtl_fp.explore.clusterfile import example_path, load_cluster
     prec = Precision.bits(8)
     cluster, _, _ = load_cluster(example_path(), prec, memory_limit=True)

@@ -15,7 +15,8 @@ vector that way:
 * feasibility: every FPGA holds at most its RAM after the moves, else the II is infinite.
 
 :func:`balanced_dp` applies it to the DP optimum without the memory limit (the fastest cuts when
-storage is free): the partition ``explore partition --memory-limit`` reports as ``dp+wb``.
+storage is free): the partition ``explore partition --memory-limit`` reports as ``dp+wb``
+(:func:`compare_balanced`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import math
 
 import numpy as np
 
-from pymtl_fp.explore.partition import Cluster, Evaluation, dp_optimal, evaluate
+from pymtl_fp.explore.partition import Cluster, Evaluation, compare, dp_optimal, evaluate
 from pymtl_fp.explore.weight_balance import balance, staging_bits, stream_bits
 
 
@@ -60,3 +61,12 @@ def balanced_dp(chain, cluster: Cluster, method: str = "dp+wb") -> Evaluation:
     """The DP optimum without the memory limit, its weights balanced (:func:`evaluate_balanced`)."""
     cuts = dp_optimal(chain, dataclasses.replace(cluster, memory_limit=False))
     return evaluate_balanced(chain, cluster, cuts, method)
+
+
+def compare_balanced(chain, cluster: Cluster) -> dict:
+    """:func:`~pymtl_fp.explore.partition.compare`, and with ``memory_limit`` also ``dp+wb``
+    (:func:`balanced_dp`)."""
+    out = compare(chain, cluster)
+    if cluster.memory_limit:
+        out["dp+wb"] = balanced_dp(chain, cluster)
+    return out

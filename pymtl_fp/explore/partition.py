@@ -388,11 +388,8 @@ METHODS = {"even": even_split, "fpdeep": fpdeep, "dp": dp_optimal}
 
 
 def compare(chain, cluster: Cluster) -> dict:
-    """Evaluate the even split, FPDeep balancing and the DP optimum on one cluster; with
-    ``memory_limit``, also ``dp+wb``: the DP optimum without the limit, with FPDeep's weight
-    balancing (:func:`~pymtl_fp.explore.balanced_partition.balanced_dp`)."""
-    out = {name: evaluate(chain, cluster, fn(chain, cluster), name) for name, fn in METHODS.items()}
-    if cluster.memory_limit:
-        from pymtl_fp.explore.balanced_partition import balanced_dp
-        out["dp+wb"] = balanced_dp(chain, cluster)
-    return out
+    """Evaluate the even split, FPDeep balancing and the DP optimum on one cluster (with the
+    weight-balanced DP under ``memory_limit``:
+    :func:`~pymtl_fp.explore.balanced_partition.compare_balanced`)."""
+    return {name: evaluate(chain, cluster, fn(chain, cluster), name)
+            for name, fn in METHODS.items()}
