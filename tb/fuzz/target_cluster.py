@@ -52,7 +52,7 @@ def case_strategy(draw, level):
         extra_credits=draw(st.integers(0, 4)),
         split=draw(st.booleans()),
         steps=draw(st.integers(1, 2)),
-        batch=draw(st.integers(1, 3)),
+        batch=draw(st.integers(1, 6)),  # (4 and more: 1F1B nodes move LOADs, cluster.hoist)
         param_seed=draw(st.integers(0, 1000)),
         first_image=draw(st.integers(0, 40)),
         lr_log2=draw(st.integers(2, 6)),
