@@ -134,19 +134,19 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
     band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
     args = (net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
             band_images, placement)
-    nodes, gens, prev_sent, prev_passes = [], [], {}, 0
+    nodes, gens, prev_sent = [], [], {}
+    passes = []  # each node's modelled forward and backward compute per image
     for j in range(part.n):
-        nd = _emit_node(j, prev_sent, None, *args, upstream_passes=prev_passes)
+        nd = _emit_node(j, prev_sent, None, *args, upstream_passes=passes[j - 1] if j else 0)
         nodes.append(nd.prog)
         gens.append(nd)
         prev_sent = nd.sent
-        prev_passes = nd.prog.image_compute("fwd", "bwd") // part.batch
+        passes.append(nd.prog.image_compute("fwd", "bwd") // part.batch)
     if placement:
         for h in sorted({h for h in placement.homes.values()}):
             u = placement.hosted(h)[0][0]  # (a home keeps one user's layers)
             plan = HomePlan.from_log(u, h, gens[u].link_log)
-            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args,
-                            upstream_passes=gens[h - 1].prog.image_compute("fwd", "bwd") // part.batch if h else 0)
+            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args, upstream_passes=passes[h - 1] if h else 0)
             nodes[h], gens[h] = nd.prog, nd
         for (u, _), h in placement.homes.items():
             check_links(gens[u].link_log, gens[h].link_log, u, h)

@@ -215,6 +215,10 @@ class NodeEmitter:
         self._scratch(n_b - n_a, peak=self.scratch + n_b)
         self.load(buf, addr, n_b, "scratch")
 
+    def command_cycles(self, full: dict) -> int:
+        """The engine's modelled cycles for the compute command of fields ``full`` (every field)."""
+        return program.command_cycles(self.P, full, drain_rows=self.ecfg.drain_rows, wb_latency=self.ecfg.wb_latency)
+
     def compute(self, op, macs=0, packed=False, **fields):
         """A compute command; its rounding seed is relative to the step (``seedstep``) in the
         step loop.  ``macs``: its useful MACs; ``packed``: a tap-packed layer's (whose fields
@@ -226,8 +230,7 @@ class NodeEmitter:
         except ValueError as e:  # a compiler bug, not the user's: say where
             raise ClusterError(f"node {self.j}: compiled an invalid {op} command: {e}") from e
         ins = isa.eng(**f).with_(seedstep=int(self.in_loop))
-        cycles = program.command_cycles(self.P, full, drain_rows=self.ecfg.drain_rows,
-                                        wb_latency=self.ecfg.wb_latency)
+        cycles = self.command_cycles(full)
         self.prog.longest_command = max(self.prog.longest_command, cycles)
         self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
         if packed:

@@ -29,7 +29,7 @@ input never does), and whether a move pays is the caller's choice too.
 from __future__ import annotations
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.engine import msgs, program
+from pymtl_fp.engine import msgs
 
 #: instructions a block of LOADs may be moved across
 _CROSSABLE = (isa.ENG, isa.LOAD, isa.STORE, isa.NOP)
@@ -102,16 +102,10 @@ def first_compute(ops: list, lo: int, hi: int) -> int | None:
     return next((i for i in range(lo, hi) if ops[i].kind == isa.ENG), None)
 
 
-def last_compute(ops: list, lo: int, hi: int) -> int | None:
-    """The index of the last compute command in ``ops[lo:hi]`` (None if none)."""
-    return next((i for i in reversed(range(lo, hi)) if ops[i].kind == isa.ENG), None)
-
-
 def compute_cycles(nd, lo: int, hi: int) -> int:
-    """The modelled cycles of the compute commands in ``nd.ops[lo:hi]`` (engine timing model)."""
-    e = nd.ecfg
-    return sum(program.command_cycles(nd.P, {**_ZERO, **ins.cmd}, drain_rows=e.drain_rows, wb_latency=e.wb_latency)
-               for ins in nd.ops[lo:hi] if ins.kind == isa.ENG)
+    """The modelled cycles of the compute commands in ``nd.ops[lo:hi]``
+    (:meth:`~pymtl_fp.cluster.emit.NodeEmitter.command_cycles`)."""
+    return sum(nd.command_cycles({**_ZERO, **ins.cmd}) for ins in nd.ops[lo:hi] if ins.kind == isa.ENG)
 
 
 def stream_cycles(nd, lo: int, hi: int) -> int:

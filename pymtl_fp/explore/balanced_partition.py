@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from pymtl_fp.explore.partition import Cluster, Evaluation, compare, dp_optimal, evaluate
+from pymtl_fp.explore.partition import Cluster, Evaluation, _link_seconds, compare, dp_optimal, evaluate
 from pymtl_fp.explore.weight_balance import balance, staging_bits, stream_bits
 
 
@@ -38,22 +38,20 @@ def evaluate_balanced(chain, cluster: Cluster, cuts, method: str = "") -> Evalua
     cuts = ev.cuts
     a, b = cuts[:-1], cuts[1:]
     weights = chain.storage()["weights"].vec(a, b)
-    staging = np.array([staging_bits(chain, cuts, arr.P)[i] for i, arr in enumerate(cluster.arrays)])
+    by_P = {P: staging_bits(chain, cuts, P) for P in {arr.P for arr in cluster.arrays}}
+    staging = np.array([by_P[arr.P][i] for i, arr in enumerate(cluster.arrays)])
     bal = balance(ev.storage_bits, weights, ev.onchip_bits, staging)
     prec = chain.precision
     right, left = stream_bits(bal.flow, prec.weight_bits, prec.acc_bits, prec.grad_bits, chain.batch)
     inner = cuts[1:-1]
-    fwd, bwd = chain.fwd_bits[inner] + right, chain.bwd_bits[inner] + left  # (rightward, leftward)
-    bits = np.maximum(fwd, bwd)
-    link_s = np.array([0.0 if math.isinf(lk.gbps) else x / lk.bits_per_s for x, lk in zip(bits, cluster.links)])
+    link_s = _link_seconds(chain, cluster, inner, (right, left))
     # (the linear programs' solution is exact to ~1e-9 of a load: a full FPGA counts as full)
     held = np.where(bal.held <= ev.onchip_bits * (1 + 1e-9), np.minimum(bal.held, ev.onchip_bits), bal.held)
     fits = bool(np.all(held <= ev.onchip_bits))
     ii = max(float(ev.stage_s.max()), float(link_s.max()) if len(link_s) else 0.0) if fits else math.inf
-    lanes = np.array([arr.lanes for arr in cluster.arrays], dtype=float)
-    clocks = np.array([d.clock_hz for d in cluster.devices])
-    util = ev.stage_macs / (lanes * clocks * ii) if math.isfinite(ii) else np.zeros(cluster.n)
-    return dataclasses.replace(ev, ii=ii, link_s=link_s, stage_util=util, fwd_bits=fwd, bwd_bits=bwd,
+    util = ev.stage_util * (ev.ii / ii) if math.isfinite(ii) else np.zeros(cluster.n)  # (MACs / (lanes x clock x II))
+    return dataclasses.replace(ev, ii=ii, link_s=link_s, stage_util=util, fwd_bits=ev.fwd_bits + right,
+                               bwd_bits=ev.bwd_bits + left,
                                storage_bits=held, moved_bits=bal.moved, bit_hops=bal.bit_hops)
 
 

@@ -119,11 +119,13 @@ class Evaluation:
         return f"FPGA {int(np.argmax(self.stage_s))}"
 
 
-def _link_seconds(chain, cluster: Cluster, positions) -> np.ndarray:
-    """Seconds per image on link ``i`` if it carries the cut at ``positions[i]``."""
+def _link_seconds(chain, cluster: Cluster, positions, extra=None) -> np.ndarray:
+    """Seconds per image on link ``i`` if it carries the cut at ``positions[i]`` (``extra``: more
+    bits per image on each link, ``(rightward, leftward)`` arrays)."""
     out = np.zeros(len(positions))
+    right, left = extra if extra is not None else (np.zeros(len(positions)),) * 2
     for i, (link, m) in enumerate(zip(cluster.links, positions)):
-        bits = max(chain.fwd_bits[m], chain.bwd_bits[m])
+        bits = max(chain.fwd_bits[m] + right[i], chain.bwd_bits[m] + left[i])
         out[i] = 0.0 if math.isinf(link.gbps) else bits / link.bits_per_s
     return out
 
