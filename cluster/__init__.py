@@ -1,13 +1,14 @@
-"""Cluster of FPGA nodes: network/cluster descriptions, partitioning, per-node programs, the cluster top.
+"""Cluster of FPGA nodes, by role (imports only go down this list):
 
-* :mod:`pymtl_fp.cluster.config` -- :class:`~pymtl_fp.cluster.config.ClusterConfig` (one ``EngineConfig`` per node,
-  the link config, topology, clock) and the levels (``fl``, ``cl``, ``rtl``, ``verilator``, mixed);
-* :mod:`pymtl_fp.cluster.partition` -- FPDeep's workload balancing over a chain, with layers split by
-  output channels between two neighbours;
-* :mod:`pymtl_fp.cluster.compile` -- one program per node (engine commands, link sends and receives, DMA
-  copies, bias updates), the per-node buffer plan and its check;
-* :mod:`pymtl_fp.cluster.router` -- the router/DMA of a node (CL behaviour at every level);
-* :mod:`pymtl_fp.cluster.host` -- the host at the chain's ends (images in, loss gradient back);
-* :mod:`pymtl_fp.cluster.top` -- the PyMTL3 top: nodes (engine + router), links, host;
-* :mod:`pymtl_fp.cluster.run` -- train on the simulated cluster and report where the cycles go.
+* :mod:`pymtl_fp.cluster.config` -- :class:`~pymtl_fp.cluster.config.ClusterConfig` (one ``EngineConfig`` per
+  node, the link config, topology, clock) and the levels (``fl``, ``cl``, ``rtl``, ``verilator``, mixed);
+* :mod:`pymtl_fp.cluster.isa` -- the node program ISA (typed instructions, binary words) and
+  the binary form of every instruction, the marks a program reports;
+* :mod:`pymtl_fp.cluster.hw` -- the hardware: router/DMA (CL and RTL), node, links joined into a cluster,
+  host, the simulated top, the Verilated cluster, the node's IP kit;
+* :mod:`pymtl_fp.cluster.compiler` -- partitioning (FPDeep's balancing), the schedule, the buffer plan and
+  code generation: one program per node;
+* :mod:`pymtl_fp.cluster.run` -- train on the simulated cluster, the report, the trace, the partition search.
+
+``hw`` and ``compiler`` never import each other: they meet in the ISA.
 """

@@ -1,12 +1,12 @@
 """Cluster descriptions: nodes (each with its own :class:`EngineConfig`), links, topology, levels.
 
 A :class:`ClusterConfig` is elaboration data only (what hardware exists); the network, the
-partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluster.partition` and
-:mod:`pymtl_fp.cluster.compile`.
+partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluster.compiler.partition` and
+:mod:`pymtl_fp.cluster.compiler.compile`.
 
 * ``engines``: one :class:`~pymtl_fp.engine.config.EngineConfig` per node.  Nodes may differ in
   array side ``P`` (``rows``) and buffer depths; a tensor that crosses from a node with ``P_a`` to
-  one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`pymtl_fp.cluster.compile`).  They must share
+  one with ``P_b`` is re-laid out by the receiver's DMA (:mod:`pymtl_fp.cluster.compiler.compile`).  They must share
   the word widths, ``stream_bits`` and ``stream_lanes`` (``E`` elements per beat on every stream:
   din/dout, the routers, the links and the host; checked).
 * ``link``: the :class:`~pymtl_fp.link.config.LinkConfig` of every node-to-node link and of the

@@ -13,8 +13,8 @@ it.  Per cycle, in one C++ loop:
    every event whose strobe is high records the cycle and its value signals;
 3. the clock rises (``clk`` 0 -> 1 -> 0); the cycle number (0 = the first cycle after reset) grows.
 
-This is the behaviour of the PyMTL3 host components (:class:`pymtl_fp.cluster.host.HostCL`,
-:class:`pymtl_fp.cluster.host_side.HostSideCL`): a transfer in cycle ``c`` is seen by them at the
+This is the behaviour of the PyMTL3 host components (:class:`pymtl_fp.cluster.hw.host.HostCL`,
+:class:`pymtl_fp.cluster.hw.host_side.HostSideCL`): a transfer in cycle ``c`` is seen by them at the
 edge ending ``c``, and what they send in answer is offered from ``c + 1`` -- here Python pushes
 it between two runs.  :meth:`StreamSim.run` stops before a cycle in which every ``done`` signal
 is high (as :func:`pymtl_fp.sim.run_until` checks ``done()`` before each tick), after the edge of

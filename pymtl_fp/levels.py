@@ -6,7 +6,7 @@
 * ``verilator`` -- the same RTL translated to Verilog and simulated by Verilator.
 
 Each unit keeps one registry from level to class (``pymtl_fp.engine.registry.ENGINE_LEVELS``,
-``pymtl_fp.link.LINK_LEVELS``, ``pymtl_fp.cluster.node.NODE_LEVELS``); ``verilator`` is the ``rtl``
+``pymtl_fp.link.LINK_LEVELS``, ``pymtl_fp.cluster.hw.node.NODE_LEVELS``); ``verilator`` is the ``rtl``
 class translated and imported, so registries list ``fl``, ``cl`` and ``rtl``.
 """
 

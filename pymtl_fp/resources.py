@@ -302,7 +302,7 @@ INSTR_BITS = 839  #: the node program ISA's instruction word (pymtl_fp.cluster.i
 
 
 def router_resources(cfg) -> Resources:
-    """Estimate for a router/DMA (``pymtl_fp.cluster.router_config.RouterConfig``).
+    """Estimate for a router/DMA (``pymtl_fp.cluster.hw.router_config.RouterConfig``).
 
     Calibrated on Yosys 0.70 ``synth_xilinx`` of the nodes (node minus engine is the same default
     router in all three presets: 13.6k LUTs of which 8320 LUT RAM, 2029 FFs, 11 DSPs, 52 RAMB18;

@@ -3,7 +3,7 @@ defined once in Python as named fields: SystemVerilog packed-struct members, and
 ``LSB``/``WIDTH`` macros, a struct of one ``uint32_t`` per field, a field table and a pack
 function into 32-bit words (least significant first: a Verilated wide port's ``VlWide`` layout).
 
-Used by :mod:`pymtl_fp.engine.ipkit` and :mod:`pymtl_fp.cluster.isa_kit`; every C name is
+Used by :mod:`pymtl_fp.engine.ipkit` and :mod:`pymtl_fp.cluster.hw.ipkit`; every C name is
 prefixed by the top module, so the headers of two designs can be included together.
 """
 

@@ -61,7 +61,7 @@ def _heights(text: str) -> list:
 def _deep_enough(cfg, net):
     """``cfg`` with its buffers deepened (powers of two) to hold every conv layer of ``net`` for one
     image, raw weight gradients in B included: the bench measures bands, not buffer limits."""
-    from pymtl_fp.cluster.partition import layer_info
+    from pymtl_fp.cluster.compiler.partition import layer_info
     from pymtl_fp.engine.msgs import tiles
 
     P, act, wts, bias = cfg.P, cfg.act_depth, cfg.weight_depth, cfg.bias_depth
@@ -78,7 +78,7 @@ def _deep_enough(cfg, net):
 
 def _layer_cases(net, rng, cfg):
     """``(name, whole-map cases per op, input rows)`` of every conv layer (one image)."""
-    from pymtl_fp.cluster.partition import layer_info
+    from pymtl_fp.cluster.compiler.partition import layer_info
 
     for li, layer in enumerate(net.layers):
         if type(layer).__name__ != "Conv":

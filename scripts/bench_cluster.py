@@ -61,8 +61,8 @@ def _setup(args):
 
 def _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args, level):
     """Cycles/s of the first ``--pymtl-cycles`` cycles of a PyMTL3-driven RTL cluster."""
-    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
-    from pymtl_fp.cluster.run import _build, router_configs
+    from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
+    from pymtl_fp.cluster.run.train import _build, router_configs
 
     part = choose_partition(net, ccfg, args.batch)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
@@ -79,10 +79,10 @@ def _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args, level):
 
 def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
     """One C++ call over the whole run with every stream preloaded (gradients included)."""
-    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
-    from pymtl_fp.cluster.host import HostModel
-    from pymtl_fp.cluster.run import router_configs
-    from pymtl_fp.cluster.verilated import VerilatedCluster
+    from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
+    from pymtl_fp.cluster.hw.host import HostModel
+    from pymtl_fp.cluster.hw.verilated import VerilatedCluster
+    from pymtl_fp.cluster.run.train import router_configs
 
     part = choose_partition(net, ccfg, args.batch)
     cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
@@ -107,8 +107,8 @@ def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
 
 def main(args) -> int:
     from pymtl_fp.cluster.config import MAX_NODES
-    from pymtl_fp.cluster.host import HostModel
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.hw.host import HostModel
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     validate.integer(args.batch, "--batch", 1, 1437)

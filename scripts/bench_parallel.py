@@ -49,7 +49,7 @@ def _methods(n: int) -> list:
 def _run(job):
     """One CL cluster run (bit-exact checked): the figures of its last step."""
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
     net_name, prec, method, groups, n, batch, steps, act_depth = job

@@ -66,7 +66,7 @@ def _check(args):
 def _throughput(net, prec, method, n, batch, steps, act_depth):
     """One CL cluster run: cycles of the last step, images/s, MAC utilization; bit-exact checked."""
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
-    from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
@@ -126,7 +126,7 @@ def main(args) -> int:
     plot_path = validate.output_file(args.plot, "--plot", ".png")
     net, nodes, tn, seeds, epochs, batch = _check(args)
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
-    from pymtl_fp.cluster.run import cp_versions
+    from pymtl_fp.cluster.run.train import cp_versions
     from pymtl_fp.data import load_digits_split
 
     prec = args.precision

@@ -72,7 +72,7 @@ def buffer_bits(usage: dict, ecfg) -> int:
 
 def _run(job) -> dict:
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
     net_name, prec, n, batch, wgrad, (bands, passes), backward, split, steps, act_depth, lanes = job

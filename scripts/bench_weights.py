@@ -45,7 +45,7 @@ def _ccfg(net, prec, n, P, E, weight_depth):
 
 
 def _fits(net, prec, n, P, E, depth, batch, params, tcfg) -> bool:
-    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
+    from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
     from pymtl_fp.cluster.config import ClusterError
 
     ccfg = _ccfg(net, prec, n, P, E, depth)
@@ -58,8 +58,8 @@ def _fits(net, prec, n, P, E, depth, batch, params, tcfg) -> bool:
 
 def _run(job) -> dict:
     """One row: the W the busiest node needs, the smallest W ``auto`` fits, both runs' figures."""
-    from pymtl_fp.cluster.compile import choose_partition, compile_cluster
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
     name, prec, n, P, E, batch, steps = job

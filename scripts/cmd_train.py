@@ -237,7 +237,7 @@ def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> di
     """``fwd_versions`` of ``--schedule cp`` on ``--nodes`` whole-layer nodes (FPDeep's partition of
     the default cluster, as ``--engine cluster`` would run it)."""
     from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, engine_for_net
-    from pymtl_fp.cluster.run import cp_versions
+    from pymtl_fp.cluster.run.train import cp_versions
     from pymtl_fp.golden.train import TrainConfig
 
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
@@ -333,7 +333,7 @@ def _run_cluster(args, net) -> int:
         engine_for_net,
         node_levels,
     )
-    from pymtl_fp.cluster.run import cp_versions, format_report, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import cp_versions, format_report, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.data import digits_for, quantize_images
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
@@ -421,7 +421,7 @@ def _run_cluster(args, net) -> int:
     if args.partition == "search":
         if cuts is not None:
             raise UserError("--partition search chooses the cuts: give --cuts or --partition search, not both")
-        from pymtl_fp.cluster.tune import search_partition
+        from pymtl_fp.cluster.run.tune import search_partition
 
         try:
             found = search_partition(net, ccfg, params, images, labels, tcfg, batch, split=not args.no_split,
@@ -479,12 +479,12 @@ def _run_cluster(args, net) -> int:
         report_path.write_text(json.dumps(rep, indent=2, default=float) + "\n")
         print(f"  wrote {report_path}")
     if trace_path:
-        from pymtl_fp.cluster.trace import write_trace
+        from pymtl_fp.cluster.run.trace import write_trace
 
         write_trace(run.trace, trace_path)
         print(f"  wrote {trace_path} (open it in ui.perfetto.dev)")
     if timeline_path:
-        from pymtl_fp.cluster.trace_plot import plot_timeline
+        from pymtl_fp.cluster.run.trace_plot import plot_timeline
 
         plot_timeline(run.trace, timeline_path, f"{net.name}: {args.nodes} nodes at {','.join(levels)}, batch {batch}, "
                       f"{steps} steps ({run.cycles:,} cycles)")

@@ -147,24 +147,24 @@ def _requant_unit():
 def _node_unit():
     """A node: an engine preset with the default router/DMA (program memory, buffers)."""
     def presets():
-        from pymtl_fp.cluster.router_config import RouterConfig
+        from pymtl_fp.cluster.hw.router_config import RouterConfig
         from pymtl_fp.engine.config import PRESETS
         return {name: (e, RouterConfig(stream_bits=e.stream_bits)) for name, e in PRESETS.items()}
 
     def build(cfg):
-        from pymtl_fp.cluster.node import NodeRTL
+        from pymtl_fp.cluster.hw.node import NodeRTL
         return NodeRTL(*cfg)
 
     def module(cfg):
-        from pymtl_fp.cluster.node import node_module_name
+        from pymtl_fp.cluster.hw.node import node_module_name
         return node_module_name(*cfg)
 
     def params(cfg):
-        from pymtl_fp.cluster.node import node_params
+        from pymtl_fp.cluster.hw.node import node_params
         return node_params(*cfg)
 
-    from pymtl_fp.cluster import isa_kit
-    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
+    from pymtl_fp.cluster.hw import ipkit as isa_kit
+    from pymtl_fp.cluster.hw.lint import CLUSTER_WAIVERS
 
     return Unit("node", presets, build, module, params, lambda cfg: dict(P=cfg[0].P), "node",
                 waivers=CLUSTER_WAIVERS, plain_build=True, smoke=_node_smoke, kit=isa_kit.write)
@@ -176,7 +176,7 @@ def _cluster_unit():
     def presets():
         return {"lenet8": None}
 
-    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
+    from pymtl_fp.cluster.hw.lint import CLUSTER_WAIVERS
 
     return Unit("cluster", presets, None, None, None, lambda cfg: {}, "cluster", waivers=CLUSTER_WAIVERS,
                 plain_build=True, smoke=_cluster_smoke)
@@ -185,8 +185,8 @@ def _cluster_unit():
 def _cluster_config(args):
     """(ClusterConfig, router configs, faults) from the cluster options."""
     from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, default_link, engine_for_net
-    from pymtl_fp.cluster.node import router_config_for
-    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.cluster.hw.node import router_config_for
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
     from pymtl_fp.net import load_net
 
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
@@ -211,7 +211,7 @@ def _node_smoke(sim, cfg, cycles) -> str:
 
 def _cluster_smoke(ccfg, rcfgs, faults) -> str:
     """One training step of 2 images on the Verilated cluster, checked against the golden model."""
-    from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.data import load_digits_split, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.net import load_net
@@ -355,7 +355,7 @@ def main(args) -> int:
             if unit.name == "engine":
                 cfg = cfg.replace(stream_lanes=args.stream_lanes)
             else:  # the node: its engine's beat, and its router's to match
-                from pymtl_fp.cluster.node import router_config_for
+                from pymtl_fp.cluster.hw.node import router_config_for
 
                 ecfg = cfg[0].replace(stream_lanes=args.stream_lanes)
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
@@ -373,8 +373,8 @@ def main(args) -> int:
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     if unit.name == "cluster":
-        from pymtl_fp.cluster.ClusterNet import ClusterRTL, cluster_module_name, cluster_params
         from pymtl_fp.cluster.config import link_names
+        from pymtl_fp.cluster.hw.ClusterNet import ClusterRTL, cluster_module_name, cluster_params
 
         ccfg, rcfgs, faults = cfg
         name = cluster_module_name(ccfg, rcfgs, faults)

@@ -9,7 +9,7 @@ import time
 
 
 class SimProgress:
-    """``callback(images_done, cycle)`` for :func:`pymtl_fp.cluster.run.train_on_cluster`."""
+    """``callback(images_done, cycle)`` for :func:`pymtl_fp.cluster.run.train.train_on_cluster`."""
 
     def __init__(self, total_images: int, enabled: bool | None = None, label: str = "simulating"):
         from tqdm import tqdm

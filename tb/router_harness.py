@@ -289,8 +289,8 @@ def _factors(n: int) -> list:
 # ---- running ----------------------------------------------------------------------------------
 
 def router_of(level: str, cfg):
-    from pymtl_fp.cluster.RouterCL import RouterCL
-    from pymtl_fp.cluster.RouterRTL import RouterRTL
+    from pymtl_fp.cluster.hw.RouterCL import RouterCL
+    from pymtl_fp.cluster.hw.RouterRTL import RouterRTL
 
     return RouterCL(cfg) if level == "cl" else RouterRTL(cfg)
 

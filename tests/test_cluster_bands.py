@@ -1,4 +1,4 @@
-"""FPDeep's fine-grained pipeline on the cluster (``bands``, :mod:`pymtl_fp.cluster.bands`): the
+"""FPDeep's fine-grained pipeline on the cluster (``bands``, :mod:`pymtl_fp.cluster.compiler.bands`): the
 pipeline fill's forward passes (or, ``bands_all``, every one) in row bands, each band computed when its
 input rows are there and sent on at once, the other passes whole layers taking their input in the
 upstream node's pieces, in place inside the whole maps (maps in planes), split layers included (the
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster import bands as bands_mod
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler import bands as bands_mod
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.schedule import fill_passes
 from pymtl_fp.cluster.config import ClusterError, default_link
-from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
-from pymtl_fp.cluster.schedule import fill_passes
+from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.golden.train import TrainConfig

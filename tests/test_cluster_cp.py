@@ -1,7 +1,7 @@
 """Continuous propagation (``--schedule cp``: pipelined SGD, a weight update after each image's
 backward pass) and plain per-image SGD (``--schedule sgd``) on the simulated cluster: the final
 weights and losses equal the golden per-image step with the partition's staleness
-(:func:`pymtl_fp.cluster.run.cp_versions`) bit for bit on 1-4 nodes, at FL and CL with random
+(:func:`pymtl_fp.cluster.run.train.cp_versions`) bit for bit on 1-4 nodes, at FL and CL with random
 stalls, link latencies and both topologies (the Verilated cluster, cycle-equal with CL:
 ``tests/test_cluster_verilated.py``); split layers are refused before any simulation."""
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
-from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.direct import Channel, DirectError, DirectSim
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params

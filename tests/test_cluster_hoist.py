@@ -1,4 +1,4 @@
-"""Moving LOADs earlier in a node program (:mod:`pymtl_fp.cluster.hoist`): what may be crossed
+"""Moving LOADs earlier in a node program (:mod:`pymtl_fp.cluster.compiler.hoist`): what may be crossed
 (buffer words, streams, router instructions, marks), the tables indexed by instruction follow
 their instructions, and the 1F1B programs that move a backward pass's output gradient and the next
 forward pass's input beside the per-image weight gradients train bit for bit as the golden step
@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster import hoist, isa
-from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.compiler import hoist
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.program import NodeProgram
 from pymtl_fp.cluster.config import ClusterConfig, default_link
-from pymtl_fp.cluster.node_program import NodeProgram
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine import encoding, msgs
 from pymtl_fp.golden.train import TrainConfig

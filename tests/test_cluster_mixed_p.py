@@ -10,15 +10,15 @@ import pytest
 from pymtl_fp.cli import cmd_train
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.compile import compile_cluster
+from pymtl_fp.cluster.compiler.compile import compile_cluster
+from pymtl_fp.cluster.compiler.partition import grid_unit, partition
 from pymtl_fp.cluster.config import (
     ClusterConfig,
     ClusterError,
     default_link,
     engine_for_net,
 )
-from pymtl_fp.cluster.partition import grid_unit, partition
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net

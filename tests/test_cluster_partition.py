@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster.compile import compile_cluster
+from pymtl_fp.cluster.compiler.compile import compile_cluster
+from pymtl_fp.cluster.compiler.dma import slice_seed
+from pymtl_fp.cluster.compiler.partition import partition
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
-from pymtl_fp.cluster.dma import slice_seed
-from pymtl_fp.cluster.partition import partition
 from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -132,7 +132,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     prog = compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1).nodes[0]
     from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.emit import MARK_LABELS
+    from pymtl_fp.cluster.isa import MARK_LABELS
 
     ops = prog.ops
     phase = {}
@@ -160,7 +160,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
 def test_step_orders_run_every_pass_once_forward_first(n, batch, schedule):
     """Every node runs each image's forward pass before its backward pass, each once, in image
     order per direction; in 1f1b a node has at most n - j + 1 images between the two passes."""
-    from pymtl_fp.cluster.schedule import step_order
+    from pymtl_fp.cluster.compiler.schedule import step_order
     for j in range(n):
         order = step_order(schedule, j, n, batch)
         assert sorted(order) == sorted([("fwd", b) for b in range(batch)] + [("bwd", b) for b in range(batch)])

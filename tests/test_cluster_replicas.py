@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.partition import layer_info
+from pymtl_fp.cluster.compiler.replicas import replica_partitions, replicas_for
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
-from pymtl_fp.cluster.partition import layer_info
-from pymtl_fp.cluster.replicas import replica_partitions, replicas_for
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net

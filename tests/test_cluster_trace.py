@@ -1,4 +1,4 @@
-"""The trace-event file of a cluster run (cluster/trace.py), loaded into SQLite and queried by SQL
+"""The trace-event file of a cluster run (cluster/run/trace.py), loaded into SQLite and queried by SQL
 as a trace processor would: per node, the router-state slices tile the run and sum to the
 report's cycles in each state; per link, the transfers carry the report's elements (as bytes);
 every compute command is a slice named by its op and layer; the file is well-formed trace-event
@@ -10,8 +10,8 @@ import sqlite3
 import pytest
 
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
-from pymtl_fp.cluster.run import train_on_cluster
-from pymtl_fp.cluster.trace import write_trace
+from pymtl_fp.cluster.run.trace import write_trace
+from pymtl_fp.cluster.run.train import train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.msgs import OPS
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params

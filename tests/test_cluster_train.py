@@ -16,7 +16,7 @@ from pymtl_fp.cluster.config import (
     default_link,
     engine_for_net,
 )
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -132,7 +132,7 @@ def test_ring_attaches_the_host_to_node_0_only(data, n):
 
 def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
     from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.codegen import NodeCodegen
+    from pymtl_fp.cluster.compiler.codegen import NodeCodegen
 
     real = NodeCodegen.forward
 
@@ -250,9 +250,9 @@ def test_watchdog_allows_the_longest_command_and_still_catches_a_deadlock():
     """The idle limit comes from the programs: a node waiting for a neighbour's longest engine
     command (here a 51k-cycle bwd_weight of 16 images on a 2x2 array) is not a deadlock; the
     limit stays a small multiple of it, so a real deadlock is still caught."""
-    from pymtl_fp.cluster.compile import compile_cluster
-    from pymtl_fp.cluster.partition import partition
-    from pymtl_fp.cluster.run import watchdog_limit
+    from pymtl_fp.cluster.compiler.compile import compile_cluster
+    from pymtl_fp.cluster.compiler.partition import partition
+    from pymtl_fp.cluster.run.train import watchdog_limit
 
     eng = engine_for_net(NET, "8", P=2, act_depth=8192)
     ccfg = ClusterConfig.homogeneous(3, eng)

@@ -7,8 +7,8 @@ import pytest
 
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
-from pymtl_fp.cluster.tune import search_partition
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.tune import search_partition
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from pymtl_fp.cluster.compiler.weights_home import Placement
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
-from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
-from pymtl_fp.cluster.weights_home import Placement
+from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
@@ -71,7 +71,7 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
 def test_fc_weights_kept_by_the_upstream_node_in_rtl(data):
     """FPDeep's weight balancing in hardware: node 0 keeps the fc layer's weights, streams them to
     node 1 chunk by chunk for every pass and updates them from node 1's gradient tiles
-    (:mod:`pymtl_fp.cluster.weights_home`); golden, and equal to CL cycle for cycle."""
+    (:mod:`pymtl_fp.cluster.compiler.weights_home`); golden, and equal to CL cycle for cycle."""
     ccfg, place = _ccfg((4, 4)), Placement({(1, 4): 0})
     v = _run(data, ccfg, "verilator", steps=2, weight_home=place)
     assert v.report["partition"]["weight_home"] == ["fc's weights kept by node 0 for node 1"]

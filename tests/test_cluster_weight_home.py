@@ -1,4 +1,4 @@
-"""FPDeep's weight balancing on the cluster (:mod:`pymtl_fp.cluster.weights_home`): a layer's
+"""FPDeep's weight balancing on the cluster (:mod:`pymtl_fp.cluster.compiler.weights_home`): a layer's
 weights kept by a neighbour and streamed in chunk by chunk for every pass, its gradient sent back
 for the neighbour's update.  The final weights equal the golden step bit for bit for any whole
 layer placed on either neighbour (1-4 nodes, split partitions, both mini-batch schedules, every
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster.compile import choose_partition, compile_cluster
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
+from pymtl_fp.cluster.compiler.partition import layer_info
+from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, place_weights
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
-from pymtl_fp.cluster.partition import layer_info
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
-from pymtl_fp.cluster.weights_home import HomePlan, Placement, place_weights
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import TrainConfig

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.emit import NodeEmitter
+from pymtl_fp.cluster.compiler.partition import layer_info
+from pymtl_fp.cluster.compiler.schedule import images_in_flight, step_order
 from pymtl_fp.cluster.config import ClusterError, default_link
-from pymtl_fp.cluster.emit import NodeEmitter
-from pymtl_fp.cluster.partition import layer_info
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
-from pymtl_fp.cluster.schedule import images_in_flight, step_order
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.engine.msgs import tiles
@@ -180,7 +180,7 @@ def test_refusals(data):
 def test_verilated_cluster_equals_golden_and_cl_cycle_for_cycle(data):
     """(auto: the conv layers per image, fc over the batch; on 3 nodes at batch 5 node 1 takes a
     backward pass's output gradient and the next image's input beside the weight gradients,
-    :mod:`pymtl_fp.cluster.hoist`)"""
+    :mod:`pymtl_fp.cluster.compiler.hoist`)"""
     ccfg = _ccfg(3)
     part = choose_partition(NET, ccfg, 5, wgrad="auto")
     _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 2, True, "1f1b", "auto")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymtl_fp.cluster.run import golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import digits_for, digits_size, load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net, net_from_dict

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp import timing
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
-from pymtl_fp.cluster.run import train_on_cluster
+from pymtl_fp.cluster.run.train import train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.energy import constants
 from pymtl_fp.energy.activity import PHASES, NodeActivity, command_traffic

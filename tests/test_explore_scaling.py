@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cli.bench_storage import buffer_bits
-from pymtl_fp.cluster.compile import choose_partition
+from pymtl_fp.cluster.compiler.compile import choose_partition
+from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
-from pymtl_fp.cluster.partition import layer_info
 from pymtl_fp.explore import node_storage
 from pymtl_fp.explore.chain import Chain, RangeFunc
 from pymtl_fp.explore.design import pareto_front, search

@@ -19,11 +19,11 @@ import functools
 import numpy as np
 import pytest
 
-from pymtl_fp.cluster.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.partition import layer_info
+from pymtl_fp.cluster.compiler.schedule import images_in_flight
+from pymtl_fp.cluster.compiler.weights_home import Placement
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
-from pymtl_fp.cluster.partition import layer_info
-from pymtl_fp.cluster.schedule import images_in_flight
-from pymtl_fp.cluster.weights_home import Placement
 from pymtl_fp.explore import node_storage
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net

@@ -5,10 +5,10 @@ step agree within 5%."""
 
 import pytest
 
-from pymtl_fp.cluster.compile import choose_partition
+from pymtl_fp.cluster.compiler.compile import choose_partition
+from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
-from pymtl_fp.cluster.partition import layer_info
-from pymtl_fp.cluster.run import train_on_cluster
+from pymtl_fp.cluster.run.train import train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.explore.node_model import predict
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cluster.schedule import fwd_versions, step_order
+from pymtl_fp.cluster.compiler.schedule import fwd_versions, step_order
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.conv import conv_bwd_data, conv_bwd_weight, conv_fwd
 from pymtl_fp.golden.loss import row_loss_grad

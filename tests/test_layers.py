@@ -5,7 +5,11 @@ Layers (``docs/DESIGN.md``), lowest first::
     0  numerics, golden, timing, net, data, sim and the tool-chain glue (pure NumPy / PyMTL3)
     1  engine, link, primitives        (PyMTL3 units, FL/CL/RTL twins)
     2  cluster, energy                 (node = engine + router + link ends; partition, compile, top;
-                                        energy constants, activity and joules of a run)
+                                        energy constants, activity and joules of a run), in steps:
+       2.0  cluster.config, cluster.isa  (descriptions, the node program ISA)
+       2.1  cluster.hw | cluster.compiler  (the hardware | the compiler: neither imports the other)
+       2.2  energy                     (reads the ISA and the router's config)
+       2.3  cluster.run                (runs compiled programs on the hardware, reports)
     3  explore                         (analytic models at paper scale)
     4  tb                              (test benches, fuzz campaigns; may import Hypothesis)
     5  cli                             (argument parsing and reports only)
@@ -33,7 +37,8 @@ ROOTS = {"pymtl_fp.cluster": "cluster", "pymtl_fp.cli": "scripts", "pymtl_fp.tb"
 LAYERS = {
     "pymtl_fp": 0,
     "pymtl_fp.engine": 1, "pymtl_fp.link": 1, "pymtl_fp.primitives": 1,
-    "pymtl_fp.cluster": 2, "pymtl_fp.energy": 2,
+    "pymtl_fp.cluster": 2, "pymtl_fp.cluster.hw": 2.1, "pymtl_fp.cluster.compiler": 2.1,
+    "pymtl_fp.energy": 2.2, "pymtl_fp.energy.constants": 2, "pymtl_fp.cluster.run": 2.3,
     "pymtl_fp.explore": 3,
     "pymtl_fp.tb": 4,
     "pymtl_fp.cli": 5,
@@ -110,6 +115,18 @@ def test_imports_only_go_down(mod):
     up = sorted(d for d in GRAPH[mod] if layer(d) > layer(mod))
     assert not up, f"{mod} (layer {layer(mod)}) imports higher layers: " + ", ".join(
         f"{d} ({layer(d)})" for d in up)
+
+
+#: sibling packages of one layer that must not import each other
+APART = [("pymtl_fp.cluster.hw", "pymtl_fp.cluster.compiler")]
+
+
+@pytest.mark.parametrize("a,b", APART + [(b, a) for a, b in APART])
+def test_siblings_stay_apart(a, b):
+    """The cluster's hardware and its compiler meet only in the ISA and the configs."""
+    bad = sorted(f"{m} -> {d}" for m in MODULES if m == a or m.startswith(a + ".")
+                 for d in GRAPH[m] if d == b or d.startswith(b + "."))
+    assert not bad, bad
 
 
 def test_no_import_cycle():

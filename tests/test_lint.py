@@ -223,8 +223,8 @@ def test_parse_verilator_output(text, expected):
 @pytest.mark.parametrize("lanes", [1, 4])
 def test_router_scratch_fifo_lints_clean(lanes, tmp_path):
     """The scratch FIFO as one ring (E = 1) and as E banks of one write and three reads each."""
-    from pymtl_fp.cluster.lint import CLUSTER_WAIVERS
-    from pymtl_fp.cluster.RouterScratchRTL import RouterScratchRTL
+    from pymtl_fp.cluster.hw.lint import CLUSTER_WAIVERS
+    from pymtl_fp.cluster.hw.RouterScratchRTL import RouterScratchRTL
 
     result = lint_component(RouterScratchRTL(32, 256, lanes), f"LintRouterScratchRTL_e{lanes}", tmp_path,
                             CLUSTER_WAIVERS)

@@ -1,4 +1,4 @@
-"""The node as IP (pymtl_fp/cluster/isa_kit.py): the program instruction's SystemVerilog package,
+"""The node as IP (pymtl_fp/cluster/hw/ipkit.py): the program instruction's SystemVerilog package,
 C header and ISA reference, generated from the PyMTL3-free ISA definition; the C packer gives
 the Python encoder's bits, the package's ``instr_t`` is the Verilog's ``prog_data`` struct."""
 
@@ -8,8 +8,9 @@ import sys
 
 import numpy as np
 
-from pymtl_fp.cluster import isa, isa_kit
-from pymtl_fp.cluster.router_config import RouterConfig
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.hw import ipkit as isa_kit
+from pymtl_fp.cluster.hw.router_config import RouterConfig
 from pymtl_fp.engine import encoding
 from pymtl_fp.engine.config import PRESETS
 

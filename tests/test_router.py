@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from pymtl_fp import golden
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.router_config import RouterConfig, RouterConfigError
-from pymtl_fp.cluster.RouterCL import bias_update
+from pymtl_fp.cluster.hw.router_config import RouterConfig, RouterConfigError
+from pymtl_fp.cluster.hw.RouterCL import bias_update
 from pymtl_fp.engine import encoding, msgs
 from pymtl_fp.tb.hypothesis_profiles import examples
 from pymtl_fp.tb.router_harness import random_program, run_router

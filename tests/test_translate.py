@@ -309,7 +309,7 @@ YOSYS_ENGINE = {preset: fig for (unit, preset), fig in YOSYS_RECORDED.items() if
 
 
 def _model(unit, name):
-    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
     from pymtl_fp.engine.config import preset
     from pymtl_fp.link import preset as link_preset
     from pymtl_fp.primitives.RequantRTL import PRESETS
@@ -408,7 +408,7 @@ def test_link_model_uses_bram_for_deep_buffers():
 
 def test_router_model_maps_memories_as_yosys_does():
     from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
     from pymtl_fp.engine.config import preset
 
     assert resources.INSTR_BITS == isa.INSTR_BITS  # the model's copy (resources imports no cluster)

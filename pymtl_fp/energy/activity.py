@@ -113,8 +113,8 @@ def _add(d: dict, key: str, v: int) -> None:
 
 
 def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: int, host_bits: int) -> NodeActivity:
-    """The activity of node ``j`` (engine ``ecfg``, :class:`~pymtl_fp.cluster.node_program.NodeProgram`
-    ``prog``, :class:`~pymtl_fp.cluster.observe.RouterLog` ``log``) over a run of ``steps`` steps
+    """The activity of node ``j`` (engine ``ecfg``, :class:`~pymtl_fp.cluster.compiler.program.NodeProgram`
+    ``prog``, :class:`~pymtl_fp.cluster.hw.observe.RouterLog` ``log``) over a run of ``steps`` steps
     and ``cycles`` cycles; ``msg_bits``: bits of one link message (one element), ``host_bits``:
     bits of one element on the host channel."""
     P = ecfg.rows

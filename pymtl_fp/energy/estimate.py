@@ -82,7 +82,7 @@ def fpga_logic(prec, P: int, E: int) -> tuple:
     """``(logic LUTs, FFs)`` of ``E`` engines of ``P x P`` and one router on one FPGA, from the
     calibrated resource model (:mod:`pymtl_fp.resources`); LUTs used as RAM are left out (their
     reads and writes are priced as buffer traffic)."""
-    from pymtl_fp.cluster.router_config import RouterConfig
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
     from pymtl_fp.engine.config import EngineConfig
     from pymtl_fp.resources import engine_resources, router_resources
 

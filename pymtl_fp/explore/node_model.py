@@ -14,16 +14,16 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
   (``load_cycles``), every tensor it sends is STOREd (``store_cycles``), a layer output consumed
   by the next layer on the same node is written there by the command itself (``dsel``; no
   cycles) except a pooled output before a first piece or after a second piece, which is copied
-  through the streams (a STORE and a LOAD; see ``_Node.am_in_o`` in :mod:`pymtl_fp.cluster.compile`), a split
+  through the streams (a STORE and a LOAD; see ``_Node.am_in_o`` in :mod:`pymtl_fp.cluster.compiler.compile`), a split
   layer's holders exchange the first piece's input/output/gradients and weights (a second
   piece's output gradient from a pool on the node: pool_bwd in channel-tile pieces, see
-  :mod:`pymtl_fp.cluster.compile`), biases make a
+  :mod:`pymtl_fp.cluster.compiler.compile`), biases make a
   STORE/STORE/LOAD round trip through the DMA's scalar unit (a lone first holder's passing of the
   data gradient from link to link is DMA work beside the engine's: ``dma_moves``, not busy
   cycles);
 * one cycle per command for the router to offer the next command (its outputs are registered).
 
-It is independent of :mod:`pymtl_fp.cluster.compile` (which writes the programs) and is checked against
+It is independent of :mod:`pymtl_fp.cluster.compiler.compile` (which writes the programs) and is checked against
 the CL cluster simulation of the same partition (``tests/test_explore_vs_cluster.py``).  Nodes must
 share the array side ``P`` (a mixed-``P`` relayout is not modelled).
 """
@@ -95,7 +95,7 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
 
     ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
     also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
-    e.g. :func:`pymtl_fp.cluster.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
+    e.g. :func:`pymtl_fp.cluster.compiler.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
     ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``; ``P`` and
     ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle.  Returns
     :class:`NodeCycles` per node."""

@@ -3,7 +3,7 @@ its engine's six buffers (X, D, O, W, G, B) while the cluster trains.
 
 The storage counterpart of :mod:`pymtl_fp.explore.node_model` (same inputs: the layer shapes, a
 partition's items per node, the engine config, the batch), from the cluster's buffer policy alone
-(the code generator's regions, :mod:`pymtl_fp.cluster.regions`, and README.md's "Weight gradients
+(the code generator's regions, :mod:`pymtl_fp.cluster.compiler.regions`, and README.md's "Weight gradients
 per image" and "Row bands on the cluster").
 
 **Layouts** (:mod:`pymtl_fp.engine.msgs`; ``t(n) = ceil(n / P)``).  One image's activation or
@@ -71,7 +71,7 @@ words are what the allocator reserves (its bump pointer per buffer, the report's
 used``): a region is reserved for the whole step, so this is every buffer's peak; node 0 reserves
 an O slot for a data gradient the network's first layer never sends.
 
-It is independent of the cluster compiler (:mod:`pymtl_fp.cluster.compile` and its region code)
+It is independent of the cluster compiler (:mod:`pymtl_fp.cluster.compiler.compile` and its region code)
 and is checked against the words the compiled programs allocate, node by node and buffer by buffer
 (``tests/test_explore_storage_vs_cluster.py``).
 """
@@ -81,7 +81,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pymtl_fp import timing
-from pymtl_fp.cluster.schedule import AUTO_SLACK
+from pymtl_fp.cluster.compiler.schedule import AUTO_SLACK
 from pymtl_fp.timing import cdiv
 
 BUFS = ("X", "D", "O", "W", "G", "B")
@@ -120,7 +120,7 @@ def in_flight(schedule: str, j: int, n: int, batch: int) -> int:
     weight gradients: 1F1B's ``n - j + 1`` forward passes ahead of the backward passes, one more
     for the next input LOADed during a backward pass (the per-image weight gradients run behind
     that next forward pass, within the same slot count); all of the batch under GPipe; one image
-    under ``sgd``.  (:func:`pymtl_fp.cluster.schedule.images_in_flight` counts it from the order.)"""
+    under ``sgd``.  (:func:`pymtl_fp.cluster.compiler.schedule.images_in_flight` counts it from the order.)"""
     if schedule == "gpipe":
         return batch
     if schedule == "sgd":
@@ -145,7 +145,7 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
     """Words of every node's six buffers (:class:`NodeWords`, one per node).
 
     ``layers[i]``: layer ``i``'s shape fields as the engine runs it
-    (:func:`pymtl_fp.cluster.partition.layer_info`, with ``packed`` for a tap-packed layer);
+    (:func:`pymtl_fp.cluster.compiler.partition.layer_info`, with ``packed`` for a tap-packed layer);
     ``nodes[j]``: node ``j``'s items (``layer``, ``k0``, ``k1``, ``pool``); ``ecfg``: the engines'
     config (``P``; its timing for ``auto``); ``wgrad``, ``overlap``, ``schedule``: the run's.
     ``homes``: ``{(node, layer): neighbour}``, whole layers whose weights a neighbour keeps

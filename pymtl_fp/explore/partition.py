@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.cluster.partition import nearest_positions
+from pymtl_fp.cluster.compiler.partition import nearest_positions
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.links import Link

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.cluster.partition import nearest_positions
+from pymtl_fp.cluster.compiler.partition import nearest_positions
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy, phase_macs
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision

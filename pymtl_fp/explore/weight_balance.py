@@ -1,7 +1,7 @@
 """FPDeep's weight balancing at paper scale: weights kept by other FPGAs of the chain, streamed in.
 
 Analytic model (no simulation), the paper-scale counterpart of the simulated cluster's
-``train --weight-home`` (:mod:`pymtl_fp.cluster.weights_home`, one neighbour per layer, whole
+``train --weight-home`` (:mod:`pymtl_fp.cluster.compiler.weights_home`, one neighbour per layer, whole
 layers).  Here an FPGA whose on-chip storage exceeds its RAM may give any amount of its weights
 (and their gradient accumulators: the ``weights`` term of :meth:`.Chain.storage`) to FPGAs with
 room, any number of hops away along the chain; the FPGAs between relay the stream.

@@ -1,6 +1,6 @@
 """Data-parallel training, bit-exact with one node: ``G`` replicas, each with its share of the
 mini-batch, their weight gradients all-reduced before one update (the cluster's
-``--parallel data|hybrid``, :mod:`pymtl_fp.cluster.replicas`).
+``--parallel data|hybrid``, :mod:`pymtl_fp.cluster.compiler.replicas`).
 
 What it models: each replica runs the forward and backward passes of its images and keeps the
 **exact** weight- and bias-gradient accumulators of its share (the engine's ``bwd_weight`` with

@@ -6,7 +6,7 @@ host's loss gradient, backward, SGD), but each layer is updated as soon as its b
 an image is done, so later images see partially updated weights.  In a pipeline the forward pass
 of image ``b`` runs before the backward passes of some earlier images have updated the layer
 (*staleness*); which update each forward pass sees is the schedule's business
-(:func:`pymtl_fp.cluster.schedule.fwd_versions`), given here as ``fwd_versions``:
+(:func:`pymtl_fp.cluster.compiler.schedule.fwd_versions`), given here as ``fwd_versions``:
 
 * ``fwd_versions[layer][b]`` = how many of this step's updates of ``layer`` (images ``0..``) the
   forward pass of image ``b`` sees, ``0 <= v <= b``; ``None``: ``v = b`` for every layer (no

@@ -23,7 +23,7 @@ class LinkCL(Component):
         declare_fault_free_ports(s, MsgType, cfg, "LinkCL")
         s.F, s.L, s.Lr, s.W = cfg.flits, cfg.latency, cfg.credit_latency, cfg.window
         W = s.W
-        s.tracing = False  # record transfers (cluster/trace.py) from the next reset on
+        s.tracing = False  # record transfers (cluster/run/trace.py) from the next reset on
         s._reset_state()
 
         @update_ff

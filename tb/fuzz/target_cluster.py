@@ -4,14 +4,14 @@ A case draws the cluster first and small first (number of nodes, link latency an
 layers are split across nodes), then the training run (steps, batch, initial-weight seed, which
 images, learning-rate shift) and the stalls.  Mappings the cluster refuses before simulating
 (``ClusterError``: e.g. more nodes than layers without splitting) are rejected, not failures.
-The property: the weights the nodes hold after the steps equal :func:`pymtl_fp.cluster.run.golden_steps`
+The property: the weights the nodes hold after the steps equal :func:`pymtl_fp.cluster.run.train.golden_steps`
 exactly (the golden model's ``train_step`` applied ``steps`` times; for the per-image schedules
 ``cp`` and ``sgd``, drawn too, the golden per-image step with the partition's staleness).  The
 case also draws how the nodes share the work: one pipeline, or data-parallel / hybrid replicas
 (``--parallel``; GPipe order, a batch of at least one image per replica), which must end with the
 same one-node weights, and, for a mini-batch pipeline, when the weight gradients are computed
 (``--wgrad batch | image | auto``) and, half the time, one whole layer whose weights a neighbour
-keeps and streams in for every pass (``--weight-home``, :mod:`pymtl_fp.cluster.weights_home`).
+keeps and streams in for every pass (``--weight-home``, :mod:`pymtl_fp.cluster.compiler.weights_home`).
 ``--level`` sets every node's engine level (``fl``, ``cl``, ``rtl``, ``verilator``); links are
 cycle level, or RTL when every node is RTL (``cluster.run`` decides).
 A hang is caught by the cluster's watchdog and counts as a failure.
@@ -72,7 +72,7 @@ def strategy(level):
 
 def check(case, level, ctx):
     from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link
-    from pymtl_fp.cluster.run import cp_versions, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     net, engine, images, labels = _fixture()
@@ -113,9 +113,9 @@ def check(case, level, ctx):
 def _placement(net, ccfg, batch, case):
     """The case's layer kept by a neighbour (``weight_home``: which of the partition's whole
     conv/fc layers and neighbours), or None."""
-    from pymtl_fp.cluster.compile import choose_partition
-    from pymtl_fp.cluster.partition import layer_info
-    from pymtl_fp.cluster.weights_home import Placement
+    from pymtl_fp.cluster.compiler.compile import choose_partition
+    from pymtl_fp.cluster.compiler.partition import layer_info
+    from pymtl_fp.cluster.compiler.weights_home import Placement
 
     pick = case.get("weight_home")  # (case files written before it was drawn: none)
     if pick is None:

@@ -1,0 +1,395 @@
+"""Compile a :class:`~pymtl_fp.cluster.compiler.partition.Partition` into one program per node.
+
+A node program (:mod:`pymtl_fp.cluster.isa`) is what the node's router/DMA sequencer executes:
+engine commands, LOAD/STORE data moves to and from the links, the host side channel and the
+scratch FIFO, link-to-link pass-through, bias updates and relayouts on the scratch FIFO, marks for
+the report.  Nodes synchronize only through the val/rdy flow control of their links (dataflow: no
+global controller).  A training run is ``init; loop(steps){one step}; final; HALT``: the initial
+weights come from the host side channel, the step body runs ``steps`` times with rounding seeds
+relative to the step (``seedstep``), the final weights go back to the host.
+
+Modules: :mod:`~pymtl_fp.cluster.compiler.codegen` (per-node code generation, with
+:mod:`~pymtl_fp.cluster.compiler.regions` and :mod:`~pymtl_fp.cluster.compiler.emit`),
+:mod:`~pymtl_fp.cluster.compiler.buffers` (the buffer plan), :mod:`~pymtl_fp.cluster.compiler.schedule` (the order of
+image passes), :mod:`~pymtl_fp.cluster.compiler.dma` (slice seeds, relayout), and here
+:func:`compile_cluster` (the programs, checked against every node's buffers before any
+simulation) and :func:`unpack_params` (the weights the nodes send back).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.compiler.bands import check_bands
+from pymtl_fp.cluster.compiler.buffers import pow2_at_least
+from pymtl_fp.cluster.compiler.codegen import NodeCodegen
+from pymtl_fp.cluster.compiler.partition import layer_info, partition
+from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
+from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
+from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, check_links, place_weights
+from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.cluster.isa import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
+from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
+from pymtl_fp.golden.train import TrainConfig, step_seed
+
+__all__ = ["SCHEDULES", "ClusterProgram", "NodeProgram", "choose_partition", "compile_cluster", "compile_pipeline",
+           "host_out_params", "split_host_out", "step_order", "unpack_params"]
+
+
+def check_wgrad(wgrad: str, schedule: str) -> None:
+    """Refuse an unknown ``--wgrad``, or ``image`` / ``auto`` under a per-image schedule (whose
+    gradients are already per image)."""
+    if wgrad not in WGRAD:
+        raise ClusterError(f"unknown --wgrad {wgrad!r}; choose one of {', '.join(WGRAD)}")
+    if wgrad != "batch" and schedule in PER_IMAGE:
+        raise ClusterError(f"--wgrad {wgrad} is for the mini-batch schedules (1f1b, gpipe): --schedule {schedule} "
+                           "already computes each image's weight gradient after its backward pass")
+
+
+def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
+                    schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0,
+                    bands_backward: bool = False, bands_all: bool = False,
+                    weight_home: str | Placement = "auto") -> ClusterProgram:
+    """One program per node for ``steps`` training steps from ``params`` (raw integers).
+    ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
+    the hazards) and results alternate between two O slots per direction.  ``schedule``: the
+    order of the image passes in a step (:func:`~pymtl_fp.cluster.compiler.schedule.step_order`) and, for
+    ``cp``, a weight update after each image's backward pass instead of one per step.  ``wgrad``:
+    the weight gradients over the batch at the step's end, or per image summed in B
+    (:data:`~pymtl_fp.cluster.compiler.schedule.WGRAD`; the engines' B must hold the sums:
+    :func:`compile_pipeline` deepens it).  ``bands``: the forward passes of the pipeline's fill
+    (:func:`~pymtl_fp.cluster.compiler.schedule.fill_passes`; with ``bands_all`` every forward pass) in row
+    bands of that many output rows (FPDeep's fine-grained pipeline, :mod:`~pymtl_fp.cluster.compiler.bands`;
+    0: whole layers), and with ``bands_backward`` every backward pass too.  ``weight_home``: ``auto``
+    lets a neighbour keep the weights of a node's layers that do not fit its W (FPDeep's weight
+    balancing, :func:`~pymtl_fp.cluster.compiler.weights_home.place_weights`), ``off`` does not, a
+    :class:`~pymtl_fp.cluster.compiler.weights_home.Placement` says which."""
+    step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
+    check_wgrad(wgrad, schedule)
+    check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
+    if schedule in PER_IMAGE:
+        layer_versions(net, part, schedule)  # refuses a layer split over two nodes
+    fmt, shifts = check_training(net, tcfg, steps, part.batch)
+    placement = place_weights(net, ccfg, part, schedule=schedule, mode=weight_home)
+    if placement and bands:
+        raise ClusterError("the weights of " + "; ".join(placement.describe(net)) + ": they stream in for "
+                           "whole layers, not row bands (--bands 0, or deeper W buffers)")
+    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
+                  bands_all, placement)
+    check_fit(nodes, part.batch, "" if weight_home != "auto" else
+              " (weights kept by a neighbour need a mini-batch schedule, 1f1b or gpipe)" if schedule in PER_IMAGE
+              else " (--weight-home auto found no neighbour with room for whole layers of it)")
+    check_beats(nodes, ccfg.lanes)
+    K, ho, wo = net.shapes()[-1]
+    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
+    return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
+                          (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part),
+                          wgrad=wgrad, bands=bands, bands_backward=bool(bands and bands_backward),
+                          bands_all=bool(bands and bands_all), placement=placement)
+
+
+def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
+                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False,
+                     bands_all: bool = False, weight_home: str | Placement = "auto"):
+    """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
+    (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
+    un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
+    if wgrad == "batch":
+        return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
+                                     bands_backward, bands_all, weight_home)
+    cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad, bands,
+                            bands_backward, bands_all, weight_home)
+    return fit_bias(ccfg, cprog), cprog
+
+
+def roomy_bias(ccfg):
+    """``ccfg`` with B buffers deep enough for any program's un-rounded sums (to compile against)."""
+    return ccfg.replace(engines=tuple(e.replace(bias_depth=ROOMY_BIAS) for e in ccfg.engines))
+
+
+def fit_bias(ccfg, cprog):
+    """``ccfg`` with every engine's B deepened to the power of two its program uses (at least its
+    own depth), and each node's buffer plan bound to its engine."""
+    need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
+    ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
+                                      for e in ccfg.engines))
+    for prog, ecfg in zip(cprog.nodes, ccfg.engines):
+        prog.alloc.ecfg = ecfg
+    return ccfg
+
+
+#: the B depth programs with un-rounded sums compile against (then :func:`fit_bias`)
+ROOMY_BIAS = 65536
+
+
+def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad="batch", bands=0,
+          bands_backward=False, bands_all=False, placement=None) -> list:
+    """Every node's program (unchecked).  With a ``placement`` (layers whose weights a neighbour
+    keeps, :mod:`~pymtl_fp.cluster.compiler.weights_home`), each home node is compiled again once its
+    user's step is known, with the weight chunks placed in its step (:class:`HomePlan`)."""
+    # (the fill's forward passes in bands, or every one: the same for each node's upstream node)
+    band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
+    args = (net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
+            band_images, placement)
+    nodes, gens, prev_sent = [], [], {}
+    passes = []  # each node's modelled forward and backward compute per image
+    for j in range(part.n):
+        nd = _emit_node(j, prev_sent, None, *args, upstream_passes=passes[j - 1] if j else 0)
+        nodes.append(nd.prog)
+        gens.append(nd)
+        prev_sent = nd.sent
+        passes.append(nd.prog.image_compute("fwd", "bwd") // part.batch)
+    if placement:
+        for h in sorted({h for h in placement.homes.values()}):
+            u = placement.hosted(h)[0][0]  # (a home keeps one user's layers)
+            plan = HomePlan.from_log(u, h, gens[u].link_log)
+            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args, upstream_passes=passes[h - 1] if h else 0)
+            nodes[h], gens[h] = nd.prog, nd
+        for (u, _), h in placement.homes.items():
+            check_links(gens[u].link_log, gens[h].link_log, u, h)
+    return nodes
+
+
+def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands,
+               bands_backward, band_images, placement, upstream_passes=0):
+    """Node ``j``'s code generator, its program emitted (``upstream_passes``: node ``j - 1``'s
+    modelled forward and backward compute per image, :meth:`NodeCodegen.backward`)."""
+    per_image = schedule in PER_IMAGE
+    nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
+                     wgrad, bands, bands_backward, placement, plan)
+    nd.band_images = band_images
+    nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
+    nd.upstream_passes = upstream_passes
+    if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
+        nd.keep_in_flight(schedule)
+    seed = begin_step(nd, params)
+    order = step_order(schedule, j, part.n, part.batch)
+    received = set()
+    wg_due = None  # an image whose weight gradients follow the next forward pass
+    fwd_at = wgi_at = None  # where the last forward pass and the weight gradients after it begin
+    for i, (kind, b) in enumerate(order):
+        early = (fwd_at, wgi_at) if wgi_at is not None and schedule == "1f1b" else None
+        wgi_at = None
+        if kind == "fwd":
+            fwd_at = len(nd.ops)
+            nd.phase = "fwd"
+            nd.forward(b, seed, received=b in received)
+        else:
+            if b == 0:
+                nd.mark(MARK_BWD)
+            nd.phase = "bwd"
+            then = None
+            # (not under sgd: the next input exists only once this image's gradient has gone back)
+            if i + 1 < len(order) and order[i + 1][0] == "fwd" and schedule != "sgd":
+                nb = order[i + 1][1]
+                received.add(nb)
+                then = functools.partial(nd.receive, nb)
+            nd.backward(b, seed, then, early)
+        nd.done_mark(done_id(kind, b))
+        if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
+            wg_due = b
+        if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
+            # ... after the forward pass that follows its backward pass (which the next node
+            # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
+            nd.phase = "wgi"
+            wgi_at = len(nd.ops)
+            nd.raw_gradients(wg_due, 1, nd.per_image, first_first=kind == "fwd")
+            wg_due = None
+        if kind == "bwd" and per_image:  # the node's layers updated at once
+            nd.phase = "upd"
+            nd.weight_phase(seed, image=b)
+    nd.phase = "wg"
+    nd.mark(MARK_WG)
+    if not per_image:
+        nd.weight_phase(seed)
+    end_step(nd, steps)
+    return nd
+
+
+def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b",
+                 wgrad: str = "batch") -> bool:
+    """Whether ``part``'s programs compile and fit its nodes' buffers (what :func:`compile_cluster`
+    checks), for the run's ``tcfg`` (its precision and learning rate set the shifts; default: the
+    net's first precision), ``overlap`` (two O slots per direction), ``schedule`` and ``wgrad``
+    (per image: B is deepened to fit, :func:`compile_pipeline`); the weights do not matter."""
+    tcfg = tcfg or TrainConfig(next(iter(net.formats)))
+    params = {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
+                        "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
+              for ly in net.param_layers()}
+    try:
+        fmt, shifts = check_training(net, tcfg, 1, part.batch)
+        nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, 1, overlap, schedule, wgrad)
+    except (ClusterError, ValueError):
+        return False
+    deepened = set() if wgrad == "batch" else {"B"}  # (compile_pipeline deepens B to fit)
+    return not any(set(prog.alloc.overflow()) - deepened for prog in nodes)
+
+
+def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off", tcfg=None,
+                     overlap: bool = False, schedule: str = "1f1b", wgrad: str = "batch"):
+    """The partition a run compiles: ``pack`` (``--tap-pack``) ``auto`` takes the tap-packed one
+    where packing pays (:func:`~pymtl_fp.cluster.compiler.partition.packed_layers`) and its programs, for the
+    run's ``tcfg``, ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers (the packed
+    input is ``R*S/stride^2`` times the image), else the unpacked one."""
+    part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
+    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, overlap, schedule, wgrad):
+        part = partition(net, ccfg, batch, split=split, cuts=cuts, pack="off")
+    return part
+
+
+def image_pack(net, part) -> tuple | None:
+    """``(R, S, stride, pad)`` of a tap-packed first layer (the host packs every image), else None."""
+    if 0 not in part.packed:
+        return None
+    f = layer_info(net, 0)
+    return (f["r"], f["s"], f["stride"], f["pad"])
+
+
+def image_elems(net, part, P: int) -> int:
+    """Elements of one image as the host sends it, in the layout of array side ``P`` (tap-packed:
+    ``C*R*S`` channels on the first layer's output map)."""
+    f = layer_info(net, 0, 0 in part.packed)
+    return tiles(f["c"], P) * f["h"] * f["w"] * P
+
+
+def check_training(net, tcfg, steps: int, batch: int) -> tuple:
+    """Refuse what the cluster cannot train (momentum, a negative update shift, a step count or
+    batch beyond the program's fields); return the precision's formats and the layer shifts."""
+    if tcfg.momentum is not None:
+        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
+                           "(give no --momentum)")
+    fmt = net.precision(tcfg.precision)
+    shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
+    for name, sh in shifts.items():
+        if sh.update_w < 0:
+            raise ClusterError(f"{name}: the weight-update shift {sh.update_w} is negative; the "
+                               f"engine's update takes right shifts only")
+    if not 1 <= steps < (1 << isa.LCOUNT_BITS):
+        raise ClusterError(f"steps must be in 1..{(1 << isa.LCOUNT_BITS) - 1}, got {steps}")
+    if 2 * batch + 1 >= (1 << isa.DONE_BITS):
+        raise ClusterError(f"batch {batch} is too large for the node program's done marks")
+    return fmt, shifts
+
+
+def begin_step(nd, params) -> int:
+    """Emit node ``nd``'s initial weights and open the step loop (marked ``step``); returns the
+    step's rounding seed (relative: the loop's ``seedstep`` adds the iteration)."""
+    nd.initial(params)
+    nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
+    nd.prog.phase_compute = {}
+    nd.link = {}
+    # one step, in a loop run `steps` times: seeds relative to the step (seedstep)
+    nd.in_loop = True
+    nd.flush_marks()
+    nd.loop_start = len(nd.ops)
+    nd.mark(MARK_STEP)
+    return step_seed(nd.cfg.seed, nd.cfg.step)
+
+
+def end_step(nd, steps: int) -> NodeProgram:
+    """Close node ``nd``'s step loop (``steps`` iterations), emit the final weights to the host and
+    HALT; returns its program."""
+    nd.end_hosting()  # (the weight chunks a neighbour still needs this step)
+    nd.flush_marks()
+    start, last = nd.loop_start, len(nd.ops) - 1
+    nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)
+    nd.prog.loop = (start, last)
+    nd.in_loop = False
+    nd.counting = False
+    nd.mark(MARK_END)
+    nd.final()
+    nd.emit(isa.Instr(isa.HALT))
+    nd.prog.link_elems = dict(nd.link)
+    nd.prog.scratch_peak = nd.scratch_peak
+    if len(nd.ops) > (1 << isa.PC_BITS):
+        raise ClusterError(f"node {nd.prog.node}: the program has {len(nd.ops)} instructions; the sequencer "
+                           f"addresses at most {1 << isa.PC_BITS}")
+    return nd.prog
+
+
+def check_beats(nodes: list, lanes: int) -> None:
+    """Refuse a program whose link or host streams do not split into whole beats of ``lanes``
+    elements (a partial beat would end one command and start the next on the other side).  Every
+    tensor is padded to its array side, which ``lanes`` divides, so the compiler's programs pass;
+    a partial last beat is fine towards the scratch FIFO."""
+    if lanes == 1:
+        return
+    links = isa.DST_FWD_OUT | isa.DST_BWD_OUT | isa.DST_HOST
+    for prog in nodes:
+        for pc, ins in enumerate(prog.ops):
+            on_link = (ins.kind in (isa.MOVE, isa.REDUCE, isa.RELAY)
+                       or (ins.kind == isa.LOAD and ins.src != isa.SRC_SCRATCH)
+                       or (ins.kind == isa.STORE and ins.dmask & links))
+            if on_link and ins.count % lanes:
+                raise ClusterError(f"node {prog.node} instruction {pc} ({ins.describe()}) streams {ins.count} "
+                                   f"elements over a link or the host: not a whole number of {lanes}-element beats")
+        if len(prog.host_in) % lanes:
+            raise ClusterError(f"node {prog.node}: {len(prog.host_in)} side-channel elements are not a whole "
+                               f"number of {lanes}-element beats")
+
+
+def check_fit(nodes: list, batch: int, w_hint: str = "") -> None:
+    """Refuse programs whose buffer regions overflow their nodes' buffers (before simulating);
+    ``w_hint`` follows an overflowing W."""
+    bad = []
+    for prog in nodes:
+        for buf in prog.alloc.overflow():
+            u = prog.alloc.usage()[buf]
+            bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}"
+                       + (w_hint if buf == "W" else ""))
+    if bad:
+        raise ClusterError("the mapping does not fit the nodes' buffers (batch "
+                           f"{batch}): " + "; ".join(bad) +
+                           ". Use a smaller batch, more nodes or deeper buffers.")
+
+
+def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
+    """Reassemble ``{layer: {"w", "b"}}`` from what the nodes stored to the host; ``P`` is the
+    array side of every node (an int, or one per node: each piece is in its node's layout)."""
+    Ps = [int(P)] * part.n if isinstance(P, (int, np.integer)) else [int(p) for p in P]
+    owner = {(it.layer, it.k0, it.k1): Ps[j] for j, items in enumerate(part.nodes) for it in items}
+    out = {name: {"w": np.zeros_like(np.asarray(p["w"])), "b": np.zeros_like(np.asarray(p["b"]))}
+           for name, p in like.items()}
+    for key, vals in host_out.items():  # what the nodes streamed to the host, split by key
+        kind, li, k0, k1 = key
+        P = owner[(li, k0, k1)]
+        layer = net.layers[li]
+        _, C, R, S = net.conv_geometry(layer)["w_shape"]
+        if kind == "w":
+            words = np.asarray(vals, dtype=np.int64).reshape(-1, P * P)
+            if li in part.packed:  # the node keeps (K, C*R*S, 1, 1): the same elements in the same order
+                w = unpack_weight(words, (k1 - k0, C * R * S, 1, 1), P).reshape(k1 - k0, C, R, S)
+            else:
+                w = unpack_weight(words, (k1 - k0, C, R, S), P)
+            out[layer.name]["w"][k0:k1] = w
+        else:
+            out[layer.name]["b"][k0:k1] = unpack_bias(np.asarray(vals), k1 - k0, P)
+    return out
+
+
+def params_equal(a: dict, b: dict) -> bool:
+    """Two ``{layer: {"w", "b"}}`` parameter sets hold the same integers."""
+    return all(np.array_equal(a[n][k], b[n][k]) for n in a for k in ("w", "b"))
+
+
+def split_host_out(prog: NodeProgram, elements: list) -> dict:
+    """What a node streamed to the host (``elements``, in order) as ``{key: values}``."""
+    out, pos = {}, 0
+    for key, n in prog.host_out:
+        out[key] = list(elements[pos:pos + n])
+        pos += n
+    if pos != len(elements):
+        raise ClusterError(f"node {prog.node} sent {len(elements)} elements to the host, its program "
+                           f"stores {pos}")
+    return out
+
+
+def host_out_params(net, part, cprog: ClusterProgram, Ps, streams: list, like: dict) -> dict:
+    """The trained weights from every node's host stream (``streams[j]``: node j's elements)."""
+    host_out = {}
+    for prog, elems in zip(cprog.nodes, streams):
+        host_out.update(split_host_out(prog, elems))
+    return unpack_params(net, part, Ps, host_out, like)

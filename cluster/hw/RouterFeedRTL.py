@@ -1,0 +1,189 @@
+"""The router's feeder (RTL): the LOAD side of the DMA, from a link input, the host side channel
+or the scratch FIFO to the engine's ``din``.
+
+A queue of two LOAD moves ``(source, count)`` (the sequencer pushes one when the engine accepts a
+LOAD); the head move takes elements from its source into a 2-entry skid FIFO, which offers them
+on ``din``:
+
+* a link/host input is ready (``feed_rdy``) while the head move reads it, has elements left to
+  take and the skid FIFO has room (all from registers);
+* from the scratch FIFO, one beat per edge while the skid FIFO, after this edge's ``din``
+  transfer, has room and the FIFO holds the beat's elements (``s_pop_n`` of them);
+* the head move retires (``done``) at the edge of its last ``din`` transfer.
+
+A beat carries ``lanes`` (``E``) elements: a move of ``n`` elements is ``ceil(n / E)`` beats, the
+last with ``n - (beats - 1) * E`` elements; the feeder counts elements taken and beats given.  A
+link or host beat passes as it is; a beat from the scratch FIFO has its surplus lanes zero.
+
+Outputs for the sequencer's statistics: ``idle`` (no move queued) and ``wait_in`` (the head move
+waits for a link or the host with nothing in the skid FIFO).  Cycle for cycle the feeder of
+:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`.  Elaboration parameters: ``bits`` (element width),
+``count_bits`` (the scratch FIFO's count width), ``lanes`` (elements per beat, a power of two).
+"""
+
+from pymtl3 import Bits2, Bits24, Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
+from pymtl3.stdlib.stream.ifcs import SendIfcRTL
+
+from pymtl_fp.cluster import isa
+
+SRC_FWD, SRC_BWD, SRC_SCRATCH, SRC_HOST = (Bits2(isa.SRC_FWD_IN), Bits2(isa.SRC_BWD_IN), Bits2(isa.SRC_SCRATCH),
+                                           Bits2(isa.SRC_HOST))
+
+
+class RouterFeedRTL(Component):
+    def construct(s, bits=32, count_bits=12, lanes=1):
+        E = lanes
+        LB = E.bit_length() - 1
+        NB = E.bit_length()
+        BW = E * bits
+        T = mk_bits(BW)
+        NT = mk_bits(NB)
+        N0 = Bits24(0)
+        N1 = Bits24(1)
+        NE = Bits24(E)
+        NE1 = Bits24(E - 1)
+        ZB = mk_bits(bits)(0)
+        s.params = dict(bits=bits, count_bits=count_bits, lanes=lanes)
+
+        s.push = InPort()
+        s.push_src = InPort(2)
+        s.push_n = InPort(24)
+        s.din = SendIfcRTL(T)
+        # link inputs (0 fwd_in, 1 bwd_in, 2 host_in)
+        s.in_val = [InPort() for _ in range(3)]
+        s.in_msg = [InPort(BW) for _ in range(3)]
+        s.feed_rdy = [OutPort() for _ in range(3)]
+        # the scratch FIFO
+        s.s_head = [InPort(bits) for _ in range(E)]
+        s.s_count = InPort(count_bits)
+        s.s_pop_n = OutPort(NB)
+        # to the sequencer
+        s.idle = OutPort()
+        s.done = OutPort()
+        s.wait_in = OutPort()
+        s.din_fire = OutPort()
+
+        s.q_src = [Wire(2) for _ in range(2)]
+        s.q_n = [Wire(24) for _ in range(2)]
+        s.q_cnt = Wire(2)
+        s.taken = Wire(24)     # elements taken from the source
+        s.given = Wire(24)     # beats given on din
+        s.rem = Wire(24)
+        s.ln = Wire(24)        # elements of the next beat to take
+        s.beats = Wire(24)     # beats of the head move
+        s.skid = [Wire(BW) for _ in range(2)]
+        s.skid_cnt = Wire(2)
+        s.room = Wire()
+        s.wants = Wire()       # the head move has elements left to take
+        s.in_fire = Wire()     # an input beat taken this cycle
+        s.in_data = Wire(BW)
+        s.s_take = Wire()      # a beat taken from the scratch FIFO this cycle
+        s.spush = Wire()       # a beat enters the skid FIFO at this edge
+        s.sdata = Wire(BW)
+        s.s_beat = Wire(BW)    # the scratch FIFO's head, lanes past the beat's elements zero
+        s.s_beat_l = [Wire(bits) for _ in range(E)]
+        for j in range(E):
+            s.s_beat[j * bits:(j + 1) * bits] //= s.s_beat_l[j]
+
+        @update
+        def up_feed_comb():
+            s.idle @= s.q_cnt == Bits2(0)
+            s.rem @= s.q_n[0] - s.taken
+            if s.rem < NE:
+                s.ln @= s.rem
+            else:
+                s.ln @= NE
+            s.beats @= (s.q_n[0] + NE1) >> LB
+            s.wants @= (s.q_cnt != Bits2(0)) & (s.taken < s.q_n[0])
+            s.room @= s.skid_cnt < Bits2(2)
+            s.feed_rdy[0] @= s.wants & s.room & (s.q_src[0] == SRC_FWD)
+            s.feed_rdy[1] @= s.wants & s.room & (s.q_src[0] == SRC_BWD)
+            s.feed_rdy[2] @= s.wants & s.room & (s.q_src[0] == SRC_HOST)
+            s.din.val @= s.skid_cnt != Bits2(0)
+            s.din.msg @= s.skid[0]
+            s.din_fire @= s.din.val & s.din.rdy
+            s.in_fire @= ((s.in_val[0] & s.feed_rdy[0]) | (s.in_val[1] & s.feed_rdy[1])
+                          | (s.in_val[2] & s.feed_rdy[2]))
+            if s.in_val[0] & s.feed_rdy[0]:
+                s.in_data @= s.in_msg[0]
+            elif s.in_val[1] & s.feed_rdy[1]:
+                s.in_data @= s.in_msg[1]
+            else:
+                s.in_data @= s.in_msg[2]
+            s.s_take @= (s.wants & (s.q_src[0] == SRC_SCRATCH) & (zext(s.s_count, 24) >= s.ln)
+                         & ((s.skid_cnt == Bits2(0)) | ((s.skid_cnt == Bits2(1)) & s.din_fire)
+                            | ((s.skid_cnt == Bits2(2)) & s.din_fire)))
+            if s.s_take:
+                s.s_pop_n @= s.ln[0:NB]
+            else:
+                s.s_pop_n @= NT(0)
+            for j in range(E):
+                if s.ln > j:
+                    s.s_beat_l[j] @= s.s_head[j]
+                else:
+                    s.s_beat_l[j] @= ZB
+            s.spush @= s.in_fire | s.s_take
+            if s.in_fire:
+                s.sdata @= s.in_data
+            else:
+                s.sdata @= s.s_beat
+            s.done @= s.din_fire & (s.given + N1 == s.beats)
+            s.wait_in @= (s.q_cnt != Bits2(0)) & (s.q_src[0] != SRC_SCRATCH) & (s.skid_cnt == Bits2(0))
+
+        @update_ff
+        def up_feed_skid():
+            if s.reset:
+                s.skid_cnt <<= Bits2(0)
+            elif s.din_fire & s.spush:
+                if s.skid_cnt == Bits2(1):
+                    s.skid[0] <<= s.sdata
+                else:
+                    s.skid[0] <<= s.skid[1]
+                    s.skid[1] <<= s.sdata
+            elif s.din_fire:
+                s.skid[0] <<= s.skid[1]
+                s.skid_cnt <<= s.skid_cnt - Bits2(1)
+            elif s.spush:
+                if s.skid_cnt == Bits2(0):
+                    s.skid[0] <<= s.sdata
+                else:
+                    s.skid[1] <<= s.sdata
+                s.skid_cnt <<= s.skid_cnt + Bits2(1)
+
+        @update_ff
+        def up_feed_queue():
+            if s.reset:
+                s.q_cnt <<= Bits2(0)
+                s.taken <<= N0
+                s.given <<= N0
+            else:
+                if s.done:
+                    s.taken <<= N0
+                    s.given <<= N0
+                    s.q_src[0] <<= s.q_src[1]
+                    s.q_n[0] <<= s.q_n[1]
+                    if s.push:
+                        if s.q_cnt == Bits2(1):
+                            s.q_src[0] <<= s.push_src
+                            s.q_n[0] <<= s.push_n
+                        else:
+                            s.q_src[1] <<= s.push_src
+                            s.q_n[1] <<= s.push_n
+                    else:
+                        s.q_cnt <<= s.q_cnt - Bits2(1)
+                else:
+                    if s.spush:
+                        s.taken <<= s.taken + s.ln
+                    if s.din_fire:
+                        s.given <<= s.given + N1
+                    if s.push:
+                        if s.q_cnt == Bits2(0):
+                            s.q_src[0] <<= s.push_src
+                            s.q_n[0] <<= s.push_n
+                        else:
+                            s.q_src[1] <<= s.push_src
+                            s.q_n[1] <<= s.push_n
+                        s.q_cnt <<= s.q_cnt + Bits2(1)
+
+    def line_trace(s):
+        return f"F{int(s.q_cnt)}:{int(s.taken)}/{int(s.given)}"

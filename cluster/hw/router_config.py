@@ -1,0 +1,109 @@
+"""Elaboration parameters of a node's router/DMA (one frozen dataclass, validated, with presets).
+
+Only what changes the hardware lives here: the stream word width and the depths of the program
+memory, the gather table, the scratch FIFO and the output buffers towards the links and the host.
+The program itself (:mod:`pymtl_fp.cluster.isa`) is runtime data, written through the program bus
+while reset is high, so one build serves every program that fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pymtl_fp.cluster import isa
+
+#: the per-cycle states the router reports (``st_state`` codes 0..5)
+STATES = ("compute", "io", "stall_in", "stall_out", "engine", "done")
+
+
+class RouterConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """* ``stream_bits``: the width of one element (the engine's ``stream_bits``);
+    * ``stream_lanes``: elements per beat on every stream (``E``, the engine's ``stream_lanes``; a
+      power of two): links, the host side channel, ``din``/``dout`` and the output buffers move
+      beats of ``E * stream_bits`` bits, the scratch FIFO takes and gives up to ``E`` elements an
+      edge, its scalar units stay element by element;
+    * ``prog_depth``: instructions the program memory holds (at most ``2**14``);
+    * ``table_depth``: gather-table entries (runs of a relayout between array sides);
+    * ``scratch_depth``: elements of the scratch FIFO (copies, bias updates, relayouts);
+    * ``out_depth``: elements of each output buffer (towards ``fwd_out``, ``bwd_out``, the host):
+      ``out_beats`` = ``out_depth / E`` beats of ``E`` elements.
+    """
+
+    stream_bits: int = 32
+    stream_lanes: int = 1
+    prog_depth: int = 1024
+    table_depth: int = 256
+    scratch_depth: int = 4096
+    out_depth: int = 4096
+    name: str = ""
+
+    def __post_init__(self):
+        for f, lo, hi in (("stream_bits", 8, 64), ("prog_depth", 2, 1 << isa.PC_BITS),
+                          ("table_depth", 1, 1 << isa.TABLE_ADDR_BITS), ("scratch_depth", 2, 1 << 20),
+                          ("out_depth", 2, 1 << 20)):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
+        E = self.stream_lanes
+        if not isinstance(E, int) or isinstance(E, bool) or E < 1 or E & (E - 1) or E > 16:
+            raise RouterConfigError(f"RouterConfig.stream_lanes must be a power of two in [1, 16], got {E!r}")
+        if 2 * E > self.scratch_depth:
+            raise RouterConfigError(f"RouterConfig.scratch_depth={self.scratch_depth} must hold two beats of "
+                                    f"stream_lanes={E}")
+        if 2 * E > self.out_depth:
+            raise RouterConfigError(f"RouterConfig.out_depth={self.out_depth} must hold two beats of "
+                                    f"stream_lanes={E}")
+
+    @property
+    def out_beats(self) -> int:
+        """Beats each output buffer holds (``out_depth`` elements, ``E`` a beat)."""
+        return max(2, self.out_depth // self.stream_lanes)
+
+    def params(self) -> dict:
+        """Every elaboration parameter (what the Verilog module name encodes)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "name"}
+
+    def module_name(self) -> str:
+        from pymtl_fp.verilate import module_name
+
+        return module_name("RouterRTL", self.params())
+
+    def replace(self, **changes) -> RouterConfig:
+        return dataclasses.replace(self, **changes)
+
+
+PRESETS = {
+    "small": RouterConfig(prog_depth=256, table_depth=64, scratch_depth=1024, out_depth=1024, name="small"),
+    "cluster": RouterConfig(name="cluster"),
+}
+
+
+def status_ports(cfg: RouterConfig) -> list:
+    """The router's status outputs, the same at every level and for every configuration (so nodes
+    of different configurations share one interface): ``(name, bits, count)`` (``count`` None: one
+    port; else a list of that many).  Codes and meanings: :mod:`pymtl_fp.cluster.hw.RouterRTL`."""
+    return [
+        ("st_state", 3, None), ("st_cnt", 32, len(STATES)), ("st_mark_val", 1, None),
+        ("st_mark_id", isa.MARK_BITS, None), ("st_done_val", 1, None), ("st_done_id", isa.DONE_BITS, None),
+        ("st_cycle", 32, None), ("st_halted", 1, None), ("st_pc", isa.PC_BITS, None), ("st_iter", 16, None),
+        ("st_sent", 32, 3), ("st_recv", 32, 3), ("st_out_peak", 32, 3),
+        ("st_scratch_peak", 32, None), ("st_error", 1, None),
+    ]
+
+
+def declare_status_ports(s, cfg: RouterConfig, Port) -> None:
+    """Give component ``s`` the status ports (``Port``: ``OutPort``)."""
+    for name, bits, count in status_ports(cfg):
+        setattr(s, name, Port(bits) if count is None else [Port(bits) for _ in range(count)])
+
+
+def preset(name: str) -> RouterConfig:
+    if name not in PRESETS:
+        raise RouterConfigError(f"unknown router preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name]

@@ -1,0 +1,7 @@
+"""Running a compiled cluster: train on the simulated hardware (:mod:`~pymtl_fp.cluster.run.train`), the
+report of a run (:mod:`~pymtl_fp.cluster.run.report`), its timeline as a Perfetto trace and a picture
+(:mod:`~pymtl_fp.cluster.run.trace`, :mod:`~pymtl_fp.cluster.run.trace_plot`) and the partition search that
+simulates candidates (:mod:`~pymtl_fp.cluster.run.tune`).
+
+The top of the cluster package: imports the compiler and the hardware.
+"""

@@ -1,0 +1,369 @@
+"""Run training steps on a simulated cluster and report where the cycles go.
+
+:func:`train_on_cluster` partitions, compiles, builds the cluster top at the requested levels,
+simulates ``steps`` mini-batches with a watchdog (a hang raises
+:class:`pymtl_fp.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
+back to the host and returns them with a report.  :func:`golden_steps` is the reference:
+:func:`pymtl_fp.golden.train.train_step` applied ``steps`` times (or, for the ``cp`` schedule,
+:func:`pymtl_fp.golden.per_image.train_step_per_image` with the partition's staleness).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pymtl_fp.cluster.compiler.bands import choose_bands
+from pymtl_fp.cluster.compiler.buffers import pow2_at_least
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline, host_out_params, params_equal
+from pymtl_fp.cluster.compiler.replicas import (
+    check_replica_cluster,
+    compile_replicas,
+    replica_params,
+    replicas_for,
+    whole_partition,
+)
+from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, layer_versions, split_allowed
+from pymtl_fp.cluster.compiler.weights_home import place_weights
+from pymtl_fp.cluster.config import ClusterError, link_names
+from pymtl_fp.cluster.hw.node import node_module_name, node_params, router_config_for
+from pymtl_fp.cluster.hw.observe import StatusPoller, log_from_cl
+from pymtl_fp.cluster.hw.router_config import RouterConfig
+from pymtl_fp.cluster.hw.top import ClusterTop, load_programs
+from pymtl_fp.cluster.run.report import format_report, make_report
+from pymtl_fp.golden.per_image import train_step_per_image
+from pymtl_fp.golden.train import TrainConfig, train_step
+from pymtl_fp.levels import RTL_LEVELS
+from pymtl_fp.sim import run_until
+
+
+def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int,
+                 fwd_versions: dict | None = None):
+    """``train_step`` applied ``steps`` times on consecutive batches; returns (params, losses).
+    With ``fwd_versions`` (a per-image schedule: :func:`cp_versions`), each step is
+    :func:`~pymtl_fp.golden.per_image.train_step_per_image` instead."""
+    losses = []
+    for s in range(steps):
+        sl = slice(s * batch, (s + 1) * batch)
+        cfg = replace(tcfg, step=tcfg.step + s)
+        if fwd_versions is None:
+            params, loss = train_step(net, params, images[sl], labels[sl], cfg)
+        else:
+            params, loss = train_step_per_image(net, params, images[sl], labels[sl], cfg, fwd_versions)
+        losses.append(loss)
+    return params, losses
+
+
+def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None, pack: str = "off", tcfg=None,
+                overlap: bool = False) -> dict | None:
+    """The staleness of a per-image ``schedule`` on this cluster (``None`` for a mini-batch one):
+    the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes (whole
+    layers per node; ``pack``, ``tcfg`` and ``overlap`` as the run's: they decide ``--tap-pack auto``)."""
+    if schedule not in PER_IMAGE:
+        return None
+    part = choose_partition(net, ccfg, batch, split=False, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
+                            schedule=schedule)
+    return layer_versions(net, part, schedule)
+
+
+@dataclass
+class ClusterRun:
+    params: dict
+    losses: list
+    cycles: int
+    report: dict = field(default_factory=dict)
+    logits: list = field(default_factory=list)
+    trace: dict | None = None  #: the Chrome / Perfetto trace-event document (``trace=True``)
+
+
+def watchdog_limit(ccfg, cprog, stall=None) -> int:
+    """Cycles without progress after which a run is a deadlock, derived from the programs: a node
+    may legitimately wait for its own longest engine command plus a neighbour's (which its input
+    waits behind) and a few link round trips (with retransmission timeouts); random stalls stretch
+    all of it."""
+    longest = max(p.longest_command for p in cprog.nodes)
+    links = max(ccfg.link_cfg(n).round_trip + ccfg.link_cfg(n).timeout for n in link_names(ccfg.n, ccfg.topology))
+    limit = 2 * longest + 8 * links + 2000
+    if stall and stall[0] > 0:
+        limit = int(limit / (1.0 - min(stall[0], 0.95)))
+    return max(limit, 20_000)
+
+
+def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
+    """Each node's router config: its program, gather table and scratch peak fit (depths rounded
+    up to powers of two, so that similar runs share one Verilator build)."""
+    base = base or RouterConfig()
+    out = []
+    for e, prog in zip(ccfg.engines, cprog.nodes):
+        out.append(router_config_for(e, base).replace(
+            prog_depth=max(256, pow2_at_least(len(prog.ops))), table_depth=max(64, pow2_at_least(len(prog.table))),
+            scratch_depth=max(256, pow2_at_least(prog.scratch_peak))))
+    return out
+
+
+def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel="pymtl", skip=True,
+           trace=False):
+    """The simulated cluster, reset and released: ticked by PyMTL3 (``kernel="pymtl"``: any mix of
+    levels) or directly (``"direct"``: every node at fl/cl, links at cl; :mod:`pymtl_fp.direct`)."""
+    from pymtl3 import DefaultPassGroup
+
+    top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
+    top.elaborate()
+    if trace:  # (recorded from the reset on)
+        for node in top.cnet.nodes:
+            node.router.tracing = True
+        for lk in top.cnet.links:
+            lk.tracing = True
+    if kernel == "direct":
+        from pymtl_fp.cluster.hw.ClusterNet import ClusterNet
+        from pymtl_fp.direct import DirectSim
+
+        for j, prog in enumerate(cprog.nodes):
+            top.cnet.nodes[j].router.load_program(prog.ops, prog.table)
+        sim = DirectSim(top, ignore=(ClusterNet,), skip=skip)  # (ClusterNet: the RTL program-bus select)
+        sim.reset()
+        sim.host, sim.side, sim.cnet = top.host, top.side, top.cnet
+        return sim
+    if "verilator" in levels:
+        from pymtl_fp.verilate import translate_import_units
+
+        units = {top.cnet.nodes[j]: (node_module_name(ccfg.engines[j], rcfgs[j]),
+                                     node_params(ccfg.engines[j], rcfgs[j]))
+                 for j, lv in enumerate(levels) if lv == "verilator"}
+        top = translate_import_units(top, units)
+    else:
+        top.apply(DefaultPassGroup(linetrace=False))
+    load_programs(top, cprog, levels)
+    top.sim_tick()
+    top.reset @= 0
+    top.sim_eval_combinational()
+    return top
+
+
+def direct_possible(levels, link_level) -> bool:
+    """Can the direct scheduler tick this cluster (behavioural nodes and links only)?"""
+    return all(lv in ("fl", "cl") for lv in levels) and link_level == "cl"
+
+
+def compile_run(net, ccfg, params, tcfg: TrainConfig, *, steps: int, batch: int, cuts=None, split: bool = True,
+                overlap: bool = False, schedule: str = "1f1b", parallel: str = "pipeline", groups: int | None = None,
+                pack: str = "off", wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
+                bands_all: bool = False, weight_home="auto"):
+    """Partition and compile a run as :func:`train_on_cluster` does (same options); returns
+    ``(ccfg, part, parts, cprog)``: the cluster with its engines' B deepened where the programs
+    need it, the partition (the replicas' whole one), each replica's partition (or None) and the
+    :class:`~pymtl_fp.cluster.compiler.program.ClusterProgram`."""
+    rep = replicas_for(parallel, ccfg.n, batch, groups)
+    if bands == "auto" and not (bands_backward or bands_all) and (
+            rep is not None or len({e.P for e in ccfg.engines}) > 1):
+        bands = 0  # (auto: whole layers where bands cannot run: replicas, nodes of different array sides)
+    if rep is None:
+        split = split_allowed(schedule, split) and not bands_backward  # (backward bands: whole layers)
+        part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
+                                schedule=schedule, wgrad=wgrad)
+        # (refuses misfits first)
+        if bands == "auto" and place_weights(net, ccfg, part, schedule=schedule, mode=weight_home):
+            bands = 0  # (weights kept by a neighbour stream in for whole layers)
+        if bands == "auto":  # (its compiles refuse what bands cannot run)
+            bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
+                                                            wgrad, r, bands_backward, bands_all, weight_home)[1])
+        ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
+                                       bands_backward, bands_all, weight_home)
+        parts = None
+    else:
+        if bands or bands_backward or bands_all:
+            raise ClusterError(f"--parallel {parallel}: the replicas run whole layers (no --bands)")
+        if wgrad != "batch":
+            raise ClusterError(f"--parallel {parallel}: each replica computes its share's weight gradients in "
+                               "one raw bwd_weight for the all-reduce (no --wgrad image)")
+        if schedule not in ("1f1b", "gpipe") or cuts is not None:
+            raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
+                               "(no --schedule cp/sgd, no --cuts)")
+        check_replica_cluster(ccfg)
+        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap, pack)
+        part = whole_partition(rep, parts)
+    return ccfg, part, parts, cprog
+
+
+def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
+                     levels: list, link_level: str | None = None, cuts=None, split: bool = True,
+                     stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
+                     progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
+                     router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
+                     kernel: str | None = None, skip: bool = True, trace: bool = False,
+                     parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
+                     wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
+                     bands_all: bool = False, weight_home="auto") -> ClusterRun:
+    """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
+    weights the nodes send back, the losses, the cycles and the report.
+
+    ``levels``: one engine level per node (``fl``, ``cl``, ``rtl``, ``verilator``).  With every
+    node at ``verilator`` (and ``fast``), the whole RTL cluster is one Verilated model run by a
+    compiled bench (:mod:`pymtl_fp.cluster.hw.verilated`); otherwise PyMTL3 simulates the cluster,
+    ``verilator`` nodes imported one by one.  ``faults`` (compiled cluster only): link fault
+    injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit.
+
+    ``progress_cb(images_done, cycle)``: called as the watchdog checks progress (every few
+    hundred cycles at most; PyMTL3-ticked clusters every cycle).
+
+    ``kernel``: what ticks a PyMTL3-built cluster: ``direct`` (default where every node is fl/cl
+    and the links cl: :mod:`pymtl_fp.direct`, the same models without PyMTL3's signals) or
+    ``pymtl`` (PyMTL3's simulator; any mix of levels).  ``skip``: the direct scheduler skips
+    quiet spans (cycle-identical; off to compare).  ``trace``: record a timeline
+    (:mod:`pymtl_fp.cluster.run.trace`; fl/cl nodes and cl links) into ``ClusterRun.trace``.
+
+    ``parallel``: ``pipeline`` (one pipeline over the nodes), ``data`` (a replica per node) or
+    ``hybrid`` (``groups`` replicas of a pipeline): :mod:`pymtl_fp.cluster.compiler.replicas`; the engines'
+    B buffers are deepened to hold the replicas' un-rounded partial sums (reported).
+
+    ``wgrad``: the weight gradients over the batch at the step's end (``batch``) or per image
+    after its backward pass (``image``, or ``auto`` for the layers where the timing model finds it
+    no dearer: a node keeps only the images in flight; the engines' B buffers are deepened to hold
+    the un-rounded sums): :data:`~pymtl_fp.cluster.compiler.schedule.WGRAD`.
+
+    ``bands``: the forward passes of the pipeline's fill (each node's passes before its first
+    backward pass of a step: :func:`~pymtl_fp.cluster.compiler.schedule.fill_passes`) in row bands of that
+    many output rows, each band sent on as soon as it is computed (FPDeep's fine-grained pipeline,
+    :mod:`pymtl_fp.cluster.compiler.bands`; nodes of one array side); 0: whole layers;
+    ``auto`` (``train``'s default): the finest height the timing model finds no dearer than whole
+    layers (:func:`~pymtl_fp.cluster.compiler.bands.choose_bands`), or whole layers where bands cannot run
+    (replicas, nodes of different array sides).  ``bands_all``: every forward pass in bands.
+    ``bands_backward``: every backward pass in bands too.
+
+    ``weight_home``: ``auto`` lets a neighbour keep the weights of a node's layers that do not fit
+    its W, streamed in chunk by chunk for every pass (FPDeep's weight balancing,
+    :mod:`~pymtl_fp.cluster.compiler.weights_home`; ``bands="auto"`` then runs whole layers); ``off``: never;
+    or a :class:`~pymtl_fp.cluster.compiler.weights_home.Placement`."""
+    if len(levels) != ccfg.n:
+        raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
+    if link_level is None:
+        link_level = "rtl" if all(lv in RTL_LEVELS for lv in levels) else "cl"
+    images, labels = np.asarray(images), np.asarray(labels)
+    if len(images) < steps * batch:
+        raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
+    images, labels = images[: steps * batch], labels[: steps * batch]
+    ccfg, part, parts, cprog = compile_run(net, ccfg, params, tcfg, steps=steps, batch=batch, cuts=cuts, split=split,
+                                           overlap=overlap, schedule=schedule, parallel=parallel, groups=groups,
+                                           pack=pack, wgrad=wgrad, bands=bands, bands_backward=bands_backward,
+                                           bands_all=bands_all, weight_home=weight_home)
+    rcfgs = router_configs(ccfg, cprog, router)
+    if idle_limit is None:
+        idle_limit = watchdog_limit(ccfg, cprog, stall)
+    fmt = net.precision(tcfg.precision)
+    if fast and all(lv == "verilator" for lv in levels):
+        return _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch,
+                                levels, max_cycles, idle_limit, faults)
+    if faults is not None:
+        raise ClusterError("link faults need every node at level verilator (the compiled cluster)")
+    if kernel is None:
+        kernel = "direct" if direct_possible(levels, link_level) else "pymtl"
+    if kernel not in ("direct", "pymtl"):
+        raise ClusterError(f"unknown simulation kernel {kernel!r}; choose direct or pymtl")
+    if kernel == "direct" and not direct_possible(levels, link_level):
+        raise ClusterError("the direct kernel needs every node at fl or cl and cl links")
+    if trace and not direct_possible(levels, link_level):
+        raise ClusterError("a trace is recorded by the CL routers and links: every node at fl or cl, cl links")
+    t0 = time.time()
+    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip, trace)
+    t_build = time.time() - t0
+    nodes = top.cnet.nodes
+    cl = {j: nodes[j].router for j, lv in enumerate(levels) if lv in ("fl", "cl")}
+    pollers = {j: StatusPoller(nodes[j], f"node{j}") for j, lv in enumerate(levels) if lv not in ("fl", "cl")}
+
+    def done():
+        return (all(r.is_done() for r in cl.values()) and all(bool(nodes[j].st_halted) for j in pollers))
+
+    first_cl = next(iter(cl.values()), None)
+
+    def progress():
+        for p in pollers.values():
+            p.poll()
+        if progress_cb is not None:
+            progress_cb(top.host.done_images(), first_cl.cycle if first_cl is not None else None)
+        return (tuple(r._progress() for r in cl.values())
+                + tuple((int(nodes[j].st_pc), int(nodes[j].st_iter), tuple(int(x) for x in nodes[j].st_sent),
+                         tuple(int(x) for x in nodes[j].st_recv)) for j in pollers)
+                + (top.host.done_images(),))
+
+    def stuck():
+        parts = [r.describe() for r in cl.values() if not r.is_done()]
+        for j in pollers:
+            if not nodes[j].st_halted:
+                pc = int(nodes[j].st_pc)
+                ins = cprog.nodes[j].ops[pc] if pc < len(cprog.nodes[j].ops) else None
+                parts.append(f"node{j}: instruction {pc} (iteration {int(nodes[j].st_iter)}) "
+                             + (ins.describe() if ins else "?"))
+        return "; ".join(parts) or "nothing (all nodes done)"
+
+    progress()  # the first cycle after reset
+    t0, c0 = time.time(), time.process_time()
+    cycles = run_until(top, done, max_cycles=max_cycles, progress=progress, idle_limit=idle_limit,
+                       describe_stuck=stuck, check_every=64 if kernel == "direct" else 1)
+    t_sim, cpu_sim = time.time() - t0, time.process_time() - c0
+    logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else pollers[j].log(steps, cprog.nodes[j])
+            for j in range(ccfg.n)]
+    new_params = _params_back(net, ccfg, part, parts, cprog, top.side.received, params)
+    if top.host.model.unexpected:
+        raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
+                         t_build, t_sim, cpu_sim, rcfgs=rcfgs)
+    if kernel == "direct":
+        report["simulator"] = ("direct scheduler (the CL/FL models without PyMTL3's signals), quiet-cycle skipping "
+                               + (f"on ({top.skipped:,} cycles in {top.skips:,} quiet spans, "
+                                  f"{top.quiet_edges / max(1, (cycles - top.skipped) * len(top.comps)):.0%} of the "
+                                  "other component edges quiet)" if skip else "off"))
+        report["skipped_cycles"] = top.skipped
+        report["skipped_component_edges"] = top.quiet_edges
+    doc = None
+    if trace:
+        from pymtl_fp.cluster.run.trace import chrome_trace
+
+        doc = chrome_trace([(cl[j].trace, ccfg.engines[j]) for j in range(ccfg.n)], cprog,
+                           [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
+                           cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
+    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
+
+
+def _params_back(net, ccfg, part, parts, cprog, streams, like) -> dict:
+    """The trained weights from every node's host stream (replicas: each replica's, checked equal)."""
+    if cprog.replicas is None:
+        return host_out_params(net, part, cprog, [e.P for e in ccfg.engines], streams, like)
+    return replica_params(net, cprog.replicas, parts, cprog, ccfg.P, streams, like)
+
+
+def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch, levels,
+                     max_cycles, idle_limit, faults) -> ClusterRun:
+    from pymtl_fp.cluster.hw.host import HostModel
+    from pymtl_fp.cluster.hw.verilated import VerilatedCluster
+
+    t0 = time.time()
+    vc = VerilatedCluster(ccfg, rcfgs, faults=faults)
+    vc.load(cprog)
+    t_build = time.time() - t0
+    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.engines[-1].P, cprog.image_pack)
+    t0 = time.time()
+    try:
+        cycles = vc.train(cprog, host, max_cycles=max_cycles, idle_limit=idle_limit)
+        t_sim = time.time() - t0
+        if vc.errors():
+            raise ClusterError(f"router overflow flagged on node(s) {vc.errors()}: the program does not fit")
+        logs = vc.logs(cprog, steps, cycles)
+        new_params = _params_back(net, ccfg, part, parts, cprog, vc.host_streams(), params)
+        links = vc.link_status()
+    finally:
+        vc.close()
+    if host.unexpected:
+        raise ClusterError(f"node 0 sent {host.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim,
+                         rcfgs=rcfgs)
+    report["simulator"] = "verilated cluster (compiled C++ bench)"
+    report["link_status"] = links
+    if faults is not None:
+        report["faults"] = dict(faults)
+    return ClusterRun(new_params, list(host.losses), cycles, report, list(host.logits))
+
+
+__all__ = ["ClusterRun", "cp_versions", "format_report", "golden_steps", "make_report", "params_equal",
+           "router_configs", "train_on_cluster", "watchdog_limit"]
