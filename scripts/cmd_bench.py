@@ -1,7 +1,7 @@
 """``pymtl-fp bench TARGET``: benchmarks that print measured figures (never pass/fail on time).
 
-Each target lives in ``scripts/bench_<target>.py`` (``-`` in the name becomes ``_``) with ``HELP``,
-``add_arguments(parser)`` and ``main(args) -> int``.
+Each target lives in ``scripts/benchmarks/<target>.py`` (:mod:`pymtl_fp.cli.benchmarks`; ``-`` in the name
+becomes ``_``) with ``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedule
 
 
 def _load(target):
-    return importlib.import_module(f"pymtl_fp.cli.bench_{target.replace('-', '_')}")
+    return importlib.import_module(f"pymtl_fp.cli.benchmarks.{target.replace('-', '_')}")
 
 
 def add_arguments(parser):

@@ -180,7 +180,7 @@ def test_cl_has_the_ports_of_fl_and_rtl():
 def test_bench_reports_exact_agreement(cmdline_opts):
     """The benchmark runs (PyMTL3 RTL speed run skipped); its cycle figures agree exactly (wall-clock
     speed is printed, never asserted)."""
-    from pymtl_fp.cli.bench_engine_cl import bench
+    from pymtl_fp.cli.benchmarks.engine_cl import bench
 
     lines = []
     res = bench("small", ops=("pool_fwd", "update"), pymtl=False, out=lines.append)

@@ -5,7 +5,7 @@ and ``medium``; every result is checked against the golden model by the measurem
 
 import pytest
 
-from pymtl_fp.cli.bench_engine_util import measure
+from pymtl_fp.cli.benchmarks.engine_utilization import measure
 from pymtl_fp.engine.config import preset
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymtl_fp.cli.bench_storage import buffer_bits
+from pymtl_fp.cli.benchmarks.storage import buffer_bits
 from pymtl_fp.cluster.compiler.compile import choose_partition
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net

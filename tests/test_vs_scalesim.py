@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pymtl_fp import timing
-from pymtl_fp.cli.bench_engine_util import closed_form_layers
+from pymtl_fp.cli.benchmarks.engine_utilization import closed_form_layers
 
 REF = json.loads((Path(__file__).parent / "data" / "scalesim3_vgg16.json").read_text())["layers"]
 

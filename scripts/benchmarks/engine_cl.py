@@ -1,6 +1,6 @@
 """Engine cycle-level model and timing model vs the RTL: speed, accuracy and MAC utilization.
 
-    python -m scripts.bench_engine_cl [--config small] [--ops fwd,...] [--no-pymtl] [--validate N]
+    python -m pymtl_fp.cli.benchmarks.engine_cl [--config small] [--ops fwd,...] [--no-pymtl] [--validate N]
 
 Prints (figures only, nothing is asserted):
 

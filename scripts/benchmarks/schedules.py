@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
 
 HELP = "SGD vs mini-batch vs continuous propagation: accuracy per epoch (golden) and images/s (CL cluster)"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
 
 HELP = "weights kept by a neighbour (train --weight-home auto): smallest W per node, cost of streaming them (CL)"

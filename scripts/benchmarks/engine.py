@@ -136,7 +136,7 @@ def util_table(cfg, args) -> None:
     closed forms of VGG-16 on 16x16 and 32x32 arrays; written to ``--json`` if given."""
     import json
 
-    from pymtl_fp.cli.bench_engine_util import closed_form_layers, measure
+    from pymtl_fp.cli.benchmarks.engine_utilization import closed_form_layers, measure
 
     figs = measure(cfg, "verilator", args.stream)
     print(f"\nutilization (RTL via Verilator; program = LOADs, compute, STOREs; overlapped: a stream of "

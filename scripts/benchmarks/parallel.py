@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.bench_digits import digits_net, int_list, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
 
 HELP = ("weight gradients over the batch vs per image vs auto, row bands vs whole layers: buffer words per node, "
