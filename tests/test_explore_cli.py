@@ -6,8 +6,8 @@ import csv
 import pytest
 
 from pymtl_fp.cli import main as cli
-from pymtl_fp.cli.cmd_explore import parse_fpgas
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cli.explore_options import parse_fpgas
 
 
 def _run(argv, capsys):
