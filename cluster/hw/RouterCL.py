@@ -46,6 +46,11 @@ The counters (``sent``, ``received``, output buffer depths) count beats.
 
 CL-only options: ``timed`` (an untimed FL engine: after a compute command the sequencer waits
 the engine timing model's cycles) and ``stall`` (random cycles with every val/rdy low).
+
+The behaviour is in four parts: this module (ports, program, state, the edge's order of events, the
+sequencer, the outputs), :mod:`~pymtl_fp.cluster.hw.router_cl_streams` (beats, feeder, drainer, link and
+host moves, output buffers), :mod:`~pymtl_fp.cluster.hw.router_cl_units` (the scalar units) and
+:mod:`~pymtl_fp.cluster.hw.router_cl_direct` (the direct scheduler's protocol).
 """
 
 from __future__ import annotations
@@ -56,20 +61,24 @@ from pymtl3 import Component, InPort, OutPort, mk_bits, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.hw.router_cl_direct import RouterDirectCL
+from pymtl_fp.cluster.hw.router_cl_streams import RouterStreamsCL
+from pymtl_fp.cluster.hw.router_cl_units import RouterUnitsCL, bias_update
 from pymtl_fp.cluster.hw.router_config import STATES, RouterConfig, declare_status_ports
-from pymtl_fp.direct import QUIET_FOREVER
 from pymtl_fp.engine import program
-from pymtl_fp.engine.encoding import pack_beat, unpack_beat
-from pymtl_fp.engine.msgs import cmd_type, from_word, make_cmd
+from pymtl_fp.engine.msgs import cmd_type, make_cmd
 from pymtl_fp.sim import stall_pattern
+
+__all__ = ["RouterCL", "bias_update"]
 
 S_COMPUTE, S_IO, S_STALL_IN, S_STALL_OUT, S_ENGINE, S_DONE = range(6)
 _OUT = ("fwd_out", "bwd_out", "host_out")
-_DST_OUT = ((isa.DST_FWD_OUT, 0), (isa.DST_BWD_OUT, 1), (isa.DST_HOST, 2))
 _SRC_INDEX = {isa.SRC_FWD_IN: 0, isa.SRC_BWD_IN: 1, isa.SRC_HOST: 2}
+#: the input streams in the order of their handshakes (fwd_in, bwd_in, host_in) -> the ISA's source
+_INPUT_SRC = (isa.SRC_FWD_IN, isa.SRC_BWD_IN, isa.SRC_HOST)
 
 
-class RouterCL(Component):
+class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
     def construct(s, cfg: RouterConfig, prog=None, table=None, *, timed=False, name="node", stall=None,
                   ecfg=None, status_ports=True):
         s.cfg = cfg
@@ -263,12 +272,9 @@ class RouterCL(Component):
             if ins is not None and ins.done:
                 s.pending.append((ins.done, s.n_feed, s.n_drain))
         s.stats[s.state] += 1  # the cycle that ended
-        scratch_pre = len(s.scratch)
-        skid_pre = len(s.skid)
         head_pre = s.feed[0] if s.feed else None  # the feeder's head move before the edge
         quiet_pre = not s.feed and not s.drain
-        scratch_take = (head_pre is not None and head_pre[0] == isa.SRC_SCRATCH and head_pre[2] < head_pre[1]
-                        and scratch_pre >= s._lanes(head_pre[1], head_pre[2]) and skid_pre - f_din < 2)
+        scratch_take = s._scratch_beat_ready(len(s.skid) - f_din)
         # 2. handshakes of the cycle that ended
         for i, f in enumerate((f_fout, f_bout, f_hout)):
             if f:
@@ -298,68 +304,18 @@ class RouterCL(Component):
                     s.n_drain += 1
             s.last_compute = compute_fired
         if f_din:
-            s.skid.popleft()
-            head = s.feed[0]
-            head[3] += 1
-            if head[3] == head[4]:
-                s.feed.popleft()
-                s.n_feed_done += 1
-                if tr is not None:
-                    tr.append(("F", cyc))
-        for src, f in ((isa.SRC_FWD_IN, f_fin), (isa.SRC_BWD_IN, f_bin), (isa.SRC_HOST, f_hin)):
-            if not f:
-                continue
-            w = int(in_msgs[src if src != isa.SRC_HOST else 2])
-            s.received[src if src != isa.SRC_HOST else 2] += 1
-            io = True
-            if s.feed and s.feed[0][0] == src and s.feed[0][2] < s.feed[0][1]:
-                s.skid.append(w)
-                s.feed[0][2] += s._lanes(s.feed[0][1], s.feed[0][2])
-            elif prog[s.pc].kind == isa.RELAY:  # the reduce forward, the broadcast back
-                count = prog[s.pc].count
-                if src == isa.SRC_FWD_IN:
-                    ln = s._lanes(count, s.moved)
-                    s._push_out(isa.DST_FWD_OUT, s._reduce(w, ln))
-                    s.moved += ln
-                else:
-                    ln = s._lanes(count, s.moved2)
-                    s._push_out(isa.DST_BWD_OUT, w)
-                    s.scratch.extend(s._elements(w, ln))
-                    s.moved2 += ln
-                if s.moved == s.moved2 == count:
-                    s.moved = s.moved2 = 0
-                    retire = True
-            else:  # the current MOVE or REDUCE
-                ins = prog[s.pc]
-                ln = s._lanes(ins.count, s.moved)
-                if ins.kind == isa.REDUCE:
-                    w = s._reduce(w, ln)
-                s._push_out(ins.dmask, w)
-                if ins.dmask & isa.DST_SCRATCH:
-                    s.scratch.extend(s._elements(w, ln))
-                s.moved += ln
-                if s.moved == ins.count:
-                    s.moved = 0
+            s._din_taken(cyc)
+        for i, f in enumerate((f_fin, f_bin, f_hin)):  # fwd_in, bwd_in, host_in
+            if f:
+                s.received[i] += 1
+                io = True
+                if s._input_taken(_INPUT_SRC[i], int(in_msgs[i])):
                     retire = True
         if f_dout:
-            head = s.drain[0]
-            w = int(dout_msg)
-            dm = head[0]
-            ln = s._lanes(head[1], head[2])
-            s._push_out(dm, w)
-            if dm & isa.DST_SCRATCH:
-                s.scratch.extend(s._elements(w, ln))
-            head[2] += ln
-            if head[2] == head[1]:
-                s.drain.popleft()
-                s.n_drain_done += 1
-                if tr is not None:
-                    tr.append(("D", cyc))
+            s._dout_taken(int(dout_msg), cyc)
         # 3. the feeder from the scratch FIFO (one beat per edge)
         if scratch_take:  # (from the head move before the edge, which cannot have retired)
-            ln = s._lanes(head_pre[1], head_pre[2])
-            s.skid.append(s._beat([s.scratch.popleft() for _ in range(ln)]))
-            head_pre[2] += ln
+            s._feed_from_scratch(head_pre)
         # 4. the sequencer
         unit = False
         if s.wait > 0:
@@ -368,12 +324,7 @@ class RouterCL(Component):
         if not retire:
             if s.unit_left:
                 unit = True
-                s.unit_left -= 1
-                s.unit_pushed += 1  # the RTL appends one result per edge before it drops its input
-                if s.unit_pushed <= s.unit_out:
-                    s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
-                if s.unit_left == 0:
-                    retire = True
+                retire = s._unit_step()
             elif kind in isa.UNIT_KINDS and quiet_pre:
                 unit = True
                 s._start_unit(prog[s.pc])
@@ -422,62 +373,7 @@ class RouterCL(Component):
             return S_DONE
         return S_STALL_OUT
 
-    # ---- beats: E elements per stream word (lane j in bits [j*bits, (j+1)*bits)) ----------------
-    def _lanes(s, n, done) -> int:
-        """Elements in the next beat of a move of ``n`` elements with ``done`` moved."""
-        return min(s.E, n - done)
-
-    def _elements(s, w, ln) -> list:
-        """The first ``ln`` elements of beat ``w`` (signed)."""
-        return unpack_beat(w, ln, s.bits)
-
-    def _beat(s, elements) -> int:
-        """A beat of these elements (at most E; surplus lanes zero)."""
-        return pack_beat(elements, s.bits)
-
-    def _reduce(s, w, ln) -> int:
-        """The adder: beat ``w``'s first ``ln`` elements plus as many from the scratch FIFO's head
-        (popped), each modulo ``2**stream_bits``; surplus lanes zero."""
-        return s._beat([from_word(a + s.scratch.popleft(), s.bits) for a in s._elements(w, ln)])
-
-    def _push_out(s, dmask, w):
-        for bit, i in _DST_OUT:
-            if dmask & bit:
-                q = s.outq[i]
-                q.append(w)
-                if len(q) > s.outq_max[i]:
-                    s.outq_max[i] = len(q)
-
-    def _stream_room(s, dmask) -> bool:
-        """Room for one more element in every output buffer of ``dmask`` (the scratch FIFO: the
-        router's depth was sized for the program)."""
-        return not any(dmask & bit and len(s.outq[i]) >= s.cfg.out_beats for bit, i in _DST_OUT)
-
-    def _dout_room(s) -> bool:
-        return s._stream_room(s.drain[0][0])
-
-    def _start_unit(s, ins):
-        vals = list(s.scratch)
-        want = 2 * ins.count if ins.kind == isa.BIAS else ins.count  # (BIAS holds [b, db])
-        if len(vals) != want:
-            raise RuntimeError(f"{s.node_name}: {isa.KIND_NAMES[ins.kind].upper()} of {ins.count} elements with "
-                               f"{len(vals)} in the scratch FIFO")
-        if ins.kind == isa.BIAS:
-            n = ins.count
-            out = bias_update(vals[:n], vals[n:], ins.field("k"), ins.field("shift"), ins.field("stoch"),
-                              s._seed(ins), ins.field("tid"), ins.bits, ins.field("bshift"))
-        elif ins.kind == isa.REQUANT:
-            out = isa.apply_requant(vals, ins, s._seed(ins))
-        else:
-            out = isa.apply_gather(vals, s.table[ins.tbase: ins.tbase + ins.tlen])
-        s.unit_left = isa.unit_cycles(ins, s.table) - 1
-        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), 0
-        s.scratch = deque(out)
-
-    def _seed(s, ins) -> int:
-        """The rounding seed of an instruction at this loop iteration (``seedstep``)."""
-        return (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32
-
+    # ---- the command of the current instruction ------------------------------------------------
     def _cmd_msg(s, ins):
         """The command message of the current instruction (built once per instruction and step
         seed: building a 33-field struct every cycle dominated the CL cluster's time)."""
@@ -529,91 +425,9 @@ class RouterCL(Component):
             status = (0, 0, 0, 0, 0)
         return int(cmd_val), msg, din, outs, dout_rdy, rdy, status
 
-    # ---- the direct protocol (pymtl_fp.direct) -------------------------------------------
-    DIRECT_PORTS = (("cmd", "send"), ("din", "send"), ("dout", "recv"), ("busy", "in"), ("fwd_in", "recv"),
-                    ("bwd_in", "recv"), ("host_in", "recv"), ("fwd_out", "send"), ("bwd_out", "send"),
-                    ("host_out", "send"))
-
-    def direct_bind(s, ch):
-        s._dc = tuple(ch[n] for n in ("cmd", "din", "dout", "fwd_in", "bwd_in", "host_in", "fwd_out", "bwd_out",
-                                       "host_out"))
-        s._dbusy = ch["busy"]
-
-    def direct_reset(s):
-        s._reset_state()
-        s._direct_write(s._outputs(in_reset=True))
-
-    def direct_edge(s):
-        chs = s._dc
-        dout, fin, bin_, hin = chs[2], chs[3], chs[4], chs[5]
-        s._edge(tuple(bool(c.val and c.rdy) for c in chs), dout.msg, (fin.msg, bin_.msg, hin.msg),
-                bool(s._dbusy.value))
-
-    def direct_drive(s):
-        s._direct_write(s._outputs())
-
-    def _direct_write(s, o):
-        cmd_val, cmd_msg, din, outs, dout_rdy, rdy, _ = o
-        cmd, din_ch, dout, fin, bin_, hin, fout, bout, hout = s._dc
-        cmd.val = cmd_val
-        if cmd_val:
-            cmd.msg = cmd_msg
-        din_ch.val, din_ch.msg = din
-        fout.val, fout.msg = outs[0]
-        bout.val, bout.msg = outs[1]
-        hout.val, hout.msg = outs[2]
-        dout.rdy = dout_rdy
-        fin.rdy, bin_.rdy, hin.rdy = rdy
-
-    def direct_quiet(s):
-        """Quiet while nothing moves and only a timed (FL) compute wait counts down (or nothing
-        at all): no fresh instruction, no pending done mark ready, no scalar unit, no scratch
-        feed, no handshake, no random stall, the engine's busy as last seen."""
-        if (s.stall_gen is not None or s.fresh or s.unit_left or s.q_io or s.q_compute or s.q_unit
-                or bool(s._dbusy.value) != s.q_busy):
-            return 0
-        for c in s._dc:
-            if c.val and c.rdy:
-                return 0
-        if s.pending and s.n_feed_done >= s.pending[0][1] and s.n_drain_done >= s.pending[0][2]:
-            return 0
-        if s._kind() in isa.UNIT_KINDS + (isa.NOP,):
-            return 0
-        head = s.feed[0] if s.feed else None
-        if (head is not None and head[0] == isa.SRC_SCRATCH and head[2] < head[1]
-                and len(s.scratch) >= s._lanes(head[1], head[2]) and len(s.skid) < 2):
-            return 0
-        if s._state() != s.state:
-            return 0
-        return s.wait - 1 if s.wait > 0 else QUIET_FOREVER
-
-    def direct_skip(s, n):
-        s.cycle += n
-        s.stats[s.state] += n
-        if s.wait > 0:
-            s.wait -= n
-
     def line_trace(s):
         return f"{s.node_name}:{s.pc}.{s.iter}"
 
 
 def _dst_names(dmask: int) -> str:
     return "+".join(n for b, n in isa.DST_NAMES.items() if dmask & b)
-
-
-def bias_update(b, db, k, shift, stoch, seed, tid, bits, lshift=0) -> list:
-    """The scalar unit's result: ``saturate(b - requantize(db, shift), bits)`` (``lshift > 0``:
-    ``saturate(b - (db << lshift), bits)``) for the first ``k`` biases (the golden ``sgd_update``
-    for values in range; any value for the RTL's twin), 0 for the padding after them."""
-    import numpy as np
-
-    from pymtl_fp.numerics import requantize
-
-    n = len(b)
-    d = np.asarray(db[:k], dtype=np.int64)
-    if lshift:
-        q = [int(v) << lshift for v in d]
-    else:
-        q = [int(v) for v in requantize(d, shift, 64, "stochastic" if stoch else "nearest", seed=seed, tensor_id=tid)]
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return [min(hi, max(lo, int(bv) - qv)) for bv, qv in zip(b[:k], q)] + [0] * (n - k)

@@ -1,0 +1,67 @@
+"""The scalar units of the cycle-level router (:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`): BIAS (the
+bias SGD step), GATHER (a relayout through the gather table) and REQUANT (the rounding of all-reduced sums)
+on the scratch FIFO, as Python behaviour timed like :class:`~pymtl_fp.cluster.hw.RouterUnitRTL.RouterUnitRTL`.
+
+A unit starts when the feeder and drainer are idle, replaces the scratch FIFO's contents with its result at
+once (nothing can read the FIFO while it runs) and retires :func:`~pymtl_fp.cluster.isa.unit_cycles` edges
+later; the scratch FIFO's peak counts the RTL's one appended result per edge.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pymtl_fp.cluster import isa
+
+
+class RouterUnitsCL:
+    """The scalar units' behaviour, mixed into :class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL` (its state:
+    ``scratch``, ``table``, ``iter``, ``unit_left``, ``scratch_max``)."""
+
+    def _start_unit(s, ins):
+        vals = list(s.scratch)
+        want = 2 * ins.count if ins.kind == isa.BIAS else ins.count  # (BIAS holds [b, db])
+        if len(vals) != want:
+            raise RuntimeError(f"{s.node_name}: {isa.KIND_NAMES[ins.kind].upper()} of {ins.count} elements with "
+                               f"{len(vals)} in the scratch FIFO")
+        if ins.kind == isa.BIAS:
+            n = ins.count
+            out = bias_update(vals[:n], vals[n:], ins.field("k"), ins.field("shift"), ins.field("stoch"),
+                              s._seed(ins), ins.field("tid"), ins.bits, ins.field("bshift"))
+        elif ins.kind == isa.REQUANT:
+            out = isa.apply_requant(vals, ins, s._seed(ins))
+        else:
+            out = isa.apply_gather(vals, s.table[ins.tbase: ins.tbase + ins.tlen])
+        s.unit_left = isa.unit_cycles(ins, s.table) - 1
+        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), 0
+        s.scratch = deque(out)
+
+    def _unit_step(s) -> bool:
+        """One edge of a running unit; True when it retires at this edge."""
+        s.unit_left -= 1
+        s.unit_pushed += 1  # the RTL appends one result per edge before it drops its input
+        if s.unit_pushed <= s.unit_out:
+            s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
+        return s.unit_left == 0
+
+    def _seed(s, ins) -> int:
+        """The rounding seed of an instruction at this loop iteration (``seedstep``)."""
+        return (ins.field("seed") + (s.iter if ins.seedstep else 0)) % 2**32
+
+
+def bias_update(b, db, k, shift, stoch, seed, tid, bits, lshift=0) -> list:
+    """The scalar unit's result: ``saturate(b - requantize(db, shift), bits)`` (``lshift > 0``:
+    ``saturate(b - (db << lshift), bits)``) for the first ``k`` biases (the golden ``sgd_update``
+    for values in range; any value for the RTL's twin), 0 for the padding after them."""
+    import numpy as np
+
+    from pymtl_fp.numerics import requantize
+
+    n = len(b)
+    d = np.asarray(db[:k], dtype=np.int64)
+    if lshift:
+        q = [int(v) << lshift for v in d]
+    else:
+        q = [int(v) for v in requantize(d, shift, 64, "stochastic" if stoch else "nearest", seed=seed, tensor_id=tid)]
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return [min(hi, max(lo, int(bv) - qv)) for bv, qv in zip(b[:k], q)] + [0] * (n - k)
