@@ -91,7 +91,6 @@ def validate_case(cfg, op: str, case: dict) -> dict:
     unknown = set(case) - set(arrays) - set(scalars) - OPTIONAL - OPTIONAL_OP.get(op, set())
     if unknown:
         raise CaseError(f"{op} case has unknown key(s) {', '.join(sorted(unknown))}")
-    P = cfg.P
     out = {}
     mode = case.get("mode", "nearest")
     mode = str(np.asarray(mode)) if not isinstance(mode, str) else mode
@@ -102,146 +101,169 @@ def validate_case(cfg, op: str, case: dict) -> dict:
     out["mode"] = mode
     out["seed"] = _scalar(case, "seed", 0, 2**32 - 1) if "seed" in case else 0
     out["tensor_id"] = _scalar(case, "tensor_id", 0, 255) if "tensor_id" in case else 0
-    acc_lim = 1 << (cfg.acc_bits - 1)
-    act_words = cfg.act_depth
-
-    def fits(what, words, depth, buf):
-        if words > depth:
-            raise CaseError(f"{what} needs {words} words of buffer {buf} but it holds {depth} "
-                            f"(config {cfg.name or cfg.module_name()})")
-
-    def dims_ok(**dims):
-        for name, v in dims.items():
-            if v >= 1 << msgs.DIM_BITS:
-                raise CaseError(f"{name}={v} does not fit the {msgs.DIM_BITS}-bit command field")
-
     if op in ("fwd", "bwd_data", "bwd_weight"):
-        for key, lo, hi in (("stride", 1, 128), ("pad", 0, 255), ("shift", 0, 32)):
-            out[key] = _scalar(case, key, lo, hi)
-        if out["stride"] & (out["stride"] - 1):
-            raise CaseError(f"stride must be a power of two (1, 2, 4, ...) on this engine, got {out['stride']}")
-        if op == "bwd_weight":
-            out["bias_shift"] = _scalar(case, "bias_shift", 0, 32)
-            if "bias_tensor_id" in case:
-                out["bias_tensor_id"] = _scalar(case, "bias_tensor_id", 0, 255)
-            elif out["tensor_id"] == 255:
-                raise CaseError("tensor_id 255 leaves no default bias_tensor_id (tensor_id + 1)")
-            out["raw"] = _scalar(case, "raw", 0, 1) if "raw" in case else 0
-            out["acc"] = _scalar(case, "acc", 0, 1) if "acc" in case else 0
-            if out["acc"] and not out["raw"]:
-                raise CaseError("acc=1 adds to un-rounded sums in B: it needs raw=1")
-            if out["acc"] != ("acc_dw" in case) or out["acc"] != ("acc_db" in case):
-                raise CaseError("acc=1 goes with acc_dw and acc_db (the sums already in B), and only with it")
-        else:
-            out["relu"] = _scalar(case, "relu", 0, 1)
-        if op == "fwd" and "bp" in case:  # batch-parallel: x and y batch-innermost
-            out["bp"] = _scalar(case, "bp", 0, 1)
-        x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
-        if op == "bwd_weight":
-            ws = np.asarray(case["w_shape"])
-            if ws.shape != (4,) or ws.dtype.kind not in "iu" or int(ws.min()) < 1:
-                raise CaseError(f"w_shape must be 4 positive integers (K, C, R, S), got {case['w_shape']!r}")
-            w_shape = tuple(int(v) for v in ws)
-            out["w_shape"] = w_shape
-        else:
-            wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
-            w_shape = wt.shape
-        n, c, h, w = x.shape
-        k, cw, r, s = w_shape
-        if cw != c:
-            raise CaseError(f"x has {c} channels but the weights expect {cw} (w shape {w_shape})")
-        if out["pad"] >= min(r, s):
-            raise CaseError(f"pad {out['pad']} must be smaller than the kernel {r}x{s}")
-        banded = bool(BAND[op] & set(case))
-        try:
-            wo = conv_out_size(w, s, out["stride"], out["pad"], "input width")
-            if not (banded and (op != "fwd" or "ho" in case)):
-                ho = conv_out_size(h, r, out["stride"], out["pad"], "input height")
-        except ValueError as exc:
-            raise CaseError(str(exc)) from None
-        if banded:  # a row band: its rows are free, its columns the whole map's
-            out["pt"] = _scalar(case, "pt", 0, r - 1) if "pt" in case else out["pad"]
-            if op == "fwd":
-                ho = out["ho"] = _scalar(case, "ho", 1, (1 << msgs.DIM_BITS) - 1) if "ho" in case else ho
-            else:
-                ho = int(np.shape(case["dy"])[2]) if np.ndim(case["dy"]) == 4 else 0
-            if op != "bwd_weight":
-                rows = ho if op == "fwd" else h
-                out["hi"] = _scalar(case, "hi", rows, (1 << msgs.DIM_BITS) - 1) if "hi" in case else rows
-                plane = (k * wo if op == "fwd" else c * w) * out["hi"]
-                if plane >= 1 << 24:
-                    raise CaseError(f"the whole map of {out['hi']} rows has {plane} elements an image, "
-                                    f"beyond the 24-bit index stride")
-        dims_ok(N=n, C=c, K=k, H=h, W=w, R=r, S=s)
-        ct, kt = tiles(c, P), tiles(k, P)
-        bp = out.get("bp", 0)
-        fits("x", (tiles(n, P) * c if bp else n * ct) * h * w, act_words, "X")
-        fits("w", kt * ct * r * s, cfg.weight_depth, "W" if op != "bwd_weight" else "G")
-        if op == "fwd":
-            b = out["b"] = _array(case, "b", 1)
-            if b.shape != (k,):
-                raise CaseError(f"b must have shape ({k},), got {b.shape}")
-            bound = c * r * s * _maxabs(x) * _maxabs(out["w"]) + _maxabs(b)
-            fits("b", kt, cfg.bias_depth, "B")
-            fits("y", (tiles(n, P) * k if bp else n * kt) * ho * wo, act_words, "O")
-        else:
-            dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
-            if dy.shape != (n, k, ho, wo):
-                raise CaseError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
-            fits("dy", n * kt * ho * wo, act_words, "D")
-            if op == "bwd_data":
-                bound = k * r * s * _maxabs(dy) * _maxabs(out["w"])
-                fits("dx", n * ct * h * w, act_words, "O")
-            else:
-                bound = n * ho * wo * _maxabs(dy) * max(_maxabs(x), 1)
-                if out["raw"]:  # un-rounded dw rows (P words per G word) and db, in B
-                    fits("raw dw and db", kt * ct * r * s * P + kt, cfg.bias_depth, "B")
-                if out["acc"]:  # the sums already in B, accumulator-wide
-                    out["acc_dw"] = _array(case, "acc_dw", 4, cfg.acc_bits, "accumulator")
-                    out["acc_db"] = _array(case, "acc_db", 1, cfg.acc_bits, "accumulator")
-                    if out["acc_dw"].shape != w_shape or out["acc_db"].shape != (k,):
-                        raise CaseError(f"acc_dw and acc_db must have shapes {w_shape} and ({k},), got "
-                                        f"{out['acc_dw'].shape} and {out['acc_db'].shape}")
-                else:
-                    fits("db", kt, cfg.bias_depth, "B")
-        if bound >= acc_lim:
-            raise CaseError(f"the {op} accumulator could reach {bound}, beyond the {cfg.acc_bits}-bit "
-                            f"accumulator of this configuration")
+        _validate_conv(cfg, op, case, out)
     elif op in POOL_OPS:
-        pk = out["k"] = _scalar(case, "k", 1, 8)
-        if pk * pk - 1 > (1 << (cfg.act_bits - 1)) - 1:
-            raise CaseError(f"pool k={pk} gives argmax values that do not fit {cfg.act_bits}-bit words")
-        if op == "pool_fwd":
-            x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
-            n, c, h, w = x.shape
-            if h % pk or w % pk:
-                raise CaseError(f"max pool k={pk} needs H and W divisible by {pk}, got {h}x{w}")
-            ho, wo = h // pk, w // pk
-            ct = tiles(c, P)
-            fits("x and argmax", n * ct * (h * w + ho * wo), act_words, "X")
-        else:
-            dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
-            am = out["argmax"] = _array(case, "argmax", 4)
-            if am.shape != dy.shape:
-                raise CaseError(f"argmax shape {am.shape} differs from dy shape {dy.shape}")
-            if int(am.min()) < 0 or int(am.max()) >= pk * pk:
-                raise CaseError(f"argmax values must be in 0..{pk * pk - 1} for k={pk}")
-            n, c, ho, wo = dy.shape
-            h, w = ho * pk, wo * pk
-            ct = tiles(c, P)
-            fits("dy", n * ct * ho * wo, act_words, "D")
-        fits("dx" if op == "pool_bwd" else "y", n * ct * (h * w if op == "pool_bwd" else ho * wo), act_words, "O")
-        dims_ok(N=n, C=c, H=h, W=w)
+        _validate_pool(cfg, op, case, out)
     else:  # update
-        out["lr_shift"] = _scalar(case, "lr_shift", 0, 32)
-        wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
-        dw = out["dw"] = _array(case, "dw", 4, cfg.grad_bits, "gradient")
-        if dw.shape != wt.shape:
-            raise CaseError(f"dw shape {dw.shape} differs from w shape {wt.shape}")
-        k, c, r, s = wt.shape
-        dims_ok(K=k, C=c, R=r, S=s)
-        fits("w", tiles(k, P) * tiles(c, P) * r * s, cfg.weight_depth, "W")
+        _validate_update(cfg, case, out)
     return out
+
+
+def _fits(cfg, what, words, depth, buf):
+    """``words`` of ``what`` fit buffer ``buf`` of ``depth`` words."""
+    if words > depth:
+        raise CaseError(f"{what} needs {words} words of buffer {buf} but it holds {depth} "
+                        f"(config {cfg.name or cfg.module_name()})")
+
+
+def _dims_ok(**dims):
+    """Every dimension fits its command field."""
+    for name, v in dims.items():
+        if v >= 1 << msgs.DIM_BITS:
+            raise CaseError(f"{name}={v} does not fit the {msgs.DIM_BITS}-bit command field")
+
+
+def _validate_conv(cfg, op: str, case: dict, out: dict) -> None:
+    """The fields of a ``fwd`` / ``bwd_data`` / ``bwd_weight`` case (into ``out``): scalars, tensors and
+    their shapes, a row band's rows, the buffers' room and the accumulator's range."""
+    P = cfg.P
+    act_words = cfg.act_depth
+    acc_lim = 1 << (cfg.acc_bits - 1)
+    for key, lo, hi in (("stride", 1, 128), ("pad", 0, 255), ("shift", 0, 32)):
+        out[key] = _scalar(case, key, lo, hi)
+    if out["stride"] & (out["stride"] - 1):
+        raise CaseError(f"stride must be a power of two (1, 2, 4, ...) on this engine, got {out['stride']}")
+    if op == "bwd_weight":
+        out["bias_shift"] = _scalar(case, "bias_shift", 0, 32)
+        if "bias_tensor_id" in case:
+            out["bias_tensor_id"] = _scalar(case, "bias_tensor_id", 0, 255)
+        elif out["tensor_id"] == 255:
+            raise CaseError("tensor_id 255 leaves no default bias_tensor_id (tensor_id + 1)")
+        out["raw"] = _scalar(case, "raw", 0, 1) if "raw" in case else 0
+        out["acc"] = _scalar(case, "acc", 0, 1) if "acc" in case else 0
+        if out["acc"] and not out["raw"]:
+            raise CaseError("acc=1 adds to un-rounded sums in B: it needs raw=1")
+        if out["acc"] != ("acc_dw" in case) or out["acc"] != ("acc_db" in case):
+            raise CaseError("acc=1 goes with acc_dw and acc_db (the sums already in B), and only with it")
+    else:
+        out["relu"] = _scalar(case, "relu", 0, 1)
+    if op == "fwd" and "bp" in case:  # batch-parallel: x and y batch-innermost
+        out["bp"] = _scalar(case, "bp", 0, 1)
+    x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
+    if op == "bwd_weight":
+        ws = np.asarray(case["w_shape"])
+        if ws.shape != (4,) or ws.dtype.kind not in "iu" or int(ws.min()) < 1:
+            raise CaseError(f"w_shape must be 4 positive integers (K, C, R, S), got {case['w_shape']!r}")
+        w_shape = tuple(int(v) for v in ws)
+        out["w_shape"] = w_shape
+    else:
+        wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
+        w_shape = wt.shape
+    n, c, h, w = x.shape
+    k, cw, r, s = w_shape
+    if cw != c:
+        raise CaseError(f"x has {c} channels but the weights expect {cw} (w shape {w_shape})")
+    if out["pad"] >= min(r, s):
+        raise CaseError(f"pad {out['pad']} must be smaller than the kernel {r}x{s}")
+    banded = bool(BAND[op] & set(case))
+    try:
+        wo = conv_out_size(w, s, out["stride"], out["pad"], "input width")
+        if not (banded and (op != "fwd" or "ho" in case)):
+            ho = conv_out_size(h, r, out["stride"], out["pad"], "input height")
+    except ValueError as exc:
+        raise CaseError(str(exc)) from None
+    if banded:  # a row band: its rows are free, its columns the whole map's
+        out["pt"] = _scalar(case, "pt", 0, r - 1) if "pt" in case else out["pad"]
+        if op == "fwd":
+            ho = out["ho"] = _scalar(case, "ho", 1, (1 << msgs.DIM_BITS) - 1) if "ho" in case else ho
+        else:
+            ho = int(np.shape(case["dy"])[2]) if np.ndim(case["dy"]) == 4 else 0
+        if op != "bwd_weight":
+            rows = ho if op == "fwd" else h
+            out["hi"] = _scalar(case, "hi", rows, (1 << msgs.DIM_BITS) - 1) if "hi" in case else rows
+            plane = (k * wo if op == "fwd" else c * w) * out["hi"]
+            if plane >= 1 << 24:
+                raise CaseError(f"the whole map of {out['hi']} rows has {plane} elements an image, "
+                                f"beyond the 24-bit index stride")
+    _dims_ok(N=n, C=c, K=k, H=h, W=w, R=r, S=s)
+    ct, kt = tiles(c, P), tiles(k, P)
+    bp = out.get("bp", 0)
+    _fits(cfg, "x", (tiles(n, P) * c if bp else n * ct) * h * w, act_words, "X")
+    _fits(cfg, "w", kt * ct * r * s, cfg.weight_depth, "W" if op != "bwd_weight" else "G")
+    if op == "fwd":
+        b = out["b"] = _array(case, "b", 1)
+        if b.shape != (k,):
+            raise CaseError(f"b must have shape ({k},), got {b.shape}")
+        bound = c * r * s * _maxabs(x) * _maxabs(out["w"]) + _maxabs(b)
+        _fits(cfg, "b", kt, cfg.bias_depth, "B")
+        _fits(cfg, "y", (tiles(n, P) * k if bp else n * kt) * ho * wo, act_words, "O")
+    else:
+        dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
+        if dy.shape != (n, k, ho, wo):
+            raise CaseError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
+        _fits(cfg, "dy", n * kt * ho * wo, act_words, "D")
+        if op == "bwd_data":
+            bound = k * r * s * _maxabs(dy) * _maxabs(out["w"])
+            _fits(cfg, "dx", n * ct * h * w, act_words, "O")
+        else:
+            bound = n * ho * wo * _maxabs(dy) * max(_maxabs(x), 1)
+            if out["raw"]:  # un-rounded dw rows (P words per G word) and db, in B
+                _fits(cfg, "raw dw and db", kt * ct * r * s * P + kt, cfg.bias_depth, "B")
+            if out["acc"]:  # the sums already in B, accumulator-wide
+                out["acc_dw"] = _array(case, "acc_dw", 4, cfg.acc_bits, "accumulator")
+                out["acc_db"] = _array(case, "acc_db", 1, cfg.acc_bits, "accumulator")
+                if out["acc_dw"].shape != w_shape or out["acc_db"].shape != (k,):
+                    raise CaseError(f"acc_dw and acc_db must have shapes {w_shape} and ({k},), got "
+                                    f"{out['acc_dw'].shape} and {out['acc_db'].shape}")
+            else:
+                _fits(cfg, "db", kt, cfg.bias_depth, "B")
+    if bound >= acc_lim:
+        raise CaseError(f"the {op} accumulator could reach {bound}, beyond the {cfg.acc_bits}-bit "
+                        f"accumulator of this configuration")
+
+
+def _validate_pool(cfg, op: str, case: dict, out: dict) -> None:
+    """The fields of a ``pool_fwd`` / ``pool_bwd`` case (into ``out``)."""
+    P = cfg.P
+    act_words = cfg.act_depth
+    pk = out["k"] = _scalar(case, "k", 1, 8)
+    if pk * pk - 1 > (1 << (cfg.act_bits - 1)) - 1:
+        raise CaseError(f"pool k={pk} gives argmax values that do not fit {cfg.act_bits}-bit words")
+    if op == "pool_fwd":
+        x = out["x"] = _array(case, "x", 4, cfg.act_bits, "activation")
+        n, c, h, w = x.shape
+        if h % pk or w % pk:
+            raise CaseError(f"max pool k={pk} needs H and W divisible by {pk}, got {h}x{w}")
+        ho, wo = h // pk, w // pk
+        ct = tiles(c, P)
+        _fits(cfg, "x and argmax", n * ct * (h * w + ho * wo), act_words, "X")
+    else:
+        dy = out["dy"] = _array(case, "dy", 4, cfg.grad_bits, "gradient")
+        am = out["argmax"] = _array(case, "argmax", 4)
+        if am.shape != dy.shape:
+            raise CaseError(f"argmax shape {am.shape} differs from dy shape {dy.shape}")
+        if int(am.min()) < 0 or int(am.max()) >= pk * pk:
+            raise CaseError(f"argmax values must be in 0..{pk * pk - 1} for k={pk}")
+        n, c, ho, wo = dy.shape
+        h, w = ho * pk, wo * pk
+        ct = tiles(c, P)
+        _fits(cfg, "dy", n * ct * ho * wo, act_words, "D")
+    _fits(cfg, "dx" if op == "pool_bwd" else "y", n * ct * (h * w if op == "pool_bwd" else ho * wo), act_words, "O")
+    _dims_ok(N=n, C=c, H=h, W=w)
+
+
+def _validate_update(cfg, case: dict, out: dict) -> None:
+    """The fields of an ``update`` case (into ``out``)."""
+    P = cfg.P
+    out["lr_shift"] = _scalar(case, "lr_shift", 0, 32)
+    wt = out["w"] = _array(case, "w", 4, cfg.weight_bits, "weight")
+    dw = out["dw"] = _array(case, "dw", 4, cfg.grad_bits, "gradient")
+    if dw.shape != wt.shape:
+        raise CaseError(f"dw shape {dw.shape} differs from w shape {wt.shape}")
+    k, c, r, s = wt.shape
+    _dims_ok(K=k, C=c, R=r, S=s)
+    _fits(cfg, "w", tiles(k, P) * tiles(c, P) * r * s, cfg.weight_depth, "W")
 
 
 # ---- golden reference --------------------------------------------------------------------
