@@ -107,10 +107,11 @@ def message_words(ports: Ports) -> int:
     return max([2] + [-(-w // 32) for _, w, _ in ports.in_streams + ports.out_streams])
 
 
-def generate(top: str, ports: Ports, trace: bool) -> str:
-    """The C++ source of the bench."""
+def _cycle_statements(ports: Ports) -> tuple:
+    """The C++ statements of one cycle of ``sim_run``: ``drive`` (each input stream's ``val``/``msg``
+    from its queue, each output stream ready), ``sample`` (input handshakes pop their queue, output
+    messages and event records are kept with their cycle), and the 32-bit words of each event record."""
     ins, outs = ports.in_streams, ports.out_streams
-    mw = message_words(ports)
 
     def s(prefix, idx, part):
         return Sig(f"{prefix}__{part}", 1, idx).cxx()
@@ -137,6 +138,14 @@ def generate(top: str, ports: Ports, trace: bool) -> str:
             body.append(_rd(v, f"(r + {off})"))
             off += v.words
         sample.append(f"if ({strobe.cxx()}) {{ {' '.join(body)} }}")
+    return drive, sample, ev_words
+
+
+def generate(top: str, ports: Ports, trace: bool) -> str:
+    """The C++ source of the bench."""
+    ins, outs = ports.in_streams, ports.out_streams
+    mw = message_words(ports)
+    drive, sample, ev_words = _cycle_statements(ports)
     done = " && ".join(f"{d.cxx()}" for d in ports.done) or "false"
     prog = [f"h = h * 1000003u ^ {_scalar(p)};" for p in ports.progress]
     set_cases = "\n".join(f"    case {i}: {_wr(sg, 'w')} break;" for i, sg in enumerate(ports.inputs))
