@@ -132,7 +132,7 @@ def test_layers_write_their_results_where_the_next_layer_reads_them():
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     prog = compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1).nodes[0]
     from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.isa import MARK_LABELS
+    from pymtl_fp.cluster.isa.marks import MARK_LABELS
 
     ops = prog.ops
     phase = {}

@@ -31,7 +31,7 @@ from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
 from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, check_links, place_weights
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cluster.isa import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
+from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
 from pymtl_fp.golden.train import TrainConfig, step_seed
 

@@ -54,7 +54,7 @@ from pymtl_fp.cluster.compiler.partition import Partition, layer_info
 from pymtl_fp.cluster.compiler.partition import partition as make_partition
 from pymtl_fp.cluster.compiler.program import ClusterProgram
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cluster.isa import MARK_BWD, MARK_WG, done_id
+from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_WG, done_id
 from pymtl_fp.engine.msgs import tiles
 
 #: how the nodes share the work

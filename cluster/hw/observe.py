@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pymtl_fp.cluster.hw.router_config import STATES
-from pymtl_fp.cluster.isa import MARK_END, MARK_LABELS, done_label
+from pymtl_fp.cluster.isa.marks import MARK_END, MARK_LABELS, done_label
 
 
 @dataclass

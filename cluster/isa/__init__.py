@@ -485,18 +485,3 @@ def field_table() -> list:
         out.append((f"cmd.{name}", pos - 1, pos - w))
         pos -= w
     return out
-
-
-#: mark ids (the ``mark`` field) and their report labels; the k-th occurrence of a step-body
-#: mark belongs to step k
-MARK_STEP, MARK_BWD, MARK_WG, MARK_END = 1, 2, 3, 4
-MARK_LABELS = {MARK_STEP: "step", MARK_BWD: "bwd", MARK_WG: "wg", MARK_END: "end"}
-
-
-def done_id(kind: str, b: int) -> int:
-    """The ``done`` field of image ``b``'s forward / backward pass completion."""
-    return 1 + 2 * b + (kind == "bwd")
-
-
-def done_label(did: int) -> tuple:
-    return ("bwd" if (did - 1) % 2 else "fwd", (did - 1) // 2)
