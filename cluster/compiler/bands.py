@@ -188,8 +188,6 @@ class BandPass(Pass):
         return timing.useful_macs(op, geo)
 
 
-
-
 class ForwardBands(BandPass):
     """Image ``b``'s forward pass in row bands (``opts.band_rows`` rows each; module docstring)."""
 

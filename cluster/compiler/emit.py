@@ -1,4 +1,4 @@
-"""The code generator's primitive sequences: node-program instructions
+"""The primitive sequences code-generation passes emit: node-program instructions
 (:mod:`pymtl_fp.cluster.isa`) for LOADs, STOREs, copies, relayouts, compute commands, bias
 updates, link pass-through, marks, and the host's side-channel data.
 

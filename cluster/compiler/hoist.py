@@ -85,7 +85,7 @@ def may_cross(block: list, over: list, P: int) -> bool:
 
 
 def hoist(nd, lo: int, hi: int, dst: int) -> bool:
-    """Move ``nd.ops[lo:hi]`` (LOADs) to index ``dst <= lo`` of code generator ``nd``'s program if
+    """Move ``nd.ops[lo:hi]`` (LOADs) to index ``dst <= lo`` of the program emitter ``nd`` builds if
     :func:`may_cross` allows it, renumbering the tables indexed by instruction (``notes``,
     ``useful_macs``).  Returns whether it moved them."""
     ops = nd.ops

@@ -1,4 +1,4 @@
-"""Where a node keeps what: buffer regions and layer geometry of the code generator.
+"""Where a node keeps what: the buffer regions of its code-generation plan.
 
 :class:`Regions` answers, for the passes over a node's plan
 (:class:`~pymtl_fp.cluster.compiler.plan.NodePlan`), "which words of which buffer hold image ``b``'s
