@@ -206,7 +206,7 @@ class ForwardBands(BandPass):
     def in_plan(self, b) -> list:
         """The pieces in which image ``b``'s forward input arrives, in order: ``(tensor, r0, r1)``,
         rows ``[r0, r1)`` of the first item's input (``"x"``) or, for a second piece, of the first
-        holder's output (``"y"``, assembled beside its own in :meth:`stage`).  From a banded upstream
+        holder's output (``"y"``, assembled beside its own in ``regions.stage``).  From a banded upstream
         node, the pieces it sent (``upstream_sent``, recorded as it was compiled); from node 0's
         host, the image in rows of ``band_rows`` when it has one channel tile; else whole."""
         node = self.node
@@ -220,18 +220,18 @@ class ForwardBands(BandPass):
 
     def receive_band(self, b, piece):
         """LOAD piece ``in_plan(b)[piece]`` of image ``b``'s input: rows of the first item's input,
-        or of the first holder's output (a second piece's, into its :meth:`stage`); a first piece
+        or of the first holder's output (a second piece's, into its ``regions.stage``); a first piece
         that is also the node's first item sends its input rows on at once (its second holder
         computes from them too)."""
-        node, at = self.node, self.at
+        node, regions = self.node, self.regions
         it, f = node.items[0], node.info(node.items[0].layer)
         tensor, r0, r1 = self.in_plan(b)[piece]
         if tensor == "y":
-            self.load_rows(it, "X", at.stage(it, b), "fwd_in", (it.k0, f["ho"], f["wo"]), (r0, r1))
+            self.load_rows(it, "X", regions.stage(it, b), "fwd_in", (it.k0, f["ho"], f["wo"]), (r0, r1))
             return
-        self.load_rows(it, "X", at.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), (r0, r1))
+        self.load_rows(it, "X", regions.x_addr(it, b), "fwd_in", (f["c"], f["h"], f["w"]), (r0, r1))
         if node.kind(it) == "first" and self.opts.banded(node.j, b):
-            self._send_rows(b, "x", "X", at.x_addr(it, b), (f["c"], f["h"], f["w"]), (r0, r1), dense=False)
+            self._send_rows(b, "x", "X", regions.x_addr(it, b), (f["c"], f["h"], f["w"]), (r0, r1), dense=False)
 
     def _send_rows(self, b, tensor, buf, addr, shape, rows, dense):
         """STORE rows ``[r0, r1)`` of a ``(C, H, W)`` map at ``addr`` of ``buf`` to ``fwd_out`` (one
@@ -265,8 +265,8 @@ class ForwardBands(BandPass):
         the next item's input, or there by the DMA.  A split layer's first piece (the node's last
         item) sends its own channels' rows, and the rows of its input go on before them (its second
         holder computes from them too); a second piece writes its channels' rows beside the first
-        holder's in :meth:`stage`, and, as the node's last item, sends the whole rows."""
-        node, at, em = self.node, self.at, self.em
+        holder's in ``regions.stage``, and, as the node's last item, sends the whole rows."""
+        node, regions, em = self.node, self.regions, self.em
         it, items, P = node.items[i], node.items, node.P
         nxt = items[i + 1] if i + 1 < len(items) else None
         f = node.info(it.layer)
@@ -276,12 +276,12 @@ class ForwardBands(BandPass):
         kt = tiles(f["c"] if it.pool else it.k1 - it.k0, P)
         rows = y1 - y0
         if it.pool:
-            amsel = int(at.am_in_o(it))
-            dsel, base = (msgs.DSEL_X, at.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, at.ob(b))
+            amsel = int(regions.am_in_o(it))
+            dsel, base = (msgs.DSEL_X, regions.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, regions.ob(b))
         elif kind == "second":  # (its channels after the first holder's, in the whole output map)
-            dsel, base = msgs.DSEL_X, at.stage(it, b) + (it.k0 // P) * Ho * Wo
+            dsel, base = msgs.DSEL_X, regions.stage(it, b) + (it.k0 // P) * Ho * Wo
         else:
-            dsel, base = (msgs.DSEL_X, at.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, at.ob(b))
+            dsel, base = (msgs.DSEL_X, regions.x_addr(nxt, b)) if nxt is not None else (msgs.DSEL_O, regions.ob(b))
         # the last item's band (a pool's argmax shares the result's strides, in place: one tile only)
         if nxt is None and kind != "second":
             base, dense = self.band_buffer(base, k, kt * self.opts.band_rows * Wo, self.keep.o_fwd, rows, Ho,
@@ -293,12 +293,12 @@ class ForwardBands(BandPass):
             pk = f["pk"]
             # (the argmax's rows in place: the pooled map's planes; hop covers both maps)
             em.compute("pool_fwd", n=1, c=f["c"], ct=kt, h=rows * pk, w=W, ho=rows, wo=Wo,
-                       pk=pk, a0=at.x_addr(it, b) + y0 * pk * W, d0=base + row0 * Wo,
-                       d1=at.am_addr(it, b) + y0 * Wo, dsel=dsel, amsel=amsel, hp=H, hop=Ho)
+                       pk=pk, a0=regions.x_addr(it, b) + y0 * pk * W, d0=base + row0 * Wo,
+                       d1=regions.am_addr(it, b) + y0 * Wo, dsel=dsel, amsel=amsel, hp=H, hop=Ho)
         else:
             li, p = it.layer, f["p"]
             name = node.net.layers[li].name
-            _, wpiece, _ = at.w_region(it)
+            _, wpiece, _ = regions.w_region(it)
             bpiece = self.alloc.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
             wseed = slice_seed(seed, ((node.b0 + b) * f["k"] + it.k0) * Ho * Wo)
             win = band.fwd_window(H, f["r"], f["stride"], f["pad"], y0, y1)
@@ -307,23 +307,23 @@ class ForwardBands(BandPass):
             em.compute("fwd", self.band_macs(it, y0, y1), it.layer in node.part.packed, **fields,
                        shift=node.shifts[name].fwd, relu=int(node.net.layers[li].relu),
                        stoch=node.mode("fwd_mode"), seed=slice_seed(wseed, y0 * Wo), tid=tensor_id(p, "FWD"),
-                       a0=at.x_addr(it, b) + win.i0 * W, a1=wpiece, a2=bpiece, d0=base + row0 * Wo, dsel=dsel)
+                       a0=regions.x_addr(it, b) + win.i0 * W, a1=wpiece, a2=bpiece, d0=base + row0 * Wo, dsel=dsel)
         if then is not None:
             then()
         buf = msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]]
         to_first = nxt is not None and node.kind(nxt) == "first"  # (its rows go on to the second holder too)
         if nxt is None:  # on to the next node: a first piece's rows are its "y", the rest its input
             if kind == "second":
-                self._send_rows(b, "x", "X", at.stage(it, b), (f["k"], Ho, Wo), (y0, y1), dense=False)
+                self._send_rows(b, "x", "X", regions.stage(it, b), (f["k"], Ho, Wo), (y0, y1), dense=False)
             else:
                 self._send_rows(b, "y" if kind == "first" else "x", buf, base, (kt * P, Ho, Wo), (y0, y1), dense)
         elif buf == "X":
             if to_first:  # (a second piece's whole rows: the first holder's channels too)
                 c = f["k"] if kind == "second" else kt * P
-                self._send_rows(b, "x", "X", at.x_addr(nxt, b), (c, Ho, Wo), (y0, y1), dense=False)
+                self._send_rows(b, "x", "X", regions.x_addr(nxt, b), (c, Ho, Wo), (y0, y1), dense=False)
         else:
             for off, words in _pieces(kt, y0, y1, Ho, Wo, dense):
-                em.copy(buf, base + off, "X", at.x_addr(nxt, b) + off, words * P, also="fwd_out" if to_first else None)
+                em.copy(buf, base + off, "X", regions.x_addr(nxt, b) + off, words * P, also="fwd_out" if to_first else None)
             if to_first:
                 self.flow.sent.setdefault(b, []).append(("x", y0, y1))
 

@@ -47,7 +47,8 @@ class BackwardBands(BandPass):
         """LOAD rows ``bwd_in_plan()[piece]`` of image ``b``'s output gradient of the last item."""
         node = self.node
         it, f = node.items[-1], node.info(node.items[-1].layer)
-        self.load_rows(it, "D", self.at.dy_in(it, b), "bwd_in", (f["k"], f["ho"], f["wo"]), self.bwd_in_plan()[piece][1:])
+        rows = self.bwd_in_plan()[piece][1:]
+        self.load_rows(it, "D", self.regions.dy_in(it, b), "bwd_in", (f["k"], f["ho"], f["wo"]), rows)
 
     def run(self, b, seed):
         """Image ``b``'s backward pass in row bands: each item's data gradient band by band as soon
@@ -71,7 +72,7 @@ class BackwardBands(BandPass):
         """Data-gradient band ``k`` of item ``i``: ``rows = ((dy0, dy1), (x0, x1))``; ``then()`` right
         after the compute command; the rows into the previous item's output gradient in D, or on
         to the previous node (from a band buffer in O, two alternating, when the O slot holds two)."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         it, P = node.items[i], node.P
         prev = node.items[i - 1] if i > 0 else None
         f = node.info(it.layer)
@@ -79,7 +80,7 @@ class BackwardBands(BandPass):
         (dy0, dy1), (x0, x1) = rows
         H, W, Ho, Wo = f["h"], f["w"], f["ho"], f["wo"]
         ct, n_rows = tiles(f["c"], P), x1 - x0
-        dsel, base = at.dx_dest(prev, b)
+        dsel, base = regions.dx_dest(prev, b)
         # the first item's band (bwd_data's ReLU mask shares dx's strides, in place: one tile only)
         if prev is None:
             band_words = ct * max(x - y for _, (y, x) in self.bwd_bands(it)) * W
@@ -89,20 +90,20 @@ class BackwardBands(BandPass):
         hp, row0 = (n_rows, 0) if dense else (H, x0)
         if it.pool:  # (dy and the argmax in place: hop = Ho)
             em.compute("pool_bwd", n=1, c=f["c"], ct=ct, h=n_rows, w=W, ho=dy1 - dy0, wo=Wo, pk=f["pk"],
-                       a0=at.dy_in(it, b) + dy0 * Wo, a1=at.am_addr(it, b) + dy0 * Wo, d0=base + row0 * W,
-                       dsel=dsel, amsel=int(at.am_in_o(it)), hp=hp, hop=Ho)
+                       a0=regions.dy_in(it, b) + dy0 * Wo, a1=regions.am_addr(it, b) + dy0 * Wo, d0=base + row0 * W,
+                       dsel=dsel, amsel=int(regions.am_in_o(it)), hp=hp, hop=Ho)
         else:
             li, p = it.layer, f["p"]
             name = node.net.layers[li].name
-            wfull, _, _ = at.w_region(it)
+            wfull, _, _ = regions.w_region(it)
             win = band.bwd_data_window(H, Ho, f["r"], f["stride"], f["pad"], x0, x1)
             fields = dict(node.conv_fields(it, 1), h=n_rows, ho=dy1 - dy0, pt=win.pt, hi=H, hp=hp, hop=Ho)
             prev_relu = node.net.param_layers()[p - 1].relu
             wseed = slice_seed(seed, (node.b0 + b) * f["c"] * H * W)
             em.compute("bwd_data", self.band_macs(it, x0, x1, op="bwd_data"), **fields,
                        shift=node.shifts[name].bwd_data, relu=int(prev_relu), stoch=node.mode("grad_mode"),
-                       seed=slice_seed(wseed, x0 * W), tid=tensor_id(p, "DX"), a0=at.dy_in(it, b) + dy0 * Wo,
-                       a1=wfull, a2=at.x_addr(it, b) + x0 * W, d0=base + row0 * W, dsel=dsel)
+                       seed=slice_seed(wseed, x0 * W), tid=tensor_id(p, "DX"), a0=regions.dy_in(it, b) + dy0 * Wo,
+                       a1=wfull, a2=regions.x_addr(it, b) + x0 * W, d0=base + row0 * W, dsel=dsel)
         if then is not None:
             then()
         if prev is not None:  # (straight into the previous item's output gradient in D)

@@ -87,7 +87,7 @@ class Collectives(Pass):
     def raw_regions(self, it):
         """B regions of item ``it``'s un-rounded ``dw`` (the G layout, a row per word) and ``db``."""
         node = self.node
-        _, _, wwords = self.at.w_region(it)
+        _, _, wwords = self.regions.w_region(it)
         return (self.alloc.get("B", f"rawdw{it.layer}", wwords * node.P),
                 self.alloc.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, node.P)))
 
@@ -97,7 +97,7 @@ class Collectives(Pass):
         order their backward passes finish; ``first_first``: the node's first item first, whose
         input slot the next image's input reuses); from the second image of a step on (``b > 0``)
         each adds its sums to those already in B (``acc = 1``)."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         n = node.B if n is None else n
         for it in (node.items if first_first else reversed(node.items)):
             if it.pool or (items is not None and it not in items):
@@ -106,8 +106,8 @@ class Collectives(Pass):
             raw_w, raw_b = self.raw_regions(it)
             case = node.case(it, n, it.k0, it.k1)
             em.compute("bwd_weight", program.useful_macs("bwd_weight", case), it.layer in node.part.packed,
-                       **node.conv_fields(it, n, it.k0, it.k1), raw=1, acc=int(b > 0), a0=at.x_addr(it, b),
-                       a1=at.dy_keep(it, b), d0=raw_w, d1=raw_b)
+                       **node.conv_fields(it, n, it.k0, it.k1), raw=1, acc=int(b > 0), a0=regions.x_addr(it, b),
+                       a1=regions.dy_keep(it, b), d0=raw_w, d1=raw_b)
 
     def reduce_and_update(self, it, seed, pos, members):
         """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),
@@ -152,7 +152,7 @@ class Collectives(Pass):
         node = self.node
         f, P = node.info(it.layer), node.P
         self._requant_sums(it, n, "G", (kk, f["c"], f["r"], f["s"]), "DW", seed, (it.k0 + k0) * f["c"] * f["r"] * f["s"])
-        _, _, wwords = self.at.w_region(it)
+        _, _, wwords = self.regions.w_region(it)
         per_kt = tiles(f["c"], P) * f["r"] * f["s"]
         self.em.load("G", self.alloc.get("G", f"g{it.layer}", wwords) + (k0 // P) * per_kt, n, "scratch")
 

@@ -27,7 +27,7 @@ class Forward(Pass):
         """LOAD image b's forward input(s) from ``fwd_in``: the first item's input and, for a
         second piece, the first holder's output (next to which the fwd writes its own); in row bands,
         the input's first piece."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         j = node.j
         if self.opts.banded(j, b):
             ForwardBands(self.plan).receive_band(b, 0)
@@ -41,14 +41,14 @@ class Forward(Pass):
         it = node.items[0]
         f, kind = node.info(it.layer), node.kind(it)
         em.layer = node.layer_name(it)  # (the trace names compute commands by it)
-        em.load_from("X", at.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
+        em.load_from("X", regions.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
         if kind == "second":
-            em.load_from("X", at.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+            em.load_from("X", regions.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
 
     def run(self, b, seed, received=False):
         """Image b's forward pass, layer by layer (``received``: its input is already LOADed,
         :meth:`receive`)."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         items, P = node.items, node.P
         input_sent = None  # a first piece whose input went out with the copy that made it
         for idx, it in enumerate(items):
@@ -60,22 +60,22 @@ class Forward(Pass):
             if kind == "pool":
                 ow = node.out_words(li)
                 case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
-                amsel = int(at.am_in_o(it))
-                dsel, d0 = (msgs.DSEL_X, at.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, at.ob(b))
+                amsel = int(regions.am_in_o(it))
+                dsel, d0 = (msgs.DSEL_X, regions.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, regions.ob(b))
                 em.compute("pool_fwd", n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
-                           pk=f["pk"], a0=at.x_addr(it, b), d0=d0, d1=at.am_addr(it, b), dsel=dsel,
+                           pk=f["pk"], a0=regions.x_addr(it, b), d0=d0, d1=regions.am_addr(it, b), dsel=dsel,
                            amsel=amsel)
                 out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, ow)
             else:
                 p = f["p"]
                 name = node.net.layers[li].name
-                wpiece = None if self.home.is_remote(it) else at.w_region(it)[1]
+                wpiece = None if self.home.is_remote(it) else regions.w_region(it)[1]
                 bpiece = self.alloc.get("B", f"b{li}", tiles(it.k1 - it.k0, P))
                 off = (node.b0 + b) * f["k"] * f["ho"] * f["wo"] + it.k0 * f["ho"] * f["wo"]
                 case = node.case(it, 1, it.k0, it.k1)
                 pw = node.out_words(li, it.k0, it.k1)
                 if kind == "second":
-                    stage = at.stage(it, b)
+                    stage = regions.stage(it, b)
                     first_words = (it.k0 // P) * f["ho"] * f["wo"]
                     if idx > 0:
                         em.load_from("X", stage, "fwd_in", (1, it.k0, f["ho"], f["wo"]))
@@ -84,11 +84,11 @@ class Forward(Pass):
                 if kind == "second":
                     dsel, d0 = msgs.DSEL_X, stage + first_words
                 elif kind == "whole" and nxt is not None:
-                    dsel, d0 = msgs.DSEL_X, at.x_addr(nxt, b)
+                    dsel, d0 = msgs.DSEL_X, regions.x_addr(nxt, b)
                 else:
-                    dsel, d0 = msgs.DSEL_O, at.ob(b)
+                    dsel, d0 = msgs.DSEL_O, regions.ob(b)
                 common = dict(shift=node.shifts[name].fwd, relu=int(node.net.layers[li].relu),
-                              stoch=node.mode("fwd_mode"), tid=tensor_id(p, "FWD"), a0=at.x_addr(it, b))
+                              stoch=node.mode("fwd_mode"), tid=tensor_id(p, "FWD"), a0=regions.x_addr(it, b))
                 if self.home.is_remote(it):  # a chunk of the weights at a time, from the neighbour keeping them
                     RemoteWeights(self.plan).remote_fwd(it, b, seed, off, bpiece, d0, dsel, **common)
                 else:
@@ -99,14 +99,14 @@ class Forward(Pass):
                     out = ("X", stage, node.out_words(li))
                 elif kind == "first":
                     if input_sent is not it:  # the second holder computes from it too
-                        em.store("X", at.x_addr(it, b), node.in_words(li) * P, "fwd_out")
-                    em.store("O", at.ob(b), pw * P, "fwd_out")
+                        em.store("X", regions.x_addr(it, b), node.in_words(li) * P, "fwd_out")
+                    em.store("O", regions.ob(b), pw * P, "fwd_out")
                     continue
                 else:
                     out = ("X" if dsel == msgs.DSEL_X else "O", d0, pw)
             buf, addr, words = out
             if nxt is not None:
-                dst = at.x_addr(nxt, b)
+                dst = regions.x_addr(nxt, b)
                 if not (buf == "X" and addr == dst):
                     # a first piece next sends its input on too: in the same STORE
                     sent = node.kind(nxt) == "first"

@@ -131,8 +131,8 @@ class NodePlan:
 def make_plan(j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgrad="batch", bands=0,
               bands_backward=False, placement=None, home_plan=None, b0=0) -> NodePlan:
     """Node ``j``'s plan before any code: O's result slots allocated first (so regions allocated
-    in O later never share their words), every image kept (:func:`~pymtl_fp.cluster.compiler.regions.
-    keep_in_flight` narrows it)."""
+    in O later never share their words), every image kept
+    (:func:`~pymtl_fp.cluster.compiler.regions.keep_in_flight` narrows it)."""
     Ps = tuple(Ps) if Ps is not None else (ecfg.P,) * part.n
     node = NodeSpec(j, ecfg, net, part, cfg, shifts, fmt, Ps, b0)
     opts = Options(int(bool(overlap)), wgrad, bands, bool(bands and bands_backward))
@@ -151,9 +151,10 @@ def make_plan(j, ecfg, net, part, cfg, shifts, fmt, Ps=None, overlap=False, wgra
 
 
 class Pass:
-    """A code-generation pass over one node's plan: its parts as attributes."""
+    """A code-generation pass over one node's plan: its parts as attributes (``node``, ``opts``,
+    ``home``, ``keep``, ``flow``, ``alloc``, ``prog``, ``regions``, and ``em``: the emitter)."""
 
     def __init__(self, plan: NodePlan):
         self.plan = plan
         self.node, self.opts, self.home, self.keep, self.flow = plan.node, plan.opts, plan.home, plan.keep, plan.flow
-        self.alloc, self.prog, self.em, self.at = plan.alloc, plan.prog, plan.emit, plan.regions
+        self.alloc, self.prog, self.em, self.regions = plan.alloc, plan.prog, plan.emit, plan.regions

@@ -88,7 +88,7 @@ class RemoteWeights(Pass):
     def remote_gradient(self, it, seed):
         """Remote item ``it``'s weight gradient over the batch, one output-channel tile at a time
         into a G slot and on to the home (``db`` into the user's B, updated there as before)."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         f, P, B = node.info(it.layer), node.P, node.B
         li, p = it.layer, f["p"]
         sh = node.shifts[node.net.layers[li].name]
@@ -101,12 +101,12 @@ class RemoteWeights(Pass):
         for t in range(KT):
             k0, k1 = t * P, min(K, (t + 1) * P)
             g = self._gstage(t)
-            dy = at.dy_keep(it, 0) + t * ho * wo
+            dy = regions.dy_keep(it, 0) + t * ho * wo
             em.compute("bwd_weight", program.useful_macs("bwd_weight", node.case(it, B, k0, k1)),
                        **node.conv_fields(it, B, k0, k1), hop=hop,
                        shift=sh.wgrad, bshift=sh.bgrad, stoch=node.mode("grad_mode"),
                        seed=slice_seed(seed, k0 * CRS), tid=tensor_id(p, "DW"), btid=tensor_id(p, "DB"),
-                       a0=at.x_addr(it, 0), a1=dy, d0=g, d1=db + t if t == 0 else dys)
+                       a0=regions.x_addr(it, 0), a1=dy, d0=g, d1=db + t if t == 0 else dys)
             if t > 0:  # db with its own seed, as a split piece's
                 Updates(self.plan).db_own_seed(it, B, 0, k0, k1 - k0, dy, db + t, seed, hop=hop)
             with em.tagged((li, "g", t)):

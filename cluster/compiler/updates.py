@@ -24,7 +24,7 @@ class Updates(Pass):
         node = self.node
         f, P, li = node.info(it.layer), node.P, it.layer
         ho, wo = f["ho"], f["wo"]
-        xa = self.at.x_addr(it, b0) if ho * wo <= node.in_words(li) else self.alloc.get("X", f"dbx{li}", n * ho * wo)
+        xa = self.regions.x_addr(it, b0) if ho * wo <= node.in_words(li) else self.alloc.get("X", f"dbx{li}", n * ho * wo)
         self.em.compute("bwd_weight", 0, n=n, c=1, k=kk, ct=1, kt=tiles(kk, P), h=ho, w=wo, ho=ho, wo=wo, r=1, s=1,
                         lgst=0, pad=0, shift=0, bshift=node.shifts[node.net.layers[li].name].bgrad,
                         stoch=node.mode("grad_mode"), seed=slice_seed(wseed, k0), tid=0, btid=tensor_id(f["p"], "DB"),
@@ -34,11 +34,11 @@ class Updates(Pass):
         """The SGD update of item ``it``'s weights (the engine's ``update`` from G) and biases (the
         scalar unit, from the db region of B), rounding with ``wseed``; a split layer's first
         holder then sends its new piece to the second holder."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         P, li, f, kind = node.P, it.layer, node.info(it.layer), node.kind(it)
         p, sh = f["p"], node.shifts[node.net.layers[li].name]
         kk, CRS = it.k1 - it.k0, f["c"] * f["r"] * f["s"]
-        _, wpiece, wwords = at.w_region(it)
+        _, wpiece, wwords = regions.w_region(it)
         g = self.alloc.get("G", f"g{li}", wwords)
         em.compute("update", 0,
                    k=kk, c=f["c"], kt=tiles(kk, P), ct=tiles(f["c"], P), r=f["r"], s=f["s"],
@@ -49,7 +49,7 @@ class Updates(Pass):
         if kind == "first":
             em.store("W", wpiece, wwords * P * P, "fwd_out")
         elif kind == "second":
-            wfull, _, _ = at.w_region(it)
+            wfull, _, _ = regions.w_region(it)
             em.load_from("W", wfull, "fwd_in", (it.k0, f["c"], f["r"], f["s"]), "weight")
 
     def update_bias(self, it, wseed):

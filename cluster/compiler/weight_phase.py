@@ -29,7 +29,7 @@ class WeightPhase(Pass):
 
     def run(self, seed, image=None):
         """The weight gradients and updates of the node's layers: over the whole batch (command
-        field ``n = B``, once per step; the items of :attr:`per_image`: their per-image sums
+        field ``n = B``, once per step; the items of ``keep.per_image``: their per-image sums
         already in B, rounded by the router), or for one ``image`` (a per-image schedule, after its backward
         pass; seeds of :func:`~pymtl_fp.golden.per_image.image_seed`)."""
         node = self.node
@@ -52,7 +52,7 @@ class WeightPhase(Pass):
     def weight_gradient(self, it, seed, image=None):
         """Item ``it``'s weight gradient over the whole batch, or of one ``image`` (a per-image
         schedule), rounded by the engine; then its update."""
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         P = node.P
         B, b0 = (node.B, 0) if image is None else (1, image)
         li, f = it.layer, node.info(it.layer)
@@ -61,7 +61,7 @@ class WeightPhase(Pass):
         kk = it.k1 - it.k0
         CRS = f["c"] * f["r"] * f["s"]
         wseed = seed if image is None else image_seed(seed, image, f["k"] * CRS)
-        _, _, wwords = at.w_region(it)
+        _, _, wwords = regions.w_region(it)
         g = self.alloc.get("G", f"g{li}", wwords)
         db = self.alloc.get("B", f"db{li}", tiles(kk, P))
         case = node.case(it, B, it.k0, it.k1)
@@ -70,13 +70,13 @@ class WeightPhase(Pass):
                    **node.conv_fields(it, B, it.k0, it.k1),
                    shift=sh.wgrad, bshift=sh.bgrad, stoch=node.mode("grad_mode"),
                    seed=slice_seed(wseed, it.k0 * CRS), tid=tensor_id(p, "DW"),
-                   btid=tensor_id(p, "DB"), a0=at.x_addr(it, b0), a1=at.dy_keep(it, b0), d0=g, d1=d1)
+                   btid=tensor_id(p, "DB"), a0=regions.x_addr(it, b0), a1=regions.dy_keep(it, b0), d0=g, d1=d1)
         if it.k0 > 0:
-            self.updates.db_own_seed(it, B, b0, it.k0, kk, at.dy_keep(it, b0), db, wseed)
+            self.updates.db_own_seed(it, B, b0, it.k0, kk, regions.dy_keep(it, b0), db, wseed)
         self.updates.apply_update(it, wseed)
 
     def initial(self, params):
-        node, at, em = self.node, self.at, self.em
+        node, regions, em = self.node, self.regions, self.em
         P = node.P
         for it in node.items:
             if it.pool:
@@ -88,9 +88,9 @@ class WeightPhase(Pass):
             if li in node.part.packed:  # kept in the packed layout (K, C*R*S, 1, 1) on the node
                 w = packing.pack_weight(w)
             if node.kind(it) == "second":
-                em.host_load("W", at.w_region(it)[0], pack_weight(w[: it.k1], P).reshape(-1))
+                em.host_load("W", regions.w_region(it)[0], pack_weight(w[: it.k1], P).reshape(-1))
             elif not self.home.is_remote(it):  # (a remote layer's: the neighbour keeping them loads them)
-                em.host_load("W", at.w_region(it)[1], pack_weight(w[it.k0: it.k1], P).reshape(-1))
+                em.host_load("W", regions.w_region(it)[1], pack_weight(w[it.k0: it.k1], P).reshape(-1))
             em.host_load("B", self.alloc.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                          pack_bias(b[it.k0: it.k1], P).reshape(-1))
         self.remote_weights.hosted_initial(params)
@@ -104,7 +104,7 @@ class WeightPhase(Pass):
             li = it.layer
             em.layer = node.layer_name(it)  # (the trace names compute commands by it)
             if not self.home.is_remote(it):  # (the neighbour keeping them sends them)
-                _, wpiece, wwords = self.at.w_region(it)
+                _, wpiece, wwords = self.regions.w_region(it)
                 em.store("W", wpiece, wwords * P * P, ("host", ("w", li, it.k0, it.k1)))
             em.store("B", self.alloc.get("B", f"b{li}", tiles(it.k1 - it.k0, P)),
                      tiles(it.k1 - it.k0, P) * P, ("host", ("b", li, it.k0, it.k1)))
