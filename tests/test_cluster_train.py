@@ -132,17 +132,18 @@ def test_ring_attaches_the_host_to_node_0_only(data, n):
 
 def test_a_deadlock_names_the_stuck_node(data, monkeypatch):
     from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.compiler.codegen import NodeCodegen
+    from pymtl_fp.cluster.compiler import codegen
 
-    real = NodeCodegen.forward
+    real = codegen.forward
 
-    def broken(self, b, seed, **kw):  # node 0 never sends image 1's output downstream
-        real(self, b, seed, **kw)
-        if self.j == 0 and b == 1:
-            while not (self.ops[-1].kind == isa.STORE and self.ops[-1].dmask & isa.DST_FWD_OUT):
-                self.ops.pop()
-            self.ops.pop()  # the STORE feeding the link
-    monkeypatch.setattr(NodeCodegen, "forward", broken)
+    def broken(plan, b, seed, **kw):  # node 0 never sends image 1's output downstream
+        real(plan, b, seed, **kw)
+        ops = plan.emit.ops
+        if plan.node.j == 0 and b == 1:
+            while not (ops[-1].kind == isa.STORE and ops[-1].dmask & isa.DST_FWD_OUT):
+                ops.pop()
+            ops.pop()  # the STORE feeding the link
+    monkeypatch.setattr(codegen, "forward", broken)
     images, labels = data
     ccfg = ClusterConfig.homogeneous(2, ENGINE)
     with pytest.raises(SimulationHang, match=r"stuck: .*node1: instruction \d+/\d+ [^;]*move fwd_in->din 0/\d+"):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
-from pymtl_fp.cluster.compiler.emit import NodeEmitter
+from pymtl_fp.cluster.compiler.emit import Emitter
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.compiler.schedule import images_in_flight, step_order
 from pymtl_fp.cluster.config import ClusterError, default_link
@@ -106,14 +106,14 @@ def test_mixed_array_sides(data):
 def test_without_acc_the_batch_sums_are_lost(data, monkeypatch):
     """A mutant whose per-image bwd_weight overwrites B's sums (no ``acc``) keeps only the last
     image's gradient: the weights differ from the golden step."""
-    emit = NodeEmitter.compute
+    emit = Emitter.compute
 
     def no_acc(self, op, macs=0, packed=False, **fields):
         if fields.get("acc"):
             fields["acc"] = 0
         return emit(self, op, macs, packed, **fields)
 
-    monkeypatch.setattr(NodeEmitter, "compute", no_acc)
+    monkeypatch.setattr(Emitter, "compute", no_acc)
     images, labels = data
     params = _params()
     run = _run(data, _ccfg(2), "cl", steps=1, check=False)

@@ -32,6 +32,8 @@ not built: nothing in training needs them here.
 from __future__ import annotations
 
 from pymtl_fp.cluster.compiler.dma import slice_seed
+from pymtl_fp.cluster.compiler.plan import Pass
+from pymtl_fp.cluster.compiler.updates import Updates
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import tensor_id
@@ -44,46 +46,50 @@ def collective_sizes(f: dict, it, P: int) -> tuple:
     return kt * P, kt * tiles(f["c"], P) * f["r"] * f["s"] * P * P
 
 
-class NodeCollectives:
-    """Collective code (mixed into the code generator; ``pos``: this node's chain position)."""
+class Collectives(Pass):
+    """Collective code of one node (``pos``: its chain position), and the rounding and update of
+    un-rounded weight-gradient sums."""
 
     def reduce_then_broadcast(self, buf, addr, n, pos, members):
         """This node's part in the all-reduce of ``n`` elements at ``buf@addr`` among the chain
         positions ``members`` (ascending, ``pos`` among them): afterwards its scratch FIFO holds
         the ``n`` sums."""
+        em = self.em
         g, last = members.index(pos), len(members) - 1
         if last:  # the link ports this member's part uses
             ends = {0: ("fwd_out", "bwd_in"), last: ("fwd_in", "bwd_out")}
             self._count_collective(ends.get(g, ("fwd_in", "fwd_out", "bwd_in", "bwd_out")), n)
         if last == 0:
-            self.store(buf, addr, n, "scratch")
+            em.store(buf, addr, n, "scratch")
         elif g == 0:
-            self.store(buf, addr, n, "fwd_out")
-            self.move("bwd_in", "scratch", n)
+            em.store(buf, addr, n, "fwd_out")
+            em.move("bwd_in", "scratch", n)
         elif g < last:  # the reduce forward and the broadcast back at once
-            self.store(buf, addr, n, "scratch")
-            self.relay(n)
+            em.store(buf, addr, n, "scratch")
+            em.relay(n)
         else:
-            self.store(buf, addr, n, "scratch")
-            self.reduce("fwd_in", ("scratch", "bwd_out"), n)
+            em.store(buf, addr, n, "scratch")
+            em.reduce("fwd_in", ("scratch", "bwd_out"), n)
 
     def _count_collective(self, ports, n):
-        if self.counting:
+        if self.em.counting:
             for port in ports:
                 self.prog.collective_elems[port] = self.prog.collective_elems.get(port, 0) + n
 
     def pass_collective(self, n):
         """Forward an all-reduce of ``n`` elements between two members on either side."""
+        em = self.em
         self._count_collective(("fwd_in", "fwd_out", "bwd_in", "bwd_out"), n)
-        self.move("fwd_in", "fwd_out", n)
-        self.move("bwd_in", "bwd_out", n)
+        em.move("fwd_in", "fwd_out", n)
+        em.move("bwd_in", "bwd_out", n)
 
     # ---- the weight gradients of a replica ----------------------------------------------------
     def raw_regions(self, it):
         """B regions of item ``it``'s un-rounded ``dw`` (the G layout, a row per word) and ``db``."""
-        _, _, wwords = self.w_region(it)
-        return (self.A.get("B", f"rawdw{it.layer}", wwords * self.P),
-                self.A.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, self.P)))
+        node = self.node
+        _, _, wwords = self.regions.w_region(it)
+        return (self.alloc.get("B", f"rawdw{it.layer}", wwords * node.P),
+                self.alloc.get("B", f"rawdb{it.layer}", tiles(it.k1 - it.k0, node.P)))
 
     def raw_gradients(self, b=0, n=None, items=None, first_first=False):
         """``bwd_weight`` with ``raw = 1`` over images ``b .. b + n - 1`` (default: the node's whole
@@ -91,65 +97,70 @@ class NodeCollectives:
         order their backward passes finish; ``first_first``: the node's first item first, whose
         input slot the next image's input reuses); from the second image of a step on (``b > 0``)
         each adds its sums to those already in B (``acc = 1``)."""
-        n = self.B if n is None else n
-        for it in (self.items if first_first else reversed(self.items)):
+        node, regions, em = self.node, self.regions, self.em
+        n = node.B if n is None else n
+        for it in (node.items if first_first else reversed(node.items)):
             if it.pool or (items is not None and it not in items):
                 continue
-            self.layer = self.net.layers[it.layer].name  # (the trace names compute commands by it)
+            em.layer = node.layer_name(it)  # (the trace names compute commands by it)
             raw_w, raw_b = self.raw_regions(it)
-            case = self.case(it, n, it.k0, it.k1)
-            self.compute("bwd_weight", program.useful_macs("bwd_weight", case), it.layer in self.part.packed,
-                         **self.conv_fields(it, n, it.k0, it.k1), raw=1, acc=int(b > 0), a0=self.x_addr(it, b),
-                         a1=self.dy_keep(it, b), d0=raw_w, d1=raw_b)
+            case = node.case(it, n, it.k0, it.k1)
+            em.compute("bwd_weight", program.useful_macs("bwd_weight", case), it.layer in node.part.packed,
+                       **node.conv_fields(it, n, it.k0, it.k1), raw=1, acc=int(b > 0), a0=regions.x_addr(it, b),
+                       a1=regions.dy_keep(it, b), d0=raw_w, d1=raw_b)
 
     def reduce_and_update(self, it, seed, pos, members):
         """All-reduce item ``it``'s partial sums with the other replicas' (``db``, then ``dw``),
         round them once into the db region of B and into G, and update the weights and biases."""
-        f, kk = self.info(it.layer), it.k1 - it.k0
+        node = self.node
+        f, kk = node.info(it.layer), it.k1 - it.k0
         raw_w, raw_b = self.raw_regions(it)
-        nb, nw = collective_sizes(f, it, self.P)
+        nb, nw = collective_sizes(f, it, node.P)
         self.reduce_then_broadcast("B", raw_b, nb, pos, members)
         self._round_db(it, seed, nb)
         self.reduce_then_broadcast("B", raw_w, nw, pos, members)
         self._round_dw(it, seed, 0, kk, nw)
-        self.apply_update(it, seed)
+        Updates(self.plan).apply_update(it, seed)
 
     def round_and_update(self, it, seed):
         """Round one node's un-rounded sums of item ``it`` (its per-image weight gradients, summed in
         B) through the router's ``REQUANT`` into the db region of B and into G, one output-channel
         tile of ``dw`` at a time (each with its slice seed, as a piece of a split layer rounds), so
         the scratch FIFO holds two tiles' elements at most; then update the weights and biases."""
-        P, f, kk = self.P, self.info(it.layer), it.k1 - it.k0
+        node, em = self.node, self.em
+        P, f, kk = node.P, node.info(it.layer), it.k1 - it.k0
         raw_w, raw_b = self.raw_regions(it)
         nb, _ = collective_sizes(f, it, P)
-        self.store("B", raw_b, nb, "scratch")
+        em.store("B", raw_b, nb, "scratch")
         self._round_db(it, seed, nb)
         per_kt = tiles(f["c"], P) * f["r"] * f["s"]  # G words of one output-channel tile
         for t in range(tiles(kk, P)):
-            self.store("B", raw_w + t * per_kt * P, per_kt * P * P, "scratch")
+            em.store("B", raw_w + t * per_kt * P, per_kt * P * P, "scratch")
             self._round_dw(it, seed, t * P, min(P, kk - t * P), per_kt * P * P)
-        self.apply_update(it, seed)
+        Updates(self.plan).apply_update(it, seed)
 
     def _round_db(self, it, seed, n):
         """REQUANT the scratch FIFO's ``n`` summed ``db`` elements of item ``it`` (its slice seed)
         into its db region of B."""
         li, kk = it.layer, it.k1 - it.k0
         self._requant_sums(it, n, "B", (kk, 1, 1, 1), "DB", seed, it.k0)
-        self.load("B", self.A.get("B", f"db{li}", tiles(kk, self.P)), n, "scratch")
+        self.em.load("B", self.alloc.get("B", f"db{li}", tiles(kk, self.node.P)), n, "scratch")
 
     def _round_dw(self, it, seed, k0, kk, n):
         """REQUANT the scratch FIFO's ``n`` summed ``dw`` elements of item ``it``'s output channels
         ``k0 .. k0 + kk - 1`` (whole tiles from ``k0``, a multiple of ``P``; their slice seed) into G."""
-        f, P = self.info(it.layer), self.P
+        node = self.node
+        f, P = node.info(it.layer), node.P
         self._requant_sums(it, n, "G", (kk, f["c"], f["r"], f["s"]), "DW", seed, (it.k0 + k0) * f["c"] * f["r"] * f["s"])
-        _, _, wwords = self.w_region(it)
+        _, _, wwords = self.regions.w_region(it)
         per_kt = tiles(f["c"], P) * f["r"] * f["s"]
-        self.load("G", self.A.get("G", f"g{it.layer}", wwords) + (k0 // P) * per_kt, n, "scratch")
+        self.em.load("G", self.alloc.get("G", f"g{it.layer}", wwords) + (k0 // P) * per_kt, n, "scratch")
 
     def _requant_sums(self, it, n, layout, shape, what, seed, offset):
         """The router's REQUANT of ``n`` sums of item ``it``'s gradient ``what`` (``DW`` / ``DB``)."""
-        f = self.info(it.layer)
-        sh = self.shifts[self.net.layers[it.layer].name]
-        self.layer = self.net.layers[it.layer].name
-        self.requant(n, layout, shape, sh.wgrad if what == "DW" else sh.bgrad, self.mode("grad_mode"),
-                     slice_seed(seed, offset), tensor_id(f["p"], what), self.fmt.wgrad.bits)
+        node, em = self.node, self.em
+        f = node.info(it.layer)
+        sh = node.shifts[node.net.layers[it.layer].name]
+        em.layer = node.layer_name(it)
+        em.requant(n, layout, shape, sh.wgrad if what == "DW" else sh.bgrad, node.mode("grad_mode"),
+                   slice_seed(seed, offset), tensor_id(f["p"], what), node.fmt.wgrad.bits)

@@ -8,8 +8,9 @@ global controller).  A training run is ``init; loop(steps){one step}; final; HAL
 weights come from the host side channel, the step body runs ``steps`` times with rounding seeds
 relative to the step (``seedstep``), the final weights go back to the host.
 
-Modules: :mod:`~pymtl_fp.cluster.compiler.codegen` (per-node code generation, with
-:mod:`~pymtl_fp.cluster.compiler.regions` and :mod:`~pymtl_fp.cluster.compiler.emit`),
+Modules: :mod:`~pymtl_fp.cluster.compiler.codegen` (per-node code generation: passes over a
+:class:`~pymtl_fp.cluster.compiler.plan.NodePlan`, with :mod:`~pymtl_fp.cluster.compiler.regions` and
+:mod:`~pymtl_fp.cluster.compiler.emit`),
 :mod:`~pymtl_fp.cluster.compiler.buffers` (the buffer plan), :mod:`~pymtl_fp.cluster.compiler.schedule` (the order of
 image passes), :mod:`~pymtl_fp.cluster.compiler.dma` (slice seeds, relayout), and here
 :func:`compile_cluster` (the programs, checked against every node's buffers before any
@@ -23,12 +24,17 @@ import functools
 import numpy as np
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.compiler import codegen
 from pymtl_fp.cluster.compiler.bands import check_bands
 from pymtl_fp.cluster.compiler.buffers import pow2_at_least
-from pymtl_fp.cluster.compiler.codegen import NodeCodegen
+from pymtl_fp.cluster.compiler.collectives import Collectives
 from pymtl_fp.cluster.compiler.partition import layer_info, partition
+from pymtl_fp.cluster.compiler.plan import make_plan
 from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
+from pymtl_fp.cluster.compiler.regions import keep_in_flight
+from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
+from pymtl_fp.cluster.compiler.weight_phase import WeightPhase
 from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, check_links, place_weights
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
@@ -134,38 +140,40 @@ def _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, 
     band_images = None if bands_all else [fill_passes(schedule, j, part.n, part.batch) for j in range(part.n)]
     args = (net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
             band_images, placement)
-    nodes, gens, prev_sent = [], [], {}
+    nodes, plans, prev_sent = [], [], {}
     passes = []  # each node's modelled forward and backward compute per image
     for j in range(part.n):
-        nd = _emit_node(j, prev_sent, None, *args, upstream_passes=passes[j - 1] if j else 0)
-        nodes.append(nd.prog)
-        gens.append(nd)
-        prev_sent = nd.sent
-        passes.append(nd.prog.image_compute("fwd", "bwd") // part.batch)
+        plan = _emit_node(j, prev_sent, None, *args, upstream_passes=passes[j - 1] if j else 0)
+        nodes.append(plan.prog)
+        plans.append(plan)
+        prev_sent = plan.flow.sent
+        passes.append(plan.prog.image_compute("fwd", "bwd") // part.batch)
     if placement:
         for h in sorted({h for h in placement.homes.values()}):
             u = placement.hosted(h)[0][0]  # (a home keeps one user's layers)
-            plan = HomePlan.from_log(u, h, gens[u].link_log)
-            nd = _emit_node(h, gens[h - 1].sent if h else {}, plan, *args, upstream_passes=passes[h - 1] if h else 0)
-            nodes[h], gens[h] = nd.prog, nd
+            home_plan = HomePlan.from_log(u, h, plans[u].home.link_log)
+            plan = _emit_node(h, plans[h - 1].flow.sent if h else {}, home_plan, *args,
+                              upstream_passes=passes[h - 1] if h else 0)
+            nodes[h], plans[h] = plan.prog, plan
         for (u, _), h in placement.homes.items():
-            check_links(gens[u].link_log, gens[h].link_log, u, h)
+            check_links(plans[u].home.link_log, plans[h].home.link_log, u, h)
     return nodes
 
 
-def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands,
-               bands_backward, band_images, placement, upstream_passes=0):
-    """Node ``j``'s code generator, its program emitted (``upstream_passes``: node ``j - 1``'s
-    modelled forward and backward compute per image, :meth:`NodeCodegen.backward`)."""
+def _emit_node(j, prev_sent, home_plan, net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad,
+               bands, bands_backward, band_images, placement, upstream_passes=0):
+    """Node ``j``'s plan, its program emitted by the passes (``upstream_passes``: node ``j - 1``'s
+    modelled forward and backward compute per image, :func:`~pymtl_fp.cluster.compiler.hoist.beside_weight_gradients`)."""
     per_image = schedule in PER_IMAGE
-    nd = NodeCodegen(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
-                     wgrad, bands, bands_backward, placement, plan)
-    nd.band_images = band_images
-    nd.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
-    nd.upstream_passes = upstream_passes
+    plan = make_plan(j, ccfg.engines[j], net, part, tcfg, shifts, fmt, [e.P for e in ccfg.engines], overlap,
+                     wgrad, bands, bands_backward, placement, home_plan)
+    plan.opts.band_images = band_images
+    plan.flow.upstream_sent = prev_sent  # (the pieces node j-1's banded forward passes sent, in order)
+    plan.flow.upstream_passes = upstream_passes
     if per_image or wgrad != "batch":  # an image's tensors are freed with its weight gradients
-        nd.keep_in_flight(schedule)
-    seed = begin_step(nd, params)
+        keep_in_flight(plan, schedule)
+    em = plan.emit
+    seed = begin_step(plan, params)
     order = step_order(schedule, j, part.n, part.batch)
     received = set()
     wg_due = None  # an image whose weight gradients follow the next forward pass
@@ -174,39 +182,39 @@ def _emit_node(j, prev_sent, plan, net, ccfg, part, params, tcfg, fmt, shifts, s
         early = (fwd_at, wgi_at) if wgi_at is not None and schedule == "1f1b" else None
         wgi_at = None
         if kind == "fwd":
-            fwd_at = len(nd.ops)
-            nd.phase = "fwd"
-            nd.forward(b, seed, received=b in received)
+            fwd_at = len(em.ops)
+            em.phase = "fwd"
+            codegen.forward(plan, b, seed, received=b in received)
         else:
             if b == 0:
-                nd.mark(MARK_BWD)
-            nd.phase = "bwd"
+                em.mark(MARK_BWD)
+            em.phase = "bwd"
             then = None
             # (not under sgd: the next input exists only once this image's gradient has gone back)
             if i + 1 < len(order) and order[i + 1][0] == "fwd" and schedule != "sgd":
                 nb = order[i + 1][1]
                 received.add(nb)
-                then = functools.partial(nd.receive, nb)
-            nd.backward(b, seed, then, early)
-        nd.done_mark(done_id(kind, b))
-        if kind == "bwd" and not per_image and nd.per_image:  # the image's exact sums added to B ...
+                then = functools.partial(codegen.receive, plan, nb)
+            codegen.backward(plan, b, seed, then, early)
+        em.done_mark(done_id(kind, b))
+        if kind == "bwd" and not per_image and plan.keep.per_image:  # the image's exact sums added to B ...
             wg_due = b
         if wg_due is not None and (kind == "fwd" or i + 1 == len(order) or order[i + 1][0] != "fwd"):
             # ... after the forward pass that follows its backward pass (which the next node
             # waits for; its slots: images_in_flight(late_wgrad=True)), if one does
-            nd.phase = "wgi"
-            wgi_at = len(nd.ops)
-            nd.raw_gradients(wg_due, 1, nd.per_image, first_first=kind == "fwd")
+            em.phase = "wgi"
+            wgi_at = len(em.ops)
+            Collectives(plan).raw_gradients(wg_due, 1, plan.keep.per_image, first_first=kind == "fwd")
             wg_due = None
         if kind == "bwd" and per_image:  # the node's layers updated at once
-            nd.phase = "upd"
-            nd.weight_phase(seed, image=b)
-    nd.phase = "wg"
-    nd.mark(MARK_WG)
+            em.phase = "upd"
+            WeightPhase(plan).run(seed, image=b)
+    em.phase = "wg"
+    em.mark(MARK_WG)
     if not per_image:
-        nd.weight_phase(seed)
-    end_step(nd, steps)
-    return nd
+        WeightPhase(plan).run(seed)
+    end_step(plan, steps)
+    return plan
 
 
 def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: str = "1f1b",
@@ -274,40 +282,42 @@ def check_training(net, tcfg, steps: int, batch: int) -> tuple:
     return fmt, shifts
 
 
-def begin_step(nd, params) -> int:
-    """Emit node ``nd``'s initial weights and open the step loop (marked ``step``); returns the
-    step's rounding seed (relative: the loop's ``seedstep`` adds the iteration)."""
-    nd.initial(params)
-    nd.prog.compute_cycles = nd.prog.io_cycles = nd.prog.macs = 0
-    nd.prog.phase_compute = {}
-    nd.link = {}
+def begin_step(plan, params) -> int:
+    """Emit the initial weights of node ``plan`` and open the step loop (marked ``step``); returns
+    the step's rounding seed (relative: the loop's ``seedstep`` adds the iteration)."""
+    em, prog = plan.emit, plan.prog
+    WeightPhase(plan).initial(params)
+    prog.compute_cycles = prog.io_cycles = prog.macs = 0
+    prog.phase_compute = {}
+    em.link = {}
     # one step, in a loop run `steps` times: seeds relative to the step (seedstep)
-    nd.in_loop = True
-    nd.flush_marks()
-    nd.loop_start = len(nd.ops)
-    nd.mark(MARK_STEP)
-    return step_seed(nd.cfg.seed, nd.cfg.step)
+    em.in_loop = True
+    em.flush_marks()
+    em.loop_start = len(em.ops)
+    em.mark(MARK_STEP)
+    return step_seed(plan.node.cfg.seed, plan.node.cfg.step)
 
 
-def end_step(nd, steps: int) -> NodeProgram:
-    """Close node ``nd``'s step loop (``steps`` iterations), emit the final weights to the host and
-    HALT; returns its program."""
-    nd.end_hosting()  # (the weight chunks a neighbour still needs this step)
-    nd.flush_marks()
-    start, last = nd.loop_start, len(nd.ops) - 1
-    nd.ops[last] = nd.ops[last].with_(lend=1, lcount=steps, ltarget=start)
-    nd.prog.loop = (start, last)
-    nd.in_loop = False
-    nd.counting = False
-    nd.mark(MARK_END)
-    nd.final()
-    nd.emit(isa.Instr(isa.HALT))
-    nd.prog.link_elems = dict(nd.link)
-    nd.prog.scratch_peak = nd.scratch_peak
-    if len(nd.ops) > (1 << isa.PC_BITS):
-        raise ClusterError(f"node {nd.prog.node}: the program has {len(nd.ops)} instructions; the sequencer "
+def end_step(plan, steps: int) -> NodeProgram:
+    """Close node ``plan``'s step loop (``steps`` iterations), emit the final weights to the host
+    and HALT; returns its program."""
+    em, prog = plan.emit, plan.prog
+    RemoteWeights(plan).end_hosting()  # (the weight chunks a neighbour still needs this step)
+    em.flush_marks()
+    start, last = em.loop_start, len(em.ops) - 1
+    em.ops[last] = em.ops[last].with_(lend=1, lcount=steps, ltarget=start)
+    prog.loop = (start, last)
+    em.in_loop = False
+    em.counting = False
+    em.mark(MARK_END)
+    WeightPhase(plan).final()
+    em.emit(isa.Instr(isa.HALT))
+    prog.link_elems = dict(em.link)
+    prog.scratch_peak = em.scratch_peak
+    if len(em.ops) > (1 << isa.PC_BITS):
+        raise ClusterError(f"node {prog.node}: the program has {len(em.ops)} instructions; the sequencer "
                            f"addresses at most {1 << isa.PC_BITS}")
-    return nd.prog
+    return prog
 
 
 def check_beats(nodes: list, lanes: int) -> None:

@@ -1,8 +1,8 @@
-"""The code generator's primitive sequences: node-program instructions
+"""The primitive sequences code-generation passes emit: node-program instructions
 (:mod:`pymtl_fp.cluster.isa`) for LOADs, STOREs, copies, relayouts, compute commands, bias
 updates, link pass-through, marks, and the host's side-channel data.
 
-:class:`NodeEmitter` keeps, besides the instruction list, what the rest of the system needs to
+:class:`Emitter` keeps, besides the instruction list, what the rest of the system needs to
 know about the program: the values the host streams to the node (``host_in``: initial weights,
 in program order), the keys of what the node streams back (``host_out``: ``(key, elements)`` in
 program order), the gather tables of its relayouts, the scratch FIFO's peak occupancy (the
@@ -33,12 +33,19 @@ def _dsts(dst) -> tuple:
     return dsts, sum(DST[d] for d in dsts)
 
 
-class NodeEmitter:
-    """Instruction emission (mixed into the code generator, which sets ``ecfg``, ``P``, ``j``,
-    ``ovl``, ``A``, ``prog`` and the counting state)."""
+class Emitter:
+    """The instruction list of one node's program and the primitive sequences that append to it
+    (``node``: the :class:`~pymtl_fp.cluster.compiler.geometry.NodeSpec`; ``prog``: the program whose
+    ``ops`` it builds; ``alloc``: the buffer plan; ``ovl``: commands may overlap).  Its state: the
+    marks waiting for an instruction, the scratch FIFO's occupancy, the gather tables, whether
+    per-step figures are counted (``counting``), the ``phase`` and ``layer`` compute commands are
+    counted and named under, the step loop (``in_loop``, ``loop_start``) and the tags of
+    instructions that move a layer kept by a neighbour."""
 
-    def _init_emitter(self):
-        self.ops = self.prog.ops
+    def __init__(self, node, prog, alloc, ovl):
+        self.node, self.prog, self.alloc, self.ovl = node, prog, alloc, ovl
+        self.P, self.j, self.ecfg = node.P, node.j, node.ecfg
+        self.ops = prog.ops
         self.pend_mark = 0
         self.pend_done = 0
         self.scratch = 0       # elements the scratch FIFO holds once every move so far is done
@@ -46,6 +53,9 @@ class NodeEmitter:
         self.tables = {}       # (kind, shape, pa, pb) -> (tbase, tlen)
         self.counting = True
         self.phase = "init"
+        self.layer = ""        # the layer compute commands are named by (the trace's notes)
+        self.in_loop = False
+        self.loop_start = 0
         self.link = {}
         #: id(instruction) -> what it moves for a layer kept by a neighbour (a weight chunk or a
         #: gradient tile, :mod:`~pymtl_fp.cluster.compiler.weights_home`); the instructions being emitted get
@@ -92,11 +102,11 @@ class NodeEmitter:
         if self.scratch < 0:
             raise ClusterError(f"node {self.j}: compiled a LOAD of more elements than the scratch FIFO holds")
 
-    def _io(self, n):
+    def count_io(self, n):
         if self.counting:
             self.prog.io_cycles += n
 
-    def _count_link(self, port, n):
+    def count_link(self, port, n):
         if self.counting and port in LINKS:
             self.link[port] = self.link.get(port, 0) + n
 
@@ -104,8 +114,8 @@ class NodeEmitter:
     def load(self, buf, addr, n, src):
         """LOAD ``n`` elements from ``src`` (``fwd_in``, ``bwd_in``, ``scratch`` or ``host``)."""
         self.emit(isa.load(SRC[src], target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl))
-        self._io(timing.load_cycles(n, self.ecfg.stream_lanes))
-        self._count_link(src, n)
+        self.count_io(timing.load_cycles(n, self.ecfg.stream_lanes))
+        self.count_link(src, n)
         if src == "scratch":
             self._scratch(-n)
 
@@ -113,7 +123,7 @@ class NodeEmitter:
         """STORE ``n`` elements to ``dst``: ``fwd_out``, ``bwd_out``, ``scratch``, ``("host", key)``
         or a tuple of some of them (each gets every element)."""
         if buf == "O":  # O holds one result (two with overlap) at a time: its size is what is read back
-            self.A.top["O"] = max(self.A.top["O"], addr + -(-n // self.P))
+            self.alloc.top["O"] = max(self.alloc.top["O"], addr + -(-n // self.P))
         dsts = dst if isinstance(dst, tuple) and dst[0] != "host" else (dst,)
         mask = 0
         for d in dsts:
@@ -122,11 +132,11 @@ class NodeEmitter:
                 self.prog.host_out.append((d[1], n))
             else:
                 mask |= DST[d]
-                self._count_link(d, n)
+                self.count_link(d, n)
                 if d == "scratch":
                     self._scratch(n)
         self.emit(isa.store(mask, target=BUF_ID[buf], addr=addr, count=n, ovl=self.ovl))
-        self._io(timing.store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P, self.ecfg.stream_lanes))
+        self.count_io(timing.store_cycles(n, self.P * self.P if buf in ("W", "G") else self.P, self.ecfg.stream_lanes))
 
     def copy(self, sbuf, saddr, dbuf, daddr, n, also=None):
         """Copy through the DMA's scratch FIFO; ``also``: a link the elements are sent on too."""
@@ -143,9 +153,9 @@ class NodeEmitter:
         a name or a tuple of names): the board forwards them, keeping a copy."""
         dsts, mask = _dsts(dst)
         self.emit(isa.move(SRC[src], mask, n))
-        self._count_link(src, n)
+        self.count_link(src, n)
         for d in dsts:
-            self._count_link(d, n)
+            self.count_link(d, n)
             if d == "scratch":
                 self._scratch(n)
 
@@ -154,25 +164,25 @@ class NodeEmitter:
         ``dst`` (a link output and/or the scratch FIFO's tail)."""
         dsts, mask = _dsts(dst)
         self.emit(isa.reduce_(SRC[src], mask, n))
-        self._count_link(src, n)
+        self.count_link(src, n)
         for d in dsts:
-            self._count_link(d, n)
+            self.count_link(d, n)
         self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
-        self._io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
+        self.count_io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
 
     def relay(self, n):
         """An all-reduce's middle member: ``n`` elements of fwd_in plus the scratch FIFO's head to
         fwd_out, and ``n`` of bwd_in to bwd_out and the scratch FIFO's tail, at once."""
         self.emit(isa.relay(n))
         for port in ("fwd_in", "fwd_out", "bwd_in", "bwd_out"):
-            self._count_link(port, n)
-        self._io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
+            self.count_link(port, n)
+        self.count_io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
 
     def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or
         B, the tensor ``shape``)."""
         self.emit(isa.requant(n, layout, shape, self.P, shift, stoch, seed, tid, bits).with_(seedstep=int(self.in_loop)))
-        self._io(n + 2)
+        self.count_io(n + 2)
         self._scratch(0, peak=self.scratch + n)  # (the unit appends its n results before it drops its input)
 
     def load_from(self, buf, addr, src, shape, kind="act"):
@@ -180,13 +190,13 @@ class NodeEmitter:
         arriving on link ``src`` into ``buf`` at ``addr`` in this node's layout; when the
         producer's ``P`` differs, staged raw in O, streamed to the scratch FIFO, gathered into this
         node's layout by the GATHER unit (:mod:`pymtl_fp.cluster.compiler.dma`) and LOADed from there."""
-        pa, pb = self.src_P(src), self.P
+        pa, pb = self.node.src_P(src), self.P
         n_b = elems(kind, shape, pb)
         if pa == pb:
             self.load(buf, addr, n_b, src)
             return
         n_a = elems(kind, shape, pa)
-        stage = self.A.get("O", f"stage:{kind}{tuple(shape)}", tiles(n_a, pb))
+        stage = self.alloc.get("O", f"stage:{kind}{tuple(shape)}", tiles(n_a, pb))
         self.load("O", stage, n_a, src)
         self.store("O", stage, n_a, "scratch")
         key = (kind, tuple(int(v) for v in shape), pa, pb)
@@ -217,7 +227,7 @@ class NodeEmitter:
         ins = isa.eng(**f).with_(seedstep=int(self.in_loop))
         cycles = self.command_cycles(full)
         self.prog.longest_command = max(self.prog.longest_command, cycles)
-        self.prog.notes[len(self.ops)] = getattr(self, "layer", "")
+        self.prog.notes[len(self.ops)] = self.layer
         if packed:
             self.prog.useful_macs[len(self.ops)] = macs
         self.emit(ins)

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pymtl_fp.cluster.compiler.collectives import collective_sizes
+from pymtl_fp.cluster.compiler import codegen
+from pymtl_fp.cluster.compiler.collectives import Collectives, collective_sizes
 from pymtl_fp.cluster.compiler.compile import (
     begin_step,
     check_beats,
@@ -52,6 +53,7 @@ from pymtl_fp.cluster.compiler.compile import (
 )
 from pymtl_fp.cluster.compiler.partition import Partition, layer_info
 from pymtl_fp.cluster.compiler.partition import partition as make_partition
+from pymtl_fp.cluster.compiler.plan import make_plan
 from pymtl_fp.cluster.compiler.program import ClusterProgram
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_WG, done_id
@@ -151,8 +153,6 @@ def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, o
 
 
 def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool, pack: str = "off"):
-    from pymtl_fp.cluster.compiler.codegen import NodeCodegen
-
     fmt, shifts = check_training(net, tcfg, steps, rep.batch)
     parts = replica_partitions(net, ccfg, rep, pack)
     P, m = ccfg.P, rep.size
@@ -165,40 +165,41 @@ def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: 
         later, earlier = rep.first(g), sum(rep.shares[:g])  # images before / after the replica's
         for s in range(m):
             j = g * m + s
-            nd = NodeCodegen(s, ccfg.engines[j], net, parts[g], tcfg, shifts, fmt, [P] * m, overlap)
-            nd.prog.node, nd.b0, S = j, rep.first(g), rep.shares[g]
-            seed = begin_step(nd, params)
-            nd.phase = "fwd"
+            plan = make_plan(s, ccfg.engines[j], net, parts[g], tcfg, shifts, fmt, [P] * m, overlap, b0=rep.first(g))
+            plan.prog.node, S, em = j, rep.shares[g], plan.emit
+            seed = begin_step(plan, params)
+            em.phase = "fwd"
             if later:
-                nd.move("fwd_in", "fwd_out", later * img_elems)
+                em.move("fwd_in", "fwd_out", later * img_elems)
             for b in range(S):
-                nd.forward(b, seed)
-                nd.done_mark(done_id("fwd", nd.b0 + b))
+                codegen.forward(plan, b, seed)
+                em.done_mark(done_id("fwd", rep.first(g) + b))
             if earlier:
-                nd.move("fwd_in", "fwd_out", earlier * logit_elems)
-            nd.mark(MARK_BWD)
-            nd.phase = "bwd"
+                em.move("fwd_in", "fwd_out", earlier * logit_elems)
+            em.mark(MARK_BWD)
+            em.phase = "bwd"
             if s == m - 1:  # the share's loss gradients first, so the others' pass at once
-                last = nd.items[-1]
+                last = plan.node.items[-1]
                 for b in range(S):
-                    nd.load("D", nd.dy_keep(last, b), logit_elems, "bwd_in")
-                nd.dy_loaded = True
+                    em.load("D", plan.regions.dy_keep(last, b), logit_elems, "bwd_in")
+                plan.flow.dy_loaded = True
             if earlier:
-                nd.move("bwd_in", "bwd_out", earlier * logit_elems)
+                em.move("bwd_in", "bwd_out", earlier * logit_elems)
             for b in range(S):
-                nd.backward(b, seed)
-                nd.done_mark(done_id("bwd", nd.b0 + b))
-            nd.phase = "wg"
-            nd.mark(MARK_WG)
-            nd.raw_gradients()
+                codegen.backward(plan, b, seed)
+                em.done_mark(done_id("bwd", rep.first(g) + b))
+            em.phase = "wg"
+            em.mark(MARK_WG)
+            collectives = Collectives(plan)
+            collectives.raw_gradients()
             for stage, it in order:
                 members = rep.members(stage)
                 if stage == s:
-                    nd.reduce_and_update(it, seed, j, members)
+                    collectives.reduce_and_update(it, seed, j, members)
                 elif members[0] < j < members[-1]:
                     for n in collective_sizes(layer_info(net, it.layer, it.layer in parts[0].packed), it, P):
-                        nd.pass_collective(n)
-            nodes.append(end_step(nd, steps))
+                        collectives.pass_collective(n)
+            nodes.append(end_step(plan, steps))
     check_fit(nodes, rep.batch)
     check_beats(nodes, ccfg.lanes)
     return ClusterProgram(nodes, img_elems, logit_elems, (K, ho, wo), steps, rep.batch, bool(overlap), "gpipe",

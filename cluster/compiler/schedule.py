@@ -117,9 +117,10 @@ def images_in_flight(schedule: str, j: int, n: int, batch: int, early_receive: b
     weight gradients) it has not finished, in :func:`step_order`: the slots a node needs for what an
     image keeps until its backward pass (its layers' inputs, the pools' argmaxes) when nothing waits
     for the batch's end.  ``early_receive``: the next forward pass's input is LOADed during the
-    backward pass before it (as :meth:`NodeCodegen.backward` emits it, except under ``sgd``), so it
-    takes a slot one pass early.  ``late_wgrad``: an image's weight gradients run after the forward
-    pass that follows its backward pass (``--wgrad image``), so it keeps its slot until then."""
+    backward pass before it (as :func:`~pymtl_fp.cluster.compiler.codegen.backward` emits it, except
+    under ``sgd``), so it takes a slot one pass early.  ``late_wgrad``: an image's weight gradients
+    run after the forward pass that follows its backward pass (``--wgrad image``), so it keeps its
+    slot until then."""
     order = step_order(schedule, j, n, batch)
     live, peak, due = 0, 0, 0
     for i, (kind, _) in enumerate(order):

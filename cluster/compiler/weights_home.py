@@ -27,7 +27,7 @@ The link order.  The home's weight chunks share the link with what the home alre
 user (activations on the forward link, gradients on the backward one), and the user LOADs
 everything in its program's order.  :class:`HomePlan` reads the user's step (its link events,
 recorded as it is compiled), and the home's code generator
-(:meth:`~pymtl_fp.cluster.compiler.remote_weights.NodeRemoteWeights.end_hosting`) places each chunk's STOREs
+(:meth:`~pymtl_fp.cluster.compiler.remote_weights.RemoteWeights.end_hosting`) places each chunk's STOREs
 in the home's step as late as they may go: before the home's next send that the user LOADs after
 the chunk, and before the home LOADs anything the user sends only after it has the chunk, so
 neither node waits for the other forever.  A chunk with no such place is refused at compile time
@@ -199,7 +199,7 @@ class HomePlan:
     it must go: after ``N`` of the home's other elements towards the user (what the user LOADs
     before it) and before the home LOADs element ``E`` of what the user sends back (the first the
     user sends after it).  The home's code generator places them
-    (:meth:`~pymtl_fp.cluster.compiler.remote_weights.NodeRemoteWeights.end_hosting`)."""
+    (:meth:`~pymtl_fp.cluster.compiler.remote_weights.RemoteWeights.end_hosting`)."""
 
     user: int
     home: int
