@@ -29,6 +29,7 @@ input never does), and whether a move pays is the caller's choice too.
 from __future__ import annotations
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cost.engine import stream_beats
 from pymtl_fp.engine import msgs
 
 #: instructions a block of LOADs may be moved across
@@ -110,5 +111,4 @@ def compute_cycles(nd, lo: int, hi: int) -> int:
 
 def stream_cycles(nd, lo: int, hi: int) -> int:
     """The cycles the LOADs of ``nd.ops[lo:hi]`` take at one beat of ``stream_lanes`` a cycle."""
-    E = nd.ecfg.stream_lanes
-    return sum(-(-ins.count // E) for ins in nd.ops[lo:hi] if ins.kind == isa.LOAD)
+    return sum(stream_beats(ins.count, nd.ecfg.stream_lanes) for ins in nd.ops[lo:hi] if ins.kind == isa.LOAD)

@@ -259,17 +259,16 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     if op in ("fwd", "bwd_data", "bwd_weight"):
         f = dict(conv_geometry(P, op, case), raw=int(case.get("raw", 0)), acc=int(case.get("acc", 0)),
                  bp=int(case.get("bp", 0)))
-        steps = timing.compute_cycles(P, op, f, cfg.drain_rows)
     elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        steps = timing.pool_cycles(P, n, c, ho, wo, pk)
+        f = dict(n=n, ct=timing.cdiv(c, P), ho=ho, wo=wo, pk=pk)
     else:
         k, c, r, s = case["w"].shape
-        steps = timing.update_cycles(P, k, c, r, s)
-    return steps + cfg.wb_latency + cfg.cmd_latency
+        f = dict(kt=timing.cdiv(k, P), ct=timing.cdiv(c, P), r=r, s=s)
+    return timing.compute_cycles(P, op, f, cfg.drain_rows, cfg.wb_latency, cfg.cmd_latency)
 
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp import timing
+from pymtl_fp.cost.layer import packs
 from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
 
@@ -456,10 +457,10 @@ class Chain:
 
     def tap_packed(self, u: int, P: int) -> bool:
         """Does unit ``u``'s MAC layer run tap-packed on ``P x P`` engines?  As
-        :func:`pymtl_fp.timing.explore_layer_cycles` decides for the cycles (and the cluster's
+        :func:`pymtl_fp.cost.layer.engine_layer_cycles` decides for the cycles (and the cluster's
         ``--tap-pack auto``): a conv fed by the network input alone, when packing pays."""
         unit = self.units[u]
-        return unit.mac.kind == "conv" and timing.explore_packs(unit.mac, P, unit.needs_dx, self.batch)
+        return unit.mac.kind == "conv" and packs(unit.mac, P, unit.needs_dx, self.batch)
 
     def _cluster_storage(self, P: int) -> dict:
         """The simulated cluster's per-unit terms (see :meth:`storage`), channels padded to ``P``."""

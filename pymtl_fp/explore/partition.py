@@ -126,7 +126,7 @@ def _link_seconds(chain, cluster: Cluster, positions, extra=None) -> np.ndarray:
     right, left = extra if extra is not None else (np.zeros(len(positions)),) * 2
     for i, (link, m) in enumerate(zip(cluster.links, positions)):
         bits = max(chain.fwd_bits[m] + right[i], chain.bwd_bits[m] + left[i])
-        out[i] = 0.0 if math.isinf(link.gbps) else bits / link.bits_per_s
+        out[i] = link.seconds(bits)
     return out
 
 
@@ -228,7 +228,7 @@ def dp_optimal(chain, cluster: Cluster, return_value: bool = False):
     cols = np.arange(M + 1)
     for i in range(1, n):
         link = cluster.links[i - 1]
-        lk = np.zeros(M + 1) if math.isinf(link.gbps) else link_all / link.bits_per_s
+        lk = link.seconds(link_all)
         base = np.maximum(D, lk)
         cand = np.maximum(base[:, None], stage(i))
         arg = np.argmin(cand, axis=0)
@@ -328,8 +328,7 @@ def bisect_optimal(chain, cluster: Cluster, rtol: float = 1e-9, stage_mats=None,
                 cache[kind[i]] = _stage_seconds_matrix(chain, cluster, keys[kind[i]])
             stage_mats.append(cache[kind[i]])
     link_all = np.maximum(chain.fwd_bits, chain.bwd_bits)
-    link_s = [np.zeros(chain.M + 1) if math.isinf(lk.gbps) else link_all / lk.bits_per_s
-              for lk in cluster.links]
+    link_s = [lk.seconds(link_all) for lk in cluster.links]
     uniform = all(m is stage_mats[0] for m in stage_mats) and \
         all(lk.gbps == cluster.links[0].gbps for lk in cluster.links)
 
@@ -376,9 +375,7 @@ def exhaustive(chain, cluster: Cluster):
                 t = math.inf
             worst = max(worst, t)
             if i < n - 1:
-                link = cluster.links[i]
-                if not math.isinf(link.gbps):
-                    worst = max(worst, link_all[b] / link.bits_per_s)
+                worst = max(worst, cluster.links[i].seconds(link_all[b]))
             if worst >= best:
                 break
         if worst < best:

@@ -1,0 +1,17 @@
+"""The cost model: every cycle count and transfer time of the hardware, defined once.
+
+* :mod:`.latency` -- per-unit latencies (the compute overhead, the engine's optional pipelines,
+  the router's command issue and scalar units), the constants the rest is built from;
+* :mod:`.engine` -- closed-form occupancy of every engine command (``LOAD``/``STORE`` streams,
+  each operation and dataflow: channel-parallel, batch-parallel, tap-packed), checked against the
+  RTL cycle for cycle (also importable as :mod:`pymtl_fp.timing`);
+* :mod:`.layer` -- the same closed forms applied to shape-level layers on ``E`` engines of
+  ``P x P`` (the design-space tools' per-layer cycles, DarkFPGA-style tiling, residual additions);
+* :mod:`.link` -- transfer time on a link: cycles of a simulated link (elements at its measured
+  message rate) and seconds of a physical one (bits at its payload bandwidth), and line coding.
+
+The engine's timing and CL model, the cluster compiler (work model, modelled program cycles), the
+cluster report's bounds and the design-space tools all call these; none keeps its own formula or
+copy of a constant.  The package sits at the lowest layer and imports nothing above it: hardware
+configurations are read through their attributes (``P``, ``drain_rows``, ``wb_latency``, ...).
+"""
