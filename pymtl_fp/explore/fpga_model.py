@@ -45,6 +45,11 @@ class EngineArray:
         return f"{self.E}x{self.P}"
 
     @classmethod
+    def of_engine(cls, ecfg, E: int = 1) -> EngineArray:
+        """``E`` copies of an engine build (:class:`~pymtl_fp.engine.config.EngineConfig`: its ``P``)."""
+        return cls(ecfg.P, E)
+
+    @classmethod
     def parse(cls, text: str) -> EngineArray:
         """``"ExP"``: ``E`` engines of ``P x P`` (e.g. ``6x32``)."""
         try:

@@ -162,6 +162,27 @@ class Network:
                                            f"{seen[src]}, not {layer.out_shape}")
             seen[layer.name] = tuple(layer.out_shape)
 
+    @classmethod
+    def from_net(cls, net, description: str | None = None) -> Network:
+        """The shape-level view of a :class:`pymtl_fp.net.Net` (the simulated hardware's nets: a
+        sequence of ``Conv`` / ``Pool`` / ``Fc``), so that the design-space tools and the cluster
+        simulation run on one description: a conv keeps its kernel, stride, padding and ReLU, a max
+        pool of ``k`` is a ``k x k`` window of stride ``k``, an fc layer keeps its ReLU.  What a
+        ``Net`` has beyond shapes (number formats, training defaults) is not part of the view."""
+        b = NetBuilder(net.name, tuple(net.input_shape))
+        for i, layer in enumerate(net.layers):
+            name = getattr(layer, "name", "") or f"layer{i}"
+            if hasattr(layer, "out_channels"):
+                b.conv(name, layer.out_channels, tuple(layer.kernel), layer.stride, layer.pad,
+                       relu=bool(layer.relu))
+            elif hasattr(layer, "out_features"):
+                b.fc(name, layer.out_features, relu=bool(layer.relu))
+            elif hasattr(layer, "k"):
+                b.pool(name, layer.k, layer.k)
+            else:
+                raise NetworkError(f"{net.name}: layer {name!r} is not a conv, pool or fc")
+        return b.build(f"{net.name} (from pymtl_fp.net)" if description is None else description)
+
     # -- look-ups ---------------------------------------------------------------------------
     def layer(self, name: str) -> Layer:
         for layer in self.layers:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -59,6 +59,23 @@ class Cluster:
     def homogeneous(cls, device: Device, n: int, link: Link, precision=None,
                     memory_limit=False) -> Cluster:
         return cls([device] * n, [link] * (n - 1), precision or Precision(), memory_limit)
+
+    @classmethod
+    def from_config(cls, ccfg, device: Device) -> Cluster:
+        """The design-space view of a simulated cluster (:class:`~pymtl_fp.cluster.config.ClusterConfig`):
+        node ``j`` is ``device`` with node ``j``'s one engine (``EngineArray.of_engine``) clocked at the
+        cluster's ``clock_mhz``; link ``j`` carries the slower direction's payload rate of the links
+        between nodes ``j`` and ``j + 1`` (``throughput_bits`` per cycle at that clock) and their
+        zero-load latency; the word widths are node 0's engine's.  The device stands for what a
+        ``ClusterConfig`` does not describe (DSPs, memories, transceivers of the part)."""
+        mhz = ccfg.clock_mhz
+        devices = [replace(device, clock_mhz=mhz).with_array(EngineArray.of_engine(e)) for e in ccfg.engines]
+        links = []
+        for j in range(ccfg.n - 1):
+            pair = [ccfg.link_cfg(f"node{a}->node{b}") for a, b in ((j, j + 1), (j + 1, j))]
+            links.append(Link(f"node{j}<->node{j + 1}", min(lc.throughput_bits for lc in pair) * mhz / 1e3,
+                              max(lc.zero_load_latency for lc in pair) * 1e3 / mhz))
+        return cls(devices, links, Precision.of_engine(ccfg.engines[0]))
 
     def kinds(self):
         """Distinct (array, clock, on-chip bits) kinds, and each FPGA's kind index."""
