@@ -94,8 +94,7 @@ def din_beats(prog: Program, cfg) -> list:
 
 def dout_beat_count(prog: Program, cfg) -> int:
     """How many ``dout`` beats ``prog``'s STOREs send (``ceil(count / E)`` each)."""
-    E = cfg.stream_lanes
-    return sum(-(-n // E) for n in stream_counts(prog, msgs.OP_STORE))
+    return sum(timing.stream_beats(n, cfg.stream_lanes) for n in stream_counts(prog, msgs.OP_STORE))
 
 
 def dout_elements(prog: Program, cfg, beats, *, strict: bool = True) -> list:
