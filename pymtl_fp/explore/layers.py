@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pymtl_fp.golden.geometry import conv_out_size
+
 KINDS = ("conv", "fc", "pool", "add")
 MAC_KINDS = ("conv", "fc")
 
@@ -236,12 +238,14 @@ class Network:
 
 
 def conv_out(size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = False) -> int:
-    """Output length of a convolution or pooling window along one axis."""
-    span = size + 2 * pad - kernel
-    if span < 0:
-        raise NetworkError(f"window {kernel} larger than padded input {size}+2*{pad}")
-    q = -(-span // stride) if ceil_mode else span // stride
-    return q + 1
+    """Output length of a convolution or pooling window along one axis: the golden model's rule
+    (:func:`pymtl_fp.golden.geometry.conv_out_size`); ``ceil_mode``: a last, partial window counts
+    too (Caffe's pooling in AlexNet and the ResNets)."""
+    try:
+        out = conv_out_size(size, kernel, stride, pad)
+    except ValueError:
+        raise NetworkError(f"window {kernel} larger than padded input {size}+2*{pad}") from None
+    return out + int(ceil_mode and (size + 2 * pad - kernel) % stride != 0)
 
 
 class NetBuilder:
