@@ -298,9 +298,6 @@ def link_resources(cfg) -> Resources:
     return r
 
 
-INSTR_BITS = 839  #: the node program ISA's instruction word (pymtl_fp.cluster.isa.INSTR_BITS; checked by a test)
-
-
 def router_resources(cfg) -> Resources:
     """Estimate for a router/DMA (``pymtl_fp.cluster.hw.router_config.RouterConfig``).
 
@@ -314,9 +311,9 @@ def router_resources(cfg) -> Resources:
     bit: 8192 LUTs for 4096 x 32) with three 64:1 read multiplexers."""
     sb = cfg.stream_bits
     r = Resources()
-    prog = memory(INSTR_BITS, cfg.prog_depth)
+    prog = memory(cfg.instr_bits, cfg.prog_depth)
     prog.ffs = 0  # the read address is the registered program counter, the data is not registered
-    r.add(prog, f"program memory ({cfg.prog_depth} x {INSTR_BITS} bits)")
+    r.add(prog, f"program memory ({cfg.prog_depth} x {cfg.instr_bits} bits)")
     table = math.ceil(cfg.table_depth / 64) * math.ceil(32 / 3) * 4
     r.add(Resources(luts=table, lutram_luts=table), f"gather table ({cfg.table_depth} x 32 bits, LUT RAM)")
     E = cfg.stream_lanes

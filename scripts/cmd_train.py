@@ -40,7 +40,6 @@ SCHEDULE_CHOICES = ("minibatch", "1f1b", "gpipe", "cp", "sgd")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
 #: deepest activation buffer a node may ask for (words; an FPGA's BRAM holds ~10 M bits)
 MAX_ACT_DEPTH = 1 << 20
-MAX_LINK_LATENCY = 4096
 #: most epochs of the golden model's training study (lenet-digits converges in 10)
 MAX_EPOCHS = 1000
 #: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
@@ -337,6 +336,7 @@ def _run_cluster(args, net) -> int:
     from pymtl_fp.data import digits_for, quantize_images
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+    from pymtl_fp.link.config import MAX_LATENCY as MAX_LINK_LATENCY
     from pymtl_fp.sim import SimulationHang
 
     report_path = validate.output_file(args.report, "--report", ".json")

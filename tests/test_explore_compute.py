@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pymtl_fp import timing
+from pymtl_fp.cost.layer import engine_layer_cycles
 from pymtl_fp.explore.devices import (
     DEVICES,
     DeviceError,
@@ -39,10 +39,10 @@ def test_layer_cycles_are_the_busiest_engine_share():
     # every one of the 3x3 taps of the 8x8 outputs is a step; + 3 pipeline cycles
     got = layer_cycles(ly, EngineArray(32, 2))
     assert got["fp"] == 1 * 3 * 9 * 64 + 3
-    assert got == timing.explore_layer_cycles(ly, 32, k=20)
+    assert got == engine_layer_cycles(ly, 32, k=20)
     # 3 engines: ceil(40/3) = 14 channels on the busiest one
     assert layer_cycles(ly, EngineArray(16, 3), needs_dx=False, batch=4) == \
-        timing.explore_layer_cycles(ly, 16, needs_dx=False, k=14, batch=4)
+        engine_layer_cycles(ly, 16, needs_dx=False, k=14, batch=4)
     assert layer_cycles(ly, EngineArray(16, 3), needs_dx=False)["bp"] == 0
 
 

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp import timing
+from pymtl_fp.cost.layer import engine_layer_cycles
 from pymtl_fp.engine import program
 from pymtl_fp.engine.cases import CaseError, validate_case
 from pymtl_fp.engine.config import EngineConfig, preset
@@ -238,13 +239,13 @@ def test_explore_adapter_runs_vgg16_at_the_arrays_peak_on_the_useful_macs():
             continue
         H = ly.in_shape[1]
         useful = ly.fp_macs * ((3 * H - 2) / (3 * H)) ** 2
-        got = timing.explore_layer_cycles(ly, 16, batch=32)
+        got = engine_layer_cycles(ly, 16, batch=32)
         for key in ("fp", "bp", "wg"):
             assert useful / 256 <= got[key] <= 1.005 * useful / 256, (ly.name, key, got)
         checked += 1
     assert checked == 12
     fc7 = net.layer("fc7")
-    small = timing.explore_layer_cycles(fc7, 16, batch=4)
+    small = engine_layer_cycles(fc7, 16, batch=4)
     assert small["wg"] == pytest.approx(4 * small["fp"], rel=0.01)
-    wide = timing.explore_layer_cycles(fc7, 16, batch=4, drain_rows=4)  # 4 dw rows a cycle keep pace
+    wide = engine_layer_cycles(fc7, 16, batch=4, drain_rows=4)  # 4 dw rows a cycle keep pace
     assert wide["wg"] == pytest.approx(wide["fp"], rel=0.01) and wide["fp"] == small["fp"]

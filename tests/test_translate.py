@@ -411,7 +411,8 @@ def test_router_model_maps_memories_as_yosys_does():
     from pymtl_fp.cluster.hw.router_config import RouterConfig
     from pymtl_fp.engine.config import preset
 
-    assert resources.INSTR_BITS == isa.INSTR_BITS  # the model's copy (resources imports no cluster)
+    # the model reads the ISA's word width through the router's config (resources imports no cluster)
+    assert RouterConfig(stream_bits=32).instr_bits == isa.INSTR_BITS
     r = resources.router_resources(RouterConfig(stream_bits=32))
     # program memory 1024 x 839 (47 RAMB18: 23 x 36 bits wide, two deep, and its last 11 bits in one 1K x 18) and
     # three 4096 x 32 output buffers (8 each) in block RAM; the gather table (256 x 32) and the scratch FIFO with

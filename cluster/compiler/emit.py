@@ -20,6 +20,7 @@ from pymtl_fp.cluster.compiler.buffers import BUF_ID
 from pymtl_fp.cluster.compiler.dma import elems, relayout_indices
 from pymtl_fp.cluster.compiler.program import Relayout
 from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.cost.latency import UNIT_OVERHEAD
 from pymtl_fp.engine import encoding, msgs, program
 from pymtl_fp.engine.msgs import tiles
 
@@ -168,7 +169,7 @@ class Emitter:
         for d in dsts:
             self.count_link(d, n)
         self._scratch(n * ("scratch" in dsts) - n, peak=self.scratch)
-        self.count_io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
+        self.count_io(timing.stream_beats(n, self.ecfg.stream_lanes))
 
     def relay(self, n):
         """An all-reduce's middle member: ``n`` elements of fwd_in plus the scratch FIFO's head to
@@ -176,13 +177,13 @@ class Emitter:
         self.emit(isa.relay(n))
         for port in ("fwd_in", "fwd_out", "bwd_in", "bwd_out"):
             self.count_link(port, n)
-        self.count_io(timing.cdiv(n, self.ecfg.stream_lanes))  # (beats)
+        self.count_io(timing.stream_beats(n, self.ecfg.stream_lanes))
 
     def requant(self, n, layout, shape, shift, stoch, seed, tid, bits):
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or
         B, the tensor ``shape``)."""
         self.emit(isa.requant(n, layout, shape, self.P, shift, stoch, seed, tid, bits).with_(seedstep=int(self.in_loop)))
-        self.count_io(n + 2)
+        self.count_io(n + UNIT_OVERHEAD)
         self._scratch(0, peak=self.scratch + n)  # (the unit appends its n results before it drops its input)
 
     def load_from(self, buf, addr, src, shape, kind="act"):

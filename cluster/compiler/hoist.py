@@ -33,6 +33,7 @@ the plan's emitter (:class:`~pymtl_fp.cluster.compiler.emit.Emitter`: ``ops``, `
 from __future__ import annotations
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cost.engine import stream_beats
 from pymtl_fp.engine import msgs
 
 #: the share of this node's forward pass and weight gradients the upstream node's estimated
@@ -120,34 +121,29 @@ def compute_cycles(nd, lo: int, hi: int) -> int:
 
 def stream_cycles(nd, lo: int, hi: int) -> int:
     """The cycles the LOADs of ``nd.ops[lo:hi]`` take at one beat of ``stream_lanes`` a cycle."""
-    E = nd.ecfg.stream_lanes
-    return sum(-(-ins.count // E) for ins in nd.ops[lo:hi] if ins.kind == isa.LOAD)
+    return sum(stream_beats(ins.count, nd.ecfg.stream_lanes) for ins in nd.ops[lo:hi] if ins.kind == isa.LOAD)
 
 
 def beside_weight_gradients(plan, start: int, then, early=None) -> None:
-    """After the backward pass whose instructions begin at ``start``: ``then()`` (e.g. the next
-        forward pass's :func:`~pymtl_fp.cluster.compiler.codegen.receive`) is emitted right after its
-        last compute command, so its LOADs run beside that command
-        (or at the end, if the pass computes nothing).
+    """After the backward pass whose instructions begin at ``start``: ``then()`` (e.g. the next forward
+    pass's :func:`~pymtl_fp.cluster.compiler.codegen.receive`) is emitted right after its last compute
+    command, so its LOADs run beside that command (or at the end, if the pass computes nothing).
 
-        ``early = (f, g)`` (1F1B, per-image weight gradients): the indices where the forward pass
-        before this one and the weight gradients that follow it begin.  Where
-        :func:`may_cross` allows, the pass's leading LOADs (its output
-        gradient) move behind the first of those weight-gradient commands, so they run beside
-        them.  (If their data came late, the later weight-gradient commands would wait behind
-        them; one LOAD behind each command instead measured worse: LeNet-digits on 3 nodes at
-        batch 32, one element a beat, 88.4 % of the bound against 92.6 %.)  ``then``'s LOADs
-        move in front of the pass's first compute command, so they run beside the weight
-        gradients too, if their data will be there: the upstream node runs
-        the next image's forward pass after a backward pass that needs this node's last output
-        gradient (sent before its last forward pass), so its backward and forward compute
-        (``flow.upstream_passes``) and the stream of the last piece it sends (the earlier ones
-        arrive while it computes) must take no longer than :data:`READY_SHARE` of this node's
-        forward pass and weight gradients (else this pass would wait for them; the estimate
-        leaves out the links' latency and the upstream node's own LOADs).  The weight
-        gradients read the slot the next input reuses first
-        (:meth:`~pymtl_fp.cluster.compiler.collectives.Collectives.raw_gradients` in ``first_first`` order), so
-        the input's LOADs wait for that one only."""
+    ``early = (f, g)`` (1F1B, per-image weight gradients): the indices where the forward pass before
+    this one and the weight gradients that follow it begin.  Where :func:`may_cross` allows, the pass's
+    leading LOADs (its output gradient) move behind the first of those weight-gradient commands, so they
+    run beside them.  (If their data came late, the later weight-gradient commands would wait behind
+    them; one LOAD behind each command instead measured worse: LeNet-digits on 3 nodes at batch 32, one
+    element a beat, 88.4 % of the bound against 92.6 %.)  ``then``'s LOADs move in front of the pass's
+    first compute command, so they run beside the weight gradients too, if their data will be there: the
+    upstream node runs the next image's forward pass after a backward pass that needs this node's last
+    output gradient (sent before its last forward pass), so its backward and forward compute
+    (``flow.upstream_passes``) and the stream of the last piece it sends (the earlier ones arrive while
+    it computes) must take no longer than :data:`READY_SHARE` of this node's forward pass and weight
+    gradients (else this pass would wait for them; the estimate leaves out the links' latency and the
+    upstream node's own LOADs).  The weight gradients read the slot the next input reuses first
+    (:meth:`~pymtl_fp.cluster.compiler.collectives.Collectives.raw_gradients` in ``first_first`` order),
+    so the input's LOADs wait for that one only."""
     em = plan.emit
     ops = em.ops
     last = max((i + 1 for i in range(start, len(ops)) if ops[i].kind == isa.ENG), default=len(ops))

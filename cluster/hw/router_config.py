@@ -61,6 +61,11 @@ class RouterConfig:
                                     f"stream_lanes={E}")
 
     @property
+    def instr_bits(self) -> int:
+        """Bits of a program-memory word: the ISA's instruction (:data:`pymtl_fp.cluster.isa.INSTR_BITS`)."""
+        return isa.INSTR_BITS
+
+    @property
     def out_beats(self) -> int:
         """Beats each output buffer holds (``out_depth`` elements, ``E`` a beat)."""
         return max(2, self.out_depth // self.stream_lanes)

@@ -13,6 +13,7 @@ from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.cluster.hw.node import router_config_for
 from pymtl_fp.cluster.hw.router_config import STATES
 from pymtl_fp.cluster.run.report_replicas import format_replicas, replicas_section
+from pymtl_fp.cost.link import transfer_cycles
 from pymtl_fp.engine.config import PIPELINES
 
 
@@ -54,7 +55,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     per_link = {name: elems(c) for name, _, c in plan}
     bound_compute = max(node_compute)
     bound_serial = max(node_serial)
-    bound_link = max(v / (E * ccfg.link_cfg(k).throughput_msgs) for k, v in per_link.items())
+    bound_link = max(transfer_cycles(v, E, ccfg.link_cfg(k).throughput_msgs) for k, v in per_link.items())
     # a serial node needs its compute and its stream I/O one after the other; an overlapping one
     # is bounded by its compute (or the link) only
     bound = max(bound_compute if cprog.overlap else bound_serial, bound_link)
@@ -205,7 +206,7 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
         diffs = [b - a for a, b in itertools.pairwise(ts) if a is not None and b is not None]
         interval = float(np.median(diffs)) if diffs else None
         comp = max(p.phase_compute.get(phase, 0) for p in cprog.nodes) / batch
-        link = max((elems / batch / (ccfg.lanes * ccfg.link_cfg(name).throughput_msgs)
+        link = max((transfer_cycles(elems / batch, ccfg.lanes, ccfg.link_cfg(name).throughput_msgs)
                     for name, elems in dir_links[phase]),
                    default=0.0)
         bound = max(comp, link)

@@ -73,7 +73,7 @@ def chrome_trace(routers, cprog, links, link_names, host_logit_cycles, cycles: i
                 if ins.kind == isa.ENG:
                     f = {name: int(ins.cmd.get(name, 0)) for name, _ in msgs.CMD_FIELDS}
                     op = msgs.OP_NAMES[f["op"]]
-                    occ = timing.compute_cycles(ecfg.P, op, f, ecfg.drain_rows, ecfg.wb_latency)
+                    occ = timing.engine_compute_cycles(ecfg, op, f)
                     layer = prog.notes.get(pc, "")
                     start = cyc + ecfg.cmd_latency
                     slice_(pid, 1, f"{op} {layer}".strip(), "compute", start, start + max(1, occ), op=op, layer=layer,

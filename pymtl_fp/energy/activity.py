@@ -139,7 +139,7 @@ def node_activity(j: int, ecfg, prog, log, steps: int, cycles: int, msg_bits: in
                 _add(a.buffer_writes, buf, v * times)
             if op in timing.COMPUTE_OPS:
                 _add(a.macs, ph, prog.useful_macs.get(i, timing.useful_macs(op, f)) * times)
-                _add(a.lane_cycles, ph, P * P * timing.compute_cycles(P, op, f, ecfg.drain_rows, ecfg.wb_latency) * times)
+                _add(a.lane_cycles, ph, P * P * timing.engine_compute_cycles(ecfg, op, f) * times)
         elif ins.kind in (isa.BIAS, isa.GATHER, isa.MOVE):
             if ins.kind == isa.BIAS:  # [b, db] in, b out
                 _add(a.scalar_elems, "update", 3 * ins.count * times)

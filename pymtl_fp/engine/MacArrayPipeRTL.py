@@ -22,11 +22,12 @@ stage: the engine derives them from the command it holds while any step is in th
 
 from pymtl3 import Component, InPort, OutPort, Wire, connect, mk_bits, trunc, update, update_ff, zext
 
+from pymtl_fp.cost.latency import PIPELINE_LATENCY
 from pymtl_fp.engine.MacAccumulateRTL import MacAccumulateRTL
 from pymtl_fp.engine.MacOperandsRTL import MacOperandsRTL
 
-#: cycles by which ``res`` follows the inputs (compared with :class:`MacArrayRTL`)
-LATENCY = 3
+#: cycles by which ``res`` follows the inputs (compared with :class:`MacArrayRTL`; the cost model's number)
+LATENCY = PIPELINE_LATENCY["mac"]
 
 
 class MacArrayPipeRTL(Component):

@@ -15,15 +15,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from pymtl_fp.cost.latency import PIPELINE_LATENCY
 from pymtl_fp.verilate import module_name
 
 #: largest MAC array side the engine is built with
 MAX_ARRAY_SIDE = 32
-#: stages each pipeline adds: the requantizer's (RequantPipeRTL.LATENCY), the MAC array's
-#: (MacArrayPipeRTL.LATENCY), the address stage (EngineStepAddrRTL's registers) and the command
-#: register (EngineAcceptRTL's); kept here so that the timing model needs no PyMTL3 (every CL == RTL
-#: test with a pipeline holds them equal)
-PIPELINE_LATENCY = {"requant": 13, "mac": 3, "addr": 1, "cmd": 1}
 
 
 @dataclass(frozen=True)

@@ -94,8 +94,7 @@ def din_beats(prog: Program, cfg) -> list:
 
 def dout_beat_count(prog: Program, cfg) -> int:
     """How many ``dout`` beats ``prog``'s STOREs send (``ceil(count / E)`` each)."""
-    E = cfg.stream_lanes
-    return sum(-(-n // E) for n in stream_counts(prog, msgs.OP_STORE))
+    return sum(timing.stream_beats(n, cfg.stream_lanes) for n in stream_counts(prog, msgs.OP_STORE))
 
 
 def dout_elements(prog: Program, cfg, beats, *, strict: bool = True) -> list:
@@ -259,17 +258,16 @@ def compute_cycles(cfg, op: str, case: dict) -> int:
     if op in ("fwd", "bwd_data", "bwd_weight"):
         f = dict(conv_geometry(P, op, case), raw=int(case.get("raw", 0)), acc=int(case.get("acc", 0)),
                  bp=int(case.get("bp", 0)))
-        steps = timing.compute_cycles(P, op, f, cfg.drain_rows)
     elif op in timing.POOL_OPS:
         pk = case["k"]
         src = case["x"] if op == "pool_fwd" else case["dy"]
         n, c = src.shape[:2]
         ho, wo = (src.shape[2] // pk, src.shape[3] // pk) if op == "pool_fwd" else src.shape[2:]
-        steps = timing.pool_cycles(P, n, c, ho, wo, pk)
+        f = dict(n=n, ct=timing.cdiv(c, P), ho=ho, wo=wo, pk=pk)
     else:
         k, c, r, s = case["w"].shape
-        steps = timing.update_cycles(P, k, c, r, s)
-    return steps + cfg.wb_latency + cfg.cmd_latency
+        f = dict(kt=timing.cdiv(k, P), ct=timing.cdiv(c, P), r=r, s=s)
+    return timing.compute_cycles(P, op, f, cfg.drain_rows, cfg.wb_latency, cfg.cmd_latency)
 
 
 # ---- occupancy of commands and programs (closed forms of pymtl_fp.timing, per command) --------

@@ -30,32 +30,11 @@ already computed (``f``), and for ``rows`` the amortized weight-gradient all-red
 network input needs no gradient; the network output carries the loss gradient back.
 
 **Stage cost** on a device: the sum over its pieces of FP + BP + WG cycles from
-:mod:`pymtl_fp.explore.fpga_model` -- :mod:`pymtl_fp.timing`, the model the RTL validates, on
+:mod:`pymtl_fp.cost.layer` -- the engine's closed forms, the model the RTL validates, on
 the FPGA's engines, ``batch`` images per command (each unit share is one engine command).
 
-**Storage** per FPGA: conv weights and their gradient accumulators (fc weights stay in DRAM,
-as in FPDeep, and are charged as DRAM traffic per mini-batch instead); the fine-grained pipeline keeps
-``R + stride`` rows of each input / output-gradient map (line buffers) plus the inputs the
-weight gradient needs for 2 images (the image being back-propagated and the one behind it);
-whole-map buffering keeps double-buffered whole maps for FP and BP and the WG inputs of every
-image in flight between this stage's FP and its BP (``2(N-i)-1`` images at stage ``i``).
-The simulated cluster's storage (:meth:`Chain.cluster_bits`; :mod:`pymtl_fp.explore.node_storage`'s
-terms, without the one-image terms of split layers and node 0's unused O slot) under 1F1B with
-per-image weight gradients and overlap (``train --wgrad image``) keeps on chip, fc layers
-included: the weights, their rounded gradient, the un-rounded per-image sums and the biases (bias,
-gradient and sum), sums and biases accumulator-wide; per image in flight (``N-i+2`` at stage ``i``,
-at most the batch) each MAC layer's input (also its ReLU mask) and each max pool's argmax, in full
-words; two images of each MAC layer's output gradient and one of each pool's input and output
-gradient; and two O slots per direction for what crosses the FPGA's cuts.  Channel counts are
-rounded up to the engines' side ``P`` (``storage(P)``: maps to ``t(C) P H W``, weights to
-``t(K) t(C) P^2 R S``), and the first layer is tap-packed where the cycles pack it (the cluster's
-``--tap-pack auto``).  Cut at layer boundaries, that is the cluster's words to the bit
-(``tests/test_explore_scaling.py``).  Not modelled: on a layer shared by two FPGAs the cluster's
-second holder keeps the whole layer's weights, output gradient and output (one image each), and
-the first holder's O slots hold its own part where the line counts all that crosses the cut;
-node 0's O slot for the data gradient its first layer (unless tap-packed) never sends.  A
-``rows`` share (the cluster splits by output channels only) keeps whole weights and its rows of
-every map.
+**Storage** per FPGA: :mod:`pymtl_fp.explore.chain_storage` (FPDeep's fine-grained pipeline and
+the simulated cluster's words); costs of position ranges: :mod:`pymtl_fp.explore.ranges`.
 """
 
 from __future__ import annotations
@@ -65,9 +44,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp import timing
+from pymtl_fp.cost.layer import packs
+from pymtl_fp.explore.chain_storage import cluster_storage, fpdeep_storage, pad
 from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
+from pymtl_fp.explore.ranges import RangeFunc, RangeSum
 
 SPLITS = ("auto", "rows", "channels")
 
@@ -89,93 +70,6 @@ class Unit:
     @property
     def extent(self) -> int:
         return int(self.bounds[-1])
-
-
-class RangeFunc:
-    """A per-unit additive cost extended to position ranges ``[a, b)`` of the chain.
-
-    Built from ``part(u, n_lo, n_hi)``: the cost of unit ``u``'s share between boundaries
-    ``n_lo`` and ``n_hi`` (rows or channels); only share *sizes* matter except for functions
-    that say otherwise.  ``scalar`` sums unit by unit (the plain definition); ``vec`` and
-    ``matrix`` use per-unit tables and prefix sums (the fast path, checked against ``scalar``).
-    """
-
-    def __init__(self, chain: Chain, part):
-        self.chain = chain
-        self.part = part
-        ch = chain
-        self._tables = []
-        full = np.zeros(len(ch.units) + 1)
-        for u, unit in enumerate(ch.units):
-            q, b = unit.pieces, unit.bounds
-            t = np.zeros((q + 1, q + 1))
-            for i in range(q + 1):
-                for j in range(i + 1, q + 1):
-                    t[i, j] = part(u, int(b[i]), int(b[j]))
-            self._tables.append(t)
-            full[u + 1] = full[u] + t[0, q]
-        self.full_cum = full
-        M = ch.M
-        self.tail = np.zeros(M + 1)     # cost from start position to its unit's end
-        self.head = np.zeros(M + 1)     # cost from its unit's start to end position
-        for m in range(M):
-            u, p = ch.start_u[m], ch.start_p[m]
-            self.tail[m] = self._tables[u][p, ch.units[u].pieces]
-        for m in range(1, M + 1):
-            u, p = ch.end_u[m], ch.end_p[m]
-            self.head[m] = self._tables[u][0, p]
-
-    def scalar(self, a: int, b: int) -> float:
-        """Cost of pieces ``[a, b)``, summed directly unit by unit."""
-        ch = self.chain
-        if b <= a:
-            return 0.0
-        ua, pa = ch.start_u[a], ch.start_p[a]
-        ub, pb = ch.end_u[b], ch.end_p[b]
-        total = 0.0
-        for u in range(ua, ub + 1):
-            unit = ch.units[u]
-            lo = unit.bounds[pa] if u == ua else 0
-            hi = unit.bounds[pb] if u == ub else unit.extent
-            if hi > lo:
-                total += self.part(u, int(lo), int(hi))
-        return total
-
-    def vec(self, a, b) -> np.ndarray:
-        """Costs of ``[a[i], b[i])`` for arrays of positions (0 where ``b <= a``)."""
-        ch = self.chain
-        a = np.asarray(a, dtype=np.int64)
-        b = np.asarray(b, dtype=np.int64)
-        a_c = np.minimum(a, ch.M - 1)
-        b_c = np.maximum(b, 1)
-        ua, ub = ch.start_u[a_c], ch.end_u[b_c]
-        cross = self.tail[a_c] + (self.full_cum[ub] - self.full_cum[np.minimum(ua + 1, ub)]) \
-            + self.head[b_c]
-        out = np.where(ua < ub, cross, 0.0)
-        same = (ua == ub) & (b > a)
-        if np.any(same):
-            idx = np.nonzero(same)
-            for k in zip(*idx):
-                u = ua[k]
-                out[k] = self._tables[u][ch.start_p[a_c[k]], ch.end_p[b_c[k]]]
-        return np.where(b > a, out, 0.0)
-
-    def matrix(self) -> np.ndarray:
-        """``(M+1) x (M+1)`` matrix of ``[a, b)`` costs (0 on and below the diagonal)."""
-        ch = self.chain
-        M = ch.M
-        a = np.arange(M + 1)
-        a_c = np.minimum(a, M - 1)
-        b_c = np.maximum(a, 1)
-        ua = ch.start_u[a_c][:, None]
-        ub = ch.end_u[b_c][None, :]
-        cross = self.tail[a_c][:, None] + self.head[b_c][None, :] + \
-            (self.full_cum[ub] - self.full_cum[np.minimum(ua + 1, ub)])
-        mat = np.where(ua < ub, cross, 0.0)
-        for u, unit in enumerate(ch.units):
-            o, q = ch.offset[u], unit.pieces
-            mat[o:o + q + 1, o:o + q + 1] = self._tables[u]
-        return np.triu(mat, 1)
 
 
 @dataclass
@@ -287,7 +181,7 @@ class Chain:
         net = self.network
         U = len(self.units)
         tensors = ["input"] + [ly.name for ly in net.layers]
-        size = {t: _pad(net.shape_of(t)[0], P) * math.prod(net.shape_of(t)[1:]) for t in tensors}
+        size = {t: pad(net.shape_of(t)[0], P) * math.prod(net.shape_of(t)[1:]) for t in tensors}
         prod = {t: self.unit_of[t] for t in tensors}
         last = {}
         for t in tensors:
@@ -309,7 +203,7 @@ class Chain:
                     if t == unit.mac.inputs[0]:
                         if unit.axis == "rows" and consumed_here:
                             halo = max(unit.mac.R - unit.mac.stride, 0) * unit.mac.in_shape[2] \
-                                * _pad(unit.mac.C, P)
+                                * pad(unit.mac.C, P)
                             coef = (1.0 - f) + halo / size[t]
                     elif consumed_here:
                         coef = 1.0 - f
@@ -387,137 +281,16 @@ class Chain:
         flight) and ``cluster_maps``.  :meth:`cluster_bits` adds them up per FPGA."""
         if P not in self._storage:
             if self._fpdeep is None:
-                self._fpdeep = self._fpdeep_storage()
-            self._storage[P] = {**self._fpdeep, **self._cluster_storage(P)}
+                self._fpdeep = fpdeep_storage(self)
+            self._storage[P] = {**self._fpdeep, **cluster_storage(self, P)}
         return self._storage[P]
-
-    def _fpdeep_storage(self) -> dict:
-        prec = self.precision
-
-        def weights(u, lo, hi):
-            unit = self.units[u]
-            if unit.mac.kind == "fc":     # fc weights live in DRAM (see fc_dram)
-                return 0.0
-            share = 1.0 if unit.axis == "rows" else (hi - lo) / unit.extent
-            return unit.mac.params * share * (prec.weight_bits + prec.acc_bits)
-
-        def fc_dram(u, lo, hi):
-            unit = self.units[u]
-            if unit.mac.kind != "fc":
-                return 0.0
-            share = (hi - lo) / unit.extent
-            per_batch = 3 * prec.weight_bits + prec.acc_bits
-            return unit.mac.params * share * per_batch / self.batch
-
-        def linebuf(u, lo, hi):
-            unit = self.units[u]
-            frac = (hi - lo) / unit.extent
-            bits = 0.0
-            for ly in unit.members:
-                if ly.kind == "fc":
-                    bits += ly.in_elems * prec.act_bits + ly.K * frac * prec.grad_bits
-                    continue
-                rows = ly.R + ly.stride
-                kshare = ly.K * (frac if unit.axis == "channels" else 1.0)
-                c_in = ly.C
-                if ly.kind == "add":
-                    rows, c_in = 1, ly.C * (len(ly.inputs))
-                bits += rows * ly.in_shape[2] * c_in * prec.act_bits        # FP input rows
-                bits += rows * ly.Wo * kshare * prec.grad_bits              # BP dy rows
-            return bits
-
-        def stash1(u, lo, hi):
-            unit = self.units[u]
-            frac = (hi - lo) / unit.extent
-            mac = unit.mac
-            x_share = mac.in_elems * (frac if unit.axis == "rows" else 1.0)
-            bits = x_share * prec.act_bits
-            for ly in unit.members:   # ReLU masks and pooling argmax, per output element
-                out_share = ly.out_elems * frac
-                if ly.relu:
-                    bits += out_share
-                if ly.kind == "pool" and ly.pool_op == "max":
-                    bits += out_share * max(1, math.ceil(math.log2(ly.R * ly.S)))
-            return bits
-
-        def mapbuf(u, lo, hi):
-            unit = self.units[u]
-            frac = (hi - lo) / unit.extent
-            xf = frac if unit.axis == "rows" else 1.0
-            bits = 0.0
-            for ly in unit.members:
-                bits += 2 * (ly.in_elems * xf + ly.out_elems * frac) * prec.act_bits
-                bits += 2 * (ly.in_elems * xf + ly.out_elems * frac) * prec.grad_bits
-            return bits
-
-        return {name: RangeFunc(self, fn) for name, fn in
-                (("weights", weights), ("linebuf", linebuf), ("stash1", stash1),
-                 ("mapbuf", mapbuf), ("fc_dram", fc_dram))}
 
     def tap_packed(self, u: int, P: int) -> bool:
         """Does unit ``u``'s MAC layer run tap-packed on ``P x P`` engines?  As
-        :func:`pymtl_fp.timing.explore_layer_cycles` decides for the cycles (and the cluster's
+        :func:`pymtl_fp.cost.layer.engine_layer_cycles` decides for the cycles (and the cluster's
         ``--tap-pack auto``): a conv fed by the network input alone, when packing pays."""
         unit = self.units[u]
-        return unit.mac.kind == "conv" and timing.explore_packs(unit.mac, P, unit.needs_dx, self.batch)
-
-    def _cluster_storage(self, P: int) -> dict:
-        """The simulated cluster's per-unit terms (see :meth:`storage`), channels padded to ``P``."""
-        prec = self.precision
-        dy_slots = min(self.batch, 2)   # overlap: the image in its backward pass and the next
-        packed = [self.tap_packed(u, P) for u in range(len(self.units))]
-
-        def share(u, lo, hi):
-            """``(padded output channels of a member, share of its map's rows)``."""
-            unit = self.units[u]
-            frac = (hi - lo) / unit.extent
-            if unit.axis == "rows":
-                return (lambda ly: _pad(ly.K, P)), frac
-            return (lambda ly: _pad(hi - lo, P) if ly.K == unit.mac.K else _pad(ly.K, P) * frac), 1.0
-
-        def cluster_weights(u, lo, hi):
-            # W, G (its rounded gradient) and B (the un-rounded per-image sums, accumulator-wide;
-            # biases, their gradients and sums), fc layers included
-            mac = self.units[u].mac
-            ch, _ = share(u, lo, hi)
-            if mac.kind == "fc":
-                per_k = _pad(mac.C, P) * mac.in_shape[1] * mac.in_shape[2]
-            elif packed[u]:
-                per_k = _pad(mac.C * mac.R * mac.S, P)
-            else:
-                per_k = _pad(mac.C // mac.groups, P) * mac.R * mac.S
-            bits = ch(mac) * per_k * (2 * prec.weight_bits + prec.acc_bits)
-            return bits + (3 * ch(mac) * prec.acc_bits if mac.bias else 0.0)
-
-        def cluster_stash(u, lo, hi):
-            # one image in flight: the MAC layer's input (also its ReLU mask) and the max pools'
-            # argmaxes (full words)
-            mac = self.units[u].mac
-            ch, rf = share(u, lo, hi)
-            if packed[u]:
-                x = _pad(mac.C * mac.R * mac.S, P) * mac.Ho * mac.Wo
-            else:
-                x = _pad(mac.C, P) * mac.in_shape[1] * mac.in_shape[2]
-            bits = x * rf * prec.act_bits
-            for ly in self.units[u].members:
-                if ly.kind == "pool" and ly.pool_op == "max":
-                    bits += ch(ly) * ly.Ho * ly.Wo * rf * prec.act_bits
-            return bits
-
-        def cluster_maps(u, lo, hi):
-            # one image each: the output-gradient slots, the pools' inputs and output gradients
-            mac = self.units[u].mac
-            ch, rf = share(u, lo, hi)
-            bits = dy_slots * ch(mac) * mac.Ho * mac.Wo * rf * prec.grad_bits
-            for ly in self.units[u].members:
-                if ly.kind == "pool":
-                    bits += ch(ly) * rf * (ly.in_shape[1] * ly.in_shape[2] * prec.act_bits
-                                           + ly.Ho * ly.Wo * prec.grad_bits)
-            return bits
-
-        return {name: RangeFunc(self, fn) for name, fn in
-                (("cluster_weights", cluster_weights), ("cluster_stash", cluster_stash),
-                 ("cluster_maps", cluster_maps))}
+        return unit.mac.kind == "conv" and packs(unit.mac, P, unit.needs_dx, self.batch)
 
     def cluster_bits(self, cuts, P: int = 1) -> np.ndarray:
         """Bits each FPGA of the partition ``cuts`` keeps under the simulated cluster's 1F1B
@@ -542,7 +315,7 @@ class Chain:
         """Fine-grained pipeline storage of a range: weights + line buffers + 2 images."""
         st = self.storage()
         if "fine" not in st:
-            st["fine"] = _Sum(self, [(1.0, st["weights"]), (1.0, st["linebuf"]),
+            st["fine"] = RangeSum(self, [(1.0, st["weights"]), (1.0, st["linebuf"]),
                                      (2.0, st["stash1"])])
         return st["fine"]
 
@@ -588,25 +361,3 @@ class Chain:
 
     def total_train_macs(self) -> float:
         return float(self.macs.full_cum[-1])
-
-
-def _pad(n: int, P: int) -> int:
-    """``n`` channels rounded up to whole ``P``-lane words."""
-    return timing.cdiv(n, P) * P
-
-
-class _Sum:
-    """A weighted sum of :class:`RangeFunc` (same interface)."""
-
-    def __init__(self, chain, terms):
-        self.chain = chain
-        self.terms = terms
-
-    def scalar(self, a, b):
-        return sum(w * f.scalar(a, b) for w, f in self.terms)
-
-    def vec(self, a, b):
-        return sum(w * f.vec(a, b) for w, f in self.terms)
-
-    def matrix(self):
-        return sum(w * f.matrix() for w, f in self.terms)

@@ -57,6 +57,11 @@ class Precision:
     def bits(cls, n: int) -> Precision:
         return cls(n, n, n, 32)
 
+    @classmethod
+    def of_engine(cls, ecfg) -> Precision:
+        """The word widths of an engine build (:class:`~pymtl_fp.engine.config.EngineConfig`)."""
+        return cls(ecfg.act_bits, ecfg.weight_bits, ecfg.grad_bits, ecfg.acc_bits)
+
 
 @dataclass(frozen=True)
 class Device:

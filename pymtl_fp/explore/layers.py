@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pymtl_fp.golden.geometry import conv_out_size
+
 KINDS = ("conv", "fc", "pool", "add")
 MAC_KINDS = ("conv", "fc")
 
@@ -162,6 +164,27 @@ class Network:
                                            f"{seen[src]}, not {layer.out_shape}")
             seen[layer.name] = tuple(layer.out_shape)
 
+    @classmethod
+    def from_net(cls, net, description: str | None = None) -> Network:
+        """The shape-level view of a :class:`pymtl_fp.net.Net` (the simulated hardware's nets: a
+        sequence of ``Conv`` / ``Pool`` / ``Fc``), so that the design-space tools and the cluster
+        simulation run on one description: a conv keeps its kernel, stride, padding and ReLU, a max
+        pool of ``k`` is a ``k x k`` window of stride ``k``, an fc layer keeps its ReLU.  What a
+        ``Net`` has beyond shapes (number formats, training defaults) is not part of the view."""
+        b = NetBuilder(net.name, tuple(net.input_shape))
+        for i, layer in enumerate(net.layers):
+            name = getattr(layer, "name", "") or f"layer{i}"
+            if hasattr(layer, "out_channels"):
+                b.conv(name, layer.out_channels, tuple(layer.kernel), layer.stride, layer.pad,
+                       relu=bool(layer.relu))
+            elif hasattr(layer, "out_features"):
+                b.fc(name, layer.out_features, relu=bool(layer.relu))
+            elif hasattr(layer, "k"):
+                b.pool(name, layer.k, layer.k)
+            else:
+                raise NetworkError(f"{net.name}: layer {name!r} is not a conv, pool or fc")
+        return b.build(f"{net.name} (from pymtl_fp.net)" if description is None else description)
+
     # -- look-ups ---------------------------------------------------------------------------
     def layer(self, name: str) -> Layer:
         for layer in self.layers:
@@ -215,12 +238,14 @@ class Network:
 
 
 def conv_out(size: int, kernel: int, stride: int, pad: int, ceil_mode: bool = False) -> int:
-    """Output length of a convolution or pooling window along one axis."""
-    span = size + 2 * pad - kernel
-    if span < 0:
-        raise NetworkError(f"window {kernel} larger than padded input {size}+2*{pad}")
-    q = -(-span // stride) if ceil_mode else span // stride
-    return q + 1
+    """Output length of a convolution or pooling window along one axis: the golden model's rule
+    (:func:`pymtl_fp.golden.geometry.conv_out_size`); ``ceil_mode``: a last, partial window counts
+    too (Caffe's pooling in AlexNet and the ResNets)."""
+    try:
+        out = conv_out_size(size, kernel, stride, pad)
+    except ValueError:
+        raise NetworkError(f"window {kernel} larger than padded input {size}+2*{pad}") from None
+    return out + int(ceil_mode and (size + 2 * pad - kernel) % stride != 0)
 
 
 class NetBuilder:

@@ -22,7 +22,9 @@ import math
 import re
 from dataclasses import dataclass
 
-ENCODING_64B66B = 64 / 66
+from pymtl_fp.cost.link import LINE_64B66B, payload_fraction, transfer_seconds
+
+ENCODING_64B66B = payload_fraction(LINE_64B66B)
 
 
 class LinkError(ValueError):
@@ -48,8 +50,8 @@ class Link:
         return self.gbps * 1e9
 
     def seconds(self, bits) -> float:
-        """Transfer time of ``bits`` (scalar or array) at full bandwidth."""
-        return bits / self.bits_per_s
+        """Transfer time of ``bits`` (scalar or array) at full bandwidth (0 on an unlimited link)."""
+        return transfer_seconds(bits, self.bits_per_s)
 
     @property
     def label(self) -> str:

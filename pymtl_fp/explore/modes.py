@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from pymtl_fp.timing import ConvShape, _explore_shape, conv_cycles, tap_packed_shape, useful_macs
+from pymtl_fp.cost.engine import ConvShape, conv_cycles, tap_packed_shape, useful_macs
+from pymtl_fp.cost.layer import layer_shape
 
 MODES = ("channel", "packed", "batch")
 PASSES = (("fp", "fwd"), ("bp", "bwd_data"), ("wg", "bwd_weight"))
@@ -55,7 +56,7 @@ def layer_modes(layer, P: int, batch: int, needs_dx: bool = True) -> LayerModes:
         raise ValueError(f"layer {layer.name!r} ({layer.kind}) has no MAC passes")
     if layer.kind == "conv" and layer.groups != 1:
         raise ValueError(f"layer {layer.name!r}: grouped convolutions are not studied here")
-    shape = ConvShape(n=batch, k=layer.K, **_explore_shape(layer))
+    shape = ConvShape(n=batch, k=layer.K, **layer_shape(layer))
     macs, cycles = {}, {}
     for pas, op in PASSES:
         if op == "bwd_data" and not needs_dx:

@@ -21,7 +21,11 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
   STORE/STORE/LOAD round trip through the DMA's scalar unit (a lone first holder's passing of the
   data gradient from link to link is DMA work beside the engine's: ``dma_moves``, not busy
   cycles);
-* one cycle per command for the router to offer the next command (its outputs are registered).
+* one cycle per command for the router to offer the next command (its outputs are registered:
+  :data:`pymtl_fp.cost.latency.ISSUE_CYCLES`).
+
+The engines are modelled without pipelines (``wb_latency = cmd_latency = 0``, the cluster's
+default engines).
 
 It is independent of :mod:`pymtl_fp.cluster.compiler.compile` (which writes the programs) and is checked against
 the CL cluster simulation of the same partition (``tests/test_explore_vs_cluster.py``).  Nodes must
@@ -32,10 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pymtl_fp import timing
-
-#: cycles between two commands of a node (the router's registered command port)
-ISSUE_CYCLES = 1
+from pymtl_fp.cost import engine as timing
+from pymtl_fp.cost.latency import ISSUE_CYCLES
 
 
 def _t(n: int, p: int) -> int:

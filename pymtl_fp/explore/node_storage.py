@@ -135,7 +135,8 @@ def wgrad_per_image(f: dict, kk: int, ecfg, batch: int) -> bool:
     def cycles(n):
         shape = timing.ConvShape(n=n, c=f["c"], k=kk, h=f["h"], w=f["w"], r=f["r"], s=f["s"],
                                  stride=f["stride"], pad=f["pad"])
-        return timing.conv_cycles(ecfg.P, "bwd_weight", shape, ecfg.drain_rows) + ecfg.wb_latency + ecfg.cmd_latency
+        return timing.compute_cycles(ecfg.P, "bwd_weight", shape.fields(ecfg.P), ecfg.drain_rows, ecfg.wb_latency,
+                                     ecfg.cmd_latency)
 
     return cycles(1) <= AUTO_SLACK * cycles(batch) / batch
 

@@ -86,7 +86,7 @@ def allreduce_seconds(groups: int, fpgas: int, weights: float, grad_bits: int, l
     ``fpgas`` FPGAs (see the module docstring)."""
     if groups <= 1:
         return 0.0
-    bw = 0.0 if math.isinf(link.gbps) else 2 * (groups - 1) / groups * weights * grad_bits / link.bits_per_s
+    bw = link.seconds(2 * (groups - 1) / groups * weights * grad_bits)
     return bw + 2 * (groups - 1) * (fpgas - 1) * link.latency_ns * 1e-9
 
 
@@ -118,7 +118,7 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
             a, z = cuts[:-1], cuts[1:]
             comp = ch.cycles(arr).vec(a, z).max() / clock
             busiest = float(link_bits[cuts[1:-1]].max()) if m > 1 else 0.0
-            lnk = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
+            lnk = link.seconds(busiest)
             stages[(m, b)] = (max(comp, lnk), float(wts.vec(a, z).max()))
         return stages[(m, b)]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -59,6 +59,23 @@ class Cluster:
     def homogeneous(cls, device: Device, n: int, link: Link, precision=None,
                     memory_limit=False) -> Cluster:
         return cls([device] * n, [link] * (n - 1), precision or Precision(), memory_limit)
+
+    @classmethod
+    def from_config(cls, ccfg, device: Device) -> Cluster:
+        """The design-space view of a simulated cluster (:class:`~pymtl_fp.cluster.config.ClusterConfig`):
+        node ``j`` is ``device`` with node ``j``'s one engine (``EngineArray.of_engine``) clocked at the
+        cluster's ``clock_mhz``; link ``j`` carries the slower direction's payload rate of the links
+        between nodes ``j`` and ``j + 1`` (``throughput_bits`` per cycle at that clock) and their
+        zero-load latency; the word widths are node 0's engine's.  The device stands for what a
+        ``ClusterConfig`` does not describe (DSPs, memories, transceivers of the part)."""
+        mhz = ccfg.clock_mhz
+        devices = [replace(device, clock_mhz=mhz).with_array(EngineArray.of_engine(e)) for e in ccfg.engines]
+        links = []
+        for j in range(ccfg.n - 1):
+            pair = [ccfg.link_cfg(f"node{a}->node{b}") for a, b in ((j, j + 1), (j + 1, j))]
+            links.append(Link(f"node{j}<->node{j + 1}", min(lc.throughput_bits for lc in pair) * mhz / 1e3,
+                              max(lc.zero_load_latency for lc in pair) * 1e3 / mhz))
+        return cls(devices, links, Precision.of_engine(ccfg.engines[0]))
 
     def kinds(self):
         """Distinct (array, clock, on-chip bits) kinds, and each FPGA's kind index."""
@@ -126,7 +143,7 @@ def _link_seconds(chain, cluster: Cluster, positions, extra=None) -> np.ndarray:
     right, left = extra if extra is not None else (np.zeros(len(positions)),) * 2
     for i, (link, m) in enumerate(zip(cluster.links, positions)):
         bits = max(chain.fwd_bits[m] + right[i], chain.bwd_bits[m] + left[i])
-        out[i] = 0.0 if math.isinf(link.gbps) else bits / link.bits_per_s
+        out[i] = link.seconds(bits)
     return out
 
 
@@ -228,7 +245,7 @@ def dp_optimal(chain, cluster: Cluster, return_value: bool = False):
     cols = np.arange(M + 1)
     for i in range(1, n):
         link = cluster.links[i - 1]
-        lk = np.zeros(M + 1) if math.isinf(link.gbps) else link_all / link.bits_per_s
+        lk = link.seconds(link_all)
         base = np.maximum(D, lk)
         cand = np.maximum(base[:, None], stage(i))
         arg = np.argmin(cand, axis=0)
@@ -328,8 +345,7 @@ def bisect_optimal(chain, cluster: Cluster, rtol: float = 1e-9, stage_mats=None,
                 cache[kind[i]] = _stage_seconds_matrix(chain, cluster, keys[kind[i]])
             stage_mats.append(cache[kind[i]])
     link_all = np.maximum(chain.fwd_bits, chain.bwd_bits)
-    link_s = [np.zeros(chain.M + 1) if math.isinf(lk.gbps) else link_all / lk.bits_per_s
-              for lk in cluster.links]
+    link_s = [lk.seconds(link_all) for lk in cluster.links]
     uniform = all(m is stage_mats[0] for m in stage_mats) and \
         all(lk.gbps == cluster.links[0].gbps for lk in cluster.links)
 
@@ -376,9 +392,7 @@ def exhaustive(chain, cluster: Cluster):
                 t = math.inf
             worst = max(worst, t)
             if i < n - 1:
-                link = cluster.links[i]
-                if not math.isinf(link.gbps):
-                    worst = max(worst, link_all[b] / link.bits_per_s)
+                worst = max(worst, cluster.links[i].seconds(link_all[b]))
             if worst >= best:
                 break
         if worst < best:

@@ -26,7 +26,6 @@ FPGA, to ~100 with 250 Gb/s per FPGA).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -132,9 +131,9 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
         busiest_bal = float(np.maximum(chain.fwd_bits[inner] + right,
                                        chain.bwd_bits[inner] + left).max()) if n > 1 else 0.0
         for link in links:
-            link_ii = 0.0 if math.isinf(link.gbps) else busiest / link.bits_per_s
+            link_ii = link.seconds(busiest)
             ii = max(compute_ii, link_ii)
-            ii_bal = max(compute_ii, 0.0 if math.isinf(link.gbps) else busiest_bal / link.bits_per_s)
+            ii_bal = max(compute_ii, link.seconds(busiest_bal))
             gops = train_ops / ii / 1e9
             if n == 1:
                 base_gops[link.name] = gops

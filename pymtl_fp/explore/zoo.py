@@ -3,7 +3,7 @@
 =============  ==========  =================================================================
 name           input       what it is
 =============  ==========  =================================================================
-lenet-digits   1x8x8       the project's demo net (same shapes as :mod:`pymtl_fp.net`'s preset)
+lenet-digits   1x8x8       the project's demo net (:mod:`pymtl_fp.net`'s preset, as a view)
 vgg-cifar      3x32x32     the VGG-like CIFAR-10 net used for low-precision integer training
                            (2x128C3-MP2-2x256C3-MP2-2x512C3-MP2-1024FC-10FC, as in WAGE,
                            Wu et al. ICLR'18, the 8-bit scheme DarkFPGA builds on)
@@ -24,11 +24,18 @@ multiply-adds, as that paper states):
   "Deep Residual Learning for Image Recognition", CVPR 2016 (Sec. 3.3 and Table 1).
 
 ``tests/test_explore_zoo.py`` checks every count against these within 2 %.
+
+The simulated hardware's nets (:mod:`pymtl_fp.net`: sequences of conv, max pool and fc layers)
+are not written down again here: lenet-digits, any other preset and any net file are their
+:meth:`~pymtl_fp.explore.layers.Network.from_net` views.  The published networks stay
+shape-level records only, because a ``Net`` has no residual addition, grouped convolution or
+average pool to hold them.
 """
 
 from __future__ import annotations
 
 from pymtl_fp.explore.layers import NetBuilder, Network
+from pymtl_fp.net import load_net, presets
 
 SZE_2017 = ("Sze et al., 'Efficient Processing of Deep Neural Networks: A Tutorial and "
             "Survey', Proc. IEEE 105(12), 2017, summary table of popular DNNs")
@@ -37,13 +44,9 @@ HE_2016 = ("He et al., 'Deep Residual Learning for Image Recognition', CVPR 2016
 
 
 def lenet_digits() -> Network:
-    b = NetBuilder("lenet-digits", (1, 8, 8))
-    b.conv("conv1", 8, 3, pad=1)
-    b.pool("pool1", 2, 2)
-    b.conv("conv2", 16, 3, pad=1)
-    b.pool("pool2", 2, 2)
-    b.fc("fc", 10, relu=False)
-    return b.build("demo CNN for scikit-learn's 8x8 digits (the simulated cluster's workload)")
+    """The simulated cluster's workload, :mod:`pymtl_fp.net`'s preset itself (:meth:`Network.from_net`)."""
+    return Network.from_net(load_net("lenet-digits"),
+                            "demo CNN for scikit-learn's 8x8 digits (the simulated cluster's workload)")
 
 
 def vgg_cifar() -> Network:
@@ -141,28 +144,6 @@ _ALIASES = {"lenet": "lenet-digits", "vgg-16": "vgg16", "vgg-19": "vgg19",
             "vgg_cifar": "vgg-cifar", "lenet_digits": "lenet-digits"}
 
 
-def from_sequential(net) -> Network:
-    """A :class:`Network` from a :class:`pymtl_fp.net.Net` (the simulated hardware's nets).
-
-    Duck-typed on that module's ``Conv`` / ``Pool`` / ``Fc`` records (``out_channels``,
-    ``kernel``, ``stride``, ``pad``, ``relu`` / ``k`` / ``out_features``), so the design-space
-    tools and the cluster simulation can be run on the very same description.
-    """
-    b = NetBuilder(net.name, tuple(net.input_shape))
-    for i, layer in enumerate(net.layers):
-        name = getattr(layer, "name", "") or f"layer{i}"
-        if hasattr(layer, "out_channels"):
-            b.conv(name, layer.out_channels, tuple(layer.kernel), layer.stride, layer.pad,
-                   relu=bool(layer.relu))
-        elif hasattr(layer, "out_features"):
-            b.fc(name, layer.out_features, relu=bool(layer.relu))
-        elif hasattr(layer, "k"):
-            b.pool(name, layer.k, layer.k)
-        else:
-            raise ValueError(f"{net.name}: layer {name!r} is not a conv, pool or fc")
-    return b.build(f"{net.name} (from pymtl_fp.net)")
-
-
 def get_network(name: str) -> Network:
     """A fresh :class:`Network` by zoo name (case-insensitive; a few aliases accepted).
 
@@ -174,9 +155,7 @@ def get_network(name: str) -> Network:
     key = _ALIASES.get(key, key)
     if key in NETWORKS:
         return NETWORKS[key]()
-    from pymtl_fp.net import load_net, presets
-
     if key in presets() or name.lower().endswith((".toml", ".json")):
-        return from_sequential(load_net(name))  # a net file with a problem raises its NetError
+        return Network.from_net(load_net(name))  # a net file with a problem raises its NetError
     raise KeyError(f"unknown network {name!r}; known: {', '.join(NETWORKS)} "
                    "(or a pymtl_fp.net preset / net file)")

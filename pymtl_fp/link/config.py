@@ -19,6 +19,8 @@ import dataclasses
 import math
 from fractions import Fraction
 
+from pymtl_fp.cost.link import LINE_64B66B
+
 #: hard limits: PyMTL3's Bits stop at 1023 bits; latencies/credits beyond these are not useful
 MAX_BITS = 1023
 MAX_LATENCY = 4096
@@ -37,7 +39,7 @@ def clog2(n: int) -> int:
 
 
 def transceiver_bits_per_cycle(lanes: int, gbps_per_lane: float, clock_mhz: float,
-                               encoding: tuple[int, int] = (64, 66)) -> float:
+                               encoding: tuple[int, int] = LINE_64B66B) -> float:
     """Payload bits per link-clock cycle of ``lanes`` serial transceivers.
 
     ``lanes x line rate x encoding efficiency / clock``; ``encoding`` is (payload bits, line bits),
@@ -54,7 +56,7 @@ def transceiver_bits_per_cycle(lanes: int, gbps_per_lane: float, clock_mhz: floa
 
 
 def phit_bits_from_transceivers(lanes: int, gbps_per_lane: float, clock_mhz: float,
-                                encoding: tuple[int, int] = (64, 66)) -> int:
+                                encoding: tuple[int, int] = LINE_64B66B) -> int:
     """:func:`transceiver_bits_per_cycle` rounded down to whole bits (the phit width a link
     clocked at ``clock_mhz`` can sustain)."""
     return math.floor(transceiver_bits_per_cycle(lanes, gbps_per_lane, clock_mhz, encoding))

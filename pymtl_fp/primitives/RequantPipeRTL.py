@@ -42,12 +42,13 @@ from pymtl3 import (
     zext,
 )
 
+from pymtl_fp.cost.latency import PIPELINE_LATENCY
 from pymtl_fp.primitives.RequantRTL import MAX_SHIFT
 from pymtl_fp.primitives.SaturateRTL import SaturateRTL
 from pymtl_fp.primitives.StochasticHashRTL import FMIX_C1, FMIX_C2, GOLDEN_SEED, GOLDEN_TENSOR
 
-#: cycles from the inputs to ``out``
-LATENCY = 13
+#: cycles from the inputs to ``out`` (the cost model's number)
+LATENCY = PIPELINE_LATENCY["requant"]
 
 
 class RequantPipeRTL(Component):

@@ -1,0 +1,29 @@
+"""Per-unit latencies of the hardware, in cycles: the constants every cycle count is built from.
+
+Each is a property of one unit's RTL, defined here once so that the closed forms
+(:mod:`pymtl_fp.cost.engine`), the engine's elaboration parameters
+(:class:`~pymtl_fp.engine.config.EngineConfig`), the units themselves
+(:mod:`~pymtl_fp.engine.MacArrayPipeRTL`, :mod:`~pymtl_fp.primitives.RequantPipeRTL`), the
+compiler's and the design-space tools' models all read the same number without importing PyMTL3.
+Every CL == RTL cycle test of a unit holds its RTL to the number here.
+"""
+
+from __future__ import annotations
+
+#: a compute command's fixed overhead on the engine: the command register, the MAC/requantize
+#: stage B and the return to idle (:func:`pymtl_fp.cost.engine.compute_cycles`)
+PIPE = 3
+
+#: stages each optional engine pipeline adds: the requantizer's
+#: (:data:`pymtl_fp.primitives.RequantPipeRTL.LATENCY`), the MAC array's
+#: (:data:`pymtl_fp.engine.MacArrayPipeRTL.LATENCY`), the address stage (EngineStepAddrRTL's
+#: registers) and the command register (EngineAcceptRTL's); ``EngineConfig.pipelined_<name>``
+#: builds them
+PIPELINE_LATENCY = {"requant": 13, "mac": 3, "addr": 1, "cmd": 1}
+
+#: cycles between two engine commands a router issues (its command port is registered)
+ISSUE_CYCLES = 1
+
+#: the router's scalar units (requantizer, bias SGD, relayout gather) retire an instruction of
+#: ``count`` elements ``count + UNIT_OVERHEAD`` cycles after it starts (:data:`pymtl_fp.cluster.isa.KIND_DOC`)
+UNIT_OVERHEAD = 2
