@@ -15,6 +15,7 @@ gives every node its own MAC array side (default: ``--array`` for all).  It prin
 final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
 ``--steps`` times); exit status 1 if they do not.
 
+The cluster session is :func:`pymtl_fp.cluster.run.session.run_training` (the options: a cluster config and a mapping).
 Options shared by every engine (net, precision, epochs, batch, seed, learning rate, outputs) are
 defined here; an engine adds its own options in its own argument group and registers its runner
 in ``ENGINES``.

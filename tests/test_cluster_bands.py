@@ -124,7 +124,7 @@ def _commands(bands, op, j, net=VGG, n=4):
     ccfg = _ccfg(n, net)
     part = choose_partition(net, ccfg, 3, Mapping(split=False))
     _, cprog = compile_pipeline(net, ccfg, part, _params(net), TCFG, 1,
-                                Mapping(overlap=True, bands=bands, bands_backward=True))
+                                Mapping(overlap=True, bands=bands, bands_backward=bands > 0))
     return [ins.cmd for ins in cprog.nodes[j].ops if ins.kind == isa.ENG and ins.field("op") == OP[op]]
 
 

@@ -1,6 +1,7 @@
 """Run training steps on a simulated cluster and report where the cycles go.
 
-:func:`train_on_cluster` partitions, compiles, builds the cluster top at the requested levels,
+:func:`train_on_cluster` partitions and compiles as its :class:`~pymtl_fp.cluster.compiler.mapping.Mapping`
+says (:func:`compile_run`), builds the cluster top at the requested levels,
 simulates ``steps`` mini-batches with a watchdog (a hang raises
 :class:`pymtl_fp.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
 back to the host and returns them with a report.  :func:`golden_steps` is the reference:
