@@ -153,8 +153,24 @@ class ClusterConfig:
 
     @property
     def P(self) -> int:
-        """Node 0's array side (the only one when the nodes share ``P``; see :attr:`Ps`)."""
+        """The nodes' common array side; a :class:`ClusterError` when they differ (mixed ``P``):
+        a caller then says which side it needs -- :attr:`P_in` (node 0's, the images' layout),
+        :attr:`P_out` (node N-1's, the logits' layout) or the partition's grid unit
+        (:func:`~pymtl_fp.cluster.compiler.partition.grid_unit`)."""
+        if self.mixed_p:
+            raise ClusterError(f"the nodes' array sides differ (P = {list(self.Ps)}): no one P of the cluster; "
+                               "use P_in (node 0's), P_out (node N-1's) or Ps")
         return self.engines[0].P
+
+    @property
+    def P_in(self) -> int:
+        """Node 0's array side: the layout of the images the host sends."""
+        return self.engines[0].P
+
+    @property
+    def P_out(self) -> int:
+        """Node N-1's array side: the layout of the logits and loss gradients at the host."""
+        return self.engines[-1].P
 
     @property
     def Ps(self) -> tuple:

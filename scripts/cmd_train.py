@@ -15,6 +15,7 @@ gives every node its own MAC array side (default: ``--array`` for all).  It prin
 final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
 ``--steps`` times); exit status 1 if they do not.
 
+The cluster session is :func:`pymtl_fp.cluster.run.session.run_training` (the options: a cluster config and a mapping).
 Options shared by every engine (net, precision, epochs, batch, seed, learning rate, outputs) are
 defined here; an engine adds its own options in its own argument group and registers its runner
 in ``ENGINES``.
@@ -235,6 +236,7 @@ def _plot(histories: list, path: Path, title: str) -> None:
 def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> dict:
     """``fwd_versions`` of ``--schedule cp`` on ``--nodes`` whole-layer nodes (FPDeep's partition of
     the default cluster, as ``--engine cluster`` would run it)."""
+    from pymtl_fp.cluster.compiler.mapping import Mapping
     from pymtl_fp.cluster.config import MAX_NODES, ClusterConfig, ClusterError, engine_for_net
     from pymtl_fp.cluster.run.train import cp_versions
     from pymtl_fp.golden.train import TrainConfig
@@ -242,8 +244,8 @@ def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> di
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     try:
         return cp_versions(net, ClusterConfig.homogeneous(args.nodes, engine_for_net(net, precision)), batch,
-                           pack=args.tap_pack, tcfg=TrainConfig(precision, lr_log2=lr_log2),
-                           overlap=getattr(args, "overlap", False))
+                           Mapping(schedule="cp", pack=args.tap_pack, overlap=getattr(args, "overlap", False)),
+                           TrainConfig(precision, lr_log2=lr_log2))
     except (ClusterError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
@@ -310,39 +312,45 @@ def _cuts(text: str | None, nodes: int) -> list | None:
     return cuts
 
 
-def _faults(args):
-    """``--faults RATE`` as the fault injectors' per-flit rates (units of 2**-16), or None."""
-    rate = args.faults
-    if not (rate == rate and 0.0 <= rate <= 0.5):
-        raise UserError(f"--faults {rate}: a per-flit probability in [0, 0.5]")
-    if rate == 0:
-        return None
-    each = max(1, round(rate * 65536 / 3))
-    return dict(seed=args.fault_seed & 0xFFFFFFFF, drop=each, burst=each, flip=each)
+def _mapping(args, cuts):
+    """The run's :class:`~pymtl_fp.cluster.compiler.mapping.Mapping` from the cluster options
+    (its refusals as one-line errors)."""
+    from pymtl_fp.cluster.compiler.mapping import Mapping
+    from pymtl_fp.cluster.config import ClusterError
+
+    try:
+        return Mapping(parallel=args.parallel, groups=args.groups,
+                       schedule="1f1b" if args.schedule in (None, "minibatch") else args.schedule,
+                       wgrad=args.wgrad, bands=bands_option(args.bands), bands_backward=args.bands_backward,
+                       bands_all=args.bands_all, pack=args.tap_pack, weight_home=args.weight_home,
+                       overlap=args.overlap, cuts=cuts, split=not args.no_split)
+    except ClusterError as exc:
+        raise UserError(str(exc)) from None
 
 
-def _run_cluster(args, net) -> int:
-    import numpy as np
+def _cluster_config(args, net, precision: str):
+    """The cluster the options describe: one engine per node (its array side, buffers, stream
+    lanes, pipelines), the links, the clock, topology and FPGA family."""
+    from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
 
-    from pymtl_fp.cluster.config import (
-        MAX_NODES,
-        ClusterConfig,
-        ClusterError,
-        default_link,
-        engine_for_net,
-        node_levels,
-    )
-    from pymtl_fp.cluster.run.train import cp_versions, format_report, golden_steps, params_equal, train_on_cluster
-    from pymtl_fp.data import digits_for, quantize_images
+    pipes = validate.pipelines(args.pipeline)
+    try:
+        arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
+        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth, weight_depth=args.weight_depth)
+                   .replace(stream_lanes=args.stream_lanes, **pipes) for p in arrays]
+        return ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
+                             clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _check_cluster_options(args) -> None:
+    """Refuse cluster options out of their ranges, one line each (before anything is built)."""
+    from pymtl_fp.cluster.config import MAX_NODES
+    from pymtl_fp.energy.constants import fpga_families
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
-    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
     from pymtl_fp.link.config import MAX_LATENCY as MAX_LINK_LATENCY
-    from pymtl_fp.sim import SimulationHang
 
-    report_path = validate.output_file(args.report, "--report", ".json")
-    weights_path = validate.output_file(args.save_weights, "--save-weights", ".npz")
-    trace_path = validate.output_file(args.trace, "--trace", ".json")
-    timeline_path = validate.output_file(args.timeline, "--timeline", ".png")
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
     if args.level not in CLUSTER_LEVELS:
@@ -355,145 +363,70 @@ def _run_cluster(args, net) -> int:
     validate.integer(args.weight_depth, "--weight-depth", 2, 65536)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
-    bands = bands_option(args.bands)
-    if args.bands_backward and bands == 0:
-        raise UserError("--bands-backward runs the backward passes in the row bands of --bands: not with --bands 0")
-    if args.bands_all and bands == 0:
-        raise UserError("--bands-all runs every forward pass in the row bands of --bands: not with --bands 0")
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
-    from pymtl_fp.energy.constants import fpga_families
-
     if args.fpga_family not in fpga_families():
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
-    cuts = _cuts(args.cuts, args.nodes)
-    schedule = "1f1b" if args.schedule in (None, "minibatch") else args.schedule
     if args.groups is not None:
         validate.integer(args.groups, "--groups", 1, args.nodes)
     if args.parallel != "pipeline" and args.partition == "search":
         raise UserError(f"--partition search tunes one pipeline's cuts; not with --parallel {args.parallel}")
+
+
+def _check_levels(args, levels: list, simulated: bool) -> None:
+    """Refuse what the levels cannot run (a trace, the direct kernel: fl/cl; faults: verilator)."""
+    if simulated and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError(f"{'--trace' if args.trace else '--timeline'} records the CL routers and links: every node "
+                        "at fl or cl")
+    if args.kernel == "direct" and not all(lv in ("fl", "cl") for lv in levels):
+        raise UserError("--kernel direct ticks fl/cl nodes only; use --kernel pymtl (or leave it out)")
+    if args.faults and levels != ["verilator"] * args.nodes:
+        raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
+
+
+def _run_cluster(args, net) -> int:
+    from pymtl_fp.cli.progress import SimProgress
+    from pymtl_fp.cluster.config import ClusterError, node_levels
+    from pymtl_fp.cluster.run.report import format_report
+    from pymtl_fp.cluster.run.session import TrainingOutputs, link_faults, run_training
+    from pymtl_fp.sim import SimulationHang
+
+    outputs = TrainingOutputs(report=validate.output_file(args.report, "--report", ".json"),
+                              weights=validate.output_file(args.save_weights, "--save-weights", ".npz"),
+                              trace=validate.output_file(args.trace, "--trace", ".json"),
+                              timeline=validate.output_file(args.timeline, "--timeline", ".png"))
+    _check_cluster_options(args)
+    mapping = _mapping(args, _cuts(args.cuts, args.nodes))
     precision = "8" if args.precision == "all" else args.precision
     if precision not in net.formats:
         raise UserError(f"--precision {precision}: the cluster runs a fixed-point precision of the net "
                         f"({', '.join(sorted(net.formats))})")
-    settings = _settings(args, net)
-    if args.batch is None:
-        settings["batch"] = 8
-    batch = settings["batch"]
+    settings = dict(_settings(args, net), **({"batch": 8} if args.batch is None else {}))
     try:
-        split = digits_for(net)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    if args.steps == "epoch":
-        steps = len(split.y_train) // batch
-    else:
-        try:
-            steps = validate.integer(int(args.steps), "--steps", 1)
-        except ValueError:
-            raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
-    faults = _faults(args)
-    pipes = validate.pipelines(args.pipeline)
+        steps = "epoch" if args.steps == "epoch" else validate.integer(int(args.steps), "--steps", 1)
+    except ValueError:
+        raise UserError(f"--steps {args.steps}: give a number of steps or 'epoch'") from None
     try:
-        arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth, weight_depth=args.weight_depth)
-                   .replace(stream_lanes=args.stream_lanes, **pipes) for p in arrays]
-        ccfg = ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
-                             clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
+        link_faults(args.faults, args.fault_seed)  # (its range, before the levels' checks)
+        ccfg = _cluster_config(args, net, precision)
         levels = node_levels(args.level, args.nodes, args.node_levels)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
-    if (trace_path or timeline_path) and not all(lv in ("fl", "cl") for lv in levels):
-        raise UserError(f"{'--trace' if trace_path else '--timeline'} records the CL routers and links: every node "
-                        "at fl or cl")
-    if args.kernel == "direct" and not all(lv in ("fl", "cl") for lv in levels):
-        raise UserError("--kernel direct ticks fl/cl nodes only; use --kernel pymtl (or leave it out)")
-    if faults is not None and levels != ["verilator"] * args.nodes:
-        raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
-    fmt = net.precision(precision)
-    order = np.random.default_rng(settings["seed"]).permutation(len(split.y_train))[: steps * batch]
-    if len(order) < steps * batch:
-        raise UserError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
-    images = quantize_images(split.x_train[order], fmt.act)
-    labels = split.y_train[order]
-    params = quantize_params(net, init_params_float64(net, settings["seed"]), precision)
-    tcfg = TrainConfig(precision, lr_log2=settings["lr_log2"], momentum=settings["momentum"],
-                       seed=settings["seed"])
-    found = None
-    if args.partition == "search":
-        if cuts is not None:
-            raise UserError("--partition search chooses the cuts: give --cuts or --partition search, not both")
-        from pymtl_fp.cluster.run.tune import search_partition
-
-        try:
-            found = search_partition(net, ccfg, params, images, labels, tcfg, batch, split=not args.no_split,
-                                     overlap=args.overlap, schedule=schedule, pack=args.tap_pack, wgrad=args.wgrad)
-        except ClusterError as exc:
-            raise UserError(str(exc)) from None
-        cuts = found["cuts"]
-        print(f"partition search ({len(found['table'])} cut vectors, one step each at cl): "
-              + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"])
-              + f" -> {cuts}", flush=True)
-    print(f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
-          f"{args.nodes} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
-          f"(arrays {','.join(str(e.P) for e in ccfg.engines)})"
-          + (f"; --parallel {args.parallel}" + (f" --groups {args.groups}" if args.groups else "")
-             if args.parallel != "pipeline" else "")
-          + (f"; link faults {args.faults:g} per flit (seed {args.fault_seed})" if faults else ""), flush=True)
-    from pymtl_fp.cli.progress import SimProgress
-
-    bar = SimProgress(steps * batch, args.progress)
+    _check_levels(args, levels, bool(outputs.trace or outputs.timeline))
     try:
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               overlap=args.overlap, schedule=schedule,
-                               levels=levels, cuts=cuts, split=not args.no_split, faults=faults,
-                               max_cycles=max(20_000_000, 200_000 * steps), kernel=args.kernel, skip=args.skip,
-                               trace=bool(trace_path or timeline_path), progress_cb=bar,
-                               parallel=args.parallel, groups=args.groups, pack=args.tap_pack, wgrad=args.wgrad,
-                               bands=bands, bands_backward=args.bands_backward, bands_all=args.bands_all,
-                               weight_home=args.weight_home)
+        result = run_training(net, ccfg, mapping, steps=steps, batch=settings["batch"], levels=levels,
+                              precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],
+                              momentum=settings["momentum"], partition=args.partition, fault_rate=args.faults,
+                              fault_seed=args.fault_seed, kernel=args.kernel, skip=args.skip, outputs=outputs,
+                              settings=settings, progress=lambda total: SimProgress(total, args.progress),
+                              say=lambda line: print(line, flush=True))
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:
         raise UserError(str(exc).splitlines()[0]) from None
-    finally:
-        bar.close()
-    if found is not None:  # the report says how the cuts were chosen
-        run.report["partition"]["method"] = f"searched at cl; the rule's cuts: {found['rule_cuts']}"
-        run.report["partition"]["search"] = found["table"]
-    want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
-                                       cp_versions(net, ccfg, batch, schedule, cuts, args.tap_pack, tcfg, args.overlap))
-    equal = params_equal(run.params, want)
-    print(format_report(run.report))
-    shown = golden_losses if len(golden_losses) <= 8 else golden_losses[:2] + golden_losses[-2:]
-    print(f"final weights equal the golden model's: {'yes' if equal else 'NO'} "
-          f"(golden losses {', '.join(f'{x:.4f}' for x in shown)}{', ...' if len(shown) < len(golden_losses) else ''})")
-    from pymtl_fp.golden.study import accuracy
-
-    acc0 = accuracy(net, params, quantize_images(split.x_test, fmt.act), split.y_test, precision)
-    acc = accuracy(net, run.params, quantize_images(split.x_test, fmt.act), split.y_test, precision)
-    run.report["test_accuracy"] = {"before": acc0, "after": acc, "test_images": len(split.y_test)}
-    print(f"test accuracy of the trained weights: {100 * acc:.1f}% on the {len(split.y_test)} test images "
-          f"({100 * acc0:.1f}% before training)")
-    if report_path:
-        rep = dict(run.report, engine="cluster", precision=precision, settings=settings,
-                   weights_equal_golden=equal, golden_losses=golden_losses)
-        report_path.write_text(json.dumps(rep, indent=2, default=float) + "\n")
-        print(f"  wrote {report_path}")
-    if trace_path:
-        from pymtl_fp.cluster.run.trace import write_trace
-
-        write_trace(run.trace, trace_path)
-        print(f"  wrote {trace_path} (open it in ui.perfetto.dev)")
-    if timeline_path:
-        from pymtl_fp.cluster.run.trace_plot import plot_timeline
-
-        plot_timeline(run.trace, timeline_path, f"{net.name}: {args.nodes} nodes at {','.join(levels)}, batch {batch}, "
-                      f"{steps} steps ({run.cycles:,} cycles)")
-        print(f"  wrote {timeline_path}")
-    if weights_path:
-        flat = {f"{name}.{k}": np.asarray(v) for name, p in run.params.items() for k, v in p.items()}
-        np.savez(weights_path, **flat)
-        print(f"  wrote {weights_path}")
-    return 0 if equal else 1
+    print(format_report(result.report))
+    for line in result.summary():
+        print(line)
+    return 0 if result.weights_equal else 1
 
 
 def _net(name: str):

@@ -82,7 +82,9 @@ def _node(prog) -> dict:
 
 
 def compile_config(net_name: str, n: int, batch: int, opts: dict):
-    """Compile one configuration; returns ``(ccfg, part, parts, cprog)``."""
+    """Compile one configuration (its mapping options as a
+    :class:`~pymtl_fp.cluster.compiler.mapping.Mapping`); returns ``(ccfg, part, parts, cprog)``."""
+    from pymtl_fp.cluster.compiler.mapping import Mapping
     from pymtl_fp.cluster.run.train import compile_run
     from pymtl_fp.golden.train import TrainConfig
     from pymtl_fp.net import load_net
@@ -94,7 +96,7 @@ def compile_config(net_name: str, n: int, batch: int, opts: dict):
     if "weight_depth" in opts:
         depth = opts.pop("weight_depth")
         ccfg = ccfg.replace(engines=tuple(e.replace(weight_depth=depth) for e in ccfg.engines))
-    return compile_run(net, ccfg, seeded_params(net), TrainConfig("8", seed=5), steps=2, batch=batch, **opts)
+    return compile_run(net, ccfg, seeded_params(net), TrainConfig("8", seed=5), Mapping(**opts), steps=2, batch=batch)
 
 
 def digest(net_name: str, n: int, batch: int, opts: dict) -> str:

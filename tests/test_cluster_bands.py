@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler import bands as bands_mod
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.schedule import fill_passes
 from pymtl_fp.cluster.config import ClusterError, default_link
 from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
@@ -23,7 +24,7 @@ from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.encoding import OP
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
-from pymtl_fp.tb.cluster_setup import seeded_params, small_cluster
+from pymtl_fp.tb.cluster_setup import mapping_options, seeded_params, small_cluster
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET, VGG = load_net("lenet-digits"), load_net("vgg-digits")
@@ -50,10 +51,11 @@ def data():
 def _run(data, ccfg, level, *, bands, net=NET, batch=3, steps=2, tcfg=TCFG, check=True, **kw):
     images, labels = data
     params = _params(net)
-    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                           levels=[level] * ccfg.n, bands=bands, **kw)
+    mapping, kw = mapping_options(kw, bands=bands)
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
+                           levels=[level] * ccfg.n, **kw)
     if check:
-        versions = cp_versions(net, ccfg, batch, kw.get("schedule", "1f1b"))
+        versions = cp_versions(net, ccfg, batch, Mapping(schedule=mapping.schedule))
         want, losses = golden_steps(net, params, images, labels, tcfg, steps, batch, versions)
         assert params_equal(run.params, want), f"{ccfg.n} nodes at {level}, bands {bands}: the weights differ"
         assert run.losses == pytest.approx(losses, abs=0)
@@ -101,9 +103,9 @@ def test_only_the_fill_runs_in_bands_unless_bands_all(data):
     Verilated cluster below mixes both too)."""
     def per_node(bands, every=False):
         ccfg = _ccfg(4, VGG)
-        part = choose_partition(VGG, ccfg, 8, split=False)
-        _, cprog = compile_pipeline(VGG, ccfg, part, _params(VGG), TCFG, 1, True, "1f1b", "batch", bands, False,
-                                    bands_all=every)
+        part = choose_partition(VGG, ccfg, 8, Mapping(split=False))
+        _, cprog = compile_pipeline(VGG, ccfg, part, _params(VGG), TCFG, 1,
+                                    Mapping(overlap=True, bands=bands, bands_all=every))
         return [sum(ins.kind == isa.ENG and ins.field("op") == OP["fwd"] for ins in p.ops) for p in cprog.nodes]
 
     whole, every, fill = per_node(0), per_node(1, True), per_node(1)
@@ -120,8 +122,9 @@ def test_continuous_propagation_in_bands(data):
 
 def _commands(bands, op, j, net=VGG, n=4):
     ccfg = _ccfg(n, net)
-    part = choose_partition(net, ccfg, 3, split=False)
-    _, cprog = compile_pipeline(net, ccfg, part, _params(net), TCFG, 1, True, "1f1b", "batch", bands, True)
+    part = choose_partition(net, ccfg, 3, Mapping(split=False))
+    _, cprog = compile_pipeline(net, ccfg, part, _params(net), TCFG, 1,
+                                Mapping(overlap=True, bands=bands, bands_backward=bands > 0))
     return [ins.cmd for ins in cprog.nodes[j].ops if ins.kind == isa.ENG and ins.field("op") == OP[op]]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pymtl_fp.cluster.compiler import codegen
 from pymtl_fp.cluster.compiler.compile import check_training, choose_partition, compile_cluster
 from pymtl_fp.cluster.compiler.forward import Forward
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.plan import Options, make_plan
 from pymtl_fp.cluster.compiler.schedule import step_order
 from pymtl_fp.golden.train import TrainConfig
@@ -22,7 +23,7 @@ TCFG = TrainConfig(PREC, lr_log2=3, seed=11)
 def _compile(n=3, batch=4, **kw):
     ccfg = small_cluster(n, NET, PREC)
     part = choose_partition(NET, ccfg, batch)
-    return compile_cluster(NET, ccfg, part, seeded_params(NET, PREC), TCFG, 1, **kw)
+    return compile_cluster(NET, ccfg, part, seeded_params(NET, PREC), TCFG, 1, Mapping(**kw))
 
 
 def test_a_new_forward_dataflow_is_one_pass_plus_one_option(monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
 from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
@@ -38,9 +39,9 @@ def _run(data, n, level, *, batch=3, steps=2, link=None, stall=None, topology="c
     params = quantize_params(net, init_params_float64(net, 4), PREC)
     engine = engine_for_net(net, PREC, act_depth=act_depth, weight_depth=256, bias_depth=32)
     ccfg = ClusterConfig.homogeneous(n, engine, link, topology=topology)
-    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=[level] * n,
-                           stall=stall, overlap=overlap, schedule=schedule)
-    versions = cp_versions(net, ccfg, batch, schedule)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, Mapping(overlap=overlap, schedule=schedule),
+                           steps=steps, batch=batch, levels=[level] * n, stall=stall)
+    versions = cp_versions(net, ccfg, batch, Mapping(schedule=schedule))
     want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch, versions)
     assert params_equal(run.params, want), f"{n} nodes at {level}: the weights differ from the golden cp step"
     assert run.losses == pytest.approx(losses, abs=0)
@@ -81,8 +82,9 @@ def test_cp_refuses_split_layers_before_simulating(data):
     params = quantize_params(net, init_params_float64(net, 4), PREC)
     ccfg = ClusterConfig.homogeneous(4, engine_for_net(net, PREC))
     with pytest.raises(ClusterError, match="at most that many nodes"):
-        train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["cl"] * 4, schedule="cp")
+        train_on_cluster(net, params, images, labels, TCFG, ccfg, Mapping(schedule="cp"), steps=1, batch=2,
+                         levels=["cl"] * 4)
     ccfg = ClusterConfig.homogeneous(2, engine_for_net(net, PREC))
     with pytest.raises(ClusterError, match="needs whole layers on each node: conv2 is split"):
-        train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=["cl"] * 2,
-                         schedule="cp", cuts=[0, 4, 9])
+        train_on_cluster(net, params, images, labels, TCFG, ccfg, Mapping(schedule="cp", cuts=[0, 4, 9]), steps=1, batch=2,
+                         levels=["cl"] * 2)

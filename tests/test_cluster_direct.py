@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
@@ -42,8 +43,9 @@ def _three_ways(data, levels, *, steps=1, batch=2, stall=None, topology="chain",
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 3), PREC)
     ccfg = ClusterConfig.homogeneous(len(levels), engine, link, topology=topology)
-    kw = dict(steps=steps, batch=batch, levels=levels, stall=stall, overlap=overlap, schedule=schedule)
-    runs = {name: train_on_cluster(NET, params, images, labels, TCFG, ccfg, kernel=kernel, skip=skip, **kw)
+    kw = dict(steps=steps, batch=batch, levels=levels, stall=stall)
+    mapping = Mapping(overlap=overlap, schedule=schedule)
+    runs = {name: train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, kernel=kernel, skip=skip, **kw)
             for name, kernel, skip in (("pymtl", "pymtl", False), ("direct", "direct", False),
                                        ("skipping", "direct", True))}
     ref = runs["pymtl"]

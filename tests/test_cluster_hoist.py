@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler import hoist
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.program import NodeProgram
 from pymtl_fp.cluster.config import ClusterConfig, default_link
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
@@ -82,8 +83,9 @@ def _cluster(n, lanes=1, latency=8):
 
 def _compile(n, batch, lanes, wgrad="auto"):
     ccfg = _cluster(n, lanes)
-    part = choose_partition(NET, ccfg, batch, wgrad=wgrad)
-    return compile_pipeline(NET, ccfg, part, seeded_params(NET, PREC), TCFG, 1, True, "1f1b", wgrad)[1]
+    part = choose_partition(NET, ccfg, batch, Mapping(wgrad=wgrad))
+    return compile_pipeline(NET, ccfg, part, seeded_params(NET, PREC), TCFG, 1,
+                            Mapping(overlap=True, wgrad=wgrad))[1]
 
 
 def test_1f1b_programs_move_the_next_input_in_front_of_the_backward_pass():
@@ -116,8 +118,8 @@ def _run(data, n, level, lanes=1, stall=None, batch=8):
     images, labels = data
     params = seeded_params(NET, PREC)
     ccfg = _cluster(n, lanes)
-    return train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=batch, levels=[level] * n,
-                            stall=stall, overlap=True, wgrad="auto"), params
+    return train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(overlap=True, wgrad="auto"), steps=1,
+                            batch=batch, levels=[level] * n, stall=stall), params
 
 
 @pytest.mark.parametrize("n,level,stall", [(3, "cl", (0.3, 5)), (3, "fl", (0.2, 9)), (4, "cl", (0.25, 2)),
@@ -140,8 +142,9 @@ def test_moved_loads_property(data, n, batch, lanes, latency, stall, seed, level
     images, labels = data
     params = seeded_params(NET, PREC)
     ccfg = _cluster(n, lanes, latency)
-    run = train_on_cluster(NET, params, images[:batch], labels[:batch], TCFG, ccfg, steps=1, batch=batch,
-                           levels=[level] * n, stall=(stall, seed), overlap=True, wgrad=wgrad, bands=bands)
+    run = train_on_cluster(NET, params, images[:batch], labels[:batch], TCFG, ccfg,
+                           Mapping(overlap=True, wgrad=wgrad, bands=bands), steps=1, batch=batch, levels=[level] * n,
+                           stall=(stall, seed))
     want, _ = golden_steps(NET, params, images[:batch], labels[:batch], TCFG, 1, batch)
     assert params_equal(run.params, want)
 

@@ -11,6 +11,7 @@ from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_clus
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import mapping_options
 
 NET = load_net("lenet-digits")
 PREC = "8"
@@ -31,7 +32,9 @@ def _cluster(n, lanes, P=4, topology="chain"):
 def _train(data, ccfg, levels, *, steps=2, batch=2, **kw):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=levels, **kw)
+    mapping, kw = mapping_options(kw)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, steps=steps, batch=batch, levels=levels,
+                           **kw)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch)
     assert params_equal(run.params, want)
     assert np.allclose(run.losses, losses)

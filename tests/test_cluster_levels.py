@@ -10,6 +10,7 @@ engine is cycle-exact with the RTL.
 
 import pytest
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
@@ -36,8 +37,8 @@ def _run(data, levels, *, batch=2, link_level=None, pack="auto", engine=ENGINE):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 2), PREC)
     ccfg = ClusterConfig.homogeneous(len(levels), engine)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=batch, levels=levels,
-                           link_level=link_level, pack=pack)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(pack=pack), steps=1, batch=batch, levels=levels,
+                           link_level=link_level)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 1, batch)
     assert params_equal(run.params, want), f"{levels}: final weights differ from the golden model's"
     assert run.losses == pytest.approx(losses)
@@ -117,8 +118,8 @@ def test_overlapping_engines_equal_golden_take_fewer_cycles_and_cl_equals_verila
     want, _ = golden_steps(NET, params, images, labels, TCFG, 1, 2)
     cycles = {}
     for level, overlap in (("cl", False), ("cl", True), ("verilator", True)):
-        run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=2, levels=[level] * n,
-                               link_level="cl", overlap=overlap)
+        run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(overlap=overlap), steps=1, batch=2,
+                               levels=[level] * n, link_level="cl")
         assert params_equal(run.params, want), (level, overlap)
         cycles[level, overlap] = run.cycles
     assert cycles["verilator", True] == cycles["cl", True]

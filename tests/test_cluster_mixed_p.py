@@ -22,6 +22,7 @@ from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_clus
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import mapping_options
 
 NET = load_net("lenet-digits")
 PREC = "8"
@@ -48,7 +49,8 @@ def _check(data, Ps, level, **kw):
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = _ccfg(Ps)
     levels = [level] * len(Ps) if isinstance(level, str) else list(level)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=2, levels=levels, **kw)
+    mapping, kw = mapping_options(kw)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, steps=2, batch=2, levels=levels, **kw)
     want, losses = golden_steps(NET, params, images, labels, TCFG, 2, 2)
     assert params_equal(run.params, want), f"P={Ps} at {level}: final weights differ from the golden model's"
     assert not params_equal(want, params)  # it did learn

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp.cluster.compiler.compile import compile_cluster
 from pymtl_fp.cluster.compiler.dma import slice_seed
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import partition
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, node_levels
 from pymtl_fp.golden.loss import row_loss_grad, softmax_xent_grad
@@ -179,7 +180,7 @@ def test_unknown_schedule_is_refused():
     part = partition(NET, ccfg, batch=2)
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     with pytest.raises(ClusterError, match="unknown schedule 'zigzag'"):
-        compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1, schedule="zigzag")
+        compile_cluster(NET, ccfg, part, params, TrainConfig("8"), steps=1, mapping=Mapping(schedule="zigzag"))
 
 
 def test_every_link_has_its_own_name():

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.compiler.replicas import replica_partitions, replicas_for
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
@@ -24,6 +25,7 @@ from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_clus
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import mapping_options
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET = load_net("lenet-digits")
@@ -43,8 +45,8 @@ def _check(data, n, parallel, groups=None, *, batch=4, steps=1, levels=None, lin
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = ClusterConfig.homogeneous(n, ENGINE, link, topology=topology)
-    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                           levels=levels or ["cl"] * n, stall=stall, parallel=parallel, groups=groups)
+    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, Mapping(parallel=parallel, groups=groups), steps=steps,
+                           batch=batch, levels=levels or ["cl"] * n, stall=stall)
     want, losses = golden_steps(NET, params, images, labels, tcfg, steps, batch)
     assert params_equal(run.params, want)
     assert not params_equal(want, params)  # it did learn
@@ -110,7 +112,8 @@ def test_what_cannot_run_is_refused_before_simulating(data, kw, match):
     ccfg = ClusterConfig.homogeneous(4, ENGINE)
     kw = dict(dict(batch=4, levels=["cl"] * 4), **kw)
     with pytest.raises(ClusterError, match=match):
-        train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, **kw)
+        mapping, kw = mapping_options(kw)
+        train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, steps=1, **kw)
 
 
 def test_replicas_need_one_array_side(data):
@@ -118,5 +121,5 @@ def test_replicas_need_one_array_side(data):
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = ClusterConfig((ENGINE, engine_for_net(NET, PREC, P=2)), default_link(ENGINE.stream_bits))
     with pytest.raises(ClusterError, match="one array side"):
-        train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=1, batch=4, levels=["cl"] * 2,
-                         parallel="data")
+        train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(parallel="data"), steps=1, batch=4,
+                         levels=["cl"] * 2)

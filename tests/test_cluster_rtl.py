@@ -4,6 +4,7 @@ behind the ``slow`` marker).  The compiled all-Verilator cluster: ``test_cluster
 
 import pytest
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
@@ -28,8 +29,8 @@ def _check(data, levels, *, steps=1, batch=2, cuts=None):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
     ccfg = ClusterConfig.homogeneous(len(levels), ENGINE)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=levels,
-                           cuts=cuts)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(cuts=cuts), steps=steps, batch=batch,
+                           levels=levels)
     want, _ = golden_steps(NET, params, images, labels, TCFG, steps, batch)
     assert params_equal(run.params, want)
     return run

@@ -12,6 +12,7 @@ from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, 
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import mapping_options
 
 pytestmark = pytest.mark.cl
 
@@ -30,10 +31,11 @@ def _train(data, n, pack, *, lanes=1, steps=2, batch=8, schedule="1f1b", **kw):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(NET, PREC).replace(stream_lanes=lanes))
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                           overlap=True, schedule=schedule, pack=pack, **kw)
+    mapping, kw = mapping_options(kw, overlap=True, schedule=schedule, pack=pack)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, steps=steps, batch=batch,
+                           levels=["cl"] * n, **kw)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
-                                cp_versions(NET, ccfg, batch, schedule, kw.get("cuts"), pack, TCFG, overlap=True))
+                                cp_versions(NET, ccfg, batch, mapping, TCFG))
     assert params_equal(run.params, want), f"{n} nodes, --tap-pack {pack}: weights differ from the golden model's"
     assert np.allclose(run.losses, losses)
     return run

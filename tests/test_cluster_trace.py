@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
 from pymtl_fp.cluster.run.trace import write_trace
 from pymtl_fp.cluster.run.train import train_on_cluster
@@ -29,8 +30,8 @@ def run_db(request, tmp_path_factory):
     images, labels = quantize_images(split.x_train[:8], FMT.act), split.y_train[:8]
     params = quantize_params(NET, init_params_float64(NET, 0), "8")
     ccfg = ClusterConfig.homogeneous(len(levels), engine_for_net(NET, "8"), clock_mhz=250.0)
-    run = train_on_cluster(NET, params, images, labels, TrainConfig("8", seed=0), ccfg, steps=STEPS, batch=BATCH,
-                           levels=levels, overlap=True, trace=True)
+    run = train_on_cluster(NET, params, images, labels, TrainConfig("8", seed=0), ccfg, Mapping(overlap=True), steps=STEPS,
+                           batch=BATCH, levels=levels, trace=True)
     path = write_trace(run.trace, tmp_path_factory.mktemp("trace") / "run.json")
     doc = json.loads(path.read_text())
     db = sqlite3.connect(":memory:")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import (
     ClusterConfig,
     ClusterError,
@@ -45,8 +46,8 @@ def _check(data, n, *, steps=2, batch=2, levels=None, cuts=None, link=None, stal
     images, labels = data
     params = _params()
     ccfg = ClusterConfig.homogeneous(n, ENGINE, link, topology=topology, link_overrides=link_overrides or {})
-    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                           levels=levels or ["fl"] * n, cuts=cuts, stall=stall, split=split)
+    run = train_on_cluster(NET, params, images, labels, tcfg, ccfg, Mapping(cuts=cuts, split=split), steps=steps,
+                           batch=batch, levels=levels or ["fl"] * n, stall=stall)
     want, losses = golden_steps(NET, params, images, labels, tcfg, steps, batch)
     assert params_equal(run.params, want)
     assert not params_equal(want, params)  # it did learn
@@ -236,8 +237,8 @@ def test_cl_steady_state_is_at_least_90_percent_of_the_compute_or_link_bound():
     want, _ = golden_steps(NET, _params(), images, labels, TCFG, 2, 8)
     ss = {}
     for schedule in ("1f1b", "gpipe"):
-        run = train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, steps=2, batch=8, levels=["cl"] * 4,
-                               overlap=True, schedule=schedule)
+        run = train_on_cluster(NET, _params(), images, labels, TCFG, ccfg, Mapping(overlap=True, schedule=schedule),
+                               steps=2, batch=8, levels=["cl"] * 4)
         assert params_equal(run.params, want), schedule
         ss[schedule] = run.report["steady_state"]
         assert ss[schedule]["schedule"] == schedule

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.cluster.run.tune import search_partition
@@ -30,12 +31,12 @@ def test_searched_partition_is_faster_and_near_its_bound(data, n):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(NET, PREC))
-    found = search_partition(NET, ccfg, params, images, labels, TCFG, 8)
+    found = search_partition(NET, ccfg, params, images, labels, TCFG, 8, Mapping(overlap=True))
     assert found["table"][0]["cuts"] == found["rule_cuts"]  # the rule's partition is always tried
     runs = {}
     for name, cuts in (("rule", found["rule_cuts"]), ("search", found["cuts"])):
-        runs[name] = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=2, batch=8, levels=["cl"] * n,
-                                      overlap=True, cuts=cuts)
+        runs[name] = train_on_cluster(NET, params, images, labels, TCFG, ccfg, Mapping(overlap=True, cuts=cuts), steps=2,
+                                      batch=8, levels=["cl"] * n)
     want, _ = golden_steps(NET, params, images, labels, TCFG, 2, 8)
     assert params_equal(runs["search"].params, want)
     first = next(r for r in found["table"] if r["cuts"] == found["cuts"])

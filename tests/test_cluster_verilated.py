@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.weights_home import Placement
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
 from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
@@ -39,11 +40,12 @@ def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts
          parallel="pipeline", groups=None, weight_home="auto"):
     images, labels = data
     params = quantize_params(NET, init_params_float64(NET, 1), PREC)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
-                           levels=[level] * ccfg.n, faults=faults, overlap=overlap, cuts=cuts, schedule=schedule,
-                           parallel=parallel, groups=groups, weight_home=weight_home)
+    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg,
+                           Mapping(overlap=overlap, cuts=cuts, schedule=schedule, parallel=parallel, groups=groups,
+                                   weight_home=weight_home),
+                           steps=steps, batch=batch, levels=[level] * ccfg.n, faults=faults)
     want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
-                                cp_versions(NET, ccfg, batch, schedule, cuts))
+                                cp_versions(NET, ccfg, batch, Mapping(schedule=schedule, cuts=cuts)))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
     assert run.losses == pytest.approx(losses, abs=0)
     return run

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, place_weights
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link, engine_for_net
@@ -21,7 +22,7 @@ from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
-from pymtl_fp.tb.cluster_setup import seeded_params
+from pymtl_fp.tb.cluster_setup import mapping_options, seeded_params
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 PREC = "8"
@@ -46,7 +47,7 @@ def _data(digits, net):
 
 def _candidates(net, n, split):
     """Every (user, layer, home) a placement may take: a whole conv/fc layer of a node, either neighbour."""
-    part = choose_partition(net, _ccfg(net, n), 3, split=split)
+    part = choose_partition(net, _ccfg(net, n), 3, Mapping(split=split))
     return [(u, it.layer, h) for u, items in enumerate(part.nodes) for it in items
             if not it.pool and it.k0 == 0 and it.k1 == layer_info(net, it.layer)["k"]
             for h in (u - 1, u + 1) if 0 <= h < n]
@@ -55,8 +56,9 @@ def _candidates(net, n, split):
 def _train(digits, net, ccfg, level, batch, place, **kw):
     images, labels = _data(digits, net)
     params = seeded_params(net, PREC)
-    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=2, batch=batch, levels=[level] * ccfg.n,
-                           weight_home=place, **kw)
+    mapping, kw = mapping_options(kw, weight_home=place)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, mapping, steps=2, batch=batch,
+                           levels=[level] * ccfg.n, **kw)
     want, losses = golden_steps(net, params, images, labels, TCFG, 2, batch)
     assert params_equal(run.params, want), "the final weights differ from the golden step"
     assert run.losses == pytest.approx(losses, abs=0)
@@ -99,8 +101,8 @@ def test_the_links_carry_the_weights_each_pass_reads(name, n, pick):
     part = choose_partition(net, ccfg, B)
     u, li, h = _candidates(net, n, True)[pick]
     params = seeded_params(net, PREC)
-    plain = compile_cluster(net, ccfg, part, params, TCFG, 1, overlap=True)
-    placed = compile_cluster(net, ccfg, part, params, TCFG, 1, overlap=True, weight_home=Placement({(u, li): h}))
+    plain = compile_cluster(net, ccfg, part, params, TCFG, 1, Mapping(overlap=True))
+    placed = compile_cluster(net, ccfg, part, params, TCFG, 1, Mapping(overlap=True, weight_home=Placement({(u, li): h})))
     f = layer_info(net, li)
     w_elems = tiles(f["k"], 4) * tiles(f["c"], 4) * f["r"] * f["s"] * 16
     passes = 1 + (f["p"] > 0)
@@ -122,7 +124,7 @@ def test_auto_makes_a_mapping_fit_that_does_not_fit_without_it(digits):
     part = choose_partition(net, ccfg, B)
     params = seeded_params(net, PREC)
     with pytest.raises(ClusterError, match="node 3 buffer W needs 120 words, has 110"):
-        compile_cluster(net, ccfg, part, params, TCFG, 1, weight_home="off")
+        compile_cluster(net, ccfg, part, params, TCFG, 1, Mapping(weight_home="off"))
     place = place_weights(net, ccfg, part)
     assert place.homes == {(3, 4): 2} and place.slots == {3: 2}
     cprog = compile_cluster(net, ccfg, part, params, TCFG, 1)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
 from pymtl_fp.cluster.compiler.emit import Emitter
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.compiler.schedule import images_in_flight, step_order
 from pymtl_fp.cluster.config import ClusterError, default_link
@@ -50,9 +51,9 @@ def _run(data, ccfg, level, *, batch=3, steps=2, stall=None, schedule="1f1b", ov
          wgrad="image", net=NET, check=True):
     images, labels = data
     params = _params(net)
-    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, steps=steps, batch=batch,
-                           levels=[level] * ccfg.n, stall=stall, schedule=schedule, overlap=overlap, cuts=cuts,
-                           wgrad=wgrad)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg,
+                           Mapping(schedule=schedule, overlap=overlap, cuts=cuts, wgrad=wgrad), steps=steps, batch=batch,
+                           levels=[level] * ccfg.n, stall=stall)
     if check:
         want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch)
         assert params_equal(run.params, want), f"{ccfg.n} nodes at {level}: the weights differ from the golden step"
@@ -88,8 +89,8 @@ def test_auto_keeps_fc_layers_over_the_batch():
     about its share of the batch's) and an fc layer's over the batch (one image's costs about 4x
     its share: all drain): the node programs' bwd_weight commands say so."""
     ccfg = _ccfg(3)
-    part = choose_partition(NET, ccfg, 8, split=False)
-    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 1, True, "1f1b", "auto")
+    part = choose_partition(NET, ccfg, 8, Mapping(split=False))
+    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 1, Mapping(overlap=True, wgrad="auto"))
     kinds = {}  # layer name -> {(n, raw)} of its bwd_weight commands
     for prog in cprog.nodes:
         for pc, ins in enumerate(prog.ops):
@@ -150,8 +151,9 @@ def test_node_words_do_not_grow_with_the_batch():
     used = {}
     for batch in (8, 32):
         for wgrad in ("batch", "image"):
-            part = choose_partition(net, ccfg, batch, wgrad=wgrad)
-            run_ccfg, cprog = compile_pipeline(net, ccfg, part, params, TCFG, 1, True, "1f1b", wgrad)
+            part = choose_partition(net, ccfg, batch, Mapping(wgrad=wgrad))
+            run_ccfg, cprog = compile_pipeline(net, ccfg, part, params, TCFG, 1,
+                                               Mapping(overlap=True, wgrad=wgrad))
             used[batch, wgrad] = [p.alloc.usage() for p in cprog.nodes]
             for j, (p, e) in enumerate(zip(cprog.nodes, run_ccfg.engines)):
                 assert not p.alloc.overflow()
@@ -172,8 +174,8 @@ def test_refusals(data):
             _run(data, _ccfg(1), "fl", check=False, **{"wgrad": "image", **kw})
     images, labels = data
     with pytest.raises(ClusterError, match="no --wgrad image"):
-        train_on_cluster(NET, _params(), images, labels, TCFG, _ccfg(2), steps=1, batch=2, levels=["fl"] * 2,
-                         parallel="data", wgrad="image")
+        train_on_cluster(NET, _params(), images, labels, TCFG, _ccfg(2), Mapping(parallel="data", wgrad="image"), steps=1,
+                         batch=2, levels=["fl"] * 2)
 
 
 @pytest.mark.verilator
@@ -182,8 +184,8 @@ def test_verilated_cluster_equals_golden_and_cl_cycle_for_cycle(data):
     backward pass's output gradient and the next image's input beside the weight gradients,
     :mod:`pymtl_fp.cluster.compiler.hoist`)"""
     ccfg = _ccfg(3)
-    part = choose_partition(NET, ccfg, 5, wgrad="auto")
-    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 2, True, "1f1b", "auto")
+    part = choose_partition(NET, ccfg, 5, Mapping(wgrad="auto"))
+    _, cprog = compile_pipeline(NET, ccfg, part, _params(), TCFG, 2, Mapping(overlap=True, wgrad="auto"))
     assert cprog.nodes[1].hoisted == {"dy": 1, "input": 1}
     v = _run(data, ccfg, "verilator", steps=2, batch=5, wgrad="auto")
     c = _run(data, ccfg, "cl", steps=2, batch=5, wgrad="auto")

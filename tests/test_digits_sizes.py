@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import digits_for, digits_size, load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig
@@ -57,8 +58,8 @@ def test_vgg_digits16_trains_in_row_bands_on_four_nodes_bit_for_bit():
     images, labels = quantize_images(split.x_train[:3], net.precision(prec).act), split.y_train[:3]
     params, tcfg = seeded_params(net, prec), TrainConfig(prec, lr_log2=3, seed=5)
     ccfg = small_cluster(4, net, prec, act_depth=8192)
-    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=1, batch=3, levels=["cl"] * 4, bands=1,
-                           wgrad="auto")
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(bands=1, wgrad="auto"), steps=1, batch=3,
+                           levels=["cl"] * 4)
     want, _ = golden_steps(net, params, images, labels, tcfg, 1, 3)
     assert params_equal(run.params, want)
     assert run.report["bands"] == 1

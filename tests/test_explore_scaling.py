@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp.cli.benchmarks.storage import buffer_bits
 from pymtl_fp.cluster.compiler.compile import choose_partition
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.explore import node_storage
@@ -167,8 +168,8 @@ def test_the_in_flight_line_is_the_simulated_clusters_storage(net_name):
     for nodes in (1, 2, 3):
         for batch in (8, 32):
             ecfg = engine_for_net(net, "8", P=4, act_depth=65536, weight_depth=4096)
-            part = choose_partition(net, ClusterConfig.homogeneous(nodes, ecfg), batch, split=False,
-                                    pack="auto", overlap=True, wgrad="image")
+            part = choose_partition(net, ClusterConfig.homogeneous(nodes, ecfg), batch,
+                                    Mapping(split=False, pack="auto", overlap=True, wgrad="image"))
             layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
             kept = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad="image", overlap=True)
             want = [buffer_bits({b: {"used": w} for b, w in nw.as_dict().items()}, ecfg) for nw in kept]

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.compiler.schedule import images_in_flight
 from pymtl_fp.cluster.compiler.weights_home import Placement
@@ -55,13 +56,14 @@ def case(net_name, nodes, batch, wgrad="batch", overlap=True, bands=0, split=Tru
     ecfg = engine_for_net(net, PREC, P=P, act_depth=65536, weight_depth=4096)
     ccfg = ClusterConfig.homogeneous(nodes, ecfg)
     try:
-        part = choose_partition(net, ccfg, batch, split=split, pack=pack, overlap=overlap, schedule=schedule,
-                                wgrad=wgrad)
+        part = choose_partition(net, ccfg, batch,
+                                Mapping(split=split, pack=pack, overlap=overlap, schedule=schedule, wgrad=wgrad))
     except ClusterError:
         return None
     place = Placement(dict(homes or {}), {u: slots for u, _ in (homes or {})})
-    _, cprog = compile_pipeline(net, ccfg, part, _params(net), TrainConfig(PREC, lr_log2=3), 1, overlap, schedule,
-                                wgrad, bands, bands_backward, weight_home=place)
+    _, cprog = compile_pipeline(net, ccfg, part, _params(net), TrainConfig(PREC, lr_log2=3), 1,
+                                Mapping(overlap=overlap, schedule=schedule, wgrad=wgrad, bands=bands,
+                                        bands_backward=bands_backward, weight_home=place))
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
     predicted = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule,
                                      homes=homes, stage_slots=place.slots)

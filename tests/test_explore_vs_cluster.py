@@ -6,6 +6,7 @@ step agree within 5%."""
 import pytest
 
 from pymtl_fp.cluster.compiler.compile import choose_partition
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
 from pymtl_fp.cluster.run.train import train_on_cluster
@@ -29,9 +30,9 @@ def test_node_model_predicts_every_cl_node_within_5_percent(nodes, batch, split)
     params = quantize_params(NET, init_params_float64(NET, 0), PREC)
     eng = engine_for_net(NET, PREC, P=4, act_depth=2048)
     ccfg = ClusterConfig.homogeneous(nodes, eng, default_link(eng.stream_bits, 8))
-    run = train_on_cluster(NET, params, images, labels, TrainConfig(PREC, lr_log2=4, seed=0), ccfg,
-                           steps=steps, batch=batch, levels=["cl"] * nodes, split=split)
-    part = choose_partition(NET, ccfg, batch, split=split)
+    run = train_on_cluster(NET, params, images, labels, TrainConfig(PREC, lr_log2=4, seed=0), ccfg, Mapping(split=split),
+                           steps=steps, batch=batch, levels=["cl"] * nodes)
+    part = choose_partition(NET, ccfg, batch, Mapping(split=split))
     assert bool(part.split_layers()) == split
     layers = [layer_info(NET, i, i in part.packed) for i in range(len(NET.layers))]
     predicted = predict(layers, part.nodes, eng.P, batch)

@@ -1,5 +1,6 @@
 """The cluster compiler: a network and a cluster description in, one program per node out.
 
+A run's mapping choices travel as one frozen :class:`~pymtl_fp.cluster.compiler.mapping.Mapping`.
 Partitioning (:mod:`~pymtl_fp.cluster.compiler.partition`), the pipeline schedule
 (:mod:`~pymtl_fp.cluster.compiler.schedule`), the per-node buffer plan (:mod:`~pymtl_fp.cluster.compiler.buffers`,
 :mod:`~pymtl_fp.cluster.compiler.regions`), code generation and the driver

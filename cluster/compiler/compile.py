@@ -28,6 +28,7 @@ from pymtl_fp.cluster.compiler import codegen
 from pymtl_fp.cluster.compiler.bands import check_bands
 from pymtl_fp.cluster.compiler.buffers import pow2_at_least
 from pymtl_fp.cluster.compiler.collectives import Collectives
+from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info, partition
 from pymtl_fp.cluster.compiler.plan import make_plan
 from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
@@ -35,7 +36,7 @@ from pymtl_fp.cluster.compiler.regions import keep_in_flight
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
 from pymtl_fp.cluster.compiler.weight_phase import WeightPhase
-from pymtl_fp.cluster.compiler.weights_home import HomePlan, Placement, check_links, place_weights
+from pymtl_fp.cluster.compiler.weights_home import HomePlan, check_links, place_weights
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_END, MARK_STEP, MARK_WG, done_id
 from pymtl_fp.engine.msgs import tiles, unpack_bias, unpack_weight
@@ -55,13 +56,12 @@ def check_wgrad(wgrad: str, schedule: str) -> None:
                            "already computes each image's weight gradient after its backward pass")
 
 
-def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
-                    schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0,
-                    bands_backward: bool = False, bands_all: bool = False,
-                    weight_home: str | Placement = "auto") -> ClusterProgram:
-    """One program per node for ``steps`` training steps from ``params`` (raw integers).
-    ``overlap``: every engine command may overlap earlier ones (``ovl = 1``; the engine checks
-    the hazards) and results alternate between two O slots per direction.  ``schedule``: the
+def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT) -> ClusterProgram:
+    """One program per node for ``steps`` training steps from ``params`` (raw integers), with the
+    choices of ``mapping`` (:class:`~pymtl_fp.cluster.compiler.mapping.Mapping`; its partition
+    choices are ``part``'s, its ``bands`` a row count).  ``overlap``: every engine command may
+    overlap earlier ones (``ovl = 1``; the engine checks the hazards) and results alternate
+    between two O slots per direction.  ``schedule``: the
     order of the image passes in a step (:func:`~pymtl_fp.cluster.compiler.schedule.step_order`) and, for
     ``cp``, a weight update after each image's backward pass instead of one per step.  ``wgrad``:
     the weight gradients over the batch at the step's end, or per image summed in B
@@ -73,6 +73,8 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
     lets a neighbour keep the weights of a node's layers that do not fit its W (FPDeep's weight
     balancing, :func:`~pymtl_fp.cluster.compiler.weights_home.place_weights`), ``off`` does not, a
     :class:`~pymtl_fp.cluster.compiler.weights_home.Placement` says which."""
+    overlap, schedule, wgrad, weight_home = mapping.overlap, mapping.schedule, mapping.wgrad, mapping.weight_home
+    bands, bands_backward, bands_all = mapping.bands, mapping.bands_backward, mapping.bands_all
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
@@ -90,24 +92,20 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bo
               else " (--weight-home auto found no neighbour with room for whole layers of it)")
     check_beats(nodes, ccfg.lanes)
     K, ho, wo = net.shapes()[-1]
-    p_in, p_out = ccfg.engines[0].P, ccfg.engines[-1].P   # node 0's and node N-1's layouts
+    p_in, p_out = ccfg.P_in, ccfg.P_out   # node 0's and node N-1's layouts
     return ClusterProgram(nodes, image_elems(net, part, p_in), tiles(K, p_out) * ho * wo * p_out,
                           (K, ho, wo), steps, part.batch, bool(overlap), schedule, image_pack=image_pack(net, part),
                           wgrad=wgrad, bands=bands, bands_backward=bool(bands and bands_backward),
                           bands_all=bool(bands and bands_all), placement=placement)
 
 
-def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, overlap: bool = False,
-                     schedule: str = "1f1b", wgrad: str = "batch", bands: int = 0, bands_backward: bool = False,
-                     bands_all: bool = False, weight_home: str | Placement = "auto"):
+def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT):
     """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
-    (``wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that holds its
-    un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
-    if wgrad == "batch":
-        return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                     bands_backward, bands_all, weight_home)
-    cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                            bands_backward, bands_all, weight_home)
+    (``mapping.wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that
+    holds its un-rounded sums (as the replicas' all-reduce needs); returns ``(ccfg, cprog)``."""
+    if mapping.wgrad == "batch":
+        return ccfg, compile_cluster(net, ccfg, part, params, tcfg, steps, mapping)
+    cprog = compile_cluster(net, roomy_bias(ccfg), part, params, tcfg, steps, mapping)
     return fit_bias(ccfg, cprog), cprog
 
 
@@ -236,14 +234,16 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
     return not any(set(prog.alloc.overflow()) - deepened for prog in nodes)
 
 
-def choose_partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, pack: str = "off", tcfg=None,
-                     overlap: bool = False, schedule: str = "1f1b", wgrad: str = "batch"):
-    """The partition a run compiles: ``pack`` (``--tap-pack``) ``auto`` takes the tap-packed one
-    where packing pays (:func:`~pymtl_fp.cluster.compiler.partition.packed_layers`) and its programs, for the
-    run's ``tcfg``, ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers (the packed
-    input is ``R*S/stride^2`` times the image), else the unpacked one."""
+def choose_partition(net, ccfg, batch: int, mapping: Mapping = DEFAULT, *, tcfg=None):
+    """The partition a run compiles, by ``mapping``'s ``split``, ``cuts`` and ``pack``
+    (``--tap-pack``): ``auto`` takes the tap-packed one where packing pays
+    (:func:`~pymtl_fp.cluster.compiler.partition.packed_layers`) and its programs, for the run's
+    ``tcfg`` and ``mapping``'s ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers
+    (the packed input is ``R*S/stride^2`` times the image), else the unpacked one."""
+    split, cuts, pack = mapping.split, mapping.cut_list(), mapping.pack
     part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
-    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, overlap, schedule, wgrad):
+    if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, mapping.overlap, mapping.schedule,
+                                                           mapping.wgrad):
         part = partition(net, ccfg, batch, split=split, cuts=cuts, pack="off")
     return part
 

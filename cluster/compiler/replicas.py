@@ -51,6 +51,7 @@ from pymtl_fp.cluster.compiler.compile import (
     split_host_out,
     unpack_params,
 )
+from pymtl_fp.cluster.compiler.mapping import DEFAULT, PARALLEL, Mapping
 from pymtl_fp.cluster.compiler.partition import Partition, layer_info
 from pymtl_fp.cluster.compiler.partition import partition as make_partition
 from pymtl_fp.cluster.compiler.plan import make_plan
@@ -58,9 +59,6 @@ from pymtl_fp.cluster.compiler.program import ClusterProgram
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.isa.marks import MARK_BWD, MARK_WG, done_id
 from pymtl_fp.engine.msgs import tiles
-
-#: how the nodes share the work
-PARALLEL = ("pipeline", "data", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -136,13 +134,14 @@ def whole_partition(rep: Replicas, parts: list) -> Partition:
                      [w for part in parts for w in part.work], f"{p.method}, {rep.groups} replica(s)", p.packed)
 
 
-def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool = False,
-                     pack: str = "off"):
-    """One program per node for ``steps`` data-parallel / hybrid steps; returns the cluster with
+def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT):
+    """One program per node for ``steps`` data-parallel / hybrid steps (``mapping``'s ``overlap``
+    and ``pack``; :class:`~pymtl_fp.cluster.compiler.mapping.Mapping` refuses the choices replicas
+    cannot run); returns the cluster with
     its engines' B deepened to hold the un-rounded partial sums (the power of two the programs
     need; compiled once against room to spare, then each node's plan rebound to its engine), the
     :class:`ClusterProgram` and each replica's partition."""
-    roomy = roomy_bias(ccfg)
+    roomy, overlap, pack = roomy_bias(ccfg), mapping.overlap, mapping.pack
     try:
         cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, pack)
     except ClusterError:

@@ -1,4 +1,6 @@
-"""Running a compiled cluster: train on the simulated hardware (:mod:`~pymtl_fp.cluster.run.train`), the
+"""Running a compiled cluster: a whole training session from the data to the output files, what
+``pymtl-fp train --engine cluster`` runs (:mod:`~pymtl_fp.cluster.run.session`), train on the simulated
+hardware (:mod:`~pymtl_fp.cluster.run.train`), the
 report of a run (:mod:`~pymtl_fp.cluster.run.report`), its timeline as a Perfetto trace and a picture
 (:mod:`~pymtl_fp.cluster.run.trace`, :mod:`~pymtl_fp.cluster.run.trace_plot`) and the partition search that
 simulates candidates (:mod:`~pymtl_fp.cluster.run.tune`).

@@ -1,6 +1,7 @@
 """Run training steps on a simulated cluster and report where the cycles go.
 
-:func:`train_on_cluster` partitions, compiles, builds the cluster top at the requested levels,
+:func:`train_on_cluster` partitions and compiles as its :class:`~pymtl_fp.cluster.compiler.mapping.Mapping`
+says (:func:`compile_run`), builds the cluster top at the requested levels,
 simulates ``steps`` mini-batches with a watchdog (a hang raises
 :class:`pymtl_fp.sim.SimulationHang` naming the stuck node), reassembles the weights the nodes store
 back to the host and returns them with a report.  :func:`golden_steps` is the reference:
@@ -18,6 +19,7 @@ import numpy as np
 from pymtl_fp.cluster.compiler.bands import choose_bands
 from pymtl_fp.cluster.compiler.buffers import pow2_at_least
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline, host_out_params, params_equal
+from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.replicas import (
     check_replica_cluster,
     compile_replicas,
@@ -56,16 +58,15 @@ def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, bat
     return params, losses
 
 
-def cp_versions(net, ccfg, batch: int, schedule: str = "cp", cuts=None, pack: str = "off", tcfg=None,
-                overlap: bool = False) -> dict | None:
-    """The staleness of a per-image ``schedule`` on this cluster (``None`` for a mini-batch one):
-    the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes (whole
-    layers per node; ``pack``, ``tcfg`` and ``overlap`` as the run's: they decide ``--tap-pack auto``)."""
-    if schedule not in PER_IMAGE:
+def cp_versions(net, ccfg, batch: int, mapping: Mapping = DEFAULT, tcfg=None) -> dict | None:
+    """The staleness of ``mapping``'s per-image schedule on this cluster (``None`` for a mini-batch
+    one): the golden model's ``fwd_versions`` for the partition :func:`train_on_cluster` makes
+    (whole layers per node; ``mapping``'s ``cuts``, ``pack`` and ``overlap`` and the run's ``tcfg``
+    as the run's: they decide ``--tap-pack auto``)."""
+    if mapping.schedule not in PER_IMAGE:
         return None
-    part = choose_partition(net, ccfg, batch, split=False, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
-                            schedule=schedule)
-    return layer_versions(net, part, schedule)
+    part = choose_partition(net, ccfg, batch, mapping.replace(split=False, wgrad="batch"), tcfg=tcfg)
+    return layer_versions(net, part, mapping.schedule)
 
 
 @dataclass
@@ -147,57 +148,39 @@ def direct_possible(levels, link_level) -> bool:
     return all(lv in ("fl", "cl") for lv in levels) and link_level == "cl"
 
 
-def compile_run(net, ccfg, params, tcfg: TrainConfig, *, steps: int, batch: int, cuts=None, split: bool = True,
-                overlap: bool = False, schedule: str = "1f1b", parallel: str = "pipeline", groups: int | None = None,
-                pack: str = "off", wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
-                bands_all: bool = False, weight_home="auto"):
-    """Partition and compile a run as :func:`train_on_cluster` does (same options); returns
+def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT, *, steps: int, batch: int):
+    """Partition and compile a run as :func:`train_on_cluster` does (the same ``mapping``); returns
     ``(ccfg, part, parts, cprog)``: the cluster with its engines' B deepened where the programs
     need it, the partition (the replicas' whole one), each replica's partition (or None) and the
     :class:`~pymtl_fp.cluster.compiler.program.ClusterProgram`."""
-    rep = replicas_for(parallel, ccfg.n, batch, groups)
-    if bands == "auto" and not (bands_backward or bands_all) and (
-            rep is not None or len({e.P for e in ccfg.engines}) > 1):
-        bands = 0  # (auto: whole layers where bands cannot run: replicas, nodes of different array sides)
-    if rep is None:
-        split = split_allowed(schedule, split) and not bands_backward  # (backward bands: whole layers)
-        part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
-                                schedule=schedule, wgrad=wgrad)
-        # (refuses misfits first)
-        if bands == "auto" and place_weights(net, ccfg, part, schedule=schedule, mode=weight_home):
-            bands = 0  # (weights kept by a neighbour stream in for whole layers)
-        if bands == "auto":  # (its compiles refuse what bands cannot run)
-            bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule,
-                                                            wgrad, r, bands_backward, bands_all, weight_home)[1])
-        ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, overlap, schedule, wgrad, bands,
-                                       bands_backward, bands_all, weight_home)
-        parts = None
-    else:
-        if bands or bands_backward or bands_all:
-            raise ClusterError(f"--parallel {parallel}: the replicas run whole layers (no --bands)")
-        if wgrad != "batch":
-            raise ClusterError(f"--parallel {parallel}: each replica computes its share's weight gradients in "
-                               "one raw bwd_weight for the all-reduce (no --wgrad image)")
-        if schedule not in ("1f1b", "gpipe") or cuts is not None:
-            raise ClusterError(f"--parallel {parallel} runs each replica in GPipe order with its own partition "
-                               "(no --schedule cp/sgd, no --cuts)")
+    rep = replicas_for(mapping.parallel, ccfg.n, batch, mapping.groups)
+    if rep is not None:  # (the mapping refused what replicas cannot run; bands "auto": whole layers)
         check_replica_cluster(ccfg)
-        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, overlap, pack)
-        part = whole_partition(rep, parts)
-    return ccfg, part, parts, cprog
+        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, mapping)
+        return ccfg, whole_partition(rep, parts), parts, cprog
+    bands = mapping.bands
+    if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and ccfg.mixed_p:
+        bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides)
+    split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward  # (backward bands: whole layers)
+    part = choose_partition(net, ccfg, batch, mapping.replace(split=split), tcfg=tcfg)  # (refuses misfits first)
+    if bands == "auto" and place_weights(net, ccfg, part, schedule=mapping.schedule, mode=mapping.weight_home):
+        bands = 0  # (weights kept by a neighbour stream in for whole layers)
+    if bands == "auto":  # (its compiles refuse what bands cannot run)
+        bands = choose_bands(lambda r: compile_pipeline(net, ccfg, part, params, tcfg, 1, mapping.with_bands(r))[1])
+    ccfg, cprog = compile_pipeline(net, ccfg, part, params, tcfg, steps, mapping.with_bands(bands))
+    return ccfg, part, None, cprog
 
 
-def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, steps: int, batch: int,
-                     levels: list, link_level: str | None = None, cuts=None, split: bool = True,
-                     stall=None, max_cycles: int = 20_000_000, idle_limit: int | None = None,
-                     progress_cb=None, overlap: bool = False, schedule: str = "1f1b",
+def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mapping: Mapping = DEFAULT, *, steps: int,
+                     batch: int, levels: list, link_level: str | None = None, stall=None,
+                     max_cycles: int = 20_000_000, idle_limit: int | None = None, progress_cb=None,
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
-                     kernel: str | None = None, skip: bool = True, trace: bool = False,
-                     parallel: str = "pipeline", groups: int | None = None, pack: str = "off",
-                     wgrad: str = "batch", bands: int | str = 0, bands_backward: bool = False,
-                     bands_all: bool = False, weight_home="auto") -> ClusterRun:
-    """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster; return the
-    weights the nodes send back, the losses, the cycles and the report.
+                     kernel: str | None = None, skip: bool = True, trace: bool = False) -> ClusterRun:
+    """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster, mapped as
+    ``mapping`` says (:class:`~pymtl_fp.cluster.compiler.mapping.Mapping`: how the nodes share the
+    work, the schedule, weight gradients, row bands, tap packing, weights kept by a neighbour,
+    overlap, cuts); return the weights the nodes send back, the losses, the cycles and the report.
+    The other options say how the cluster is simulated.
 
     ``levels``: one engine level per node (``fl``, ``cl``, ``rtl``, ``verilator``).  With every
     node at ``verilator`` (and ``fast``), the whole RTL cluster is one Verilated model run by a
@@ -214,28 +197,10 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     quiet spans (cycle-identical; off to compare).  ``trace``: record a timeline
     (:mod:`pymtl_fp.cluster.run.trace`; fl/cl nodes and cl links) into ``ClusterRun.trace``.
 
-    ``parallel``: ``pipeline`` (one pipeline over the nodes), ``data`` (a replica per node) or
-    ``hybrid`` (``groups`` replicas of a pipeline): :mod:`pymtl_fp.cluster.compiler.replicas`; the engines'
-    B buffers are deepened to hold the replicas' un-rounded partial sums (reported).
-
-    ``wgrad``: the weight gradients over the batch at the step's end (``batch``) or per image
-    after its backward pass (``image``, or ``auto`` for the layers where the timing model finds it
-    no dearer: a node keeps only the images in flight; the engines' B buffers are deepened to hold
-    the un-rounded sums): :data:`~pymtl_fp.cluster.compiler.schedule.WGRAD`.
-
-    ``bands``: the forward passes of the pipeline's fill (each node's passes before its first
-    backward pass of a step: :func:`~pymtl_fp.cluster.compiler.schedule.fill_passes`) in row bands of that
-    many output rows, each band sent on as soon as it is computed (FPDeep's fine-grained pipeline,
-    :mod:`pymtl_fp.cluster.compiler.bands`; nodes of one array side); 0: whole layers;
-    ``auto`` (``train``'s default): the finest height the timing model finds no dearer than whole
-    layers (:func:`~pymtl_fp.cluster.compiler.bands.choose_bands`), or whole layers where bands cannot run
-    (replicas, nodes of different array sides).  ``bands_all``: every forward pass in bands.
-    ``bands_backward``: every backward pass in bands too.
-
-    ``weight_home``: ``auto`` lets a neighbour keep the weights of a node's layers that do not fit
-    its W, streamed in chunk by chunk for every pass (FPDeep's weight balancing,
-    :mod:`~pymtl_fp.cluster.compiler.weights_home`; ``bands="auto"`` then runs whole layers); ``off``: never;
-    or a :class:`~pymtl_fp.cluster.compiler.weights_home.Placement`."""
+    With replicas (``mapping.parallel`` ``data`` or ``hybrid``) the engines' B buffers are deepened
+    to hold the replicas' un-rounded partial sums, as they are for per-image weight gradients
+    (reported).  ``mapping.bands`` ``auto`` runs whole layers where bands cannot run (replicas,
+    nodes of different array sides, weights kept by a neighbour)."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -244,10 +209,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
-    ccfg, part, parts, cprog = compile_run(net, ccfg, params, tcfg, steps=steps, batch=batch, cuts=cuts, split=split,
-                                           overlap=overlap, schedule=schedule, parallel=parallel, groups=groups,
-                                           pack=pack, wgrad=wgrad, bands=bands, bands_backward=bands_backward,
-                                           bands_all=bands_all, weight_home=weight_home)
+    ccfg, part, parts, cprog = compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
         idle_limit = watchdog_limit(ccfg, cprog, stall)
@@ -255,6 +217,34 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     if fast and all(lv == "verilator" for lv in levels):
         return _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch,
                                 levels, max_cycles, idle_limit, faults)
+    kernel = _choose_kernel(kernel, levels, link_level, faults, trace)
+    t0 = time.time()
+    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip, trace)
+    t_build = time.time() - t0
+    sim = _simulate(top, cprog, levels, kernel, max_cycles, idle_limit, progress_cb)
+    cycles, cl = sim["cycles"], sim["cl"]
+    logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else sim["pollers"][j].log(steps, cprog.nodes[j])
+            for j in range(ccfg.n)]
+    new_params = _params_back(net, ccfg, part, parts, cprog, top.side.received, params)
+    if top.host.model.unexpected:
+        raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
+    report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
+                         t_build, sim["t_sim"], sim["cpu_sim"], rcfgs=rcfgs)
+    if kernel == "direct":
+        _note_direct(report, top, cycles, skip)
+    doc = None
+    if trace:
+        from pymtl_fp.cluster.run.trace import chrome_trace
+
+        doc = chrome_trace([(cl[j].trace, ccfg.engines[j]) for j in range(ccfg.n)], cprog,
+                           [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
+                           cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
+    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
+
+
+def _choose_kernel(kernel, levels, link_level, faults, trace) -> str:
+    """The kernel that ticks a PyMTL3-built cluster (``None``: direct where it can), refusing what
+    it cannot run."""
     if faults is not None:
         raise ClusterError("link faults need every node at level verilator (the compiled cluster)")
     if kernel is None:
@@ -265,9 +255,12 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
         raise ClusterError("the direct kernel needs every node at fl or cl and cl links")
     if trace and not direct_possible(levels, link_level):
         raise ClusterError("a trace is recorded by the CL routers and links: every node at fl or cl, cl links")
-    t0 = time.time()
-    top = _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall, kernel, skip, trace)
-    t_build = time.time() - t0
+    return kernel
+
+
+def _simulate(top, cprog, levels, kernel, max_cycles, idle_limit, progress_cb) -> dict:
+    """Run the built cluster until every node halts, under the watchdog: ``{"cycles", "cl"`` (the
+    fl/cl nodes' routers), ``"pollers"`` (the RTL nodes' status pollers), ``"t_sim", "cpu_sim"}``."""
     nodes = top.cnet.nodes
     cl = {j: nodes[j].router for j, lv in enumerate(levels) if lv in ("fl", "cl")}
     pollers = {j: StatusPoller(nodes[j], f"node{j}") for j, lv in enumerate(levels) if lv not in ("fl", "cl")}
@@ -301,29 +294,18 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, *, st
     t0, c0 = time.time(), time.process_time()
     cycles = run_until(top, done, max_cycles=max_cycles, progress=progress, idle_limit=idle_limit,
                        describe_stuck=stuck, check_every=64 if kernel == "direct" else 1)
-    t_sim, cpu_sim = time.time() - t0, time.process_time() - c0
-    logs = [log_from_cl(cl[j], steps, cprog.nodes[j]) if j in cl else pollers[j].log(steps, cprog.nodes[j])
-            for j in range(ccfg.n)]
-    new_params = _params_back(net, ccfg, part, parts, cprog, top.side.received, params)
-    if top.host.model.unexpected:
-        raise ClusterError(f"node 0 sent {top.host.model.unexpected} unexpected elements upstream to the host")
-    report = make_report(net, ccfg, part, cprog, top.host.model, logs, levels, link_level, cycles, steps, batch,
-                         t_build, t_sim, cpu_sim, rcfgs=rcfgs)
-    if kernel == "direct":
-        report["simulator"] = ("direct scheduler (the CL/FL models without PyMTL3's signals), quiet-cycle skipping "
-                               + (f"on ({top.skipped:,} cycles in {top.skips:,} quiet spans, "
-                                  f"{top.quiet_edges / max(1, (cycles - top.skipped) * len(top.comps)):.0%} of the "
-                                  "other component edges quiet)" if skip else "off"))
-        report["skipped_cycles"] = top.skipped
-        report["skipped_component_edges"] = top.quiet_edges
-    doc = None
-    if trace:
-        from pymtl_fp.cluster.run.trace import chrome_trace
+    return {"cycles": cycles, "cl": cl, "pollers": pollers, "t_sim": time.time() - t0,
+            "cpu_sim": time.process_time() - c0}
 
-        doc = chrome_trace([(cl[j].trace, ccfg.engines[j]) for j in range(ccfg.n)], cprog,
-                           [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
-                           cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
-    return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
+
+def _note_direct(report: dict, top, cycles: int, skip: bool) -> None:
+    """What the direct scheduler skipped, into the report."""
+    report["simulator"] = ("direct scheduler (the CL/FL models without PyMTL3's signals), quiet-cycle skipping "
+                           + (f"on ({top.skipped:,} cycles in {top.skips:,} quiet spans, "
+                              f"{top.quiet_edges / max(1, (cycles - top.skipped) * len(top.comps)):.0%} of the "
+                              "other component edges quiet)" if skip else "off"))
+    report["skipped_cycles"] = top.skipped
+    report["skipped_component_edges"] = top.quiet_edges
 
 
 def _params_back(net, ccfg, part, parts, cprog, streams, like) -> dict:
@@ -342,7 +324,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
     vc = VerilatedCluster(ccfg, rcfgs, faults=faults)
     vc.load(cprog)
     t_build = time.time() - t0
-    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.engines[-1].P, cprog.image_pack)
+    host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.P_out, cprog.image_pack)
     t0 = time.time()
     try:
         cycles = vc.train(cprog, host, max_cycles=max_cycles, idle_limit=idle_limit)

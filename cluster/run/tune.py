@@ -20,6 +20,7 @@ import itertools
 import math
 
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.schedule import split_allowed
 from pymtl_fp.cluster.config import ClusterError
 
@@ -27,10 +28,10 @@ from pymtl_fp.cluster.config import ClusterError
 MAX_CANDIDATES = 5_000
 
 
-def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overlap=True, schedule="1f1b",
-               pack="off", wgrad="batch") -> list:
+def candidates(net, ccfg, batch, params, tcfg, total: int, mapping: Mapping = DEFAULT) -> list:
     """``[(compute bound per image, cuts)]`` of every cut vector over ``total`` tiles the compiler
-    accepts, best first (the bound: the slowest node's modelled compute of its image passes)."""
+    accepts for ``mapping`` (its ``split``, ``pack``, ``overlap``, ``schedule``, ``wgrad``), best
+    first (the bound: the slowest node's modelled compute of its image passes)."""
     n = ccfg.n
     if n == 1 or math.comb(total - 1, n - 1) > MAX_CANDIDATES:
         return []
@@ -38,37 +39,40 @@ def candidates(net, ccfg, batch, params, tcfg, total: int, *, split=True, overla
     for inner in itertools.combinations(range(1, total), n - 1):
         cuts = [0, *inner, total]
         try:
-            part = choose_partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack, tcfg=tcfg, overlap=overlap,
-                                    schedule=schedule, wgrad=wgrad)
-            if not split and part.split_layers():
+            part = choose_partition(net, ccfg, batch, mapping.replace(cuts=cuts), tcfg=tcfg)
+            if not mapping.split and part.split_layers():
                 continue
-            _, cprog = compile_pipeline(net, ccfg, part, params, tcfg, 1, overlap, schedule, wgrad)
+            _, cprog = compile_pipeline(net, ccfg, part, params, tcfg, 1, mapping.replace(cuts=cuts))
         except ClusterError:  # a 3-way split, a misfit in the buffers, ...
             continue
         out.append((max(p.image_compute() for p in cprog.nodes) / batch, cuts))
     return sorted(out)
 
 
-def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, *, split: bool = True,
-                     overlap: bool = True, schedule: str = "1f1b", keep: int = 6, pack: str = "off",
-                     wgrad: str = "batch") -> dict:
+def search_partition(net, ccfg, params, images, labels, tcfg, batch: int, mapping: Mapping = DEFAULT, *,
+                     keep: int = 6) -> dict:
     """The fastest of the ``keep`` best-modelled cut vectors and the rule's own, by the CL
     cluster's cycles for one step of ``images[:batch]``: ``{"cuts", "rule_cuts", "table"}``
-    (``table``: per simulated candidate, its cuts, modelled bound and cycles)."""
+    (``table``: per simulated candidate, its cuts, modelled bound and cycles).  The candidates run
+    ``mapping``'s schedule, weight gradients, tap packing and overlap, in whole layers with every
+    node's weights on its own node (``bands`` 0, ``weight_home`` ``auto``: the rule's partitions
+    rarely need a home); one pipeline (``parallel`` ``pipeline``)."""
     from pymtl_fp.cluster.run.train import train_on_cluster
 
-    split = split_allowed(schedule, split)
-    rule = choose_partition(net, ccfg, batch, split=split, pack=pack, tcfg=tcfg, overlap=overlap, schedule=schedule,
-                            wgrad=wgrad).cuts
-    ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], split=split, overlap=overlap, schedule=schedule,
-                        pack=pack, wgrad=wgrad)
+    if mapping.replicated:
+        raise ClusterError(f"--partition search tunes one pipeline's cuts; not with --parallel {mapping.parallel}")
+    if mapping.cuts is not None:
+        raise ClusterError("--partition search chooses the cuts: give --cuts or --partition search, not both")
+    probe = Mapping(schedule=mapping.schedule, wgrad=mapping.wgrad, pack=mapping.pack, overlap=mapping.overlap,
+                    split=split_allowed(mapping.schedule, mapping.split))
+    rule = choose_partition(net, ccfg, batch, probe, tcfg=tcfg).cuts
+    ranked = candidates(net, ccfg, batch, params, tcfg, rule[-1], probe)
     tried = [list(rule)] + [c for _, c in ranked[:keep] if list(c) != list(rule)]
     bound = {tuple(c): b for b, c in ranked}
     table = []
     for cuts in tried:
-        run = train_on_cluster(net, params, images[:batch], labels[:batch], tcfg, ccfg, steps=1, batch=batch,
-                               levels=["cl"] * ccfg.n, cuts=cuts, overlap=overlap, schedule=schedule,
-                               split=split, pack=pack, wgrad=wgrad)
+        run = train_on_cluster(net, params, images[:batch], labels[:batch], tcfg, ccfg, probe.replace(cuts=cuts),
+                               steps=1, batch=batch, levels=["cl"] * ccfg.n)
         table.append({"cuts": list(cuts), "compute_bound_per_image": bound.get(tuple(cuts)), "cycles": run.cycles})
     best = min(table, key=lambda r: r["cycles"])  # (ties: the rule's, listed first)
     return {"cuts": best["cuts"], "rule_cuts": list(rule), "table": table}

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "cluster simulation speed: CL, PyMTL3 RTL, per-cycle Verilator, compiled Verilated cluster, plain C++"
 
@@ -65,7 +66,7 @@ def _pymtl_rate(net, fmt, images, labels, params, tcfg, ccfg, args, level):
     from pymtl_fp.cluster.run.train import _build, router_configs
 
     part = choose_partition(net, ccfg, args.batch)
-    cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
+    cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, Mapping(overlap=True))
     rcfgs = router_configs(ccfg, cprog)
     t0 = time.perf_counter()
     top = _build(ccfg, rcfgs, cprog, [level] * ccfg.n, "rtl", net, fmt, images, labels, None)
@@ -85,7 +86,7 @@ def _plain(net, fmt, images, labels, params, tcfg, ccfg, args, grads):
     from pymtl_fp.cluster.run.train import router_configs
 
     part = choose_partition(net, ccfg, args.batch)
-    cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, True)
+    cprog = compile_cluster(net, ccfg, part, params, tcfg, args.steps, Mapping(overlap=True))
     vc = VerilatedCluster(ccfg, router_configs(ccfg, cprog))
     vc.load(cprog)
     host = HostModel(ccfg.engines[0], net, fmt, images, labels, args.batch, ccfg.engines[-1].P,
@@ -123,8 +124,8 @@ def main(args) -> int:
     reports = {}
     for key, level, kernel, skip in (("cl-pymtl", "cl", "pymtl", False), ("cl-direct", "cl", "direct", False),
                                      ("cl", "cl", "direct", True), ("verilator", "verilator", None, True)):
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=args.steps, batch=args.batch,
-                               levels=[level] * args.nodes, overlap=True, kernel=kernel, skip=skip)
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True), steps=args.steps,
+                               batch=args.batch, levels=[level] * args.nodes, kernel=kernel, skip=skip)
         if not params_equal(run.params, want):
             raise UserError(f"bench cluster: the {key} run does not equal the golden model")
         ws, cpu = run.report["wall_seconds"], run.report.get("cpu_seconds", {}).get("simulate")

@@ -19,6 +19,7 @@ import json
 
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
+from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
 
@@ -58,8 +59,9 @@ def _run(job):
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
     row = {"method": method, "groups": groups, "nodes": n, "batch": batch}
     try:
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               levels=["cl"] * n, overlap=True, parallel=method, groups=groups)
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg,
+                               Mapping(overlap=True, parallel=method, groups=groups), steps=steps, batch=batch,
+                               levels=["cl"] * n)
     except ClusterError as exc:  # (e.g. a batch that does not fit one node's buffers)
         return dict(row, error=str(exc))
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)

@@ -26,6 +26,7 @@ import json
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "SGD vs mini-batch vs continuous propagation: accuracy per epoch (golden) and images/s (CL cluster)"
 METHODS = {"minibatch": "1f1b", "sgd": "sgd", "cp": "cp"}  #: study method -> cluster schedule
@@ -71,9 +72,10 @@ def _throughput(net, prec, method, n, batch, steps, act_depth):
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
     sched = METHODS[method]
-    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                           overlap=True, schedule=sched)
-    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, sched))
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True, schedule=sched), steps=steps,
+                           batch=batch, levels=["cl"] * n)
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch,
+                                                                                        Mapping(schedule=sched)))
     if not params_equal(run.params, want):
         raise UserError(f"bench schedules: {method} on {n} nodes differs from the golden model")
     return dict(last_step_figures(run, ccfg, batch), method=method, schedule=sched, nodes=n,
@@ -131,7 +133,7 @@ def main(args) -> int:
 
     prec = args.precision
     try:
-        versions = cp_versions(net, ClusterConfig.homogeneous(tn, engine_for_net(net, prec)), batch)
+        versions = cp_versions(net, ClusterConfig.homogeneous(tn, engine_for_net(net, prec)), batch, Mapping(schedule="cp"))
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     steps_per_epoch = len(load_digits_split(seed=0).y_train) // batch

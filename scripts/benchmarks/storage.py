@@ -28,6 +28,7 @@ import json
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = ("weight gradients over the batch vs per image vs auto, row bands vs whole layers: buffer words per node, "
         "fill, steady state (CL cluster)")
@@ -79,9 +80,10 @@ def _run(job) -> dict:
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(stream_lanes=lanes))
-    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                           overlap=True, wgrad=wgrad, bands=bands, bands_backward=backward and bands > 0, split=split,
-                           bands_all=passes == "all")
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg,
+                           Mapping(overlap=True, wgrad=wgrad, bands=bands, bands_backward=backward and bands > 0,
+                                   split=split, bands_all=passes == "all"),
+                           steps=steps, batch=batch, levels=["cl"] * n)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
     if not params_equal(run.params, want):
         raise UserError(f"bench storage: {net_name} on {n} nodes, batch {batch}, --wgrad {wgrad} --bands {bands} "

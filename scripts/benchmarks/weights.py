@@ -18,6 +18,7 @@ import json
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
 from pymtl_fp.cli.errors import UserError
+from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "weights kept by a neighbour (train --weight-home auto): smallest W per node, cost of streaming them (CL)"
 
@@ -50,7 +51,7 @@ def _fits(net, prec, n, P, E, depth, batch, params, tcfg) -> bool:
 
     ccfg = _ccfg(net, prec, n, P, E, depth)
     try:
-        compile_cluster(net, ccfg, choose_partition(net, ccfg, batch), params, tcfg, 1, overlap=True)
+        compile_cluster(net, ccfg, choose_partition(net, ccfg, batch), params, tcfg, 1, Mapping(overlap=True))
     except ClusterError:
         return False
     return True
@@ -67,7 +68,7 @@ def _run(job) -> dict:
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     deep = _ccfg(net, prec, n, P, E, 65536)
     part = choose_partition(net, deep, batch)
-    plain = compile_cluster(net, deep, part, params, tcfg, 1, overlap=True, weight_home="off")
+    plain = compile_cluster(net, deep, part, params, tcfg, 1, Mapping(overlap=True, weight_home="off"))
     need = max(p.alloc.usage()["W"]["used"] for p in plain.nodes)
     lo, hi = 2, need  # (hi fits: every layer on its node)
     while lo < hi:
@@ -80,8 +81,8 @@ def _run(job) -> dict:
     row = {"net": name, "nodes": n, "batch": batch, "w_need": need, "w_min": hi}
     for label, depth in (("own", need), ("home", hi)):
         ccfg = _ccfg(net, prec, n, P, E, depth)
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch, levels=["cl"] * n,
-                               overlap=True, bands=0)
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True, bands=0), steps=steps,
+                               batch=batch, levels=["cl"] * n)
         if not params_equal(run.params, want):
             raise UserError(f"{name} on {n} nodes, W {depth}: the final weights differ from the golden model's")
         rep = run.report["partition"]

@@ -24,6 +24,7 @@ import functools
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.levels import LEVELS, RTL_LEVELS
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
 
@@ -98,12 +99,14 @@ def check(case, level, ctx):
         images, labels = _fixture()[2][sl], _fixture()[3][sl]
     try:
         home = _placement(net, ccfg, batch, case) if parallel == "pipeline" and schedule in ("1f1b", "gpipe") else None
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, steps=steps, batch=batch,
-                               levels=[level] * n, split=case["split"], stall=stall, schedule=schedule,
-                               parallel=parallel, groups=groups, wgrad=wgrad, weight_home=home or "auto")
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg,
+                               Mapping(split=case["split"], schedule=schedule, parallel=parallel, groups=groups,
+                                       wgrad=wgrad, weight_home=home or "auto"),
+                               steps=steps, batch=batch, levels=[level] * n, stall=stall)
     except ClusterError:  # a mapping the cluster refuses before simulating: not a test case
         assume(False)
-    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch, schedule))
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch, cp_versions(net, ccfg, batch,
+                                                                                        Mapping(schedule=schedule)))
     if not params_equal(run.params, want):
         bad = [f"{layer}.{k}" for layer in want for k in ("w", "b")
                if not (run.params[layer][k] == want[layer][k]).all()]
@@ -120,7 +123,7 @@ def _placement(net, ccfg, batch, case):
     pick = case.get("weight_home")  # (case files written before it was drawn: none)
     if pick is None:
         return None
-    part = choose_partition(net, ccfg, batch, split=case["split"])
+    part = choose_partition(net, ccfg, batch, Mapping(split=case["split"]))
     cands = [(u, it.layer, h) for u, items in enumerate(part.nodes) for it in items
              if not it.pool and it.k0 == 0 and it.k1 == layer_info(net, it.layer)["k"]
              for h in (u - 1, u + 1) if 0 <= h < part.n]

@@ -1,0 +1,225 @@
+"""A whole training session on a simulated cluster, from the digits data to the output files.
+
+:func:`run_training` is what ``pymtl-fp train --engine cluster`` runs, as a library call: it loads
+the net's digits split (:func:`pymtl_fp.data.digits_for`), draws the run's images in the seed's
+order and quantizes them and the initial weights to the run's precision, optionally searches the
+partition (:func:`~pymtl_fp.cluster.run.tune.search_partition`), trains on the cluster
+(:func:`~pymtl_fp.cluster.run.train.train_on_cluster`), replays the same steps on the golden model,
+compares the weights bit for bit, measures the test accuracy before and after, and writes the
+requested files (JSON report, Perfetto trace, timeline picture, final weights).  It returns a
+:class:`TrainingResult`; the lines a user reads come from it (:meth:`TrainingResult.summary`) and,
+as the session goes, from the ``say`` callback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT, Mapping
+from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.cluster.run.train import ClusterRun, cp_versions, golden_steps, params_equal, train_on_cluster
+
+
+@dataclass(frozen=True)
+class TrainingOutputs:
+    """Files a session writes (``None``: not written): the JSON report, the Perfetto trace, the
+    timeline picture (PNG) and the final weights (``.npz`` of raw integers)."""
+
+    report: Path | str | None = None
+    trace: Path | str | None = None
+    timeline: Path | str | None = None
+    weights: Path | str | None = None
+
+
+@dataclass
+class TrainingResult:
+    """What a session produced: the cluster's run, the golden model's weights and losses, their
+    agreement, the test accuracy before and after, and the files written."""
+
+    net: object
+    precision: str
+    steps: int
+    batch: int
+    levels: list
+    mapping: Mapping
+    run: ClusterRun
+    golden_params: dict
+    golden_losses: list
+    weights_equal: bool
+    accuracy_before: float
+    accuracy_after: float
+    test_images: int
+    search: dict | None = None  #: the partition search's result (``partition="search"``)
+    written: list = field(default_factory=list)  #: ``(path, note)`` of every file written
+
+    @property
+    def report(self) -> dict:
+        return self.run.report
+
+    def summary(self) -> list:
+        """The lines after the report: agreement with the golden model, test accuracy, files written."""
+        losses = self.golden_losses
+        shown = losses if len(losses) <= 8 else losses[:2] + losses[-2:]
+        lines = [f"final weights equal the golden model's: {'yes' if self.weights_equal else 'NO'} "
+                 f"(golden losses {', '.join(f'{x:.4f}' for x in shown)}{', ...' if len(shown) < len(losses) else ''})",
+                 f"test accuracy of the trained weights: {100 * self.accuracy_after:.1f}% on the {self.test_images} "
+                 f"test images ({100 * self.accuracy_before:.1f}% before training)"]
+        return lines + [f"  wrote {path}" + (f" ({note})" if note else "") for path, note in self.written]
+
+
+def link_faults(rate: float, seed: int = 1) -> dict | None:
+    """A per-flit link fault ``rate`` (a third each lost flits, bursts and bit flips) as the fault
+    injectors' rates in units of ``2**-16``, or ``None`` for 0."""
+    if not (rate == rate and 0.0 <= rate <= 0.5):
+        raise ClusterError(f"--faults {rate}: a per-flit probability in [0, 0.5]")
+    if rate == 0:
+        return None
+    each = max(1, round(rate * 65536 / 3))
+    return dict(seed=seed & 0xFFFFFFFF, drop=each, burst=each, flip=each)
+
+
+def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, steps: int | str = 2, batch: int = 8,
+                 levels: list | None = None, precision: str = "8", seed: int | None = None,
+                 lr_log2: int | None = None, momentum: int | None = None, partition: str = "rule",
+                 fault_rate: float = 0.0, fault_seed: int = 1, kernel: str | None = None, skip: bool = True,
+                 trace: bool = False, progress=None, outputs: TrainingOutputs | None = None,
+                 settings: dict | None = None, say=None) -> TrainingResult:
+    """Train ``net`` (a :class:`~pymtl_fp.net.Net` or a preset name) on the digits data on the
+    cluster ``ccfg`` mapped as ``mapping``, check it against the golden model and write
+    ``outputs`` (module docstring).
+
+    ``steps``: mini-batches of ``batch`` images (``"epoch"``: the training set once, the last
+    partial batch dropped), drawn in the order of ``seed`` (default: the net's, as are
+    ``lr_log2`` and ``momentum``).  ``levels``: one engine level per node (default: every node
+    ``cl``).  ``partition``: ``rule`` (the compiler's) or ``search`` (the fastest cut vector by a
+    one-step CL run of each candidate).  ``fault_rate``, ``fault_seed``: link faults
+    (:func:`link_faults`; every node at ``verilator``).  ``kernel``, ``skip``, ``trace``: as
+    :func:`~pymtl_fp.cluster.run.train.train_on_cluster` (a trace is also recorded when
+    ``outputs`` asks for one).  ``progress(total_images)``: makes the ``progress_cb`` of the run
+    (closed after it when it has ``close``).  ``settings``: recorded in the JSON report (default:
+    the net's training settings with this run's batch, seed and learning rate).  ``say(line)``:
+    called with the session's lines before the simulation (the partition search, the run).
+
+    Refusals are one-line :class:`~pymtl_fp.cluster.config.ClusterError`\\ s; a hang raises
+    :class:`pymtl_fp.sim.SimulationHang`."""
+    from pymtl_fp.net import load_net
+
+    net = load_net(net) if isinstance(net, str) else net
+    outputs = outputs or TrainingOutputs()
+    say = say or (lambda line: None)
+    levels = list(levels) if levels is not None else ["cl"] * ccfg.n
+    defaults = net.train
+    seed = defaults.seed if seed is None else seed
+    lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
+    momentum = defaults.momentum if momentum is None else momentum
+    faults = link_faults(fault_rate, fault_seed)
+    data = _digits(net, precision, steps, batch, seed, lr_log2, momentum)
+    steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
+    found = None
+    if partition == "search":
+        from pymtl_fp.cluster.run.tune import search_partition
+
+        found = search_partition(net, ccfg, params, images, labels, tcfg, batch, mapping)
+        mapping = mapping.replace(cuts=found["cuts"])
+        say(f"partition search ({len(found['table'])} cut vectors, one step each at cl): "
+            + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"]) + f" -> {found['cuts']}")
+    elif partition != "rule":
+        raise ClusterError(f"unknown partition method {partition!r}; choose rule or search")
+    say(_header(net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults))
+    bar = progress(steps * batch) if progress is not None else None
+    try:
+        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
+                               levels=levels, faults=faults, max_cycles=max(20_000_000, 200_000 * steps),
+                               kernel=kernel, skip=skip, trace=bool(trace or outputs.trace or outputs.timeline),
+                               progress_cb=bar)
+    finally:
+        if hasattr(bar, "close"):
+            bar.close()
+    if found is not None:  # the report says how the cuts were chosen
+        run.report["partition"]["method"] = f"searched at cl; the rule's cuts: {found['rule_cuts']}"
+        run.report["partition"]["search"] = found["table"]
+    want, golden_losses = golden_steps(net, params, images, labels, tcfg, steps, batch,
+                                       cp_versions(net, ccfg, batch, mapping, tcfg))
+    result = _assess(net, data, run, want, golden_losses, precision, steps, batch, levels, mapping, found)
+    if settings is None:
+        settings = {"epochs": defaults.epochs, "batch": batch, "lr_log2": lr_log2, "momentum": momentum,
+                    "lr_halve_every": defaults.lr_halve_every, "seed": seed}
+    result.written = write_outputs(result, outputs, settings)
+    return result
+
+
+def _digits(net, precision: str, steps, batch: int, seed: int, lr_log2: int, momentum: int | None) -> dict:
+    """The run's data: ``steps`` resolved, its images (in ``seed``'s order) and initial weights
+    quantized to ``precision``, the training config and the test split."""
+    from pymtl_fp.data import digits_for, quantize_images
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+
+    try:
+        split = digits_for(net)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    if steps == "epoch":
+        steps = len(split.y_train) // batch
+    fmt = net.precision(precision)
+    order = np.random.default_rng(seed).permutation(len(split.y_train))[: steps * batch]
+    if len(order) < steps * batch:
+        raise ClusterError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
+    return {"steps": steps, "split": split, "fmt": fmt,
+            "images": quantize_images(split.x_train[order], fmt.act), "labels": split.y_train[order],
+            "params": quantize_params(net, init_params_float64(net, seed), precision),
+            "tcfg": TrainConfig(precision, lr_log2=lr_log2, momentum=momentum, seed=seed)}
+
+
+def _header(net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults) -> str:
+    """The session's line before the simulation: data, net, nodes, levels, arrays, replicas, faults."""
+    return (f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
+            f"{ccfg.n} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
+            f"(arrays {','.join(str(p) for p in ccfg.Ps)})"
+            + (f"; --parallel {mapping.parallel}" + (f" --groups {mapping.groups}" if mapping.groups else "")
+               if mapping.replicated else "")
+            + (f"; link faults {fault_rate:g} per flit (seed {fault_seed})" if faults else ""))
+
+
+def _assess(net, data, run, want, golden_losses, precision, steps, batch, levels, mapping, found) -> TrainingResult:
+    """The run's agreement with the golden model and its test accuracy (recorded in its report)."""
+    from pymtl_fp.data import quantize_images
+    from pymtl_fp.golden.study import accuracy
+
+    split = data["split"]
+    test = quantize_images(split.x_test, data["fmt"].act)
+    acc0 = accuracy(net, data["params"], test, split.y_test, precision)
+    acc = accuracy(net, run.params, test, split.y_test, precision)
+    run.report["test_accuracy"] = {"before": acc0, "after": acc, "test_images": len(split.y_test)}
+    return TrainingResult(net, precision, steps, batch, levels, mapping, run, want, golden_losses,
+                          params_equal(run.params, want), acc0, acc, len(split.y_test), found)
+
+
+def write_outputs(result: TrainingResult, outputs: TrainingOutputs, settings: dict) -> list:
+    """Write the files ``outputs`` asks for; returns ``[(path, note)]`` in the order written."""
+    run, written = result.run, []
+    if outputs.report:
+        rep = dict(run.report, engine="cluster", precision=result.precision, settings=settings,
+                   weights_equal_golden=result.weights_equal, golden_losses=result.golden_losses)
+        Path(outputs.report).write_text(json.dumps(rep, indent=2, default=float) + "\n")
+        written.append((outputs.report, ""))
+    if outputs.trace:
+        from pymtl_fp.cluster.run.trace import write_trace
+
+        write_trace(run.trace, outputs.trace)
+        written.append((outputs.trace, "open it in ui.perfetto.dev"))
+    if outputs.timeline:
+        from pymtl_fp.cluster.run.trace_plot import plot_timeline
+
+        plot_timeline(run.trace, outputs.timeline,
+                      f"{result.net.name}: {len(result.levels)} nodes at {','.join(result.levels)}, batch "
+                      f"{result.batch}, {result.steps} steps ({run.cycles:,} cycles)")
+        written.append((outputs.timeline, ""))
+    if outputs.weights:
+        flat = {f"{name}.{k}": np.asarray(v) for name, p in run.params.items() for k, v in p.items()}
+        np.savez(outputs.weights, **flat)
+        written.append((outputs.weights, ""))
+    return written
