@@ -521,6 +521,7 @@ class SelectAndWriteback(Component):
         s.cmd = InPort(cmd_type())
         s.ex_busy, s.vB, s.lastB, s.dr_busy = InPort(), InPort(), InPort(), InPort()
         s.rowB, s.dr_row = InPort(16), InPort(16)
+        s.dr_nlanes, s.dr_nrows, s.dr_roff = InPort(16), InPort(16), InPort(16)  # a batch-parallel tile
         s.tapB = InPort(8)
         s.q = [InPort(acc_bits) for _ in range(dr * P)]
         for name in ("wr_addrB", "wr_addr2B", "idxB", "dr_addr", "dr_idx", "db_addr", "db_idx", "IHOWO", "IHW", "RS"):
@@ -532,8 +533,8 @@ class SelectAndWriteback(Component):
         for unit, names in ((s.sel, ("cmd", "rowB", "idxB", "dr_busy", "dr_row", "dr_idx", "db_idx", "IHOWO", "IHW",
                                      "RS", "acc", "dbdr", "dr")),
                             (s.wb, ("cmd", "ex_busy", "vB", "lastB", "rowB", "tapB", "wr_addrB", "wr_addr2B",
-                                    "dr_busy", "dr_row", "dr_addr", "db_addr", "pm_n", "pi_n", "x_rd", "o_rd", "d_rd",
-                                    "q")),
+                                    "dr_busy", "dr_row", "dr_addr", "db_addr", "dr_nlanes", "dr_nrows", "dr_roff", "pm_n",
+                                    "pi_n", "x_rd", "o_rd", "d_rd", "q")),
                             (s.rows, ("rowB", "w_rd", "g_rd"))):
             for name in names:
                 mine, theirs = getattr(s, name), getattr(unit, name)

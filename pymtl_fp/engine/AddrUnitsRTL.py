@@ -11,26 +11,19 @@ clearing it when the counter restarts (the address generator's ``carry``/``at``/
 equal to the product in every step, with an adder instead of a multiplier.  What is left of the
 multipliers is one per unit, ``m2*f2``: a coordinate derived from several counters (``hh =
 oh*stride + r - pad``, bwd_data's ``oh``, bwd_weight's first valid output) times a width field.
-Combinational outputs, registered terms; no cycle of its own.  A unit's sum leaves in two parts,
-its product ``prod`` and the rest ``ksum`` (the sum is ``ksum + prod``), for an address stage that
-registers the product before the last add (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`).
+Combinational outputs, registered terms; no cycle of its own.  The per-operation choice of
+strides and coordinates is :class:`~pymtl_fp.engine.AddrUnitOperandsRTL.AddrUnitOperandsRTL`.  A
+unit's sum leaves in two parts, its product ``prod`` and the rest ``ksum`` (the sum is ``ksum +
+prod``), for an address stage that registers the product before the last add
+(:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`).
 """
 
-from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, update_ff
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff
 
-from pymtl_fp.engine import msgs
+from pymtl_fp.engine.addr_layout import AU_MAP, AU_OUT, AU_WGT, NAU, NPROD, NQ
+from pymtl_fp.engine.AddrUnitOperandsRTL import AddrUnitOperandsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
-
-NL = 7  #: loop levels of the address generator
-#: the loop levels whose counter x stride terms are accumulated (levels 3, 5 and 6 enter an
-#: address linearly or through a derived coordinate)
-LEVELS = (0, 1, 2, 4)
-NQ = len(LEVELS)
-#: the units: an input-side map, an output-side map, a weight word, the result's flat index
-AU_MAP, AU_OUT, AU_WGT, AU_IDX = range(4)
-NAU = 4
-NPROD = 3  #: the units with a product (all but IDX)
 
 
 class AddrUnitsRTL(Component):
@@ -38,8 +31,6 @@ class AddrUnitsRTL(Component):
         s.params = {}
         B32 = Bits32
         ZERO = B32(0)
-        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
-        OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
 
         s.cmd = InPort(cmd_type())  # the command being executed
         for name in STRIDES:
@@ -65,114 +56,16 @@ class AddrUnitsRTL(Component):
         s.kst = [Wire(32) for _ in range(NAU * NQ)]
         s.kacc = [Wire(32) for _ in range(NAU * NQ)]
 
-        # Three address units walk the three kinds of tensor, sum(kacc) + m2*f2 + lin with the
-        # tensor's strides (command fields, EngineStridesRTL): MAP an input-side map (n, c, h, w:
-        # ct*h*w, h*w, w), OUT an output-side map (n, k, ho, wo: kt*ho*wo or ct*ho*wo, ho*wo,
-        # wo) and WGT a weight word (kt, ct, r, s: ct*r*s, r*s, s); every op uses each at most
-        # once and routes its sum to the ports that name that tensor (below).  IDX is the
-        # result element's flat index (stochastic rounding).  The op only chooses the strides
-        # (of the terms kacc accumulates) and the derived coordinate m2.
-        def terms(au):
-            return tuple(au * NQ + q for q in range(NQ))  # the kst/kacc indices of levels 0, 1, 2, 4
-
-        MAP_0, MAP_1, MAP_2, MAP_4 = terms(AU_MAP)
-        OUT_0, OUT_1, OUT_2, OUT_4 = terms(AU_OUT)
-        WGT_0, WGT_1, WGT_2, WGT_4 = terms(AU_WGT)
-        IDX_0, IDX_1, IDX_2, IDX_4 = terms(AU_IDX)
-
-        @update
-        def up_address_operands():
-            for j in range(NAU * NQ):
-                s.kst[j] @= ZERO
-            for au in range(NAU):
-                s.m2[au] @= ZERO
-                s.lin[au] @= ZERO
-            if s.cmd.op == OP_FWD:
-                # n=u0 kt=u1 oh=u2 ow=u3 ct=u4 r=rlo+u5 s=slo+u6 (only taps inside the input)
-                s.kst[MAP_0] @= s.cthw    # x[n, ct, hh, ww]
-                s.kst[MAP_4] @= s.hw
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.kst[WGT_1] @= s.ctrs    # w[kt, ct, r, s]
-                s.kst[WGT_4] @= s.rs
-                s.m2[AU_WGT] @= s.r_f
-                s.lin[AU_WGT] @= s.s_f
-                s.kst[OUT_0] @= s.kthowo  # y[n, kt, oh, ow]
-                s.kst[OUT_1] @= s.howo
-                s.kst[OUT_2] @= s.WO
-                s.lin[AU_OUT] @= s.u3
-                s.kst[IDX_0] @= s.khowo   # ((n*K + kt*P)*hi + oh)*Wo + ow (hi: the whole map's Ho)
-                s.kst[IDX_1] @= s.pihowo
-                s.kst[IDX_2] @= s.WO
-                s.lin[AU_IDX] @= s.u3
-                if s.bp:
-                    # nt=u0 kt=u1 oh=u2 ow=u3 c=u4: x[nt, c, hh, ww] (cthw = c*hp*w words an image
-                    # tile, hw a channel); w[kt, c//P, r, s] (+ r*s where c leaves a tile); the
-                    # tile's first output word y[nt, kt*P, oh, ow] (kthowo = k*hop*wo an image tile,
-                    # P*howo a channel tile) and its element (nt*P*K + kt*P)*hi*Wo + oh*Wo + ow
-                    if s.cl_last:
-                        s.kst[WGT_4] @= s.rs
-                    else:
-                        s.kst[WGT_4] @= ZERO
-                    s.kst[OUT_1] @= s.phowo
-                    s.kst[IDX_0] @= s.pkhowo
-            elif s.cmd.op == OP_BWD_DATA:
-                # n=u0 ct=u1 h=u2 w=u3 kt=u4 mr=u5 ms=u6
-                s.kst[OUT_0] @= s.kthowo  # dy[n, kt, oh, ow]
-                s.kst[OUT_4] @= s.howo
-                s.m2[AU_OUT] @= s.oh_d
-                s.lin[AU_OUT] @= s.ow_d
-                s.kst[WGT_4] @= s.ctrs    # w[kt, ct, r, s]
-                s.kst[WGT_1] @= s.rs
-                s.m2[AU_WGT] @= s.r_d
-                s.lin[AU_WGT] @= s.s_d
-                s.kst[MAP_0] @= s.cthw    # x (the ReLU mask) and dx[n, ct, h, w]
-                s.kst[MAP_1] @= s.hw
-                s.kst[MAP_2] @= s.W
-                s.lin[AU_MAP] @= s.u3
-                s.kst[IDX_0] @= s.chw     # ((n*C + ct*P)*hi + h)*W + w (hi: the whole map's H)
-                s.kst[IDX_1] @= s.pihw
-                s.kst[IDX_2] @= s.W
-                s.lin[AU_IDX] @= s.u3
-            elif s.cmd.op == OP_BWD_WEIGHT:
-                # kt=u0 ct=u1 r=u2 s=u3 n=u4 oh=ohlo+u5 ow=owlo+u6 (outputs whose input is inside)
-                s.kst[OUT_4] @= s.kthowo  # dy[n, kt, oh, ow]
-                s.kst[OUT_0] @= s.howo
-                s.m2[AU_OUT] @= s.ohs
-                s.lin[AU_OUT] @= s.ows
-                s.kst[MAP_4] @= s.cthw    # x[n, ct, hh, ww]
-                s.kst[MAP_1] @= s.hw
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.kst[WGT_0] @= s.ctrs    # dw word [kt, ct, r, s]
-                s.kst[WGT_1] @= s.rs
-                s.kst[WGT_2] @= s.S
-                s.lin[AU_WGT] @= s.u3
-                s.kst[IDX_0] @= s.pcrs    # ((kt*P*C + ct*P)*R + r)*S + s
-                s.kst[IDX_1] @= s.prs
-                s.kst[IDX_2] @= s.S
-                s.lin[AU_IDX] @= s.u3
-            elif (s.cmd.op == OP_POOL_FWD) | (s.cmd.op == OP_POOL_BWD):
-                # n=u0 ct=u1 oh=u2 ow=u3 di=u4 dj=u5: the map (x, or dx) and the pooled side
-                s.kst[MAP_0] @= s.cthw
-                s.kst[MAP_1] @= s.hw
-                s.m2[AU_MAP] @= s.hh
-                s.lin[AU_MAP] @= s.ww
-                s.kst[OUT_0] @= s.cthowo
-                s.kst[OUT_1] @= s.howo
-                s.kst[OUT_2] @= s.WO
-                s.lin[AU_OUT] @= s.u3
-            elif s.cmd.op == OP_UPDATE:
-                # kt=u0 ct=u1 r=u2 s=u3 i=u4: W/G word (kt, ct, r, s), row i
-                s.kst[WGT_0] @= s.ctrs
-                s.kst[WGT_1] @= s.rs
-                s.kst[WGT_2] @= s.S
-                s.lin[AU_WGT] @= s.u3
-                s.kst[IDX_0] @= s.pcrs    # ((kt*P + i)*C + ct*P)*R*S + r*S + s
-                s.kst[IDX_4] @= s.crs
-                s.kst[IDX_1] @= s.prs
-                s.kst[IDX_2] @= s.S
-                s.lin[AU_IDX] @= s.u3
+        # the op chooses the strides of the terms kacc accumulates and the derived coordinate m2
+        s.ops = AddrUnitOperandsRTL()
+        for name in ("cmd", *STRIDES, "hh", "ww", "r_f", "s_f", "r_d", "s_d", "oh_d", "ow_d", "ohs", "ows", "u3",
+                     "W", "WO", "S", "bp", "cl_last"):
+            connect(getattr(s.ops, name), getattr(s, name))
+        for j in range(NAU * NQ):
+            s.kst[j] //= s.ops.kst[j]
+        for au in range(NAU):
+            s.m2[au] //= s.ops.m2[au]
+            s.lin[au] //= s.ops.lin[au]
 
         @update_ff
         def up_term_accumulators():

@@ -11,14 +11,36 @@ element ranges of a buffer intersect exactly when the word ranges of ``access_ra
 Arithmetic is 32-bit (exact for every command whose ranges fit the buffers).  The tensor sizes
 (``n*ct*h*w`` words, ...) are command fields the host computes
 (:data:`pymtl_fp.engine.encoding.PRODUCTS`); what is left are multiplies by the constant lanes.
+
+The compute operations' ranges come from one table, :data:`RANGES` (an entry per operation: for
+each slot the buffer and the tensor size, or ``None`` for an unused slot), which the construct turns
+into constant wires that the command's op code selects; a raw ``bwd_weight`` (``raw``, ``acc``) and
+LOAD/STORE adjust the table's ranges after it.
 """
 
-from pymtl3 import Bits3, Bits32, Component, InPort, OutPort, Wire, update, zext
+
+from pymtl3 import Bits1, Bits3, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, zext
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
 
 NSLOT = 5  # address-range slots of a command (fields a0, a1, a2, d0, d1)
+#: where a slot's buffer comes from: a fixed buffer, or the result buffer of field dsel, or the
+#: argmax buffer of field amsel (the index is the code the table's wires hold)
+BUF_SOURCES = ("x", "d", "o", "w", "g", "b", "dsel", "amsel")
+#: a slot's size in words: none, or a tensor size (the host's products, encoding.PRODUCTS; kt: the
+#: bias / db words)
+SIZE_SOURCES = ("none", "x", "dy", "w", "pool", "kt", "none", "none")
+#: per compute operation, slot i (address field a0 a1 a2 d0 d1) = (buffer source, size source), or
+#: None where the operation does not use the field (as msgs.access_ranges lists them)
+RANGES = {
+    msgs.OP_FWD: (("x", "x"), ("w", "w"), ("b", "kt"), ("dsel", "dy"), None),
+    msgs.OP_BWD_DATA: (("d", "dy"), ("w", "w"), ("x", "x"), ("dsel", "x"), None),
+    msgs.OP_BWD_WEIGHT: (("x", "x"), ("d", "dy"), None, ("g", "w"), ("b", "kt")),
+    msgs.OP_POOL_FWD: (("x", "x"), None, None, ("dsel", "pool"), ("amsel", "pool")),
+    msgs.OP_POOL_BWD: (("d", "pool"), ("amsel", "pool"), None, ("dsel", "x"), None),
+    msgs.OP_UPDATE: (("w", "w"), ("g", "w"), None, ("w", "w"), None),
+}
 
 
 class EngineCmdRangesRTL(Component):
@@ -26,12 +48,12 @@ class EngineCmdRangesRTL(Component):
         s.params = dict(P=P)
         B32 = Bits32
         LP32, LPP32 = B32(P), B32(P * P)
-        OP_LOAD, OP_STORE = msgs.OP_LOAD, msgs.OP_STORE
-        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
-        OP_POOL_FWD, OP_POOL_BWD, OP_UPDATE = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD, msgs.OP_UPDATE
+        OP_LOAD, OP_STORE, OP_BWD_WEIGHT = msgs.OP_LOAD, msgs.OP_STORE, msgs.OP_BWD_WEIGHT
         BUF_X, BUF_D, BUF_O, BUF_W, BUF_G, BUF_B = (msgs.BUF_X, msgs.BUF_D, msgs.BUF_O, msgs.BUF_W,
                                                     msgs.BUF_G, msgs.BUF_B)
         DSEL_X, DSEL_D = msgs.DSEL_X, msgs.DSEL_D
+        OpT = mk_bits(dict(msgs.CMD_FIELDS)["op"])
+        NOPS = len(RANGES)
 
         s.cmd = InPort(cmd_type())
         s.buf_id = [OutPort(3) for _ in range(NSLOT)]
@@ -40,39 +62,66 @@ class EngineCmdRangesRTL(Component):
         s.wr = [OutPort() for _ in range(NSLOT)]
         s.v = [OutPort() for _ in range(NSLOT)]
 
+        # the table RANGES as constant wires: entry k is operation t_op[k], its slot i at k*NSLOT + i
+        s.t_op = [Wire(OpT) for _ in range(NOPS)]
+        s.t_buf = [Wire(3) for _ in range(NOPS * NSLOT)]
+        s.t_size = [Wire(3) for _ in range(NOPS * NSLOT)]
+        s.t_v = [Wire(1) for _ in range(NOPS * NSLOT)]
+        for k, (op, slots) in enumerate(RANGES.items()):
+            s.t_op[k] //= OpT(op)
+            for i, slot in enumerate(slots):
+                buf, size = slot or ("x", "none")
+                s.t_buf[k * NSLOT + i] //= Bits3(BUF_SOURCES.index(buf))
+                s.t_size[k * NSLOT + i] //= Bits3(SIZE_SOURCES.index(size))
+                s.t_v[k * NSLOT + i] //= Bits1(slot is not None)
+
         s.is_ldst = Wire()  # LOAD or STORE: one range in slot 0
-        # tensor sizes in words: x, dy, w, pooled output, bias/db
-        s.sz_x, s.sz_dy, s.sz_w, s.sz_pool, s.sz_kt = Wire(32), Wire(32), Wire(32), Wire(32), Wire(32)
+        s.bufs = [Wire(3) for _ in range(len(BUF_SOURCES))]  # the buffer of each BUF_SOURCES code
+        s.sizes = [Wire(32) for _ in range(len(SIZE_SOURCES))]  # the size of each SIZE_SOURCES code
+        s.bsel = [Wire(3) for _ in range(NSLOT)]  # the slot's codes
+        s.zsel = [Wire(3) for _ in range(NSLOT)]
         s.base = [Wire(32) for _ in range(NSLOT)]
         s.size = [Wire(32) for _ in range(NSLOT)]
-        s.dbuf = Wire(3)  # the buffer of the d0 result (field dsel)
-        s.ambuf = Wire(3)  # the buffer of a pool command's argmax (field amsel)
+        for code, name in enumerate(BUF_SOURCES[:6]):
+            s.bufs[code] //= Bits3(msgs.BUF_IDS[name.upper()])
 
         @update
-        def up_sizes():
+        def up_sources():
             # the host's products (encoding.PRODUCTS): no multiplier on the acceptance path
-            s.sz_x @= zext(s.cmd.sz_x, B32)
-            s.sz_dy @= zext(s.cmd.sz_dy, B32)
-            s.sz_w @= zext(s.cmd.sz_w, B32)
-            s.sz_pool @= zext(s.cmd.sz_pool, B32)
-            s.sz_kt @= zext(s.cmd.kt, B32)
-
-        @update
-        def up_result_bufs():
+            s.sizes[0] @= B32(0)
+            s.sizes[1] @= zext(s.cmd.sz_x, B32)
+            s.sizes[2] @= zext(s.cmd.sz_dy, B32)
+            s.sizes[3] @= zext(s.cmd.sz_w, B32)
+            s.sizes[4] @= zext(s.cmd.sz_pool, B32)
+            s.sizes[5] @= zext(s.cmd.kt, B32)
+            s.sizes[6] @= B32(0)
+            s.sizes[7] @= B32(0)
+            # the buffer of the d0 result (field dsel) and of a pool command's argmax (field amsel)
             if s.cmd.dsel == DSEL_X:
-                s.dbuf @= Bits3(BUF_X)
+                s.bufs[6] @= Bits3(BUF_X)
             elif s.cmd.dsel == DSEL_D:
-                s.dbuf @= Bits3(BUF_D)
+                s.bufs[6] @= Bits3(BUF_D)
             else:
-                s.dbuf @= Bits3(BUF_O)
+                s.bufs[6] @= Bits3(BUF_O)
             if s.cmd.amsel:
-                s.ambuf @= Bits3(BUF_O)
+                s.bufs[7] @= Bits3(BUF_O)
             else:
-                s.ambuf @= Bits3(BUF_X)
+                s.bufs[7] @= Bits3(BUF_X)
 
         @update
         def up_ranges():
-            # slot i is address field i (a0 a1 a2 read, d0 d1 written), as msgs.access_ranges
+            # the op's entry of RANGES (no entry: no range); slot i is address field i (a0 a1 a2
+            # read, d0 d1 written), as msgs.access_ranges
+            for i in range(NSLOT):
+                s.bsel[i] @= 0
+                s.zsel[i] @= 0
+                s.v[i] @= 0
+            for k in range(NOPS):
+                if s.cmd.op == s.t_op[k]:
+                    for i in range(NSLOT):
+                        s.bsel[i] @= s.t_buf[k * NSLOT + i]
+                        s.zsel[i] @= s.t_size[k * NSLOT + i]
+                        s.v[i] @= s.t_v[k * NSLOT + i]
             s.is_ldst @= (s.cmd.op == OP_LOAD) | (s.cmd.op == OP_STORE)
             s.base[0] @= zext(s.cmd.a0, B32)
             s.base[1] @= zext(s.cmd.a1, B32)
@@ -85,80 +134,14 @@ class EngineCmdRangesRTL(Component):
             s.wr[3] @= 1
             s.wr[4] @= 1
             for i in range(NSLOT):
-                s.buf_id[i] @= Bits3(BUF_X)
-                s.size[i] @= B32(0)
-                s.v[i] @= 0
-            if s.cmd.op == OP_FWD:
-                s.buf_id[1] @= Bits3(BUF_W)
-                s.buf_id[2] @= Bits3(BUF_B)
-                s.buf_id[3] @= s.dbuf
-                s.size[0] @= s.sz_x
-                s.size[1] @= s.sz_w
-                s.size[2] @= s.sz_kt
-                s.size[3] @= s.sz_dy
-                s.v[0] @= 1
-                s.v[1] @= 1
-                s.v[2] @= 1
-                s.v[3] @= 1
-            elif s.cmd.op == OP_BWD_DATA:
-                s.buf_id[0] @= Bits3(BUF_D)
-                s.buf_id[1] @= Bits3(BUF_W)
-                s.buf_id[3] @= s.dbuf
-                s.size[0] @= s.sz_dy
-                s.size[1] @= s.sz_w
-                s.size[2] @= s.sz_x
-                s.size[3] @= s.sz_x
-                s.v[0] @= 1
-                s.v[1] @= 1
-                s.v[2] @= 1
-                s.v[3] @= 1
-            elif s.cmd.op == OP_BWD_WEIGHT:
-                s.buf_id[1] @= Bits3(BUF_D)
-                s.buf_id[3] @= Bits3(BUF_G)
-                s.buf_id[4] @= Bits3(BUF_B)
-                s.size[0] @= s.sz_x
-                s.size[1] @= s.sz_dy
-                s.size[3] @= s.sz_w
-                if s.cmd.raw:  # accumulator-wide dw rows in B: P words per tile
-                    s.buf_id[3] @= Bits3(BUF_B)
-                    s.size[3] @= s.sz_w * LP32
-                    if s.cmd.acc:  # adds to them: reads dw and db (right after dw) in B, slot 2
-                        s.buf_id[2] @= Bits3(BUF_B)
-                        s.v[2] @= 1
-                s.size[4] @= s.sz_kt
-                s.v[0] @= 1
-                s.v[1] @= 1
-                s.v[3] @= 1
-                s.v[4] @= 1
-            elif s.cmd.op == OP_POOL_FWD:
-                s.buf_id[3] @= s.dbuf
-                s.buf_id[4] @= s.ambuf
-                s.size[0] @= s.sz_x
-                s.size[3] @= s.sz_pool
-                s.size[4] @= s.sz_pool
-                s.v[0] @= 1
-                s.v[3] @= 1
-                s.v[4] @= 1
-            elif s.cmd.op == OP_POOL_BWD:
-                s.buf_id[0] @= Bits3(BUF_D)
-                s.buf_id[1] @= s.ambuf
-                s.buf_id[3] @= s.dbuf
-                s.size[0] @= s.sz_pool
-                s.size[1] @= s.sz_pool
-                s.size[3] @= s.sz_x
-                s.v[0] @= 1
-                s.v[1] @= 1
-                s.v[3] @= 1
-            elif s.cmd.op == OP_UPDATE:
-                s.buf_id[0] @= Bits3(BUF_W)
-                s.buf_id[1] @= Bits3(BUF_G)
-                s.buf_id[3] @= Bits3(BUF_W)
-                s.size[0] @= s.sz_w
-                s.size[1] @= s.sz_w
-                s.size[3] @= s.sz_w
-                s.v[0] @= 1
-                s.v[1] @= 1
-                s.v[3] @= 1
+                s.buf_id[i] @= s.bufs[s.bsel[i]]
+                s.size[i] @= s.sizes[s.zsel[i]]
+            if (s.cmd.op == OP_BWD_WEIGHT) & s.cmd.raw:  # accumulator-wide dw rows in B: P words per tile
+                s.buf_id[3] @= Bits3(BUF_B)
+                s.size[3] @= s.sizes[3] * LP32
+                if s.cmd.acc:  # adds to them: reads dw and db (right after dw) in B, slot 2
+                    s.buf_id[2] @= Bits3(BUF_B)
+                    s.v[2] @= 1
             # words -> elements: a multiply by a constant (P or P*P lanes) in each branch, not by
             # a selected lane count (that would be a variable multiplier, DSP48s on this path)
             for i in range(NSLOT):

@@ -23,12 +23,15 @@ The command is done when the generator has no step left, stages A2 and B are emp
 ``mac_latency`` cycles after stage B; the drain runs that much later too) and the pipelined
 requantizer (writes ``rq_latency`` cycles after its inputs), the counter ``tail`` waits
 ``mac_latency + rq_latency`` cycles after the last stage-B step and ``rq_latency`` after the last
-drain cycle.
+drain cycle (:class:`~pymtl_fp.engine.EngineWriteTailRTL.EngineWriteTailRTL`).  Stage B drives the
+MAC array through :class:`~pymtl_fp.engine.EngineMacCtrlRTL.EngineMacCtrlRTL`.
 """
 
-from pymtl3 import Bits16, Component, InPort, OutPort, Wire, connect, mk_bits, update, update_ff
+from pymtl3 import Bits16, Component, InPort, OutPort, Wire, connect, update, update_ff
 
 from pymtl_fp.engine import msgs
+from pymtl_fp.engine.EngineMacCtrlRTL import EngineMacCtrlRTL
+from pymtl_fp.engine.EngineWriteTailRTL import EngineWriteTailRTL
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.primitives.DelayLineRTL import delayed
 
@@ -41,12 +44,11 @@ class EngineComputeCtrlRTL(Component):
     def construct(s, P=2, data_bits=8, drain_rows=1, mac_latency=0, rq_latency=0, addr_latency=0):
         s.params = dict(P=P, data_bits=data_bits, drain_rows=drain_rows, mac_latency=mac_latency,
                         rq_latency=rq_latency, addr_latency=addr_latency)
-        ZD = mk_bits(data_bits)(0)
         Z16, ONE16 = Bits16(0), Bits16(1)
         # a tile's last step follows the previous one's by at least the drain's P / DR cycles
         COOL, COOL_DB = Bits16(P // drain_rows - 1), Bits16(P // drain_rows)
         RCOOL, RCOOL_DB = Bits16(P - 1), Bits16(P)  # raw bwd_weight: the drain writes one row a cycle
-        OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
+        OP_FWD, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_WEIGHT
         OP_POOL_BWD = msgs.OP_POOL_BWD
 
         s.cmd = InPort(cmd_type())  # the offered command
@@ -97,24 +99,10 @@ class EngineComputeCtrlRTL(Component):
             connect(getattr(s, f"step_{name}"), delayed(s, f"a2_{name}", getattr(s, f"ag_{name}"), addr_latency))
         s.wb_idle = Wire()  # no write of this command is still on its way to the buffers
         if mac_latency + rq_latency:
-            TAIL_B, TAIL_DR = mk_bits(8)(mac_latency + rq_latency), mk_bits(8)(rq_latency)
-            ZT, ONET = mk_bits(8)(0), mk_bits(8)(1)
-            s.tail = Wire(8)
-
-            @update_ff
-            def up_tail():
-                if s.reset:
-                    s.tail <<= ZT
-                elif s.vB:
-                    s.tail <<= TAIL_B
-                elif s.dr_busy & (s.tail <= TAIL_DR):
-                    s.tail <<= TAIL_DR
-                elif s.tail != ZT:
-                    s.tail <<= s.tail - ONET
-
-            @update
-            def up_wb_idle():
-                s.wb_idle @= s.tail == ZT
+            s.wtail = EngineWriteTailRTL(mac_latency, rq_latency)
+            s.wtail.vB //= s.vB
+            s.wtail.dr_busy //= s.dr_busy
+            s.wb_idle //= s.wtail.wb_idle
         else:
             @update
             def up_wb_idle_now():
@@ -181,23 +169,16 @@ class EngineComputeCtrlRTL(Component):
                     s.cool <<= s.cool - ONE16
 
         # ---- stage B: MAC array control and operand ----------------------------------------
-        @update
-        def up_mac_ctrl():
-            s.mac_en @= s.vB & ((s.cmd_r.op == OP_FWD) | (s.cmd_r.op == OP_BWD_DATA)
-                                | (s.cmd_r.op == OP_BWD_WEIGHT))
-            s.mac_first @= s.firstB
-            s.mac_outer @= s.tiled
-            s.mac_bp @= (s.cmd_r.op == OP_FWD) & s.cmd_r.bp
-            s.mac_col @= s.colB
-            s.mac_transpose @= s.cmd_r.op == OP_BWD_DATA
-            s.mac_use_bias @= s.cmd_r.op == OP_FWD
-            for j in range(P):
-                if s.zeroB:
-                    s.mac_v[j] @= ZD
-                elif s.cmd_r.op == OP_BWD_DATA:
-                    s.mac_v[j] @= s.d_rd[j]
-                else:
-                    s.mac_v[j] @= s.x_rd[j]
+        s.macc = EngineMacCtrlRTL(P, data_bits)
+        s.macc.cmd //= s.cmd_r
+        for name in ("vB", "firstB", "zeroB", "colB"):
+            connect(getattr(s.macc, name), getattr(s, name))
+        for name in ("mac_en", "mac_first", "mac_outer", "mac_transpose", "mac_use_bias", "mac_bp", "mac_col"):
+            connect(getattr(s, name), getattr(s.macc, name))
+        for j in range(P):
+            s.macc.x_rd[j] //= s.x_rd[j]
+            s.macc.d_rd[j] //= s.d_rd[j]
+            s.mac_v[j] //= s.macc.mac_v[j]
 
     def line_trace(s):
         op = msgs.OP_NAMES.get(int(s.cmd_r.op), "?") if s.busy else "."

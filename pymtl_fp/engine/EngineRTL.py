@@ -60,8 +60,9 @@ from pymtl3 import Component, OutPort, connect
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.engine import msgs
-from pymtl_fp.engine.AddrGenRTL import NWR, READ_BUFS, AddrGenRTL
-from pymtl_fp.engine.AddrUnitsRTL import NPROD
+from pymtl_fp.engine.addr_layout import NPROD
+from pymtl_fp.engine.AddrGenRTL import AddrGenRTL
+from pymtl_fp.engine.AddrRoutesRTL import NWR, READ_BUFS
 from pymtl_fp.engine.BankedBufferRTL import BankedBufferRTL
 from pymtl_fp.engine.EngineAcceptRTL import EngineAcceptRTL
 from pymtl_fp.engine.EngineComputeCtrlRTL import EngineComputeCtrlRTL
@@ -206,7 +207,13 @@ class EngineRTL(Component):
         for j in range(P):
             s.drain.d_rd[j] //= at_c["d_rd"][j]
 
-        # ---- requantize (stage B in, q wb_latency cycles later) and write back -------------
+        s._requantize_and_write_back(cfg, at_c)
+        s._buffer_ports(cfg, bufs)
+
+    def _requantize_and_write_back(s, cfg, at_c):
+        """The requantizer's operands (stage B or C), the requantizer, and the write-back with its
+        stage-B inputs delayed as long as the requantizer takes."""
+        P, PP, DR, L = cfg.P, cfg.P * cfg.P, cfg.drain_rows, cfg.rq_latency
         s.sel.cmd //= s.ex.cmd_r
         s.sel.IHOWO //= s.strides.ihowo
         s.sel.IHW //= s.strides.ihw
@@ -245,7 +252,11 @@ class EngineRTL(Component):
             for d, src in zip(dst, late) if isinstance(dst, list) else ((dst, late),):
                 connect(d, src)
 
-        # ---- buffer ports: reads (ST or EX), writes (LD or EX), store data -------------------
+    def _buffer_ports(s, cfg, bufs):
+        """The address stage, EX's reads, B's compute-side ports and every buffer's read and write
+        ports: reads (ST or EX), writes (LD or EX), store data."""
+        P, E, SB = cfg.P, cfg.stream_lanes, cfg.stream_bits
+        A2, BA = cfg.addr_latency, addr_bits(cfg.bias_depth)
         s.addrs = EngineStepAddrRTL(A2)
         for b in range(len(READ_BUFS)):
             s.addrs.rd_base[b] //= s.ag.rd_base[b]

@@ -14,8 +14,8 @@ sums are combinational, as the address generator's were.
 
 from pymtl3 import Component, InPort, OutPort, Wire, connect, update
 
-from pymtl_fp.engine.AddrGenRTL import NO_UNIT, NWR, READ_BUFS
-from pymtl_fp.engine.AddrUnitsRTL import NPROD
+from pymtl_fp.engine.addr_layout import NPROD
+from pymtl_fp.engine.AddrRoutesRTL import NO_UNIT, NWR, READ_BUFS
 from pymtl_fp.primitives.DelayLineRTL import delayed
 
 

@@ -199,10 +199,10 @@ MUTATIONS = {
     "addr-off-by-one": Mutation(
         name="addr-off-by-one",
         description="address generator: the fwd input address is one word too far (x[..., w+1] is read for x[..., w])",
-        module="pymtl_fp.engine.AddrGenRTL",
-        replacements=(("s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP]  # fwd: x[n, ct, hh, ww]\n",
-                       "s.rd_base[RB_X] @= s.A0 + s.units.ksum[AU_MAP] + ONE  # fwd: x[n, ct, hh, ww]\n"),),
-        patch=(("pymtl_fp.engine.EngineRTL", "AddrGenRTL", "AddrGenRTL"),),
+        module="pymtl_fp.engine.AddrRoutesRTL",
+        replacements=(("s.rd_base[RB_X] @= s.A0 + s.ksum[AU_MAP]  # fwd: x[n, ct, hh, ww]\n",
+                       "s.rd_base[RB_X] @= s.A0 + s.ksum[AU_MAP] + B32(1)  # fwd: x[n, ct, hh, ww]\n"),),
+        patch=(("pymtl_fp.engine.AddrGenRTL", "AddrRoutesRTL", "AddrRoutesRTL"),),
         levels=("rtl",),
     ),
     "round-half-down": Mutation(

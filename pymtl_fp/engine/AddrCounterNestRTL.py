@@ -1,0 +1,87 @@
+"""Counter nest (RTL) of :class:`~pymtl_fp.engine.AddrGenRTL.AddrGenRTL`: seven loop counters that
+count like an odometer from 0 to their limits.
+
+``start`` clears every counter and sets ``running``; ``advance`` (while running) moves to the next
+step: level ``lv`` counts up where every inner level (``lv+1 .. 6``) is at its end (``carry[lv]``)
+and restarts at 0 where it is itself at its end too; the step where every level is at its end
+(``all_at``) is the last, after which the nest stops (``running`` low).  A level is at its end
+where its counter equals its limit ``lim[lv]``; levels 5 and 6 instead end where the tap unit says
+(``tap_at`` with ``at5``/``at6``: ``fwd``, ``bwd_data`` and ``bwd_weight`` walk only valid taps).
+
+Flags of the current step: ``first`` / ``last`` (the first / last inner step of an output: levels
+4-6 at 0 / at their ends), and for ``bwd_weight``'s bias gradient ``db_first`` (levels 1-3 at 0:
+the first tile of kt's db sum) and ``db_end`` (level 1 at 0, levels 2 and 3 at their ends: the
+tile that completes it).  Registers: the counters and ``running``; the rest is combinational.
+"""
+
+from pymtl3 import Bits1, Bits16, Component, InPort, OutPort, update, update_ff
+
+from pymtl_fp.engine.addr_layout import NL
+
+
+class AddrCounterNestRTL(Component):
+    def construct(s):
+        s.params = {}
+        Z16, ONE16 = Bits16(0), Bits16(1)
+
+        s.start, s.advance = InPort(), InPort()
+        s.lim = [InPort(16) for _ in range(NL)]
+        s.tap_at = InPort()  # levels 5 and 6 end where at5 / at6 say
+        s.at5, s.at6 = InPort(), InPort()
+        s.running = OutPort()
+        s.cnt = [OutPort(16) for _ in range(NL)]
+        s.at = [OutPort() for _ in range(NL)]
+        s.carry = [OutPort() for _ in range(NL)]  # all inner levels at their ends
+        s.all_at = OutPort()
+        s.first, s.last = OutPort(), OutPort()
+        s.db_first, s.db_end = OutPort(), OutPort()
+
+        @update
+        def up_nest_at():
+            for lv in range(NL):
+                s.at[lv] @= s.cnt[lv] == s.lim[lv]
+            if s.tap_at:
+                s.at[5] @= s.at5
+                s.at[6] @= s.at6
+            s.carry[6] @= Bits1(1)
+            s.carry[5] @= s.at[6]
+            s.carry[4] @= s.at[6] & s.at[5]
+            s.carry[3] @= s.at[6] & s.at[5] & s.at[4]
+            s.carry[2] @= s.at[6] & s.at[5] & s.at[4] & s.at[3]
+            s.carry[1] @= s.at[6] & s.at[5] & s.at[4] & s.at[3] & s.at[2]
+            s.carry[0] @= s.at[6] & s.at[5] & s.at[4] & s.at[3] & s.at[2] & s.at[1]
+            s.all_at @= s.carry[0] & s.at[0]
+
+        @update
+        def up_nest_flags():
+            s.db_first @= (s.cnt[1] == Z16) & (s.cnt[2] == Z16) & (s.cnt[3] == Z16)
+            s.db_end @= (s.cnt[1] == Z16) & s.at[2] & s.at[3]
+            s.first @= (s.cnt[4] == Z16) & (s.cnt[5] == Z16) & (s.cnt[6] == Z16)
+            s.last @= s.at[4] & s.at[5] & s.at[6]
+
+        @update_ff
+        def up_nest_counters():
+            if s.reset:
+                s.running <<= 0
+                for lv in range(NL):
+                    s.cnt[lv] <<= Z16
+            elif s.start:
+                s.running <<= 1
+                for lv in range(NL):
+                    s.cnt[lv] <<= Z16
+            elif s.advance & s.running:
+                if s.all_at:
+                    for lv in range(NL):
+                        s.cnt[lv] <<= Z16
+                    s.running <<= 0
+                else:
+                    for lv in range(NL):
+                        if s.carry[lv]:
+                            if s.at[lv]:
+                                s.cnt[lv] <<= Z16
+                            else:
+                                s.cnt[lv] <<= s.cnt[lv] + ONE16
+
+    def line_trace(s):
+        c = ",".join(str(int(v)) for v in s.cnt)
+        return f"{'R' if s.running else '.'}[{c}]{'f' if s.first else ' '}{'l' if s.last else ' '}"
