@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymtl_fp.toolchain import make_env, setup_verilator
-from pymtl_fp.verilate import build_dir
+from pymtl_fp.verilate import build_lock, shared_build_dir
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
 MAKE_VARS = "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"
@@ -302,10 +302,17 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     if trace:
         flags += ["--trace"]
     key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags, info.version)
-    out = build_dir("cxxsim") / f"{top[:40]}_{key}"
+    out = shared_build_dir("cxxsim") / f"{top[:40]}_{key}"
     lib = out / f"libbench_{key}.so"
     if lib.is_file():
         return lib
+    with build_lock(out):  # another worker may be building the same bench: wait for it
+        if lib.is_file():
+            return lib
+        return _build_bench(info, verilog, top, cxx, flags, vlt, out, lib, key)
+
+
+def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out: Path, lib: Path, key: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     obj = out / "obj"
     env = make_env(dict(os.environ, MAKEFLAGS=MAKE_VARS))

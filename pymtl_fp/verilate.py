@@ -3,7 +3,9 @@
 One helper for every unit (engine, link, node, cluster):
 
 * builds run in a build directory (``$PYMTL_FP_BUILD_DIR``, default ``~/.cache/pymtl-fp/build``,
-  one sub-directory per pytest-xdist worker), never in the repo root;
+  one sub-directory per pytest-xdist worker), never in the repo root; builds keyed by content
+  that need no working directory (:mod:`pymtl_fp.cxxsim`) share one directory across workers
+  (:func:`shared_build_dir`, :func:`build_lock`);
 * the top module gets an explicit name without ``__`` (Verilator 5 mangles ``__``) that encodes
   **every** elaboration parameter, so two elaborations never share a name; a process-wide
   registry raises if the same name is reused for different parameters (a reused name would
@@ -38,6 +40,32 @@ def build_dir(sub: str = "") -> Path:
     path = Path(base).expanduser().resolve() / (worker or "main") / sub
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def shared_build_dir(sub: str) -> Path:
+    """A build directory every pytest-xdist worker (every process) shares, for builds keyed by their
+    content that never run in the current directory (the compiled cluster benches): one worker
+    builds a design, the others wait for it under :func:`build_lock` and load the same library."""
+    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
+    path = Path(base).expanduser().resolve() / "shared" / sub
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def build_lock(target: Path):
+    """Hold an exclusive lock (``<target>.lock``, ``flock``) while building ``target``: a second
+    process building the same target waits, then finds it built."""
+    import fcntl
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _token(value) -> str:

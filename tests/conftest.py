@@ -1,4 +1,5 @@
-"""pytest set-up shared by every test: Hypothesis profile, level markers, build directory.
+"""pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
+order in which pytest-xdist hands out the test files.
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
 ``--dump-textwave`` and ``--max-cycles`` and the ``cmdline_opts`` fixture; when one of its options
@@ -9,6 +10,21 @@ import os
 
 from pymtl_fp.tb import hypothesis_profiles
 
+#: the files that take longest (compiled-cluster builds, PyMTL3-simulated RTL clusters, Yosys):
+#: run first.  ``--dist loadfile`` gives each xdist worker whole files in collection order
+#: (``--no-loadscope-reorder`` in setup.cfg keeps that order); a long file handed out last would
+#: run alone at the end while the other workers wait.  Longest first, the rest as collected.
+LONGEST_FIRST = (
+    "test_cluster_verilated.py",
+    "test_cluster_levels.py",
+    "test_cluster_rtl.py",
+    "test_cluster_lanes.py",
+    "test_cluster_bands.py",
+    "test_cluster_wgrad.py",
+    "test_fuzz.py",
+    "test_translate.py",
+)
+
 PROFILE = hypothesis_profiles.load()
 
 
@@ -18,8 +34,9 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test whose parameters name a simulation level with that level's marker (``fl``,
-    ``cl``, ``rtl``, ``verilator``), so ``pytest -m verilator`` selects every such case: a
+    """Put the :data:`LONGEST_FIRST` files first (each file's tests keep their order), and mark
+    every test whose parameters name a simulation level with that level's marker (``fl``, ``cl``,
+    ``rtl``, ``verilator``), so ``pytest -m verilator`` selects every such case: a
     parameter called ``level``/``levels`` or ending in ``_level``, holding a level or a list of
     levels, or a test class (one class per level, inheriting one suite) with a ``level`` or
     ``LEVEL`` attribute."""
@@ -27,6 +44,8 @@ def pytest_collection_modifyitems(config, items):
 
     from pymtl_fp.levels import LEVELS
 
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable: collection order otherwise)
     for item in items:
         params = dict(getattr(getattr(item, "callspec", None), "params", {}))
         cls = getattr(item, "cls", None)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from pymtl_fp import toolchain
-from pymtl_fp.verilate import _register, build_dir, module_name
+from pymtl_fp.verilate import _register, build_dir, build_lock, module_name, shared_build_dir
 
 
 def test_finds_verilator_5_and_exports_environment():
@@ -123,6 +123,25 @@ def test_build_dir_is_outside_the_working_tree(tmp_path, monkeypatch):
     monkeypatch.setenv("PYMTL_FP_BUILD_DIR", str(tmp_path / "b"))
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
     assert build_dir() == (tmp_path / "b" / "gw3").resolve()
+
+
+def test_shared_builds_are_one_directory_for_every_worker_and_locked(tmp_path, monkeypatch):
+    """The compiled cluster benches go to one directory whatever the xdist worker, and a build
+    holds ``build_lock``: a second process locking the same target waits (here: cannot take it)."""
+    import fcntl
+
+    monkeypatch.setenv("PYMTL_FP_BUILD_DIR", str(tmp_path / "b"))
+    dirs = set()
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        dirs.add(shared_build_dir("cxxsim"))
+    assert dirs == {(tmp_path / "b" / "shared" / "cxxsim").resolve()}
+    target = next(iter(dirs)) / "Top_key"
+    with build_lock(target):
+        with open(target.parent / "Top_key.lock") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(target.parent / "Top_key.lock") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released after the build
 
 
 def test_doctor_reports_verilator_5():
