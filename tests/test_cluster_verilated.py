@@ -179,3 +179,12 @@ def test_stream_bench_matches_pymtl3_arrival_cycles_and_caches_builds(tmp_path):
     # tb.stream's StallSource raises val at its first edge after reset, one cycle after the bench
     # (and the cluster's HostCL), which offer from the first cycle after reset: one cycle apart
     assert [c + 1 for _, c in got] == ref.arrival_cycles
+
+
+def test_the_translation_cache_key_reads_every_rtl_source():
+    """A cached cluster translation is keyed by every RTL source, the cluster's sub-packages too:
+    an edit of the router's RTL must not reuse an old translation."""
+    from pymtl_fp.cluster.hw.verilated import source_files
+
+    names = {str(f.relative_to(root)) for root, f in source_files()}
+    assert {"hw/RouterRTL.py", "hw/node.py", "isa/__init__.py", "EngineRTL.py", "FifoRTL.py"} <= names

@@ -29,17 +29,21 @@ from pymtl_fp.verilate import build_dir
 _SOURCE_DIRS = ("cluster", "engine", "link", "primitives")
 
 
-def _sources_hash() -> str:
-    """A hash of the RTL's Python sources (a translation is reused only for the same sources)."""
+def source_files() -> list:
+    """The RTL's Python sources, sub-packages included (what a cached translation depends on)."""
     import pymtl_fp
     import pymtl_fp.cluster
 
     roots = [Path(pymtl_fp.__file__).parent / d for d in _SOURCE_DIRS[1:]] + [Path(pymtl_fp.cluster.__file__).parent]
+    return [(root, f) for root in roots for f in sorted(root.rglob("*.py"))]
+
+
+def _sources_hash() -> str:
+    """A hash of the RTL's Python sources (a translation is reused only for the same sources)."""
     h = hashlib.sha256()
-    for root in roots:
-        for f in sorted(root.glob("*.py")):
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    for root, f in source_files():
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
 
