@@ -63,9 +63,10 @@ class RouterFeedRTL(Component):
         s.done = OutPort()
         s.wait_in = OutPort()
         s.din_fire = OutPort()
+        s.error = OutPort()    # (sticky) a move that found the queue full, a beat the skid FIFO
 
         # the move queue: (source, count) moves, the head one in progress
-        s.queue = FifoRTL(26, 2)
+        s.queue = FifoRTL(26, 2, peak=False)
         s.q_src = Wire(2)
         s.q_n = Wire(24)
         s.q_src //= s.queue.head[24:26]
@@ -75,7 +76,7 @@ class RouterFeedRTL(Component):
         s.queue.push_data[0:24] //= s.push_n
         s.queue.pop //= s.done
         # the skid FIFO: beats taken from the source, offered on din
-        s.skid = FifoRTL(BW, 2)
+        s.skid = FifoRTL(BW, 2, peak=False)
         s.din.msg //= s.skid.head
         s.skid.pop //= s.din_fire
 
@@ -98,6 +99,7 @@ class RouterFeedRTL(Component):
         @update
         def up_feed_comb():
             s.queued @= s.queue.count != Bits2(0)
+            s.error @= s.queue.error | s.skid.error
             s.idle @= ~s.queued
             s.rem @= s.q_n - s.taken
             if s.rem < NE:
