@@ -25,6 +25,7 @@ from pymtl3 import Bits2, Bits24, Component, InPort, OutPort, Wire, mk_bits, upd
 from pymtl3.stdlib.stream.ifcs import SendIfcRTL
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.primitives.FifoRTL import FifoRTL
 
 SRC_FWD, SRC_BWD, SRC_SCRATCH, SRC_HOST = (Bits2(isa.SRC_FWD_IN), Bits2(isa.SRC_BWD_IN), Bits2(isa.SRC_SCRATCH),
                                            Bits2(isa.SRC_HOST))
@@ -62,24 +63,34 @@ class RouterFeedRTL(Component):
         s.done = OutPort()
         s.wait_in = OutPort()
         s.din_fire = OutPort()
+        s.error = OutPort()    # (sticky) a move that found the queue full, a beat the skid FIFO
 
-        s.q_src = [Wire(2) for _ in range(2)]
-        s.q_n = [Wire(24) for _ in range(2)]
-        s.q_cnt = Wire(2)
+        # the move queue: (source, count) moves, the head one in progress
+        s.queue = FifoRTL(26, 2, peak=False)
+        s.q_src = Wire(2)
+        s.q_n = Wire(24)
+        s.q_src //= s.queue.head[24:26]
+        s.q_n //= s.queue.head[0:24]
+        s.queue.push //= s.push
+        s.queue.push_data[24:26] //= s.push_src
+        s.queue.push_data[0:24] //= s.push_n
+        s.queue.pop //= s.done
+        # the skid FIFO: beats taken from the source, offered on din
+        s.skid = FifoRTL(BW, 2, peak=False)
+        s.din.msg //= s.skid.head
+        s.skid.pop //= s.din_fire
+
         s.taken = Wire(24)     # elements taken from the source
         s.given = Wire(24)     # beats given on din
         s.rem = Wire(24)
         s.ln = Wire(24)        # elements of the next beat to take
         s.beats = Wire(24)     # beats of the head move
-        s.skid = [Wire(BW) for _ in range(2)]
-        s.skid_cnt = Wire(2)
+        s.queued = Wire()      # a move is queued
         s.room = Wire()
         s.wants = Wire()       # the head move has elements left to take
         s.in_fire = Wire()     # an input beat taken this cycle
         s.in_data = Wire(BW)
         s.s_take = Wire()      # a beat taken from the scratch FIFO this cycle
-        s.spush = Wire()       # a beat enters the skid FIFO at this edge
-        s.sdata = Wire(BW)
         s.s_beat = Wire(BW)    # the scratch FIFO's head, lanes past the beat's elements zero
         s.s_beat_l = [Wire(bits) for _ in range(E)]
         for j in range(E):
@@ -87,20 +98,21 @@ class RouterFeedRTL(Component):
 
         @update
         def up_feed_comb():
-            s.idle @= s.q_cnt == Bits2(0)
-            s.rem @= s.q_n[0] - s.taken
+            s.queued @= s.queue.count != Bits2(0)
+            s.error @= s.queue.error | s.skid.error
+            s.idle @= ~s.queued
+            s.rem @= s.q_n - s.taken
             if s.rem < NE:
                 s.ln @= s.rem
             else:
                 s.ln @= NE
-            s.beats @= (s.q_n[0] + NE1) >> LB
-            s.wants @= (s.q_cnt != Bits2(0)) & (s.taken < s.q_n[0])
-            s.room @= s.skid_cnt < Bits2(2)
-            s.feed_rdy[0] @= s.wants & s.room & (s.q_src[0] == SRC_FWD)
-            s.feed_rdy[1] @= s.wants & s.room & (s.q_src[0] == SRC_BWD)
-            s.feed_rdy[2] @= s.wants & s.room & (s.q_src[0] == SRC_HOST)
-            s.din.val @= s.skid_cnt != Bits2(0)
-            s.din.msg @= s.skid[0]
+            s.beats @= (s.q_n + NE1) >> LB
+            s.wants @= s.queued & (s.taken < s.q_n)
+            s.room @= s.skid.count < Bits2(2)
+            s.feed_rdy[0] @= s.wants & s.room & (s.q_src == SRC_FWD)
+            s.feed_rdy[1] @= s.wants & s.room & (s.q_src == SRC_BWD)
+            s.feed_rdy[2] @= s.wants & s.room & (s.q_src == SRC_HOST)
+            s.din.val @= s.skid.count != Bits2(0)
             s.din_fire @= s.din.val & s.din.rdy
             s.in_fire @= ((s.in_val[0] & s.feed_rdy[0]) | (s.in_val[1] & s.feed_rdy[1])
                           | (s.in_val[2] & s.feed_rdy[2]))
@@ -110,9 +122,9 @@ class RouterFeedRTL(Component):
                 s.in_data @= s.in_msg[1]
             else:
                 s.in_data @= s.in_msg[2]
-            s.s_take @= (s.wants & (s.q_src[0] == SRC_SCRATCH) & (zext(s.s_count, 24) >= s.ln)
-                         & ((s.skid_cnt == Bits2(0)) | ((s.skid_cnt == Bits2(1)) & s.din_fire)
-                            | ((s.skid_cnt == Bits2(2)) & s.din_fire)))
+            s.s_take @= (s.wants & (s.q_src == SRC_SCRATCH) & (zext(s.s_count, 24) >= s.ln)
+                         & ((s.skid.count == Bits2(0)) | ((s.skid.count == Bits2(1)) & s.din_fire)
+                            | ((s.skid.count == Bits2(2)) & s.din_fire)))
             if s.s_take:
                 s.s_pop_n @= s.ln[0:NB]
             else:
@@ -122,68 +134,24 @@ class RouterFeedRTL(Component):
                     s.s_beat_l[j] @= s.s_head[j]
                 else:
                     s.s_beat_l[j] @= ZB
-            s.spush @= s.in_fire | s.s_take
+            s.skid.push @= s.in_fire | s.s_take
             if s.in_fire:
-                s.sdata @= s.in_data
+                s.skid.push_data @= s.in_data
             else:
-                s.sdata @= s.s_beat
+                s.skid.push_data @= s.s_beat
             s.done @= s.din_fire & (s.given + N1 == s.beats)
-            s.wait_in @= (s.q_cnt != Bits2(0)) & (s.q_src[0] != SRC_SCRATCH) & (s.skid_cnt == Bits2(0))
+            s.wait_in @= s.queued & (s.q_src != SRC_SCRATCH) & (s.skid.count == Bits2(0))
 
         @update_ff
-        def up_feed_skid():
-            if s.reset:
-                s.skid_cnt <<= Bits2(0)
-            elif s.din_fire & s.spush:
-                if s.skid_cnt == Bits2(1):
-                    s.skid[0] <<= s.sdata
-                else:
-                    s.skid[0] <<= s.skid[1]
-                    s.skid[1] <<= s.sdata
-            elif s.din_fire:
-                s.skid[0] <<= s.skid[1]
-                s.skid_cnt <<= s.skid_cnt - Bits2(1)
-            elif s.spush:
-                if s.skid_cnt == Bits2(0):
-                    s.skid[0] <<= s.sdata
-                else:
-                    s.skid[1] <<= s.sdata
-                s.skid_cnt <<= s.skid_cnt + Bits2(1)
-
-        @update_ff
-        def up_feed_queue():
-            if s.reset:
-                s.q_cnt <<= Bits2(0)
+        def up_feed_counts():
+            if s.reset | s.done:
                 s.taken <<= N0
                 s.given <<= N0
             else:
-                if s.done:
-                    s.taken <<= N0
-                    s.given <<= N0
-                    s.q_src[0] <<= s.q_src[1]
-                    s.q_n[0] <<= s.q_n[1]
-                    if s.push:
-                        if s.q_cnt == Bits2(1):
-                            s.q_src[0] <<= s.push_src
-                            s.q_n[0] <<= s.push_n
-                        else:
-                            s.q_src[1] <<= s.push_src
-                            s.q_n[1] <<= s.push_n
-                    else:
-                        s.q_cnt <<= s.q_cnt - Bits2(1)
-                else:
-                    if s.spush:
-                        s.taken <<= s.taken + s.ln
-                    if s.din_fire:
-                        s.given <<= s.given + N1
-                    if s.push:
-                        if s.q_cnt == Bits2(0):
-                            s.q_src[0] <<= s.push_src
-                            s.q_n[0] <<= s.push_n
-                        else:
-                            s.q_src[1] <<= s.push_src
-                            s.q_n[1] <<= s.push_n
-                        s.q_cnt <<= s.q_cnt + Bits2(1)
+                if s.skid.push:
+                    s.taken <<= s.taken + s.ln
+                if s.din_fire:
+                    s.given <<= s.given + N1
 
     def line_trace(s):
-        return f"F{int(s.q_cnt)}:{int(s.taken)}/{int(s.given)}"
+        return f"F{int(s.queue.count)}:{int(s.taken)}/{int(s.given)}"

@@ -10,7 +10,8 @@ scalar units.
 * ``drop`` discards ``drop_n`` elements at the head (a scalar unit's consumed input) in one edge
   (with a push in the same edge allowed; ``pop_n`` and ``drop`` never come together);
 * ``peak``: the largest ``count`` since reset; ``error`` (sticky): a push that does not fit, or a
-  pop / drop of more than is held.
+  pop / drop of more than is held (the head, tail and count are a
+  :class:`~pymtl_fp.primitives.RingPtrRTL.RingPtrRTL`'s).
 
 Element ``i`` of the ring (``depth`` elements) lives in bank ``i % lanes``, row ``i // lanes``,
 so ``lanes`` consecutive elements, wherever they start, sit in different banks: a beat is written
@@ -24,6 +25,7 @@ Elaboration parameters: ``width``, ``depth`` and ``lanes``
 from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
 
 from pymtl_fp.cluster.hw.RouterScratchBankRTL import RouterScratchBankRTL
+from pymtl_fp.primitives.RingPtrRTL import RingPtrRTL
 
 
 def _pow2(v) -> bool:
@@ -42,9 +44,7 @@ class RouterScratchRTL(Component):
         LB = E.bit_length() - 1      # lane bits
         C = A + 1
         NB = E.bit_length()          # 0..E
-        CT, AT, NT = mk_bits(C), mk_bits(A), mk_bits(NB)
-        FULL = CT(depth)
-        ZERO_C = CT(0)
+        AT, NT = mk_bits(A), mk_bits(NB)
         LMASK = AT(E - 1)
         ZW = mk_bits(width)(0)
 
@@ -62,14 +62,27 @@ class RouterScratchRTL(Component):
         s.drop = InPort()
         s.drop_n = InPort(C)
 
+        # the ring's pointers: push_n in, pop_n or a drop's drop_n out
+        s.ring = RingPtrRTL(depth, NB, C)
+        s.ring.push_n //= s.push_n
+        s.count //= s.ring.count
+        s.peak //= s.ring.peak
+        s.error //= s.ring.error
         s.hd = Wire(A)
         s.tl = Wire(A)
+        s.hd //= s.ring.hd
+        s.tl //= s.ring.tl
         s.ok_push = Wire()
-        s.ok_pop = Wire()
-        s.do_drop = Wire()
+        s.ok_push //= s.ring.ok_push
         s.a0 = Wire(A)
         s.a1 = Wire(A)
-        s.cnt_next = Wire(C)
+
+        @update
+        def up_scratch_pop():
+            if s.drop:
+                s.ring.pop_n @= s.drop_n
+            else:
+                s.ring.pop_n @= zext(s.pop_n, C)
 
         if E == 1:
             # one element an edge: a plain ring, one write and three reads at computed addresses
@@ -83,9 +96,6 @@ class RouterScratchRTL(Component):
                 s.a1 @= s.hd + s.raddr1
                 s.rdata0 @= s.mem[s.a0]
                 s.rdata1 @= s.mem[s.a1]
-                s.ok_pop @= zext(s.pop_n, C) <= s.count
-                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
-                s.do_drop @= s.drop & (s.drop_n <= s.count)
 
             @update_ff
             def up_ring_mem():
@@ -107,9 +117,6 @@ class RouterScratchRTL(Component):
                     s.t_idx[j] @= s.tl + AT(j)
                 s.a0 @= s.hd + s.raddr0
                 s.a1 @= s.hd + s.raddr1
-                s.ok_pop @= zext(s.pop_n, C) <= s.count
-                s.ok_push @= (s.count - zext(s.pop_n, C) + zext(s.push_n, C)) <= FULL
-                s.do_drop @= s.drop & (s.drop_n <= s.count)
                 for b in range(E):
                     s.banks[b].wen @= 0
                     s.banks[b].waddr @= RT(0)
@@ -139,37 +146,6 @@ class RouterScratchRTL(Component):
                         s.rdata0 @= s.banks[b].rdata[1]
                     if (s.a1 & LMASK) == AT(b):
                         s.rdata1 @= s.banks[b].rdata[2]
-
-        @update
-        def up_scratch_count():
-            s.cnt_next @= s.count
-            if s.do_drop:
-                s.cnt_next @= s.count - s.drop_n
-            elif s.ok_pop:
-                s.cnt_next @= s.count - zext(s.pop_n, C)
-            if s.ok_push:
-                s.cnt_next @= s.cnt_next + zext(s.push_n, C)
-
-        @update_ff
-        def up_scratch_ptrs():
-            if s.reset:
-                s.hd <<= AT(0)
-                s.tl <<= AT(0)
-                s.count <<= ZERO_C
-                s.peak <<= ZERO_C
-                s.error <<= 0
-            else:
-                if s.ok_push:
-                    s.tl <<= s.tl + zext(s.push_n, A)
-                if s.do_drop:
-                    s.hd <<= s.hd + s.drop_n[0:A]
-                elif s.ok_pop:
-                    s.hd <<= s.hd + zext(s.pop_n, A)
-                s.count <<= s.cnt_next
-                if s.cnt_next > s.peak:
-                    s.peak <<= s.cnt_next
-                if ~s.ok_push | ~s.ok_pop | (s.drop & ~s.do_drop):
-                    s.error <<= 1
 
     def line_trace(s):
         return f"[{int(s.count)}]"

@@ -18,8 +18,9 @@ then, at the edge after its last element, drops its input from the FIFO's head a
   engine's G layout, or B's with ``glayout`` low): counters walk the layout (``kt``, ``ct``, ``r``,
   ``s``, row ``i``, lane ``j`` of ``lanes = P``; B: no ``j``), element ``(kt*P + i, ct*P + j, r, s)``
   is ``saturate(requantize(v, shift, stoch, seed, tid, index=flat), bits)`` at its flat C-order
-  index, 0 in padding lanes; it drops ``n``.  The flat index is one level of products with the
-  strides ``r*s`` and ``c*r*s`` in registers (set when the unit starts and one edge later).
+  index, 0 in padding lanes; it drops ``n``.  The walk is a
+  :class:`~pymtl_fp.cluster.hw.RouterUnitWalkRTL.RouterUnitWalkRTL`; the step and the saturation
+  of BIAS and REQUANT a :class:`~pymtl_fp.cluster.hw.RouterUnitSatRTL.RouterUnitSatRTL`.
 
 So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.unit_cycles` edges.  Elaboration parameters: ``bits`` (stream
 width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width).
@@ -27,7 +28,6 @@ width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table a
 
 from pymtl3 import (
     Bits1,
-    Bits6,
     Bits8,
     Bits16,
     Bits24,
@@ -37,30 +37,26 @@ from pymtl3 import (
     OutPort,
     Wire,
     mk_bits,
-    sext,
     trunc,
     update,
     update_ff,
     zext,
 )
 
+from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
+from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
 from pymtl_fp.primitives.RequantRTL import RequantRTL
 
 
 class RouterUnitRTL(Component):
     def construct(s, bits=32, count_bits=12, table_bits=8):
         T = mk_bits(bits)
-        DW = max(bits, 63) + 2  # b - (db << lshift) exactly (the golden update keeps |db << s| < 2**62)
-        D = mk_bits(DW)
         CT = mk_bits(count_bits)
         AT = mk_bits(count_bits - 1)  # scratch addresses (count_bits = address bits + 1)
         TT = mk_bits(table_bits)
         N1 = Bits24(1)
         T1 = Bits16(1)
         ZERO_T = T(0)
-        ONE_D = D(1)
-        SIGN_D = D(1 << (DW - 1))  # the sign bit of a D value
-        B7_1 = mk_bits(7)(1)
         s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits)
 
         s.start = InPort()
@@ -109,37 +105,15 @@ class RouterUnitRTL(Component):
         s.r_tbase = Wire(16)
         s.r_tlen = Wire(16)
         s.req = Wire()        # REQUANT (bias is also set: it shares BIAS's element loop)
-        s.r_lanes, s.r_g = Wire(8), Wire()
-        s.r_ct, s.r_c, s.r_r, s.r_s = Wire(16), Wire(16), Wire(16), Wire(16)
-        s.cj, s.ci, s.cs, s.cr, s.cct, s.ckt = (Wire(16) for _ in range(6))  # the layout walk
-        s.kk, s.cc, s.flat = Wire(32), Wire(32), Wire(32)
-        # the walk's strides, registered: s*r at start, c*r*s one edge later (the first element
-        # has kk = 0, so c*r*s is not needed before the second)
-        s.k_rs, s.k_crs = Wire(32), Wire(32)
-        s.in_tensor = Wire()
-        s.jl = Wire(16)       # lanes of j: P in G's layout, 1 in B's
 
         s.rq = RequantRTL(acc_bits=bits, out_bits=bits)
-        s.rq.acc //= s.rdata1
-        s.rq.shift //= s.r_shift
-        s.rq.stochastic //= s.r_stoch
-        s.rq.relu //= Bits1(0)
-        s.rq.seed //= s.r_seed
-        s.rq.tensor_id //= s.r_tid
+        s.walk = RouterUnitWalkRTL()
+        s.sat = RouterUnitSatRTL(bits)
+        _wire_parts(s)
 
         s.zero_run = Wire()
         s.run_len = Wire(8)
         s.run_off = Wire(23)
-        s.diff = Wire(DW)
-        s.hi = Wire(DW)
-        s.lo = Wire(DW)
-        s.q = Wire(DW)
-        s.sat = Wire(bits)
-        s.bm1 = Wire(7)
-        s.diff_f = Wire(DW)
-        s.hi_f = Wire(DW)
-        s.lo_f = Wire(DW)
-        s.bias_val = Wire(bits)
         s.more = Wire()       # the unit pushes an element at this edge
         s.last_run_elem = Wire()
 
@@ -150,7 +124,7 @@ class RouterUnitRTL(Component):
             s.run_off @= s.t_data[0:23]
             s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
             if s.req:
-                s.rq.index @= s.flat
+                s.rq.index @= s.walk.flat
             else:
                 s.rq.index @= zext(s.idx, Bits32)
             s.busy @= s.run
@@ -177,65 +151,19 @@ class RouterUnitRTL(Component):
                 s.drop_n @= trunc(s.cnt, CT)
 
         @update
-        def up_unit_bias():
-            # b - q, then saturate to sat_bits (runtime): hi = 2**(sat_bits-1) - 1, lo = -hi - 1;
-            # signed compares as unsigned ones on sign-flipped values
-            if s.r_lshift != Bits6(0):
-                s.q @= sext(s.rdata1, D) << zext(s.r_lshift, D)
-            else:
-                s.q @= sext(s.rq.out, D)
-            if s.req:
-                s.diff @= s.q
-            else:
-                s.diff @= sext(s.rdata0, D) - s.q
-            s.bm1 @= s.r_bits - B7_1
-            s.hi @= (ONE_D << zext(s.bm1, D)) - ONE_D
-            s.lo @= ~s.hi
-            s.diff_f @= s.diff ^ SIGN_D
-            s.hi_f @= s.hi ^ SIGN_D
-            s.lo_f @= s.lo ^ SIGN_D
-            if s.diff_f > s.hi_f:
-                s.sat @= trunc(s.hi, T)
-            elif s.diff_f < s.lo_f:
-                s.sat @= trunc(s.lo, T)
-            else:
-                s.sat @= trunc(s.diff, T)
-            if s.req:
-                if s.in_tensor:
-                    s.bias_val @= s.sat
-                else:
-                    s.bias_val @= ZERO_T
-            elif s.idx < zext(s.r_k, Bits24):
-                s.bias_val @= s.sat
-            else:
-                s.bias_val @= ZERO_T
-
-        @update
-        def up_unit_walk():
-            # REQUANT: element (kt*P + i, ct*P + j, r, s) of the walk, its flat index, real or padding
-            s.kk @= zext(s.ckt, Bits32) * zext(s.r_lanes, Bits32) + zext(s.ci, Bits32)
-            s.cc @= zext(s.cct, Bits32) * zext(s.r_lanes, Bits32) + zext(s.cj, Bits32)
-            s.flat @= (s.kk * s.k_crs + s.cc * s.k_rs + zext(s.cr, Bits32) * zext(s.r_s, Bits32)
-                       + zext(s.cs, Bits32))
-            s.in_tensor @= (s.kk < zext(s.r_k, Bits32)) & (s.cc < zext(s.r_c, Bits32))
-            if s.r_g:
-                s.jl @= zext(s.r_lanes, Bits16)
-            else:
-                s.jl @= T1
+        def up_unit_step():
+            s.sat.in_k @= s.idx < zext(s.r_k, Bits24)
+            s.walk.step @= s.more & s.req & ~s.reset
 
         @update
         def up_unit_out():
             s.push @= s.more
             if s.bias:
-                s.push_data @= s.bias_val
+                s.push_data @= s.sat.val
             elif s.zero_run:
                 s.push_data @= ZERO_T
             else:
                 s.push_data @= s.rdata0
-
-        @update_ff
-        def up_unit_crs():
-            s.k_crs <<= zext(s.r_c, Bits32) * s.k_rs
 
         @update_ff
         def up_unit_state():
@@ -243,21 +171,8 @@ class RouterUnitRTL(Component):
                 s.run <<= 0
             elif s.start:
                 s.run <<= 1
-                s.k_rs <<= zext(s.r, Bits32) * zext(s.sw, Bits32)
                 s.bias <<= s.is_bias | s.is_requant
                 s.req <<= s.is_requant
-                s.r_lanes <<= s.lanes
-                s.r_g <<= s.glayout
-                s.r_ct <<= s.ct
-                s.r_c <<= s.c
-                s.r_r <<= s.r
-                s.r_s <<= s.sw
-                s.cj <<= Bits16(0)
-                s.ci <<= Bits16(0)
-                s.cs <<= Bits16(0)
-                s.cr <<= Bits16(0)
-                s.cct <<= Bits16(0)
-                s.ckt <<= Bits16(0)
                 s.cnt <<= s.n
                 s.idx <<= Bits24(0)
                 s.tidx <<= Bits16(0)
@@ -276,33 +191,37 @@ class RouterUnitRTL(Component):
             elif s.more:
                 if s.bias:
                     s.idx <<= s.idx + N1
-                if s.req:  # the walk: j fastest, then i, s, r, ct, kt
-                    if s.cj + T1 < s.jl:
-                        s.cj <<= s.cj + T1
+                if ~s.req:  # (REQUANT: the walk steps)
+                    if s.last_run_elem:
+                        s.tidx <<= s.tidx + T1
+                        s.roff <<= Bits8(0)
                     else:
-                        s.cj <<= Bits16(0)
-                        if s.ci + T1 < zext(s.r_lanes, Bits16):
-                            s.ci <<= s.ci + T1
-                        else:
-                            s.ci <<= Bits16(0)
-                            if s.cs + T1 < s.r_s:
-                                s.cs <<= s.cs + T1
-                            else:
-                                s.cs <<= Bits16(0)
-                                if s.cr + T1 < s.r_r:
-                                    s.cr <<= s.cr + T1
-                                else:
-                                    s.cr <<= Bits16(0)
-                                    if s.cct + T1 < s.r_ct:
-                                        s.cct <<= s.cct + T1
-                                    else:
-                                        s.cct <<= Bits16(0)
-                                        s.ckt <<= s.ckt + T1
-                elif s.last_run_elem:
-                    s.tidx <<= s.tidx + T1
-                    s.roff <<= Bits8(0)
-                else:
-                    s.roff <<= s.roff + Bits8(1)
+                        s.roff <<= s.roff + Bits8(1)
 
     def line_trace(s):
         return f"U{'q' if s.req else 'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."
+
+
+def _wire_parts(s):
+    """The requantizer's, the walk's and the saturation's connections."""
+    s.rq.acc //= s.rdata1
+    s.rq.shift //= s.r_shift
+    s.rq.stochastic //= s.r_stoch
+    s.rq.relu //= Bits1(0)
+    s.rq.seed //= s.r_seed
+    s.rq.tensor_id //= s.r_tid
+    s.walk.start //= s.start
+    s.walk.lanes //= s.lanes
+    s.walk.glayout //= s.glayout
+    s.walk.ct //= s.ct
+    s.walk.c //= s.c
+    s.walk.r //= s.r
+    s.walk.sw //= s.sw
+    s.walk.k //= s.r_k
+    s.sat.rdata0 //= s.rdata0
+    s.sat.rdata1 //= s.rdata1
+    s.sat.rq_out //= s.rq.out
+    s.sat.lshift //= s.r_lshift
+    s.sat.sat_bits //= s.r_bits
+    s.sat.req //= s.req
+    s.sat.in_tensor //= s.walk.in_tensor
