@@ -1,5 +1,6 @@
 """pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
-order in which pytest-xdist hands out the test files.
+routers' smallest depths (shared Verilator builds), the order in which pytest-xdist hands out the
+test files.
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
 ``--dump-textwave`` and ``--max-cycles`` and the ``cmdline_opts`` fixture; when one of its options
@@ -26,6 +27,16 @@ LONGEST_FIRST = (
 )
 
 PROFILE = hypothesis_profiles.load()
+
+
+def pytest_configure(config):
+    """Every test's cluster runs give their routers at least
+    :data:`pymtl_fp.tb.cluster_setup.SHARED_ROUTER`'s depths, so that Verilated clusters of the same
+    nodes share one build across tests (and xdist workers: the build directory is shared)."""
+    from pymtl_fp.cluster.run import train
+    from pymtl_fp.tb.cluster_setup import SHARED_ROUTER
+
+    train.MIN_ROUTER = SHARED_ROUTER
 
 
 def pytest_report_header(config):

@@ -11,7 +11,7 @@ from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_clus
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
-from pymtl_fp.tb.cluster_setup import mapping_options
+from pymtl_fp.tb.cluster_setup import SMALL_ROUTER, mapping_options, tiny_digits_net
 
 NET = load_net("lenet-digits")
 PREC = "8"
@@ -29,13 +29,13 @@ def _cluster(n, lanes, P=4, topology="chain"):
     return ClusterConfig.homogeneous(n, eng, topology=topology)
 
 
-def _train(data, ccfg, levels, *, steps=2, batch=2, **kw):
+def _train(data, ccfg, levels, *, steps=2, batch=2, net=NET, **kw):
     images, labels = data
-    params = quantize_params(NET, init_params_float64(NET, 0), PREC)
+    params = quantize_params(net, init_params_float64(net, 0), PREC)
     mapping, kw = mapping_options(kw)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, steps=steps, batch=batch, levels=levels,
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, mapping, steps=steps, batch=batch, levels=levels,
                            **kw)
-    want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch)
+    want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch)
     assert params_equal(run.params, want)
     assert np.allclose(run.losses, losses)
     return run
@@ -68,9 +68,10 @@ def test_link_messages_are_the_compiled_elements_in_beats(data):
 
 @pytest.mark.rtl
 def test_rtl_node_with_wide_beats_beside_fl_nodes(data):
-    """A PyMTL3 RTL node (engine and router at E = 2) between FL nodes: golden weights (batch 1:
-    the PyMTL3 simulation is the suite's slowest kind of test; batch 2 runs Verilated below)."""
-    _train(data, _cluster(3, 2), ["fl", "rtl", "fl"], steps=1, batch=1)
+    """A PyMTL3 RTL node (engine and router at E = 2) between FL nodes: golden weights (batch 1 of
+    the tiny net: the PyMTL3 simulation is the suite's slowest kind of test; lenet-digits at batch 2
+    runs Verilated below)."""
+    _train(data, _cluster(3, 2), ["fl", "rtl", "fl"], steps=1, batch=1, net=tiny_digits_net(), router=SMALL_ROUTER)
 
 
 @pytest.mark.verilator

@@ -22,8 +22,9 @@ from pymtl_fp.net import load_net
 NET = load_net("lenet-digits")
 PREC = "8"
 FMT = NET.precision(PREC)
-#: the Verilator tests' engine (test_cluster_rtl.py): one build serves every test
-ENGINE = engine_for_net(NET, PREC, act_depth=512, weight_depth=256, bias_depth=32)
+#: the Verilator tests' engine (test_cluster_verilated.py) with B as deep as its three-replica
+#: all-reduce makes it: one build of the 3-node Verilated cluster serves both files
+ENGINE = engine_for_net(NET, PREC, act_depth=512, weight_depth=256, bias_depth=1024)
 TCFG = TrainConfig(PREC, lr_log2=3, seed=5)
 #: the same engine with the four pipelines (``train --pipeline all``): one more Verilator build
 PIPELINED = ENGINE.replace(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True)

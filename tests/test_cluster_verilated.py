@@ -31,8 +31,9 @@ def data():
     return quantize_images(split.x_train[:16], FMT.act), split.y_train[:16]
 
 
-def _ccfg(Ps, topology="chain", act_depth=512):
-    engines = tuple(engine_for_net(NET, PREC, P=p, act_depth=act_depth, weight_depth=256, bias_depth=32) for p in Ps)
+def _ccfg(Ps, topology="chain", act_depth=512, bias_depth=32):
+    engines = tuple(engine_for_net(NET, PREC, P=p, act_depth=act_depth, weight_depth=256, bias_depth=bias_depth)
+                    for p in Ps)
     return ClusterConfig(engines, default_link(engines[0].stream_bits), topology=topology)
 
 
@@ -126,12 +127,14 @@ def test_three_node_ring_of_mixed_array_sides_with_link_faults(data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("Ps,faults", [((4, 4, 4, 4), None), ((4, 2, 4, 2), FAULTS)], ids=["P4-clean", "mixedP-faults"])
-def test_four_node_chains_equal_golden(data, Ps, faults):
+@pytest.mark.parametrize("Ps,faults,depths", [((4, 4, 4, 4), None, (512, 512)), ((4, 2, 4, 2), FAULTS, (2048, 32))],
+                         ids=["P4-clean", "mixedP-faults"])
+def test_four_node_chains_equal_golden(data, Ps, faults, depths):
     """4 nodes, two steps of 4 images, split layers: equal P without faults (and the CL cluster's
     cycles), mixed P with 1e-3 link faults per flit (with the 2- and 3-node tests above: chain and
     ring, split layers, mixed P, with and without faults)."""
-    ccfg = _ccfg(Ps, "chain", act_depth=2048)
+    # (P4-clean: the hybrid test's nodes, whose replicas deepen B to 512: one Verilator build)
+    ccfg = _ccfg(Ps, "chain", act_depth=depths[0], bias_depth=depths[1])
     run = _run(data, ccfg, "verilator", steps=2, batch=4, faults=faults)
     assert run.report["partition"]["split_layers"]
     if faults is None:

@@ -92,15 +92,21 @@ def watchdog_limit(ccfg, cprog, stall=None) -> int:
     return max(limit, 20_000)
 
 
+#: the smallest program, gather-table and scratch depths a run's routers get
+MIN_ROUTER = RouterConfig(prog_depth=256, table_depth=64, scratch_depth=256)
+
+
 def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
-    """Each node's router config: its program, gather table and scratch peak fit (depths rounded
-    up to powers of two, so that similar runs share one Verilator build)."""
-    base = base or RouterConfig()
+    """Each node's router config: its program, gather table and scratch peak fit, each depth a power
+    of two and at least ``base``'s (default :data:`MIN_ROUTER`), so that similar runs share one
+    Verilator build (a deeper ``base`` makes more runs share it)."""
+    base = base or MIN_ROUTER
     out = []
     for e, prog in zip(ccfg.engines, cprog.nodes):
         out.append(router_config_for(e, base).replace(
-            prog_depth=max(256, pow2_at_least(len(prog.ops))), table_depth=max(64, pow2_at_least(len(prog.table))),
-            scratch_depth=max(256, pow2_at_least(prog.scratch_peak))))
+            prog_depth=max(base.prog_depth, pow2_at_least(len(prog.ops))),
+            table_depth=max(base.table_depth, pow2_at_least(len(prog.table))),
+            scratch_depth=max(base.scratch_depth, pow2_at_least(prog.scratch_peak))))
     return out
 
 
