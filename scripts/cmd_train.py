@@ -1,4 +1,4 @@
-"""``pymtl-fp train``: train a CNN on the digits data and report accuracy, per engine.
+"""``pymtl-fp train``: train a CNN on real data (``--dataset digits|mnist``) and report accuracy, per engine.
 
 ``--engine golden`` (the default) runs the NumPy golden model: float64, and every fixed-point
 precision of the net (16-bit and 8-bit for ``lenet-digits``, stochastic rounding for gradients
@@ -7,7 +7,7 @@ and optionally writes learning curves (``--plot``) and a JSON report (``--report
 
 ``--engine cluster`` trains on a simulated cluster of FPGAs (:mod:`cluster`): the net is
 partitioned over ``--nodes`` nodes (FPDeep balancing), one program is compiled per node, and
-``--steps`` mini-batches of the digits training set (``--steps epoch``: the whole training set
+``--steps`` mini-batches of the training set (``--steps epoch``: the whole training set
 once) run through the pipelined cluster at ``--level`` (fl, cl, rtl, verilator or mixed): ``rtl``
 simulates the RTL nodes (engine + router/DMA) and links in PyMTL3, ``verilator`` runs the whole RTL
 cluster as one Verilated model (``--faults RATE`` injects link faults there); ``--arrays 4,4,2,2``
@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-from pathlib import Path
 
-from pymtl_fp.cli import validate
+from pymtl_fp.cli import train_data, validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.levels import LEVELS
 
-HELP = "train a CNN on the digits data (golden model: float64 vs 16-/8-bit fixed point)"
+HELP = "train a CNN on real digits, 8x8 or MNIST 28x28 (golden model: float64 vs 16-/8-bit fixed point)"
 
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
@@ -53,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or cluster (a simulated cluster of FPGAs)")
     parser.add_argument("--net", default=DEFAULT_NET, metavar="NAME|FILE",
                         help=f"preset name or .toml/.json net description (default {DEFAULT_NET})")
+    parser.add_argument("--dataset", metavar="NAME",
+                        help="digits (scikit-learn's 8x8 digits, for nets taking 1xSxS, S a multiple of 8) or mnist "
+                             "(5,000 MNIST 28x28 digits, for nets taking 1x28x28); default: the one the net's input fits")
     parser.add_argument("--precision", default="all", metavar="P",
                         help="float64, a precision of the net (16, 8 for lenet-digits) or all (default)")
     parser.add_argument("--epochs", type=int, metavar="E", help="epochs (default: the net's)")
@@ -96,6 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--weight-depth", type=int, default=512, metavar="WORDS",
                      help="weight and weight-gradient buffer depth (W, G) of every node, in words of P*P elements "
                           "(default 512)")
+    grp.add_argument("--bias-depth", type=int, default=64, metavar="WORDS",
+                     help="bias buffer depth (B) of every node, in words of P accumulator-wide elements (default 64)")
     grp.add_argument("--weight-home", choices=("auto", "off"), default="auto",
                      help="FPDeep's weight balancing: auto (default) lets a neighbour keep the weights of a node's "
                           "whole layers that do not fit its W (the node streams them in, a chunk per output or "
@@ -210,29 +214,6 @@ def _precisions(choice: str, net) -> list:
     return [choice]
 
 
-def _plot(histories: list, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(10, 4))
-    for h in histories:
-        epochs = range(1, len(h.test_accuracy) + 1)
-        label = h.precision if h.precision == FLOAT64 else f"{h.precision}-bit fixed point"
-        ax_acc.plot(epochs, [100 * a for a in h.test_accuracy], marker=".", label=label)
-        ax_loss.plot(epochs, h.train_loss, marker=".", label=label)
-    ax_acc.set(xlabel="epoch", ylabel="test accuracy (%)", title="test accuracy")
-    ax_loss.set(xlabel="epoch", ylabel="mean training loss", title="training loss", yscale="log")
-    for ax in (ax_acc, ax_loss):
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> dict:
     """``fwd_versions`` of ``--schedule cp`` on ``--nodes`` whole-layer nodes (FPDeep's partition of
     the default cluster, as ``--engine cluster`` would run it)."""
@@ -250,15 +231,11 @@ def _golden_staleness(args, net, batch: int, precision: str, lr_log2: int) -> di
         raise UserError(str(exc)) from None
 
 
-def _run_golden(args, net, settings: dict, precisions: list, schedule: str = "minibatch") -> list:
-    from pymtl_fp.data import digits_for
+def _run_golden(args, net, dataset: str, settings: dict, precisions: list, schedule: str = "minibatch") -> list:
     from pymtl_fp.golden.study import fit
 
-    try:
-        split = digits_for(net)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    print(f"digits: {len(split.y_train)} training / {len(split.y_test)} test images; "
+    split = train_data.load(net, dataset, settings["batch"])
+    print(f"{dataset}: {len(split.y_train)} training / {len(split.y_test)} test images; "
           f"net {net.name}; epochs {settings['epochs']}, batch {settings['batch']}, "
           f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}; schedule {schedule}"
           + (f" ({args.nodes} nodes)" if schedule == "cp" else ""))
@@ -336,8 +313,9 @@ def _cluster_config(args, net, precision: str):
     pipes = validate.pipelines(args.pipeline)
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        engines = [engine_for_net(net, precision, P=p, act_depth=args.act_depth, weight_depth=args.weight_depth)
-                   .replace(stream_lanes=args.stream_lanes, **pipes) for p in arrays]
+        depths = dict(act_depth=args.act_depth, weight_depth=args.weight_depth, bias_depth=args.bias_depth)
+        engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
+                   for p in arrays]
         return ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
                              clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
     except (ValueError, TypeError) as exc:
@@ -361,6 +339,7 @@ def _check_cluster_options(args) -> None:
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
     validate.integer(args.weight_depth, "--weight-depth", 2, 65536)
+    validate.integer(args.bias_depth, "--bias-depth", 2, 65536)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
@@ -383,7 +362,7 @@ def _check_levels(args, levels: list, simulated: bool) -> None:
         raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
 
 
-def _run_cluster(args, net) -> int:
+def _run_cluster(args, net, dataset: str) -> int:
     from pymtl_fp.cli.progress import SimProgress
     from pymtl_fp.cluster.config import ClusterError, node_levels
     from pymtl_fp.cluster.run.report import format_report
@@ -413,7 +392,7 @@ def _run_cluster(args, net) -> int:
         raise UserError(str(exc)) from None
     _check_levels(args, levels, bool(outputs.trace or outputs.timeline))
     try:
-        result = run_training(net, ccfg, mapping, steps=steps, batch=settings["batch"], levels=levels,
+        result = run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=settings["batch"], levels=levels,
                               precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],
                               momentum=settings["momentum"], partition=args.partition, fault_rate=args.faults,
                               fault_seed=args.fault_seed, kernel=args.kernel, skip=args.skip, outputs=outputs,
@@ -442,7 +421,8 @@ def main(args: argparse.Namespace) -> int:
     if args.engine not in ENGINES:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
-        return _run_cluster(args, _net(args.net))
+        net = _net(args.net)
+        return _run_cluster(args, net, train_data.dataset(args, net))
     schedule = "minibatch" if args.schedule in (None, "1f1b", "gpipe") else args.schedule
     allowed = ("nodes",) if schedule == "cp" else ()  # the pipeline depth behind cp's staleness
     given = [flag for dest, (flag, default) in CLUSTER_OPTIONS.items()
@@ -453,6 +433,7 @@ def main(args: argparse.Namespace) -> int:
     plot_path = validate.output_file(args.plot, "--plot", ".png")
     report_path = validate.output_file(args.report, "--report", ".json")
     net = _net(args.net)
+    dataset = train_data.dataset(args, net)
     settings = _settings(args, net)
     precisions = _precisions(args.precision, net)
     if schedule != "minibatch":
@@ -462,7 +443,7 @@ def main(args: argparse.Namespace) -> int:
         if FLOAT64 in precisions:
             print(f"(--schedule {schedule}: fixed point only, float64 left out)")
             precisions = [p for p in precisions if p != FLOAT64]
-    histories = _run_golden(args, net, settings, precisions, schedule)
+    histories = _run_golden(args, net, dataset, settings, precisions, schedule)
 
     by_name = {h.precision: h for h in histories}
     if FLOAT64 in by_name and len(by_name) > 1:
@@ -471,11 +452,11 @@ def main(args: argparse.Namespace) -> int:
                          for p, h in by_name.items() if p != FLOAT64)
         print(f"  accuracy vs float64 (points): {gaps}")
     if plot_path:
-        _plot(histories, plot_path, f"{net.name} on digits ({args.engine} engine)")
+        train_data.plot_histories(histories, plot_path, f"{net.name} on {dataset} ({args.engine} engine)")
         print(f"  wrote {plot_path}")
     if report_path:
         report = {
-            "engine": args.engine, "net": net.to_dict(), "settings": settings,
+            "engine": args.engine, "dataset": dataset, "net": net.to_dict(), "settings": settings,
             "results": {h.precision: {"final_test_accuracy": h.final_accuracy,
                                       "test_accuracy": h.test_accuracy,
                                       "train_loss": h.train_loss, "steps": h.steps,

@@ -79,6 +79,8 @@ def test_pipelined_engines_from_the_command_line(tmp_path, capsys):
     (["--schedule", "cp", "--nodes", "4"], "cutting at layer boundaries needs at most that many nodes"),
     (["--schedule", "sgd", "--nodes", "2", "--cuts", "0,4,9"], "conv2 is split over nodes 0 and 1"),
     (["--weight-depth", "1"], "--weight-depth"),
+    (["--bias-depth", "1"], "--bias-depth"),
+    (["--bias-depth", "8"], "node 3 buffer B needs 9 words, has 8"),
     (["--weight-depth", "60"], "node 3 buffer W needs"),
     (["--weight-depth", "110", "--bands", "1"], "not row bands"),
 ])

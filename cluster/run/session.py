@@ -1,14 +1,14 @@
-"""A whole training session on a simulated cluster, from the digits data to the output files.
+"""A whole training session on a simulated cluster, from the real data to the output files.
 
 :func:`run_training` is what ``pymtl-fp train --engine cluster`` runs, as a library call: it loads
-the net's digits split (:func:`pymtl_fp.data.digits_for`), draws the run's images in the seed's
-order and quantizes them and the initial weights to the run's precision, optionally searches the
-partition (:func:`~pymtl_fp.cluster.run.tune.search_partition`), trains on the cluster
-(:func:`~pymtl_fp.cluster.run.train.train_on_cluster`), replays the same steps on the golden model,
-compares the weights bit for bit, measures the test accuracy before and after, and writes the
-requested files (JSON report, Perfetto trace, timeline picture, final weights).  It returns a
-:class:`TrainingResult`; the lines a user reads come from it (:meth:`TrainingResult.summary`) and,
-as the session goes, from the ``say`` callback.
+the net's split of a data set, ``digits`` or ``mnist`` (:func:`pymtl_fp.data.dataset_for`), draws
+the run's images in the seed's order and quantizes them and the initial weights to the run's
+precision, optionally searches the partition (:func:`~pymtl_fp.cluster.run.tune.search_partition`),
+trains on the cluster (:func:`~pymtl_fp.cluster.run.train.train_on_cluster`), replays the same
+steps on the golden model, compares the weights bit for bit, measures the test accuracy before and
+after, and writes the requested files (JSON report, Perfetto trace, timeline picture, final
+weights).  It returns a :class:`TrainingResult`; the lines a user reads come from it
+(:meth:`TrainingResult.summary`) and, as the session goes, from the ``say`` callback.
 """
 
 from __future__ import annotations
@@ -82,13 +82,14 @@ def link_faults(rate: float, seed: int = 1) -> dict | None:
     return dict(seed=seed & 0xFFFFFFFF, drop=each, burst=each, flip=each)
 
 
-def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, steps: int | str = 2, batch: int = 8,
-                 levels: list | None = None, precision: str = "8", seed: int | None = None,
+def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | None = None, steps: int | str = 2,
+                 batch: int = 8, levels: list | None = None, precision: str = "8", seed: int | None = None,
                  lr_log2: int | None = None, momentum: int | None = None, partition: str = "rule",
                  fault_rate: float = 0.0, fault_seed: int = 1, kernel: str | None = None, skip: bool = True,
                  trace: bool = False, progress=None, outputs: TrainingOutputs | None = None,
                  settings: dict | None = None, say=None) -> TrainingResult:
-    """Train ``net`` (a :class:`~pymtl_fp.net.Net` or a preset name) on the digits data on the
+    """Train ``net`` (a :class:`~pymtl_fp.net.Net` or a preset name) on ``dataset`` (``digits`` or
+    ``mnist``; default: the one the net's input fits, :func:`pymtl_fp.data.default_dataset`) on the
     cluster ``ccfg`` mapped as ``mapping``, check it against the golden model and write
     ``outputs`` (module docstring).
 
@@ -117,7 +118,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, steps: int | st
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
     momentum = defaults.momentum if momentum is None else momentum
     faults = link_faults(fault_rate, fault_seed)
-    data = _digits(net, precision, steps, batch, seed, lr_log2, momentum)
+    data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum)
     steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
     found = None
     if partition == "search":
@@ -129,7 +130,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, steps: int | st
             + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"]) + f" -> {found['cuts']}")
     elif partition != "rule":
         raise ClusterError(f"unknown partition method {partition!r}; choose rule or search")
-    say(_header(net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults))
+    say(_header(data["dataset"], net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults))
     bar = progress(steps * batch) if progress is not None else None
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
@@ -152,31 +153,35 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, steps: int | st
     return result
 
 
-def _digits(net, precision: str, steps, batch: int, seed: int, lr_log2: int, momentum: int | None) -> dict:
+def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int, lr_log2: int,
+          momentum: int | None) -> dict:
     """The run's data: ``steps`` resolved, its images (in ``seed``'s order) and initial weights
     quantized to ``precision``, the training config and the test split."""
-    from pymtl_fp.data import digits_for, quantize_images
+    from pymtl_fp.data import check_dataset, dataset_for, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     try:
-        split = digits_for(net)
+        dataset = check_dataset(net, dataset)
+        split = dataset_for(net, dataset)
     except ValueError as exc:
         raise ClusterError(str(exc)) from None
+    if batch > len(split.y_train):
+        raise ClusterError(f"--batch {batch}: larger than the {len(split.y_train)} training images of {dataset}")
     if steps == "epoch":
         steps = len(split.y_train) // batch
     fmt = net.precision(precision)
     order = np.random.default_rng(seed).permutation(len(split.y_train))[: steps * batch]
     if len(order) < steps * batch:
         raise ClusterError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
-    return {"steps": steps, "split": split, "fmt": fmt,
+    return {"steps": steps, "split": split, "fmt": fmt, "dataset": dataset,
             "images": quantize_images(split.x_train[order], fmt.act), "labels": split.y_train[order],
             "params": quantize_params(net, init_params_float64(net, seed), precision),
             "tcfg": TrainConfig(precision, lr_log2=lr_log2, momentum=momentum, seed=seed)}
 
 
-def _header(net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults) -> str:
+def _header(dataset, net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults) -> str:
     """The session's line before the simulation: data, net, nodes, levels, arrays, replicas, faults."""
-    return (f"digits: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
+    return (f"{dataset}: {steps} steps of {batch} images; net {net.name} ({precision}-bit); "
             f"{ccfg.n} nodes at level{'s' if len(set(levels)) > 1 else ''} {','.join(levels)} "
             f"(arrays {','.join(str(p) for p in ccfg.Ps)})"
             + (f"; --parallel {mapping.parallel}" + (f" --groups {mapping.groups}" if mapping.groups else "")
