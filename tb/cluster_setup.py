@@ -37,11 +37,12 @@ def tiny_digits_net():
 
 
 def small_cluster(n: int, net, precision: str = "8", *, link=None, act_depth: int = 2048, weight_depth: int = 512,
-                  Ps=None) -> ClusterConfig:
-    """``n`` nodes (array sides ``Ps``, default 4 each; B 32 words) joined by ``link`` (default: one
-    element per cycle, 8 cycles of latency).  ``act_depth=512, weight_depth=256`` is the Verilated
-    tests' node (``test_cluster_verilated.py``): clusters of it share builds across test files."""
-    engines = tuple(engine_for_net(net, precision, P=p, act_depth=act_depth, weight_depth=weight_depth, bias_depth=32)
+                  bias_depth: int = 32, Ps=None) -> ClusterConfig:
+    """``n`` nodes (array sides ``Ps``, default 4 each) joined by ``link`` (default: one element per
+    cycle, 8 cycles of latency).  ``act_depth=512, weight_depth=256, bias_depth=1024`` is the
+    Verilated tests' node (``test_cluster_verilated.py``): clusters of it share builds across files."""
+    engines = tuple(engine_for_net(net, precision, P=p, act_depth=act_depth, weight_depth=weight_depth,
+                                   bias_depth=bias_depth)
                     for p in (Ps or [4] * n))
     return ClusterConfig(engines, link or default_link(engines[0].stream_bits))
 

@@ -175,7 +175,7 @@ def test_refusals(data):
 
 @pytest.mark.verilator
 def test_verilated_cluster_in_bands_equals_golden_and_cl_cycle_for_cycle(data):
-    ccfg = _ccfg(2, act_depth=512, weight_depth=256)  # (the Verilated tests' nodes: a shared build)
+    ccfg = _ccfg(2, act_depth=512, weight_depth=256, bias_depth=1024)  # (the Verilated tests' nodes: one build)
     # (batch 4: node 0 bands images 0-2, node 1 images 0-1, the others whole)
     v = _run(data, ccfg, "verilator", bands=2, steps=2, batch=4, wgrad="auto", bands_backward=True)
     c = _run(data, ccfg, "cl", bands=2, steps=2, batch=4, wgrad="auto", bands_backward=True)
