@@ -37,7 +37,7 @@ def add_arguments(parser):
     parser.add_argument("--pipeline", metavar="PARTS",
                         help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all "
                              "(as translate --pipeline; default none)")
-    parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: see README")
+    parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: docs/engine.md")
     parser.add_argument("--out", type=Path, help="where to write the results (.npz)")
     parser.add_argument("--stall", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("P_CMD", "P_DIN", "P_DOUT"),
                         help="stall probabilities of the command source, data source and data sink")

@@ -160,11 +160,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--bands-all", action="store_true",
                      help="with --bands: every forward pass in row bands, not only the fill's (measured slower: "
                           "with the pipeline full a pass started early waits for its upstream node's rows "
-                          "instead of running a backward pass; README)")
+                          "instead of running a backward pass; docs/cluster-fine-grained.md)")
     grp.add_argument("--bands-backward", action="store_true",
                      help="with --bands: the backward passes in row bands too (each layer's data gradient band by "
                           "band as the output-gradient rows arrive; cuts at layer boundaries); measured slower than "
-                          "whole-layer backward passes here (README)")
+                          "whole-layer backward passes here (docs/cluster-fine-grained.md)")
     grp.add_argument("--topology", choices=("chain", "ring"), default="chain",
                      help="chain (default: the host at both ends) or ring (the host on node 0 only; "
                           "ring links carry the logits and loss gradients between node N-1 and node 0)")

@@ -44,7 +44,7 @@ With ``bands_backward`` the backward pass runs in bands the same way
 each layer's data gradient over bands of its ``dx`` rows as soon as the output-gradient rows the
 band needs are there (``bwd_data``'s window, :func:`pymtl_fp.golden.band.bwd_data_window`; a pool's
 over its pooled rows), the node's first layer's bands sent back at once (measured slower than
-whole-layer backward passes on the digits nets: the README).  The weight gradients stay whole-map
+whole-layer backward passes on the digits nets: docs/cluster-fine-grained.md).  The weight gradients stay whole-map
 commands (over the batch, or per image behind the next forward pass): they need the whole maps
 anyway.  Backward bands with split layers, mixed array sides and replicas are refused
 (:func:`check_bands`, :func:`pymtl_fp.cluster.run.train.train_on_cluster`).

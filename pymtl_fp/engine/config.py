@@ -60,7 +60,7 @@ class EngineConfig:
       depends on registers only, and a command starts ``cmd_latency`` cycles after its handshake
       at the earliest (the next one's handshake is in the cycle it starts, so a stream of
       commands offered back to back is one cycle longer in all).  With all four the engine is built for
-      a 200 MHz clock (README, "Timing").
+      a 200 MHz clock (docs/verilog.md, "Four pipelines for 200 MHz").
     """
 
     rows: int = 2

@@ -3,8 +3,8 @@ its engine's six buffers (X, D, O, W, G, B) while the cluster trains.
 
 The storage counterpart of :mod:`pymtl_fp.explore.node_model` (same inputs: the layer shapes, a
 partition's items per node, the engine config, the batch), from the cluster's buffer policy alone
-(the code generator's regions, :mod:`pymtl_fp.cluster.compiler.regions`, and README.md's "Weight gradients
-per image" and "Row bands on the cluster").
+(the code generator's regions, :mod:`pymtl_fp.cluster.compiler.regions`, and docs/cluster-fine-grained.md's
+"Weight gradients per image" and "Row bands on the cluster").
 
 **Layouts** (:mod:`pymtl_fp.engine.msgs`; ``t(n) = ceil(n / P)``).  One image's activation or
 gradient map ``(C, H, W)`` takes ``act(C) = t(C) H W`` words of ``P`` lanes (X, D, O); a weight
