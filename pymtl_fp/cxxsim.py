@@ -38,7 +38,10 @@ from pymtl_fp.toolchain import make_env, setup_verilator
 from pymtl_fp.verilate import build_lock, shared_build_dir
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
-MAKE_VARS = "OPT_FAST=-O2 OPT_SLOW=-O1 OPT_GLOBAL=-O2"
+#: the model's per-cycle code at -O2, its construction/initial/settle code (``__Slow``) at -O0: an
+#: ``-O`` in ``-CFLAGS`` would override both (verilated.mk puts the user's flags last), so the
+#: optimization levels go through these make variables only
+MAKE_VARS = "OPT_FAST=-O2 OPT_SLOW=-O0 OPT_GLOBAL=-O2"
 WHY = {0: "max_cycles", 1: "count", 2: "done", 3: "idle"}
 
 
@@ -298,10 +301,11 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     verilog = Path(verilog)
     cxx = generate(top, ports, trace)
     flags = ["--cc", "--build", "-j", str(jobs), "--x-assign", "fast", "--x-initial", "fast", "--noassert",
-             "-Wno-fatal", "-CFLAGS", f"-fPIC {OPT}"]
+             "-Wno-fatal", "-CFLAGS", "-fPIC"]
     if trace:
         flags += ["--trace"]
-    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags, info.version)
+    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags + [MAKE_VARS],
+                       info.version)
     out = shared_build_dir("cxxsim") / f"{top[:40]}_{key}"
     lib = out / f"libbench_{key}.so"
     if lib.is_file():
