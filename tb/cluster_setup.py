@@ -13,6 +13,7 @@ import dataclasses
 from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
 from pymtl_fp.cluster.hw.router_config import RouterConfig
+from pymtl_fp.cluster.run.train import MIN_ROUTER
 from pymtl_fp.golden.train import init_params_float64, quantize_params
 from pymtl_fp.net import load_net, net_from_dict
 
@@ -20,9 +21,10 @@ from pymtl_fp.net import load_net, net_from_dict
 #: a run's router config follows its program's size, and a Verilated cluster is built per config,
 #: so with the library's smaller floor two tests of the same nodes would usually build twice
 SHARED_ROUTER = RouterConfig(prog_depth=1024, table_depth=128, scratch_depth=4096)
-#: the library's own floor (``MIN_ROUTER``): for the PyMTL3-simulated RTL nodes, whose simulation
-#: slows down with every word of memory, and which build nothing
-SMALL_ROUTER = RouterConfig(prog_depth=256, table_depth=64, scratch_depth=256)
+#: the library's own floor (bound here before ``tests/conftest.py`` raises ``MIN_ROUTER``): for
+#: the PyMTL3-simulated RTL nodes, whose simulation slows down with every word of memory, and which
+#: build nothing
+SMALL_ROUTER = MIN_ROUTER
 
 
 def tiny_digits_net():
