@@ -34,6 +34,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pymtl_fp import verilator_runtime
 from pymtl_fp.toolchain import make_env, setup_verilator
 from pymtl_fp.verilate import build_lock, shared_build_dir
 
@@ -300,8 +301,7 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     info = setup_verilator()
     verilog = Path(verilog)
     cxx = generate(top, ports, trace)
-    flags = ["--cc", "--build", "-j", str(jobs), "--x-assign", "fast", "--x-initial", "fast", "--noassert",
-             "-Wno-fatal", "-CFLAGS", "-fPIC"]
+    flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal", "-CFLAGS", "-fPIC"]
     if trace:
         flags += ["--trace"]
     key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags + [MAKE_VARS],
@@ -313,10 +313,10 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     with build_lock(out):  # another worker may be building the same bench: wait for it
         if lib.is_file():
             return lib
-        return _build_bench(info, verilog, top, cxx, flags, vlt, out, lib, key)
+        return _build_bench(info, verilog, top, cxx, flags, vlt, out, lib, jobs)
 
 
-def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out: Path, lib: Path, key: str) -> Path:
+def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out: Path, lib: Path, jobs: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     obj = out / "obj"
     env = make_env(dict(os.environ, MAKEFLAGS=MAKE_VARS))
@@ -325,6 +325,7 @@ def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out:
         cmd.append(str(vlt))
     cmd.append(str(verilog))
     _run(cmd, out, env, "verilator")
+    verilator_runtime.make_with_cached_runtime(obj, f"V{top}", env, jobs, _run)
     (out / "bench.cpp").write_text(cxx)
     inc = Path(info.include_dir)
     archives = [str(obj / f"libV{top}.a"), str(obj / "libverilated.a")]

@@ -11,7 +11,8 @@ One helper for every unit (engine, link, node, cluster):
   registry raises if the same name is reused for different parameters (a reused name would
   silently load the first build's shared library);
 * PyMTL3's import pass caches builds: an unchanged design is not recompiled;
-* optional VCD tracing (``vcd=True``); :mod:`pymtl_fp.vcd_fix` makes traced builds compile;
+* Verilator's runtime compiled once and linked into every build (:mod:`pymtl_fp.verilator_runtime`);
+* optional VCD tracing (``vcd=True``);
 * source paths in the Verilog are relative (:mod:`pymtl_fp.verilog_paths`), so a build made from
   one checkout is a cache hit for another.
 
@@ -27,7 +28,7 @@ import os
 import re
 from pathlib import Path
 
-from pymtl_fp import vcd_fix, verilog_paths
+from pymtl_fp import verilator_runtime, verilog_paths
 from pymtl_fp.toolchain import setup_verilator
 
 _NAME_REGISTRY: dict[str, str] = {}
@@ -178,7 +179,7 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
     )
 
     setup_verilator()
-    vcd_fix.install()
+    verilator_runtime.install()
     verilog_paths.install()
     _elaborate_once(top)
     stems = {}

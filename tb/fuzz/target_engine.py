@@ -110,11 +110,18 @@ def strategy(level):
     return case_strategy(level)
 
 
+#: ``rtl`` models built in this process, by engine class and configuration, with their power-on state
+_RTL_MODELS: dict = {}
+
+
 def _model(level, cfg):
-    """A fresh engine for every example at ``fl``/``cl``/``rtl`` (elaboration is cheap next to the
-    simulation), so that no buffer contents leak from one example into the next and a shrunk
-    failure replays on its own.  ``verilator`` reuses one build per process (the harness's cache):
-    its buffers keep earlier contents, which only matters for bugs that read unwritten words."""
+    """A model in its power-on state for every example, so that no buffer contents leak from one
+    example into the next and a shrunk failure replays on its own: at ``fl``/``cl`` a new one (their
+    state is Python's), at ``rtl`` one per engine class and configuration, returned to its
+    power-on state (:class:`pymtl_fp.power_on.PowerOnState`: every signal and memory word as a
+    new elaboration leaves them; building anew costs as much as a small example's simulation).
+    ``verilator`` reuses one build per process (the harness's cache): its buffers keep earlier
+    contents, which only matters for bugs that read unwritten words."""
     from pymtl3 import DefaultPassGroup
 
     if level == "verilator":
@@ -125,10 +132,25 @@ def _model(level, cfg):
 
     name = engine_class(level).__name__
     cls = getattr(importlib.import_module(f"pymtl_fp.engine.{name}"), name)  # looked up now: mutations
+    key = (cls, cfg, _patched_classes())  # a mutant (--inject-bug) is another model
+    if level == "rtl" and key in _RTL_MODELS:
+        m, power = _RTL_MODELS[key]
+        power.restore()
+        return m
     m = cls(cfg)
     m.elaborate()
     m.apply(DefaultPassGroup())
+    if level == "rtl":
+        from pymtl_fp.power_on import PowerOnState
+
+        _RTL_MODELS[key] = (m, PowerOnState(m))
     return m
+
+
+def _patched_classes() -> tuple:
+    """The classes that the mutations of :data:`MUTATIONS` redirect, as they are now."""
+    return tuple(getattr(importlib.import_module(mod), attr) for mut in MUTATIONS.values()
+                 for mod, attr, _ in mut.patch)
 
 
 def check(case, level, ctx):
