@@ -2,8 +2,8 @@
 linked into every Verilated build, instead of once per build.
 
 Every Verilated model links Verilator's runtime sources.  Compiling them is a fixed cost of every
-build, and most of a small unit's: about 7 s at PyMTL3's ``-O0`` and 15 s at the ``-O2`` of the
-compiled cluster benches, against a second or two for a small engine's own code.  Both flows here
+build: about 4.5 CPU-s at PyMTL3's ``-O0`` (6 s traced) and 7.5 s at the ``-O2`` of the compiled
+cluster benches (g++ 12), as much as a small unit's own code.  Both flows here
 compile them once per build directory (:func:`pymtl_fp.verilate.shared_build_dir`) and per exact
 compiler command, under a lock, and reuse them:
 
