@@ -39,10 +39,18 @@ from pymtl_fp.toolchain import make_env, setup_verilator
 from pymtl_fp.verilate import build_lock, shared_build_dir
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
-#: the model's per-cycle code at -O2, its construction/initial/settle code (``__Slow``) at -O0: an
-#: ``-O`` in ``-CFLAGS`` would override both (verilated.mk puts the user's flags last), so the
-#: optimization levels go through these make variables only
-MAKE_VARS = "OPT_FAST=-O2 OPT_SLOW=-O0 OPT_GLOBAL=-O2"
+#: g++ optimization of the model's per-cycle code (make's ``OPT_FAST``).  The test suite sets -O1
+#: (``tests/conftest.py``): a 4-node cluster builds in about half the CPU time, and its runs of a
+#: few thousand cycles take no longer; speed figures (``pymtl-fp bench``) are at -O2.
+OPT_FAST = "-O2"
+
+
+def make_vars() -> str:
+    """The model's per-cycle code at :data:`OPT_FAST`, its construction/initial/settle code
+    (``__Slow``) at -O0, Verilator's runtime at -O2: an ``-O`` in ``-CFLAGS`` would override them
+    all (verilated.mk puts the user's flags last), so the optimization levels go through make
+    variables only."""
+    return f"OPT_FAST={OPT_FAST} OPT_SLOW=-O0 OPT_GLOBAL=-O2"
 WHY = {0: "max_cycles", 1: "count", 2: "done", 3: "idle"}
 
 
@@ -304,7 +312,7 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal", "-CFLAGS", "-fPIC"]
     if trace:
         flags += ["--trace"]
-    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags + [MAKE_VARS],
+    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags + [make_vars()],
                        info.version)
     out = shared_build_dir("cxxsim") / f"{top[:40]}_{key}"
     lib = out / f"libbench_{key}.so"
@@ -319,7 +327,7 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
 def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out: Path, lib: Path, jobs: int) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     obj = out / "obj"
-    env = make_env(dict(os.environ, MAKEFLAGS=MAKE_VARS))
+    env = make_env(dict(os.environ, MAKEFLAGS=make_vars()))
     cmd = [info.executable, *flags, "--Mdir", str(obj), "--top-module", top, "--prefix", f"V{top}"]
     if vlt:
         cmd.append(str(vlt))
