@@ -16,12 +16,15 @@ from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.direct import Channel, DirectError, DirectSim
 from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 from pymtl_fp.net import load_net
+from pymtl_fp.tb.cluster_setup import tiny_digits_net
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET = load_net("lenet-digits")
 PREC = "8"
 FMT = NET.precision(PREC)
 ENGINE = engine_for_net(NET, PREC)
+TINY = tiny_digits_net()
+TINY_ENGINE = engine_for_net(TINY, PREC)
 TCFG = TrainConfig(PREC, lr_log2=3, seed=11)
 #: report entries that are measurements of the simulator, not of the simulated cluster
 MEASURED = ("wall_seconds", "sim_cycles_per_second", "cpu_seconds", "sim_cycles_per_cpu_second", "simulator",
@@ -39,13 +42,13 @@ def _simulated(rep: dict) -> dict:
 
 
 def _three_ways(data, levels, *, steps=1, batch=2, stall=None, topology="chain", link=None, overlap=False,
-                schedule="1f1b", engine=ENGINE):
+                schedule="1f1b", engine=ENGINE, net=NET):
     images, labels = data
-    params = quantize_params(NET, init_params_float64(NET, 3), PREC)
+    params = quantize_params(net, init_params_float64(net, 3), PREC)
     ccfg = ClusterConfig.homogeneous(len(levels), engine, link, topology=topology)
     kw = dict(steps=steps, batch=batch, levels=levels, stall=stall)
     mapping = Mapping(overlap=overlap, schedule=schedule)
-    runs = {name: train_on_cluster(NET, params, images, labels, TCFG, ccfg, mapping, kernel=kernel, skip=skip, **kw)
+    runs = {name: train_on_cluster(net, params, images, labels, TCFG, ccfg, mapping, kernel=kernel, skip=skip, **kw)
             for name, kernel, skip in (("pymtl", "pymtl", False), ("direct", "direct", False),
                                        ("skipping", "direct", True))}
     ref = runs["pymtl"]
@@ -55,7 +58,7 @@ def _three_ways(data, levels, *, steps=1, batch=2, stall=None, topology="chain",
         assert _simulated(run.report) == _simulated(ref.report), f"{name}: the report differs from PyMTL3's"
         assert all(np.array_equal(a, b) for a, b in zip(run.logits, ref.logits, strict=True))
         assert params_equal(run.params, ref.params)
-    want, _ = golden_steps(NET, params, images, labels, TCFG, steps, batch)
+    want, _ = golden_steps(net, params, images, labels, TCFG, steps, batch)
     assert params_equal(ref.params, want)
     return runs
 
@@ -79,9 +82,10 @@ def test_direct_and_skipping_equal_pymtl3_on_the_default_shape(data, n):
        schedule=st.sampled_from(["1f1b", "gpipe"]), batch=st.integers(1, 3))
 def test_direct_and_skipping_equal_pymtl3_on_random_clusters(data, levels, stall, latency, credits, ring, overlap,
                                                              schedule, batch):
-    link = default_link(ENGINE.stream_bits, latency).replace(credits=credits)
+    """On the tiny digits net (every layer kind in a quarter of lenet-digits' cycles)."""
+    link = default_link(TINY_ENGINE.stream_bits, latency).replace(credits=credits)
     _three_ways(data, levels, batch=batch, stall=stall, link=link, topology="ring" if ring and len(levels) > 1
-                else "chain", overlap=overlap, schedule=schedule)
+                else "chain", overlap=overlap, schedule=schedule, engine=TINY_ENGINE, net=TINY)
 
 
 @pytest.mark.cl
