@@ -4,7 +4,7 @@ linked into every Verilated build, instead of once per build.
 Every Verilated model links Verilator's runtime sources.  Compiling them is a fixed cost of every
 build: about 4.5 CPU-s at PyMTL3's ``-O0`` (6 s traced) and 7.5 s at the ``-O2`` of the compiled
 cluster benches (g++ 12), as much as a small unit's own code.  Both flows here
-compile them once per build directory (:func:`pymtl_fp.verilate.shared_build_dir`) and per exact
+compile them once per build directory (:func:`pymtl_fp.build_dirs.shared_build_dir`) and per exact
 compiler command, under a lock, and reuse them:
 
 * **PyMTL3's Verilator import** (:func:`install`).  PyMTL3 3.1.17 concatenates the C wrapper, the
@@ -34,6 +34,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pymtl_fp.build_dirs import build_lock, shared_build_dir
+
 #: flags of the runtime objects linked into PyMTL3-imported models: PIC (a shared library) and no
 #: ``STB_GNU_UNIQUE`` symbols (PyMTL3's own flag, so that a library can be unloaded); the runtime is
 #: not on a model's fast path, so it is compiled without optimization, as PyMTL3 compiles it
@@ -43,8 +45,6 @@ _installed = False
 
 
 def _runtime_dir(key: str) -> Path:
-    from pymtl_fp.verilate import shared_build_dir
-
     return shared_build_dir("verilator-runtime") / key
 
 
@@ -63,8 +63,6 @@ def _compiler_version(cxx: str = "g++") -> str:
 def _build_locked(target: Path, make) -> Path:
     """``target`` (a file or a directory) if it exists; otherwise build it under a lock with
     ``make(tmp)`` into a temporary sibling, then rename (another process never sees half of it)."""
-    from pymtl_fp.verilate import build_lock
-
     if target.exists():
         return target
     with build_lock(target):

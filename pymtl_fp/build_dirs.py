@@ -1,0 +1,50 @@
+"""Where Verilator builds go, and the lock that lets processes share them.
+
+* :func:`build_dir`: ``$PYMTL_FP_BUILD_DIR`` (default ``~/.cache/pymtl-fp/build``), one
+  sub-directory per pytest-xdist worker, never the repository;
+* :func:`shared_build_dir`: one directory every worker and process shares, for builds keyed by
+  their content that never run in the current directory (compiled cluster benches, Verilator's
+  runtime objects);
+* :func:`build_lock`: an exclusive ``flock`` while a target is built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def build_dir(sub: str = "") -> Path:
+    """The directory Verilator builds go to (created on demand)."""
+    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    path = Path(base).expanduser().resolve() / (worker or "main") / sub
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_build_dir(sub: str) -> Path:
+    """A build directory every pytest-xdist worker (every process) shares, for builds keyed by their
+    content that never run in the current directory (the compiled cluster benches): one worker
+    builds a design, the others wait for it under :func:`build_lock` and load the same library."""
+    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
+    path = Path(base).expanduser().resolve() / "shared" / sub
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def build_lock(target: Path):
+    """Hold an exclusive lock (``<target>.lock``, ``flock``) while building ``target``: a second
+    process building the same target waits, then finds it built."""
+    import fcntl
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
