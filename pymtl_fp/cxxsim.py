@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymtl_fp import verilator_runtime
-from pymtl_fp.toolchain import make_env, setup_verilator
 from pymtl_fp.build_dirs import build_lock, shared_build_dir
+from pymtl_fp.toolchain import make_env, setup_verilator
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
 #: g++ optimization of the model's per-cycle code (make's ``OPT_FAST``).  The test suite sets -O1
