@@ -39,18 +39,22 @@ from pymtl_fp.build_dirs import build_lock, shared_build_dir
 from pymtl_fp.toolchain import make_env, setup_verilator
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
-#: g++ optimization of the model's per-cycle code (make's ``OPT_FAST``).  The test suite sets -O1
-#: (``tests/conftest.py``): a 4-node cluster builds in about half the CPU time, and its runs of a
-#: few thousand cycles take no longer; speed figures (``pymtl-fp bench``) are at -O2.
-OPT_FAST = "-O2"
+#: make variables of a build: the model's per-cycle code at -O2 (``OPT_FAST``), its
+#: construction/initial/settle code (``__Slow``) at -O0, Verilator's runtime at -O2, each file
+#: compiled on its own (``make -j``).  An ``-O`` in ``-CFLAGS`` would override them all
+#: (verilated.mk puts the user's flags last), so optimization levels go through these only.
+MAKE_VARS = {"OPT_FAST": "-O2", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O2"}
+#: the test suite's builds (``tests/conftest.py`` sets them): everything in one file at -O1, about
+#: a third of the CPU time of :data:`MAKE_VARS`; the tests' runs of a few thousand cycles take no
+#: longer.  Speed figures (``pymtl-fp bench``) are at :data:`MAKE_VARS`.
+QUICK_MAKE_VARS = {"OPT_FAST": "-O1", "OPT_SLOW": "-O0", "OPT_GLOBAL": "-O2", "VM_PARALLEL_BUILDS": "0"}
 
 
 def make_vars() -> str:
-    """The model's per-cycle code at :data:`OPT_FAST`, its construction/initial/settle code
-    (``__Slow``) at -O0, Verilator's runtime at -O2: an ``-O`` in ``-CFLAGS`` would override them
-    all (verilated.mk puts the user's flags last), so the optimization levels go through make
-    variables only."""
-    return f"OPT_FAST={OPT_FAST} OPT_SLOW=-O0 OPT_GLOBAL=-O2"
+    """:data:`MAKE_VARS` as make's command-line assignments."""
+    return " ".join(f"{k}={v}" for k, v in MAKE_VARS.items())
+
+
 WHY = {0: "max_cycles", 1: "count", 2: "done", 3: "idle"}
 
 

@@ -1,5 +1,5 @@
 """pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
-routers' smallest depths (shared Verilator builds), the compiled cluster benches' -O1, the order
+routers' smallest depths (shared Verilator builds), the compiled cluster benches' quick builds, the order
 in which pytest-xdist hands out the test files.
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
@@ -33,14 +33,14 @@ def pytest_configure(config):
     """Every test's cluster runs give their routers at least
     :data:`pymtl_fp.tb.cluster_setup.SHARED_ROUTER`'s depths, so that Verilated clusters of the same
     nodes share one build across tests (and xdist workers: the build directory is shared); the
-    compiled cluster benches are built at -O1 (:data:`pymtl_fp.cxxsim.OPT_FAST`): half the build's
-    CPU time, for the tests' runs of a few thousand cycles."""
+    compiled cluster benches are built with :data:`pymtl_fp.cxxsim.QUICK_MAKE_VARS` (one file at
+    -O1): a third of the build's CPU time, for the tests' runs of a few thousand cycles."""
     from pymtl_fp import cxxsim
     from pymtl_fp.cluster.run import train
     from pymtl_fp.tb.cluster_setup import SHARED_ROUTER
 
     train.MIN_ROUTER = SHARED_ROUTER
-    cxxsim.OPT_FAST = "-O1"
+    cxxsim.MAKE_VARS = cxxsim.QUICK_MAKE_VARS
 
 
 def pytest_report_header(config):
