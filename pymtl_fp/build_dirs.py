@@ -5,13 +5,16 @@
 * :func:`shared_build_dir`: one directory every worker and process shares, for builds keyed by
   their content that never run in the current directory (compiled cluster benches, Verilator's
   runtime objects);
-* :func:`build_lock`: an exclusive ``flock`` while a target is built.
+* :func:`build_lock`: an exclusive ``flock`` while a target is built; :func:`build_once` builds a
+  directory once under it, atomically.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 
@@ -48,3 +51,22 @@ def build_lock(target: Path):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build_once(target: Path, make) -> Path:
+    """``target`` (a directory) if it exists; otherwise build it under a lock with
+    ``make(tmp)`` into a temporary sibling directory, then rename it to ``target`` (another process
+    never sees half of it; a ``done`` file inside marks it complete)."""
+    if target.exists():
+        return target
+    with build_lock(target):
+        if target.exists():
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            make(tmp)
+            (tmp / "done").write_text("")
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target

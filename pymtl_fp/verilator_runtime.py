@@ -27,14 +27,12 @@ real builds, traced and untraced, through it.
 from __future__ import annotations
 
 import hashlib
-import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from pymtl_fp.build_dirs import build_lock, shared_build_dir
+from pymtl_fp.build_dirs import build_once, shared_build_dir
 
 #: flags of the runtime objects linked into PyMTL3-imported models: PIC (a shared library) and no
 #: ``STB_GNU_UNIQUE`` symbols (PyMTL3's own flag, so that a library can be unloaded); the runtime is
@@ -60,24 +58,6 @@ def _compiler_version(cxx: str = "g++") -> str:
     return subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
 
 
-def _build_locked(target: Path, make) -> Path:
-    """``target`` (a file or a directory) if it exists; otherwise build it under a lock with
-    ``make(tmp)`` into a temporary sibling, then rename (another process never sees half of it)."""
-    if target.exists():
-        return target
-    with build_lock(target):
-        if target.exists():
-            return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            make(tmp)
-            (tmp / "done").write_text("")
-            os.replace(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
 # -- PyMTL3's Verilator import -------------------------------------------------------------------
 
 
@@ -98,7 +78,7 @@ def pymtl3_archive(sources: list, include_dirs: list, extra_flags: list) -> Path
             objs.append(str(obj))
         subprocess.run(["ar", "rcs", str(tmp / "libverilated_rt.a"), *objs], check=True)
 
-    return _build_locked(_runtime_dir(f"pymtl3_{key}"), make) / "libverilated_rt.a"
+    return build_once(_runtime_dir(f"pymtl3_{key}"), make) / "libverilated_rt.a"
 
 
 def _c_src_files(cfg) -> list:
@@ -172,4 +152,4 @@ def make_with_cached_runtime(obj_dir: Path, prefix: str, env: dict, jobs: int, r
                 shutil.copyfile(cached / o, obj_dir / o)  # a fresh modification time: newer than the .mk
     run([*make, "-j", str(jobs)], obj_dir, env, "make")
     if cached is not None and not cached.exists():
-        _build_locked(cached, lambda tmp: [shutil.copyfile(obj_dir / o, tmp / o) for o in objs])
+        build_once(cached, lambda tmp: [shutil.copyfile(obj_dir / o, tmp / o) for o in objs])

@@ -1,13 +1,14 @@
 """The whole RTL cluster as one Verilated model, driven by a compiled C++ bench
-(:mod:`pymtl_fp.cxxsim`): Python crosses into C++ once per image (to answer its logits with the
-loss gradient), not once per cycle.
+(:mod:`pymtl_fp.cxxsim`): Python crosses into C++ once per image (to answer its logits with the loss
+gradient), not once per cycle.
 
 :func:`cluster_verilog` translates :class:`~pymtl_fp.cluster.hw.ClusterNet.ClusterRTL` once per
-configuration and source tree (cached: the key is the module name, which encodes every
-elaboration parameter, and a hash of the RTL sources); :class:`VerilatedCluster` builds (or finds)
-the bench, writes the node programs through the program bus while reset is high, streams the
-images and every node's initial weights, and runs training steps with the same host behaviour as
-the PyMTL3 host (:class:`~pymtl_fp.cluster.hw.host.HostModel`), so its cycles equal the CL cluster's.
+configuration and source tree (cached in a directory every process shares: the key is the module
+name, which encodes every elaboration parameter, and a hash of the RTL sources);
+:class:`VerilatedCluster` builds (or finds) the bench, writes the node programs through the program
+bus while reset is high, streams the images and every node's initial weights, and runs training
+steps with the same host behaviour as the PyMTL3 host
+(:class:`~pymtl_fp.cluster.hw.host.HostModel`), so its cycles equal the CL cluster's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 from pathlib import Path
 
 from pymtl_fp import cxxsim
+from pymtl_fp.build_dirs import build_once, shared_build_dir
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.config import ClusterError, link_plan
 from pymtl_fp.cluster.hw.ClusterNet import cluster_module_name
@@ -24,7 +26,6 @@ from pymtl_fp.cluster.hw.observe import make_log
 from pymtl_fp.cluster.hw.router_config import STATES, status_ports
 from pymtl_fp.cxxsim import Ports, Sig
 from pymtl_fp.engine.encoding import unpack_beat
-from pymtl_fp.verilate import build_dir
 
 _SOURCE_DIRS = ("cluster", "engine", "link", "primitives")
 
@@ -54,14 +55,13 @@ def cluster_verilog(ccfg, rcfgs, faults: bool = False) -> tuple[Path, str, Path]
     from pymtl_fp.lint import lint_waiver_file, translate_verilog
 
     top = cluster_module_name(ccfg, rcfgs, faults)
-    out = build_dir("verilog") / f"{top}_{_sources_hash()}"
-    v = out / f"{top}.v"
-    vlt = out / f"{top}_waivers.vlt"
-    if not v.is_file():
-        out.mkdir(parents=True, exist_ok=True)
-        translate_verilog(ClusterRTL(ccfg, rcfgs, faults), top, out)
-        lint_waiver_file(vlt, CLUSTER_WAIVERS)
-    return v, top, vlt
+
+    def translate(tmp):
+        translate_verilog(ClusterRTL(ccfg, rcfgs, faults), top, tmp)
+        lint_waiver_file(tmp / f"{top}_waivers.vlt", CLUSTER_WAIVERS)
+
+    out = build_once(shared_build_dir("verilog") / f"{top}_{_sources_hash()}", translate)
+    return out / f"{top}.v", top, out / f"{top}_waivers.vlt"
 
 
 def cluster_ports(ccfg, rcfgs, faults: bool) -> Ports:
