@@ -2,10 +2,11 @@
 
 One helper for every unit (engine, link, node, cluster):
 
-* builds run in a build directory (``$PYMTL_FP_BUILD_DIR``, default ``~/.cache/pymtl-fp/build``,
-  one sub-directory per pytest-xdist worker), never in the repo root; builds keyed by content
-  that need no working directory (:mod:`pymtl_fp.cxxsim`) share one directory across workers
-  (:func:`shared_build_dir`, :func:`build_lock`);
+* builds run in a build directory (``$PYMTL_FP_BUILD_DIR``, default ``~/.cache/pymtl-fp/build``),
+  never in the repo root: one directory that every process (every pytest-xdist worker) shares,
+  each unit built under a lock (:func:`shared_build_dir`, :func:`build_lock`), so a unit is built
+  once; traced builds, which bake their VCD path into the library, in the process's own
+  sub-directory (:func:`build_dir`);
 * the top module gets an explicit name without ``__`` (Verilator 5 mangles ``__``) that encodes
   **every** elaboration parameter, so two elaborations never share a name; a process-wide
   registry raises if the same name is reused for different parameters (a reused name would
@@ -29,7 +30,7 @@ import re
 from pathlib import Path
 
 from pymtl_fp import verilator_runtime, verilog_paths
-from pymtl_fp.build_dirs import build_dir, build_lock, shared_build_dir  # noqa: F401  (re-exported)
+from pymtl_fp.build_dirs import build_dir, build_lock, shared_build_dir
 from pymtl_fp.toolchain import setup_verilator
 
 _NAME_REGISTRY: dict[str, str] = {}
@@ -151,9 +152,11 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
     stems = {}
     for unit, stem in (vcd_stems or {}).items():
         stems[id(_child(top, unit) if isinstance(unit, str) else unit)] = stem
+    imports = []
     for unit, (name, params) in units.items():
         if isinstance(unit, str):  # children exist only once the top is elaborated
             unit = _child(top, unit)
+        imports.append(unit)
         if "__" in name or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
             raise ValueError(f"bad Verilog module name {name!r} (alphanumeric and single '_' only)")
         if params is None:
@@ -167,7 +170,15 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
         if stem:
             unit.set_metadata(VerilogVerilatorImportPass.vl_trace, True)
             unit.set_metadata(VerilogVerilatorImportPass.vl_trace_filename, stem)
-    with _chdir(build_dir()):
-        imported = VerilogTranslationImportPass()(top)
-        imported.apply(DefaultPassGroup(linetrace=linetrace))
+    names = sorted(unit.get_metadata(VerilogTranslationPass.explicit_module_name) for unit in imports)
+    with contextlib.ExitStack() as locks:
+        if any(stems.values()):  # a traced build bakes its VCD path into the library: this process's own
+            where = build_dir()
+        else:  # shared by every process, one unit at a time (locks taken in name order)
+            where = shared_build_dir("pymtl3")
+            for name in names:
+                locks.enter_context(build_lock(where / name))
+        with _chdir(where):
+            imported = VerilogTranslationImportPass()(top)
+            imported.apply(DefaultPassGroup(linetrace=linetrace))
     return imported
