@@ -21,10 +21,11 @@ from pymtl_fp.net import load_net, net_from_dict
 #: a run's router config follows its program's size, and a Verilated cluster is built per config,
 #: so with the library's smaller floor two tests of the same nodes would usually build twice
 SHARED_ROUTER = RouterConfig(prog_depth=1024, table_depth=128, scratch_depth=4096)
-#: the library's own floor (bound here before ``tests/conftest.py`` raises ``MIN_ROUTER``): for
-#: the PyMTL3-simulated RTL nodes, whose simulation slows down with every word of memory, and which
-#: build nothing
-SMALL_ROUTER = MIN_ROUTER
+#: the library's own floor (bound here before ``tests/conftest.py`` raises ``MIN_ROUTER``) with
+#: output buffers of 512 elements (the tiny digits net's largest transfer is 256): for the
+#: PyMTL3-simulated RTL nodes, whose every cycle costs time in proportion to their words of memory
+#: (PyMTL3 updates every register and memory word at each clock edge), and which build nothing
+SMALL_ROUTER = MIN_ROUTER.replace(out_depth=512)
 
 
 def tiny_digits_net():
