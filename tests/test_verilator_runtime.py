@@ -8,7 +8,7 @@ import pytest
 from pymtl_fp import verilator_runtime
 from pymtl_fp.primitives.MacRTL import MacRTL
 from pymtl_fp.toolchain import make_env, setup_verilator
-from pymtl_fp.verilate import translate_import
+from pymtl_fp.verilate import shared_build_dir, translate_import
 
 pytestmark = pytest.mark.verilator
 
@@ -26,16 +26,28 @@ def _mac(model, a, b):
 
 
 def test_pymtl3_models_link_one_runtime_archive_traced_or_not(tmp_path, monkeypatch):
+    """Fresh models (a new build directory) linked with the runtime archives of the suite's build
+    directory (compiled there once, by whichever test came first)."""
+    runtime = shared_build_dir("verilator-runtime")
+    monkeypatch.setattr(verilator_runtime, "_runtime_dir", lambda key: runtime / key)
     monkeypatch.setenv("PYMTL_FP_BUILD_DIR", str(tmp_path / "b"))
+    linked = {}
+    build = verilator_runtime.pymtl3_archive
+
+    def spy(sources, include_dirs, extra_flags):
+        path = build(sources, include_dirs, extra_flags)
+        linked.setdefault(tuple(sorted(sources)), set()).add(path)
+        return path
+
+    monkeypatch.setattr(verilator_runtime, "pymtl3_archive", spy)
     built = {}
     for name, (a, acc, vcd) in {"MacRTL_rt_one": (8, 24, False), "MacRTL_rt_two": (6, 20, False),
                                 "MacRTL_rt_vcd": (8, 24, True)}.items():
-        m = translate_import(MacRTL(a, a, acc), name, params=dict(a=a, acc=acc), vcd=vcd)
-        built[name] = m
+        built[name] = m = translate_import(MacRTL(a, a, acc), name, params=dict(a=a, acc=acc), vcd=vcd)
         assert _mac(m, -3, 5) == -15  # the model runs (and the traced one writes its VCD)
-    runtime = tmp_path / "b" / "shared" / "verilator-runtime"
-    archives = sorted(p.name for p in runtime.glob("pymtl3_*") if p.is_dir())
-    assert len(archives) == 2, archives  # one untraced, one traced (with verilated_vcd_c)
+    # two sets of runtime sources (untraced; traced, with verilated_vcd_c), one archive each
+    assert len(linked) == 2 and all(len(paths) == 1 for paths in linked.values()), linked
+    assert all(p.is_file() and p.parent.parent == runtime for paths in linked.values() for p in paths)
     for name in built:
         tu = next((tmp_path / "b").rglob(f"{name}*_v__ALL_pickled.cpp")).read_text()
         assert "verilated.cpp" not in tu and f"V{name}" in tu  # the model alone; the runtime is linked
