@@ -76,7 +76,7 @@ def test_pipelined_engines_from_the_command_line(tmp_path, capsys):
     (["--nodes", "2", "--node-levels", "rtl,fl"], "needs --level mixed"),
     (["--cuts", "0,5,3,9", "--nodes", "3"], "rise from 0"),
     (["--save-weights", "w.txt"], ".npz"),
-    (["--schedule", "cp", "--nodes", "4"], "cutting at layer boundaries needs at most that many nodes"),
+    (["--schedule", "cp", "--nodes", "4"], r"--nodes 4: lenet-digits can be spread over at most 3 nodes"),
     (["--schedule", "sgd", "--nodes", "2", "--cuts", "0,4,9"], "conv2 is split over nodes 0 and 1"),
     (["--weight-depth", "1"], "--weight-depth"),
     (["--bias-depth", "1"], "--bias-depth"),

@@ -165,12 +165,12 @@ FIELD_RANGES = {"dsp": (1, 1_000_000, False), "bram36": (0, 1_000_000, False), "
 def checked_number(value, where: str, key: str, typ: type, lo: float, hi: float, lo_open: bool = False):
     """A devices file's numeric field: a number of the right kind (no string, no bool), finite and in
     ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); a one-line :class:`DeviceError` naming the field."""
-    span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    span = f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
     kind = "an integer" if typ is int else "a number"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (typ is int and value != int(value)):
-        raise DeviceError(f"{where}: field {key!r} must be {kind} in {span}, not {value!r}")
+        raise DeviceError(f"{where}: field {key!r} must be {kind} {span}, not {value!r}")
     if not math.isfinite(value) or value < lo or value > hi or (lo_open and value == lo):
-        raise DeviceError(f"{where}: field {key!r} must be a finite number in {span}, not {value!r}")
+        raise DeviceError(f"{where}: field {key!r} must be a finite number {span}, not {value!r}")
     return typ(value)
 
 
