@@ -327,6 +327,9 @@ def _check_cluster_options(args) -> None:
 
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
+    if args.epochs is not None:
+        raise UserError("--epochs is for --engine golden; the cluster trains --steps mini-batches (--steps epoch: "
+                        "the training set once)")
     if args.level not in CLUSTER_LEVELS:
         raise UserError(f"--level {args.level}: choose one of {', '.join(CLUSTER_LEVELS)}")
     if args.node_levels and args.level != "mixed":
@@ -339,7 +342,7 @@ def _check_cluster_options(args) -> None:
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.integer(args.fault_seed, "--fault-seed", 0, 2**32 - 1)
-    validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
+    validate.number(args.clock_mhz, "--clock-mhz", 1, 10_000)  # (below 1 MHz the report's rates print as 0)
     if args.fpga_family not in fpga_families():
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     if args.groups is not None:
@@ -353,9 +356,9 @@ def _check_memory(args, net, dataset: str, batch: int, engines=()) -> None:
     (default: the memory available now)."""
     from pymtl_fp.footprint import training_bytes
 
-    limit = validate.byte_size(args.max_memory, "--max-memory")
+    validate.byte_size(args.max_memory, "--max-memory")  # (a bad size first, whatever the run needs)
     what = f"training {net.name} (batch {batch}" + (f", {len(engines)} simulated nodes)" if engines else ")")
-    validate.memory_budget(training_bytes(net, dataset, batch, engines), what, limit)
+    validate.memory_budget(training_bytes(net, dataset, batch, engines), what, args.max_memory)
 
 
 def _check_node_count(args, net, ccfg, mapping) -> None:

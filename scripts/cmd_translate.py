@@ -139,7 +139,7 @@ def main(args) -> int:
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
-    if getattr(args, "pipeline", None):
+    if getattr(args, "pipeline", None) is not None:
         if unit.name not in ("engine", "node"):
             raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)

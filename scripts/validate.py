@@ -172,12 +172,14 @@ def byte_size(text, option: str) -> int | None:
     return int(value)
 
 
-def memory_budget(need: int, what: str, limit: int | None, option: str = "--max-memory") -> None:
-    """Refuse a run whose estimated memory ``need`` (bytes) exceeds ``limit`` (bytes; ``None``: the
-    memory this machine has available now), in one line with both numbers."""
+def memory_budget(need: int, what: str, limit_text, option: str = "--max-memory") -> None:
+    """Refuse a run whose estimated memory ``need`` (bytes) exceeds the option's size ``limit_text``
+    (:func:`byte_size`; ``None``: the memory this machine has available now), in one line with both
+    numbers."""
+    limit = byte_size(limit_text, option)
     available = available_memory() if limit is None else limit
     if available is not None and need > available:
-        source = f"{option} {limit}" if limit is not None else "available on this machine"
+        source = f"{option} {limit_text}" if limit is not None else "available on this machine"
         raise UserError(f"{what} needs about {_gib(need)} of memory; {_gib(available)} {source} "
                         f"(give {option} BYTES to change the budget)")
 

@@ -129,7 +129,7 @@ def test_golden_cp_takes_the_pipeline_depth_from_nodes(capsys):
     args = ["--precision", "8", "--epochs", "1", "--batch", "128", "--schedule", "cp"]
     assert cmd_train.main(parser.parse_args([*args, "--nodes", "3"])) == 0
     assert "schedule cp (3 nodes)" in capsys.readouterr().out
-    with pytest.raises(UserError, match="at most that many nodes"):
+    with pytest.raises(UserError, match="at most 3 nodes"):
         cmd_train.main(parser.parse_args([*args, "--nodes", "5"]))
     with pytest.raises(UserError, match="defined in fixed point"):
         cmd_train.main(parser.parse_args(["--precision", "float64", "--schedule", "sgd"]))
