@@ -306,6 +306,7 @@ def _cluster_config(args, net, precision: str):
     """The cluster the options describe: one engine per node (its array side, buffers, stream
     lanes, pipelines), the links, the clock, topology and FPGA family."""
     from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
+    from pymtl_fp.link.config import LinkConfigError
 
     pipes = validate.pipelines(args.pipeline)
     try:
@@ -313,8 +314,16 @@ def _cluster_config(args, net, precision: str):
         depths = dict(act_depth=args.act_depth, weight_depth=args.weight_depth, bias_depth=args.bias_depth)
         engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
                    for p in arrays]
-        return ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
-                             clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from None
+    try:
+        link = default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes)
+    except LinkConfigError as exc:
+        raise UserError(f"--stream-lanes {args.stream_lanes}: a link message of {args.stream_lanes} "
+                        f"{engines[0].stream_bits}-bit elements is too wide ({exc})") from None
+    try:
+        return ClusterConfig(tuple(engines), link, clock_mhz=args.clock_mhz, topology=args.topology,
+                             fpga_family=args.fpga_family)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
 

@@ -88,6 +88,8 @@ ROWS = [
     ("nodes-64", C + ["--nodes", "64"], r"--nodes 64: lenet-digits can be spread over at most 6 nodes"),
     ("nodes-cp", C + ["--nodes", "4", "--schedule", "cp"], r"--nodes 4: .*at most 3 nodes .*layer boundaries"),
     ("nodes-array-8", C + ["--nodes", "6", "--array", "8"], r"--nodes 6: .*at most 5 nodes of 8-channel tiles"),
+    ("stream-lanes-link-too-wide", C + ["--stream-lanes", "16", "--array", "16", "--precision", "16", "--nodes", "1"],
+     r"--stream-lanes 16: a link message of 16 64-bit elements is too wide"),
     # options that were silently ignored or silently changed
     ("pipeline-empty", C + ["--pipeline", ""], r"--pipeline '': choose from"),
     ("trace-is-report", C + ["--trace", "{tmp}/x.json", "--report", "{tmp}/x.json"],
