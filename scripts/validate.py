@@ -27,7 +27,7 @@ from pymtl_fp.cli.errors import UserError
 def pipelines(text) -> dict:
     """A ``--pipeline`` option as ``EngineConfig`` fields (``{}`` when not given); a bad value is
     a one-line UserError."""
-    if not text:
+    if text is None:
         return {}
     from pymtl_fp.engine.config import pipeline_fields
 
@@ -136,3 +136,69 @@ def _output_dir(path, option: str) -> Path:
         ancestor = ancestor.parent
     _writable_dir(ancestor, option, path)
     return out
+
+
+# -- options, devices files and sizes
+
+def distinct_outputs(paths: dict) -> None:
+    """Output files of one run (``{option: Path or None}``) that are all different files: two
+    options naming one file would leave only the last one written."""
+    seen = {}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        key = os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            raise UserError(f"{option} {path}: the same file as {seen[key]}; give each output its own file")
+        seen[key] = option
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def byte_size(text, option: str) -> int | None:
+    """A memory size: bytes, or a number with K, M, G or T (binary; a trailing ``B``/``iB`` allowed),
+    at least 1 MiB; None passes."""
+    if text is None:
+        return None
+    raw = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+    unit = raw[-1:] if raw[-1:] in _UNITS and raw[-1:] else ""
+    try:
+        value = float(raw[:len(raw) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or not 2**20 <= value <= 2**60:
+        raise UserError(f"{option} {text!r}: a size of at least 1M, e.g. 8G, 512M or a number of bytes")
+    return int(value)
+
+
+def memory_budget(need: int, what: str, limit_text, option: str = "--max-memory") -> None:
+    """Refuse a run whose estimated memory ``need`` (bytes) exceeds the option's size ``limit_text``
+    (:func:`byte_size`; ``None``: the memory this machine has available now), in one line with both
+    numbers."""
+    limit = byte_size(limit_text, option)
+    available = available_memory() if limit is None else limit
+    if available is not None and need > available:
+        source = f"{option} {limit_text}" if limit is not None else "available on this machine"
+        raise UserError(f"{what} needs about {_gib(need)} of memory; {_gib(available)} {source} "
+                        f"(give {option} BYTES to change the budget)")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation now (``MemAvailable`` of ``/proc/meminfo``,
+    else the physical memory), or None when the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"

@@ -85,8 +85,12 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Ma
     if placement and bands:
         raise ClusterError("the weights of " + "; ".join(placement.describe(net)) + ": they stream in for "
                            "whole layers, not row bands (--bands 0, or deeper W buffers)")
-    nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands, bands_backward,
-                  bands_all, placement)
+    try:
+        nodes = _emit(net, ccfg, part, params, tcfg, fmt, shifts, steps, overlap, schedule, wgrad, bands,
+                      bands_backward, bands_all, placement)
+    except isa.IsaError as exc:
+        raise ClusterError(f"batch {part.batch}: {net.name}'s programs need a command beyond the engine's "
+                           f"command fields ({exc}); a smaller --batch, or smaller or fewer layers, may fit") from None
     check_fit(nodes, part.batch, "" if weight_home != "auto" else
               " (weights kept by a neighbour need a mini-batch schedule, 1f1b or gpipe)" if schedule in PER_IMAGE
               else " (--weight-home auto found no neighbour with room for whole layers of it)")

@@ -279,6 +279,15 @@ def items_from_cuts(net, P: int, cuts) -> list:
     return nodes
 
 
+def max_nodes(net, P: int, split: bool = True) -> int:
+    """Most nodes a pipeline of ``net`` can have on arrays of side ``P``: a node holds at least one
+    tile of ``P`` output channels and a layer is shared by at most two neighbouring nodes, so every
+    conv/fc layer of two tiles or more adds one cut inside it to the cuts between layers
+    (``split=False``: layer boundaries only, one node per conv/fc layer)."""
+    counts = [tiles(layer_info(net, li)["k"], P) for li in _param_layers(net)]
+    return len(counts) + (sum(1 for t in counts if t >= 2) if split else 0)
+
+
 def _check_nodes(net, nodes) -> None:
     holders = {}
     for j, items in enumerate(nodes):
@@ -335,9 +344,11 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
                            f"(0, the {N - 1} inner cuts, {total_tiles} tiles of {P} channels)")
     if cuts is None:
         method = "fpdeep" if split else "fpdeep-layers"
-        if N > total_tiles:
-            raise ClusterError(f"{N} nodes but {net.name} has only {total_tiles} tiles of {P} "
-                               f"channels: give at most {total_tiles} nodes")
+        most = max_nodes(net, P, split)
+        if N > most:
+            raise ClusterError(f"{N} nodes but {net.name} can be spread over at most {most} nodes of {P}-channel "
+                               f"tiles ({len(plist)} conv/fc layers" + (", each shared by at most two neighbouring "
+                               "nodes" if split else ", cut at layer boundaries") + f"): give at most {most} nodes")
         curve = np.concatenate([[0.0], np.cumsum(tile_work)])
         curve = curve / curve[-1]
         allowed = np.arange(total_tiles + 1) if split else np.asarray(layer_end)
@@ -362,7 +373,21 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
                 if a < cuts[i - 1] < b and a < cuts[i] < b:
                     cuts[i] = b if b <= hi_room else cuts[i]
     nodes = items_from_cuts(net, P, cuts)
-    _check_nodes(net, nodes)
+    try:
+        _check_nodes(net, nodes)
+    except ClusterError:  # the rule's cuts share a layer three ways: the exact search may find cuts that fit
+        if not (method.startswith("fpdeep") and split):
+            raise
+        best = _min_max(net, ccfg, batch, total_tiles, packed)
+        if best is not None:
+            best.method = "min-max (FPDeep's rule shared a layer over three nodes)"
+            return best
+        cuts = _halving_cuts(layer_end, N)
+        if cuts is None:
+            raise
+        method = "layers and halves (FPDeep's rule shared a layer over three nodes)"
+        nodes = items_from_cuts(net, P, cuts)
+        _check_nodes(net, nodes)
     work = [sum(item_work(ccfg.engines[j], net, it, batch, packed) for it in items) for j, items in enumerate(nodes)]
     result = Partition(net, P, batch, list(cuts), nodes, work, method, packed)
     if method == "fpdeep" and refine:
@@ -371,6 +396,19 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
             best.method = f"min-max (FPDeep's rule gave max/mean {result.balance:.3f})"
             return best
     return result
+
+
+def _halving_cuts(layer_end: list, N: int) -> list | None:
+    """A cut vector of ``N`` nodes that shares no layer three ways, when ``N`` is at least the number
+    of conv/fc layers: a cut at every layer boundary, and one in the middle of each of the
+    ``N - layers`` layers of most tiles (None when that cannot make ``N`` nodes)."""
+    spans = list(itertools.pairwise(layer_end))
+    extra = N - len(spans)
+    halvable = sorted((q for q, (a, b) in enumerate(spans) if b - a >= 2), key=lambda q: -(spans[q][1] - spans[q][0]))
+    if extra < 0 or extra > len(halvable):
+        return None
+    cuts = set(layer_end) | {(spans[q][0] + spans[q][1]) // 2 for q in halvable[:extra]}
+    return sorted(cuts)
 
 
 def _min_max(net, ccfg, batch, total_tiles, packed=frozenset(), limit=200_000):

@@ -71,15 +71,29 @@ class TrainingResult:
         return lines + [f"  wrote {path}" + (f" ({note})" if note else "") for path, note in self.written]
 
 
+#: the fault injectors' probability unit, inverted (rates are integers of 2^-16 per flit)
+FAULT_UNIT_INV = 65536
+#: how far the injected rate may be from the one asked for (1e-3 becomes 66 * 2^-16 = 1.007e-3)
+FAULT_RATE_TOLERANCE = 0.05
+
+
 def link_faults(rate: float, seed: int = 1) -> dict | None:
     """A per-flit link fault ``rate`` (a third each lost flits, bursts and bit flips) as the fault
     injectors' rates in units of ``2**-16``, or ``None`` for 0."""
     if not (rate == rate and 0.0 <= rate <= 0.5):
         raise ClusterError(f"--faults {rate}: a per-flit probability in [0, 0.5]")
+    if isinstance(seed, bool) or not 0 <= seed <= 0xFFFFFFFF:
+        raise ClusterError(f"--fault-seed {seed}: a seed in 0..2**32-1")
     if rate == 0:
         return None
-    each = max(1, round(rate * 65536 / 3))
-    return dict(seed=seed & 0xFFFFFFFF, drop=each, burst=each, flip=each)
+    each = round(rate * FAULT_UNIT_INV / 3)
+    injected = 3 * each / FAULT_UNIT_INV
+    if each < 1 or abs(injected - rate) > FAULT_RATE_TOLERANCE * rate:
+        near = ", ".join(f"{3 * e / FAULT_UNIT_INV:.4g}" for e in sorted({max(1, each), max(1, each) + 1}))
+        raise ClusterError(f"--faults {rate:g}: the injectors draw each of the three fault kinds in steps of "
+                           f"2^-16 per flit, so the rate is a multiple of 3 * 2^-16 = {3 / FAULT_UNIT_INV:.4g} "
+                           f"(within {FAULT_RATE_TOLERANCE:.0%}); nearest: {near}")
+    return dict(seed=seed, drop=each, burst=each, flip=each)
 
 
 def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | None = None, steps: int | str = 2,

@@ -20,6 +20,8 @@ from pymtl_fp.verilate import module_name
 
 #: largest MAC array side the engine is built with
 MAX_ARRAY_SIDE = 32
+#: deepest buffer (act, weight, bias) in words: the 16-bit address fields of the engine's commands
+MAX_BUFFER_DEPTH = 65536
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,8 @@ class EngineConfig:
                 raise ValueError(f"{label} must divide the array side P = {self.rows} (1 <= {sym} <= P{why}), "
                                  f"got {v}")
         for f in ("act_depth", "weight_depth", "bias_depth"):
-            if not 2 <= getattr(self, f) <= 65536:
-                raise ValueError(f"EngineConfig.{f} must be in 2..65536, got {getattr(self, f)}")
+            if not 2 <= getattr(self, f) <= MAX_BUFFER_DEPTH:
+                raise ValueError(f"EngineConfig.{f} must be in 2..{MAX_BUFFER_DEPTH}, got {getattr(self, f)}")
 
     # ---- derived ---------------------------------------------------------------------------
     @property

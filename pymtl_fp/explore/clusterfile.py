@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 
 from pymtl_fp.documents import DocumentError, read_document
-from pymtl_fp.explore.devices import DeviceError, Precision, device_from_dict
+from pymtl_fp.explore.devices import DeviceError, Precision, checked_number, device_from_dict
 from pymtl_fp.explore.links import ENCODING_64B66B, Link, LinkError
 from pymtl_fp.explore.partition import Cluster
 
@@ -55,6 +55,11 @@ def _load_text(path: Path) -> dict:
         raise ClusterFileError(str(exc)) from None
 
 
+#: a link field's range in a devices file: (kind, low, high, low end open)
+LINK_RANGES = {"lanes": (int, 1, 1024, False), "rate_gbps": (float, 0, 1_000, True),
+               "gbps": (float, 0, 100_000, True), "latency_ns": (float, 0, 1e9, False)}
+
+
 def _link(spec: dict, dev_a, dev_b, where: str) -> Link:
     if not isinstance(spec, dict):
         raise ClusterFileError(f"{where}: expected a table")
@@ -62,21 +67,20 @@ def _link(spec: dict, dev_a, dev_b, where: str) -> Link:
     if unknown:
         raise ClusterFileError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     try:
-        latency = float(spec.get("latency_ns", 500.0))
-        if "gbps" in spec:
-            return Link(f"{float(spec['gbps']):g}G", float(spec["gbps"]), latency)
-        lanes = spec.get("lanes", 4)
-        if isinstance(lanes, bool) or int(lanes) != lanes or lanes < 1:
-            raise ClusterFileError(f"{where}: lanes must be a positive integer, not {lanes!r}")
-        rate = float(spec.get("rate_gbps") or min(dev_a.transceiver_gbps,
-                                                  dev_b.transceiver_gbps))
+        given = {key: checked_number(spec[key], where, key, *LINK_RANGES[key]) for key in LINK_RANGES if key in spec}
+    except DeviceError as exc:
+        raise ClusterFileError(str(exc)) from None
+    latency = given.get("latency_ns", 500.0)
+    try:
+        if "gbps" in given:
+            return Link(f"{given['gbps']:g}G", given["gbps"], latency)
+        lanes = given.get("lanes", 4)
+        rate = given.get("rate_gbps", min(dev_a.transceiver_gbps, dev_b.transceiver_gbps))
         if rate <= 0:
             raise ClusterFileError(f"{where}: no line rate known for {dev_a.name}-{dev_b.name}; "
                                    "give rate_gbps")
-        return Link(f"{int(lanes)}x{rate:g}G", int(lanes) * rate * ENCODING_64B66B, latency)
-    except (TypeError, ValueError, LinkError) as exc:
-        if isinstance(exc, ClusterFileError):
-            raise
+        return Link(f"{lanes}x{rate:g}G", lanes * rate * ENCODING_64B66B, latency)
+    except LinkError as exc:
         raise ClusterFileError(f"{where}: {exc}") from None
 
 
@@ -88,6 +92,10 @@ def cluster_from_dict(data: dict, precision: Precision | None = None,
     unknown = set(data) - {"name", "description", "link", "fpga", "links"}
     if unknown:
         raise ClusterFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    if not isinstance(data.get("description", ""), str):
+        raise ClusterFileError(f"{where}: description must be a string, not {data['description']!r}")
+    if not isinstance(data.get("links", []), list):
+        raise ClusterFileError(f"{where}: links must be a list of [[links]] tables, not {data['links']!r}")
     name = data.get("name")
     if name is not None and (not isinstance(name, str) or not NAME.fullmatch(name)):
         raise ClusterFileError(f"{where}: name {name!r} names the output files: give 1-64 letters, digits, "
@@ -114,7 +122,7 @@ def cluster_from_dict(data: dict, precision: Precision | None = None,
     default = data.get("link", {})
     links = [_link(default, devices[i], devices[i + 1], f"{where}: [link]")
              for i in range(len(devices) - 1)]
-    for j, spec in enumerate(data.get("links", []) or []):
+    for j, spec in enumerate(data.get("links", [])):
         if not isinstance(spec, dict) or "index" not in spec:
             raise ClusterFileError(f"{where}: [[links]] entry {j} needs an index")
         idx = spec["index"]

@@ -155,11 +155,31 @@ _FIELDS = {"name": str, "family": str, "dsp": int, "bram36": int, "uram": int,
            "transceivers": int, "transceiver_gbps": float, "clock_mhz": float,
            "dram_gbs": float, "dsp_fraction": float, "source": str}
 
+#: the range of every numeric field a devices file may give: (low, high, low end open); far above any
+#: real part (the largest AMD parts have ~12 000 DSPs, ~4 000 BRAM36, 1 000 URAM, 128 transceivers)
+FIELD_RANGES = {"dsp": (1, 1_000_000, False), "bram36": (0, 1_000_000, False), "uram": (0, 100_000, False),
+                "transceivers": (0, 10_000, False), "transceiver_gbps": (0, 1_000, False),
+                "clock_mhz": (0, 10_000, True), "dram_gbs": (0, 100_000, True), "dsp_fraction": (0, 1, True)}
+
+
+def checked_number(value, where: str, key: str, typ: type, lo: float, hi: float, lo_open: bool = False):
+    """A devices file's numeric field: a number of the right kind (no string, no bool), finite and in
+    ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); a one-line :class:`DeviceError` naming the field."""
+    span = f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
+    kind = "an integer" if typ is int else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (typ is int and value != int(value)):
+        raise DeviceError(f"{where}: field {key!r} must be {kind} {span}, not {value!r}")
+    if not math.isfinite(value) or value < lo or value > hi or (lo_open and value == lo):
+        raise DeviceError(f"{where}: field {key!r} must be a finite number {span}, not {value!r}")
+    return typ(value)
+
 
 def device_from_dict(d: dict, where: str = "device") -> Device:
     """A device from a mapping: either ``{"part": "xcvu9p", ...overrides}`` or every field.
 
-    ``array = [engines, P]`` pins the FPGA's engines (``engines`` of ``P x P``).
+    ``array = [engines, P]`` pins the FPGA's engines (``engines`` of ``P x P``).  Every field is
+    checked here (its kind, and numbers against :data:`FIELD_RANGES`): a one-line
+    :class:`DeviceError` naming ``where`` and the field.
     """
     if not isinstance(d, dict):
         raise DeviceError(f"{where}: expected a table, got {type(d).__name__}")
@@ -172,33 +192,52 @@ def device_from_dict(d: dict, where: str = "device") -> Device:
     kw = {}
     for key, val in d.items():
         typ = _FIELDS[key]
-        try:
-            if typ is int and (isinstance(val, bool) or float(val) != int(val)):
-                raise ValueError
-            kw[key] = typ(val)
-        except (TypeError, ValueError):
-            raise DeviceError(f"{where}: field {key!r} must be {typ.__name__}, not {val!r}") \
-                from None
-        if typ in (int, float):
-            lo_open = key == "clock_mhz"
-            if not math.isfinite(kw[key]) or kw[key] < 0 or (lo_open and kw[key] == 0):
-                raise DeviceError(f"{where}: field {key!r} must be a finite number "
-                                  f"{'> 0' if lo_open else '>= 0'}, not {val!r}")
+        if typ is str:
+            if not isinstance(val, str):
+                raise DeviceError(f"{where}: field {key!r} must be a string, not {val!r}")
+            kw[key] = val
+        else:
+            kw[key] = checked_number(val, where, key, typ, *FIELD_RANGES[key])
+    if part is not None and not isinstance(part, str):
+        raise DeviceError(f"{where}: field 'part' must be a part name (a string), not {part!r}")
     if part is not None:
-        base = get_device(str(part))
-        dev = replace(base, **kw)
+        try:
+            base = get_device(part)
+        except DeviceError as exc:
+            raise DeviceError(f"{where}: {exc}") from None
+        dev = _made(lambda: replace(base, **kw), where)
     else:
         missing = {"name", "dsp", "bram36"} - set(kw)
         if missing:
             raise DeviceError(f"{where}: needs 'part' or the fields {', '.join(sorted(missing))}")
         kw.setdefault("family", "custom")
-        dev = Device(**kw)
+        dev = _made(lambda: Device(**kw), where)
     if array is not None:
-        try:
-            e, p = (int(v) for v in array)
-            arr = EngineArray(p, e)
-        except (TypeError, ValueError):
-            raise DeviceError(f"{where}: array must be [engines, P] with P <= 32, "
-                              f"not {array!r}") from None
-        dev = dev.with_array(arr)
+        dev = dev.with_array(_array(array, dev, where))
     return dev
+
+
+def _made(make, where: str) -> Device:
+    try:
+        return make()
+    except DeviceError as exc:
+        raise DeviceError(f"{where}: {exc}") from None
+
+
+def _array(array, dev: Device, where: str) -> EngineArray:
+    """``array = [engines, P]``: integers, ``P`` at most 32, and no more MAC lanes than the part's
+    DSPs can give (:meth:`Device.lane_budget` at 2 MACs per DSP, the most any precision packs)."""
+    ok = isinstance(array, list) and len(array) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in array)
+    try:
+        arr = EngineArray(array[1], array[0]) if ok else None
+    except ValueError:
+        arr = None
+    if arr is None:
+        raise DeviceError(f"{where}: array must be [engines, P], two integers with engines >= 1 and "
+                          f"1 <= P <= 32, not {array!r}")
+    budget = int(dev.dsp * dev.dsp_fraction) * 2
+    if arr.lanes > budget:
+        raise DeviceError(f"{where}: array {array!r} has {arr.lanes} MAC lanes; {dev.name}'s {dev.dsp} DSPs "
+                          f"(dsp_fraction {dev.dsp_fraction:g}) give at most {budget}")
+    return arr
