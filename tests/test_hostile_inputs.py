@@ -112,7 +112,7 @@ ROWS = [
     ("cuts-index", C + ["--cuts", "0,9", "--nodes", "2"], 1, r"--cuts"),
     ("nodes-0", C + ["--nodes", "0"], 1, r"--nodes must be in 1\.\.64, got 0"),
     ("nodes-huge", C + ["--nodes", "100000"], 1, r"--nodes must be in 1\.\.64, got 100000"),
-    ("nodes-more-than-tiles", C + ["--nodes", "12"], 1, r"at most 9 nodes"),
+    ("nodes-more-than-tiles", C + ["--nodes", "12"], 1, r"at most 6 nodes"),
     ("cuts-not-rising", C + ["--cuts", "0,3,3,6,9"], 1, r"--cuts .*rise from 0, strictly"),
     ("cuts-word", C + ["--cuts", "0,a,9", "--nodes", "2"], 1, r"--cuts 0,a,9"),
     ("cuts-end", C + ["--cuts", "0,2,4,6,7"], 1, r"cuts .*must rise from 0 to 9"),
