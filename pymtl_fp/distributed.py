@@ -33,21 +33,56 @@ class _SyncCancelRace(logging.Filter):
 
 _RACE_FILTER = _SyncCancelRace()
 
+#: how long a client waits for a scheduler address to answer
+CONNECT_TIMEOUT = "5s"
 
-def connect(scheduler: str, workers: int):
+
+def connect(scheduler: str, workers: int, scratch_in=None):
     """``(client, cluster or None)``: a new local cluster of ``workers`` processes, or a client of
-    the scheduler at ``scheduler``."""
+    the scheduler at ``scheduler`` (given up after :data:`CONNECT_TIMEOUT`).
+
+    A local cluster's workers keep their scratch files (spill space, lock files) in a fresh folder
+    inside ``scratch_in`` (the command's output folder), which :func:`close` removes: nothing is
+    left in the system's temporary folder."""
     from distributed import Client, LocalCluster
 
     logging.getLogger("tornado.application").addFilter(_RACE_FILTER)  # (idempotent: a filter is added once)
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR, preload=[__name__])
-        return Client(cluster), cluster
+        import tempfile
+        from pathlib import Path
+
+        scratch = None
+        if scratch_in is not None:
+            Path(scratch_in).mkdir(parents=True, exist_ok=True)
+            scratch = tempfile.mkdtemp(prefix=".dask-scratch-", dir=scratch_in)
+        try:
+            import dask
+
+            with dask.config.set({"temporary-directory": scratch} if scratch else {}):
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.ERROR, preload=[__name__], local_directory=scratch)
+        except BaseException:
+            _remove(scratch)
+            raise
+        cluster.pymtl_fp_scratch = scratch
+        try:
+            return Client(cluster), cluster
+        except BaseException:
+            close(None, cluster)
+            raise
     try:
-        return Client(scheduler, timeout="5s"), None
-    except (OSError, TimeoutError) as exc:
-        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
+        return Client(scheduler, timeout=CONNECT_TIMEOUT), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there within "
+                             f"{CONNECT_TIMEOUT} ({reason})") from None
+
+
+def _remove(folder) -> None:
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def dask_setup(worker) -> None:
@@ -57,9 +92,20 @@ def dask_setup(worker) -> None:
 
 
 def close(client, cluster) -> None:
-    client.close()
-    if cluster is not None:
-        cluster.close()
+    """Close the client, then a local cluster (and remove its scratch folder).  distributed may
+    raise from a cluster closed while it was still starting (Ctrl-C in its first seconds); the
+    cluster is being torn down either way, so that is not reported over the interruption."""
+    try:
+        if client is not None:
+            client.close()
+    finally:
+        if cluster is not None:
+            try:
+                cluster.close()
+            except (AssertionError, RuntimeError, OSError, TimeoutError):
+                pass
+            finally:
+                _remove(getattr(cluster, "pymtl_fp_scratch", None))
 
 
 def mapper(client, progress=None):

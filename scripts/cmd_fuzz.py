@@ -140,9 +140,8 @@ def main(args) -> int:
     out_dir = validate.output_dir(args.out, "--out")
     validate.output_file(args.json, "--json", ".json")
     db_path, db_url = _check_database(args.db)
-    if args.scheduler not in ("local", "processes") and "://" not in args.scheduler:
-        raise UserError(f"--scheduler {args.scheduler}: give local, processes or a Dask scheduler address "
-                        "(tcp://host:8786)")
+    if args.scheduler not in ("local", "processes"):
+        validate.dask_address(args.scheduler)
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
         out_dir=str(out_dir.resolve()), inject_bug=args.inject_bug,

@@ -195,11 +195,19 @@ def design(args) -> int:
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
     validate.integer(args.top, "--top", 1)
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
+    if args.workers is not None and args.scheduler != "local":
+        raise UserError(f"--workers {args.workers}: the worker processes of --scheduler local; "
+                        + ("give --scheduler local with it" if args.scheduler is None
+                           else "a running scheduler's workers are its own"))
+    validate.integer(args.workers, "--workers", 1, 256)
+    if args.scheduler not in (None, "local"):
+        validate.dask_address(args.scheduler)
+    modes = read_modes(args.modes)
     out = output_folder(args)
     if args.scheduler is None:
-        res = search(net, dev, args.batch, prec, args.dram_gbs, modes=read_modes(args.modes))
+        res = search(net, dev, args.batch, prec, args.dram_gbs, modes=modes)
     else:
-        res = _design_on_dask(args, net, dev, prec)
+        res = _design_on_dask(args, net, dev, prec, modes, out)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
     stem = file_stem("design", net.name, dev.name, f"b{args.batch}")
@@ -257,21 +265,20 @@ def modes(args) -> int:
     return 0
 
 
-def _design_on_dask(args, net, dev, prec):
-    """The same search, one Dask task per engine array, with a progress bar on a terminal."""
+def _design_on_dask(args, net, dev, prec, modes, out):
+    """The same search, one Dask task per engine array, with a progress bar on a terminal (a local
+    cluster's scratch files inside ``out``, removed at the end)."""
     from pymtl_fp.cli.progress import TaskProgress
     from pymtl_fp.distributed import SchedulerError, close, connect, mapper
     from pymtl_fp.explore.design import search
 
-    validate.integer(args.workers, "--workers", 1, 256)
     try:
-        client, cluster = connect(args.scheduler, args.workers)
+        client, cluster = connect(args.scheduler, args.workers or 2, scratch_in=out)
     except SchedulerError as exc:
         raise UserError(str(exc)) from None
     bar = TaskProgress("design points by engine array")
     try:
-        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar),
-                      modes=read_modes(args.modes))
+        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar), modes=modes)
     finally:
         bar.close()
         close(client, cluster)

@@ -154,12 +154,24 @@ def _short_error(exc: BaseException) -> str:
 
 
 def worker_env(wid: int, cfg: CampaignConfig) -> None:
-    """The worker's own Verilator build directory and example database (process environment)."""
+    """The worker's own Verilator build directory, example database and Hypothesis storage folder
+    (process environment)."""
     base = Path(cfg.build_base or os.environ.get("PYMTL_FP_BUILD_DIR")
                 or Path.home() / ".cache" / "pymtl-fp" / "build").expanduser()
     os.environ["PYMTL_FP_BUILD_DIR"] = str(base / f"fuzz-w{wid}")
     if cfg.db_path:
         os.environ["PYMTL_FP_HYPOTHESIS_DB"] = cfg.db_path
+    hypothesis_home(cfg)
+
+
+def hypothesis_home(cfg: CampaignConfig) -> None:
+    """Hypothesis keeps a storage folder of its own (``.hypothesis``, by default in the working
+    directory, whatever the example database): put it inside the campaign's output folder."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = Path(cfg.out_dir) / ".hypothesis"
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(home)
+    set_hypothesis_home_dir(home)
 
 
 def example_database(cfg: CampaignConfig, profile):
