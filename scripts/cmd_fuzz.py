@@ -141,7 +141,7 @@ def main(args) -> int:
     validate.output_file(args.json, "--json", ".json")
     db_path, db_url = _check_database(args.db)
     if args.scheduler not in ("local", "processes"):
-        validate.dask_address(args.scheduler)
+        validate.dask_address(args.scheduler, others="local, processes")
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
         out_dir=str(out_dir.resolve()), inject_bug=args.inject_bug,

@@ -11,7 +11,11 @@ from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cli.explore_options import (
     DEFAULT_LINKS,
     MAX_BATCH,
+    MAX_MODES_CONFIGS,
+    MAX_PARALLELISM_CONFIGS,
     MAX_PIECES,
+    MAX_SCALING_CONFIGS,
+    MAX_SCALING_OPTIMAL_CONFIGS,
     file_stem,
     output_folder,
     parse_fpgas,
@@ -35,6 +39,9 @@ def scaling(args) -> int:
     links = read_links(args.link or [DEFAULT_LINKS])
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
+    validate.study_size(len(sizes) * len(links), MAX_SCALING_OPTIMAL_CONFIGS if args.optimal else MAX_SCALING_CONFIGS,
+                        "(cluster size, link) configurations",
+                        f"--fpgas {args.fpgas} x {len(links)} links" + (" --optimal" if args.optimal else ""))
     out = output_folder(args)
     res = sweep(net, dev, sizes, links, prec, args.batch, args.pieces, args.split,
                 optimal=args.optimal)
@@ -77,6 +84,8 @@ def parallelism(args) -> int:
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "mini-batch")
     validate.integer(args.grad_bits, "--grad-bits", 1, 64)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
+    validate.study_size(len(sizes) * len(batches), MAX_PARALLELISM_CONFIGS, "(cluster size, mini-batch) configurations",
+                        f"--fpgas {args.fpgas} x --batches {args.batches}")
     out = output_folder(args)
     res = crossover(net, dev, sizes, batches, link, prec, args.grad_bits, args.pieces)
     stem = file_stem("parallelism", net.name, dev.name, link.name)
@@ -245,6 +254,8 @@ def modes(args) -> int:
     arrays = parse_sizes(args.arrays, "--arrays", P_MAX, "array side")
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "batch")
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
+    validate.study_size(len(arrays) * len(batches), MAX_MODES_CONFIGS, "(array side, batch) configurations",
+                        f"--arrays {args.arrays} x --batches {args.batches}")
     try:
         res = study(net, arrays, batches, layers)
     except ValueError as exc:

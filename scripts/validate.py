@@ -145,10 +145,10 @@ def _output_dir(path, option: str) -> Path:
 DASK_SCHEMES = ("tcp", "tls")
 
 
-def dask_address(text, option: str = "--scheduler") -> str:
+def dask_address(text, option: str = "--scheduler", others: str = "local") -> str:
     """A Dask scheduler address ``tcp://HOST:PORT`` (or ``tls://``), checked for its form before any
     connection is tried: a known scheme, a host of letters, digits, ``.``, ``-``, ``_`` (or an IPv6
-    literal in brackets) and a port 1..65535."""
+    literal in brackets) and a port 1..65535.  ``others`` names the option's other values."""
     import re
 
     text = str(text)
@@ -158,7 +158,7 @@ def dask_address(text, option: str = "--scheduler") -> str:
         raise UserError(f"{option} {text[:200]}: scheme {scheme[:20]!r} is not one of "
                         f"{', '.join(s + '://' for s in DASK_SCHEMES)}")
     if m is None or not 1 <= int(m.group(3)) <= 65535:
-        raise UserError(f"{option} {text[:200]}: give local or a Dask scheduler address "
+        raise UserError(f"{option} {text[:200]}: give {others} or a Dask scheduler address "
                         "tcp://HOST:PORT (port 1..65535)")
     return text
 
