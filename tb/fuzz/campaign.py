@@ -446,6 +446,11 @@ def replay(target_name: str, level: str, case_path, inject_bug: str | None = Non
     if missing:
         raise ValueError(f"--replay {case_path}: not a {target_name} case: no {', '.join(map(repr, missing))} "
                          f"(a {target_name} case has {', '.join(target.case_keys)})")
+    if target.limits is not None:
+        try:
+            target.limits(case)
+        except ValueError as exc:
+            raise ValueError(f"--replay {case_path}: {exc}") from None
     ctx = targets.FuzzContext()
     undo = []
     if inject_bug:
