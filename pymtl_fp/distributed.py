@@ -33,6 +33,21 @@ class _SyncCancelRace(logging.Filter):
 
 _RACE_FILTER = _SyncCancelRace()
 
+#: prefix of the scratch folders :func:`connect` makes (and :func:`close` removes)
+SCRATCH_PREFIX = ".dask-scratch-"
+
+
+class _OwnScratchRemoved(logging.Filter):
+    """Drops distributed's complaint that a work folder it meant to remove at exit is gone, when
+    the folder is inside a scratch folder of ours that :func:`close` already removed whole."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Failed to remove" in message and SCRATCH_PREFIX in message)
+
+
+_SCRATCH_FILTER = _OwnScratchRemoved()
+
 #: how long a client waits for a scheduler address to answer
 CONNECT_TIMEOUT = "5s"
 
@@ -54,21 +69,24 @@ def connect(scheduler: str, workers: int, scratch_in=None):
         scratch = None
         if scratch_in is not None:
             Path(scratch_in).mkdir(parents=True, exist_ok=True)
-            scratch = tempfile.mkdtemp(prefix=".dask-scratch-", dir=scratch_in)
+            scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_in)
+            logging.getLogger("distributed.diskutils").addFilter(_SCRATCH_FILTER)
+        from distributed.deploy.spec import SpecCluster
+
+        before = set(SpecCluster._instances)
         try:
             import dask
 
             with dask.config.set({"temporary-directory": scratch} if scratch else {}):
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                        silence_logs=logging.ERROR, preload=[__name__], local_directory=scratch)
-        except BaseException:
-            _remove(scratch)
-            raise
-        cluster.pymtl_fp_scratch = scratch
-        try:
+                cluster.pymtl_fp_scratch = scratch
             return Client(cluster), cluster
-        except BaseException:
-            close(None, cluster)
+        except BaseException:  # (Ctrl-C while the cluster started: stop what did start)
+            for started in set(SpecCluster._instances) - before:  # (also one whose constructor did not return)
+                started.pymtl_fp_scratch = scratch
+                close(None, started)
+            _remove(scratch)
             raise
     try:
         return Client(scheduler, timeout=CONNECT_TIMEOUT), None
@@ -103,9 +121,18 @@ def close(client, cluster) -> None:
             try:
                 cluster.close()
             except (AssertionError, RuntimeError, OSError, TimeoutError):
-                pass
+                # distributed's exit handler would close it again and print the same error
+                _forget(cluster)
             finally:
                 _remove(getattr(cluster, "pymtl_fp_scratch", None))
+
+
+def _forget(cluster) -> None:
+    """Take a cluster whose close failed half-way out of distributed's list of clusters to close at
+    exit (``SpecCluster._instances``, read by its ``atexit`` handler)."""
+    from distributed.deploy.spec import SpecCluster
+
+    SpecCluster._instances.discard(cluster)
 
 
 def mapper(client, progress=None):

@@ -328,14 +328,14 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
     deadline_wall = start + cfg.seconds
     procs = [ctx.Process(target=_worker, args=(w, cfg, seed, deadline_wall, out_q), daemon=True)
              for w in range(cfg.workers)]
-    for p in procs:
-        p.start()
     tally = Tally()
     hard_stop = deadline_wall + cfg.shrink_seconds + 120  # startup + a last slow example
     try:
+        for p in procs:
+            p.start()
         _collect(procs, out_q, stream, start, deadline_wall, hard_stop, tally)
     except KeyboardInterrupt:
-        _stop_workers(procs, out_q)
+        _stop_workers([p for p in procs if p.pid is not None], out_q)
         raise
     for p in procs:
         p.join(timeout=10)
