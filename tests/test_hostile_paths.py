@@ -65,6 +65,8 @@ ROWS = [
     ("bench-weights-nodes", ["bench", "weights", "--nodes", "16"], r"lenet-digits on 16 nodes.*at most 9 nodes"),
     ("bench-weights-lanes", ["bench", "weights", "--array", "6", "--stream-lanes", "3", "--nodes", "2"],
      r"stream_lanes=3"),
+    ("bench-bands-json-suffix", ["bench", "bands", "--json", "{tmp}/b.txt"], r"--json .*must end in \.json"),
+    ("bench-bands-json-notadir", ["bench", "bands", "--json", "{tmp}/none/b.json"], r"--json .*does not exist"),
     ("bench-parallel-net-missing", ["bench", "parallel", "--net", "{tmp}/none.toml"], r"--net .*none.toml"),
     # explore: unbounded studies refused with their count
     ("explore-parallelism-batches", ["explore", "parallelism", "--batches", "1..1048576", "--out", "{tmp}/r"],
