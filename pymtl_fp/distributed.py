@@ -33,21 +33,74 @@ class _SyncCancelRace(logging.Filter):
 
 _RACE_FILTER = _SyncCancelRace()
 
+#: prefix of the scratch folders :func:`connect` makes (and :func:`close` removes)
+SCRATCH_PREFIX = ".dask-scratch-"
 
-def connect(scheduler: str, workers: int):
+
+class _OwnScratchRemoved(logging.Filter):
+    """Drops distributed's complaint that a work folder it meant to remove at exit is gone, when
+    the folder is inside a scratch folder of ours that :func:`close` already removed whole."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("Failed to remove" in message and SCRATCH_PREFIX in message)
+
+
+_SCRATCH_FILTER = _OwnScratchRemoved()
+
+#: how long a client waits for a scheduler address to answer
+CONNECT_TIMEOUT = "5s"
+
+
+def connect(scheduler: str, workers: int, scratch_in=None):
     """``(client, cluster or None)``: a new local cluster of ``workers`` processes, or a client of
-    the scheduler at ``scheduler``."""
+    the scheduler at ``scheduler`` (given up after :data:`CONNECT_TIMEOUT`).
+
+    A local cluster's workers keep their scratch files (spill space, lock files) in a fresh folder
+    inside ``scratch_in`` (the command's output folder), which :func:`close` removes: nothing is
+    left in the system's temporary folder."""
     from distributed import Client, LocalCluster
 
     logging.getLogger("tornado.application").addFilter(_RACE_FILTER)  # (idempotent: a filter is added once)
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR, preload=[__name__])
-        return Client(cluster), cluster
+        import tempfile
+        from pathlib import Path
+
+        scratch = None
+        if scratch_in is not None:
+            Path(scratch_in).mkdir(parents=True, exist_ok=True)
+            scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_in)
+            logging.getLogger("distributed.diskutils").addFilter(_SCRATCH_FILTER)
+        from distributed.deploy.spec import SpecCluster
+
+        before = set(SpecCluster._instances)
+        try:
+            import dask
+
+            with dask.config.set({"temporary-directory": scratch} if scratch else {}):
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.ERROR, preload=[__name__], local_directory=scratch)
+                cluster.pymtl_fp_scratch = scratch
+            return Client(cluster), cluster
+        except BaseException:  # (Ctrl-C while the cluster started: stop what did start)
+            for started in set(SpecCluster._instances) - before:  # (also one whose constructor did not return)
+                started.pymtl_fp_scratch = scratch
+                close(None, started)
+            _remove(scratch)
+            raise
     try:
-        return Client(scheduler, timeout="5s"), None
-    except (OSError, TimeoutError) as exc:
-        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there ({exc})") from None
+        return Client(scheduler, timeout=CONNECT_TIMEOUT), None
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there within "
+                             f"{CONNECT_TIMEOUT} ({reason})") from None
+
+
+def _remove(folder) -> None:
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def dask_setup(worker) -> None:
@@ -57,9 +110,29 @@ def dask_setup(worker) -> None:
 
 
 def close(client, cluster) -> None:
-    client.close()
-    if cluster is not None:
-        cluster.close()
+    """Close the client, then a local cluster (and remove its scratch folder).  distributed may
+    raise from a cluster closed while it was still starting (Ctrl-C in its first seconds); the
+    cluster is being torn down either way, so that is not reported over the interruption."""
+    try:
+        if client is not None:
+            client.close()
+    finally:
+        if cluster is not None:
+            try:
+                cluster.close()
+            except (AssertionError, RuntimeError, OSError, TimeoutError):
+                # distributed's exit handler would close it again and print the same error
+                _forget(cluster)
+            finally:
+                _remove(getattr(cluster, "pymtl_fp_scratch", None))
+
+
+def _forget(cluster) -> None:
+    """Take a cluster whose close failed half-way out of distributed's list of clusters to close at
+    exit (``SpecCluster._instances``, read by its ``atexit`` handler)."""
+    from distributed.deploy.spec import SpecCluster
+
+    SpecCluster._instances.discard(cluster)
 
 
 def mapper(client, progress=None):

@@ -1,7 +1,9 @@
 """``pymtl-fp bench TARGET``: benchmarks that print measured figures (never pass/fail on time).
 
 Each target lives in ``scripts/benchmarks/<target>.py`` (:mod:`pymtl_fp.cli.benchmarks`; ``-`` in the name
-becomes ``_``) with ``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``.
+becomes ``_``) with ``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``.  A configuration the cluster
+compiler refuses (``ClusterError``) is a one-line error, as in ``train``; the targets check their
+options before any run (:mod:`pymtl_fp.cli.validate`).
 """
 
 from __future__ import annotations
@@ -27,4 +29,10 @@ def add_arguments(parser):
 
 
 def main(args) -> int:
-    return int(args._bench_module.main(args) or 0)
+    from pymtl_fp.cli.errors import UserError
+    from pymtl_fp.cluster.config import ClusterError
+
+    try:
+        return int(args._bench_module.main(args) or 0)
+    except ClusterError as exc:  # the cluster compiler refused a configuration the options made
+        raise UserError(f"bench {args.target}: {exc}") from None

@@ -91,8 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="fan the search out over Dask, one task per engine array: local (a local cluster of "
                         "--workers processes) or a running scheduler's address (tcp://host:8786); default: in "
                         "this process")
-    p.add_argument("--workers", type=int, default=2, metavar="N",
-                   help="worker processes of --scheduler local (default 2)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes of --scheduler local (default 2; an error without it)")
     p.add_argument("--modes", default="channel,packed,batch",
                    help="dataflows a layer's passes may take, the fastest per layer: channel (always), packed "
                    "(a first layer tap-packed), batch (a forward pass batch-parallel); default all three")

@@ -106,6 +106,18 @@ def _check_database(db: str | None) -> tuple:
     return None, None
 
 
+#: options of a campaign that a replay does not take, with their defaults
+CAMPAIGN_OPTIONS = {"--minutes": None, "--seconds": None, "--max-examples": None, "--workers": 1,
+                    "--force-workers": False, "--scheduler": "local", "--db": None, "--seed": None,
+                    "--out": "fuzz-results", "--shrink-seconds": 120.0, "--json": None}
+
+
+def _campaign_options(args) -> list:
+    """The campaign options given (set to other than their defaults) beside ``--replay``."""
+    return [opt for opt, default in CAMPAIGN_OPTIONS.items()
+            if getattr(args, opt[2:].replace("-", "_")) != default]
+
+
 def main(args) -> int:
     from pymtl_fp.tb.fuzz import campaign, targets
 
@@ -116,6 +128,10 @@ def main(args) -> int:
     if args.inject_bug == "":
         raise UserError("--inject-bug: empty name; see --list for the injectable bugs")
     if args.replay is not None:
+        given = _campaign_options(args)
+        if given:
+            raise UserError(f"{', '.join(given)}: option(s) of a campaign; --replay runs one case once "
+                            "(give --target, --level, --inject-bug and --replay only)")
         try:
             ok, msg = campaign.replay(args.target, args.level, args.replay, args.inject_bug)
         except targets.TargetUnavailable as exc:
@@ -140,9 +156,8 @@ def main(args) -> int:
     out_dir = validate.output_dir(args.out, "--out")
     validate.output_file(args.json, "--json", ".json")
     db_path, db_url = _check_database(args.db)
-    if args.scheduler not in ("local", "processes") and "://" not in args.scheduler:
-        raise UserError(f"--scheduler {args.scheduler}: give local, processes or a Dask scheduler address "
-                        "(tcp://host:8786)")
+    if args.scheduler not in ("local", "processes"):
+        validate.dask_address(args.scheduler, others="local, processes")
     cfg = campaign.CampaignConfig(
         target=args.target, level=args.level, seconds=seconds, workers=args.workers, seed=args.seed,
         out_dir=str(out_dir.resolve()), inject_bug=args.inject_bug,

@@ -27,6 +27,8 @@ def parse_sizes(text: str, option: str, hi: int, what: str) -> list:
                 if lo < 1 or top < lo or step < 1:
                     raise UserError(f"{option}: bad range {part!r} (need 1 <= low <= high, "
                                     "step >= 1)")
+                if top > hi:  # (before the range is built: 1..10**12 is refused, not listed)
+                    raise UserError(f"{option}: {top} is outside 1..{hi}")
                 vals = list(range(lo, top + 1, step))
                 if vals[-1] != top:
                     vals.append(top)
@@ -108,6 +110,14 @@ def read_links(text):
 MAX_PIECES = 1024
 #: largest mini-batch of the analytic studies
 MAX_BATCH = 1 << 20
+#: most configurations a study evaluates (each a few milliseconds: cluster sizes x links for
+#: ``scaling``, cluster sizes x mini-batches for ``parallelism`` (tens of milliseconds each), array
+#: sides x batches for ``modes``); a range that would run for hours is refused with its count
+MAX_SCALING_CONFIGS = 4096
+#: ... with ``scaling --optimal`` (its dynamic programme takes up to ~0.1 s per configuration)
+MAX_SCALING_OPTIMAL_CONFIGS = 1024
+MAX_PARALLELISM_CONFIGS = 2048
+MAX_MODES_CONFIGS = 4096
 
 
 def output_folder(args) -> Path:

@@ -11,7 +11,11 @@ from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cli.explore_options import (
     DEFAULT_LINKS,
     MAX_BATCH,
+    MAX_MODES_CONFIGS,
+    MAX_PARALLELISM_CONFIGS,
     MAX_PIECES,
+    MAX_SCALING_CONFIGS,
+    MAX_SCALING_OPTIMAL_CONFIGS,
     file_stem,
     output_folder,
     parse_fpgas,
@@ -35,6 +39,9 @@ def scaling(args) -> int:
     links = read_links(args.link or [DEFAULT_LINKS])
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
+    validate.study_size(len(sizes) * len(links), MAX_SCALING_OPTIMAL_CONFIGS if args.optimal else MAX_SCALING_CONFIGS,
+                        "(cluster size, link) configurations",
+                        f"--fpgas {args.fpgas} x {len(links)} links" + (" --optimal" if args.optimal else ""))
     out = output_folder(args)
     res = sweep(net, dev, sizes, links, prec, args.batch, args.pieces, args.split,
                 optimal=args.optimal)
@@ -77,6 +84,8 @@ def parallelism(args) -> int:
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "mini-batch")
     validate.integer(args.grad_bits, "--grad-bits", 1, 64)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
+    validate.study_size(len(sizes) * len(batches), MAX_PARALLELISM_CONFIGS, "(cluster size, mini-batch) configurations",
+                        f"--fpgas {args.fpgas} x --batches {args.batches}")
     out = output_folder(args)
     res = crossover(net, dev, sizes, batches, link, prec, args.grad_bits, args.pieces)
     stem = file_stem("parallelism", net.name, dev.name, link.name)
@@ -195,11 +204,19 @@ def design(args) -> int:
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
     validate.integer(args.top, "--top", 1)
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
+    if args.workers is not None and args.scheduler != "local":
+        raise UserError(f"--workers {args.workers}: the worker processes of --scheduler local; "
+                        + ("give --scheduler local with it" if args.scheduler is None
+                           else "a running scheduler's workers are its own"))
+    validate.integer(args.workers, "--workers", 1, 256)
+    if args.scheduler not in (None, "local"):
+        validate.dask_address(args.scheduler)
+    modes = read_modes(args.modes)
     out = output_folder(args)
     if args.scheduler is None:
-        res = search(net, dev, args.batch, prec, args.dram_gbs, modes=read_modes(args.modes))
+        res = search(net, dev, args.batch, prec, args.dram_gbs, modes=modes)
     else:
-        res = _design_on_dask(args, net, dev, prec)
+        res = _design_on_dask(args, net, dev, prec, modes, out)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
     stem = file_stem("design", net.name, dev.name, f"b{args.batch}")
@@ -237,6 +254,8 @@ def modes(args) -> int:
     arrays = parse_sizes(args.arrays, "--arrays", P_MAX, "array side")
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "batch")
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
+    validate.study_size(len(arrays) * len(batches), MAX_MODES_CONFIGS, "(array side, batch) configurations",
+                        f"--arrays {args.arrays} x --batches {args.batches}")
     try:
         res = study(net, arrays, batches, layers)
     except ValueError as exc:
@@ -257,21 +276,20 @@ def modes(args) -> int:
     return 0
 
 
-def _design_on_dask(args, net, dev, prec):
-    """The same search, one Dask task per engine array, with a progress bar on a terminal."""
+def _design_on_dask(args, net, dev, prec, modes, out):
+    """The same search, one Dask task per engine array, with a progress bar on a terminal (a local
+    cluster's scratch files inside ``out``, removed at the end)."""
     from pymtl_fp.cli.progress import TaskProgress
     from pymtl_fp.distributed import SchedulerError, close, connect, mapper
     from pymtl_fp.explore.design import search
 
-    validate.integer(args.workers, "--workers", 1, 256)
     try:
-        client, cluster = connect(args.scheduler, args.workers)
+        client, cluster = connect(args.scheduler, args.workers or 2, scratch_in=out)
     except SchedulerError as exc:
         raise UserError(str(exc)) from None
     bar = TaskProgress("design points by engine array")
     try:
-        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar),
-                      modes=read_modes(args.modes))
+        return search(net, dev, args.batch, prec, args.dram_gbs, map_fn=mapper(client, bar), modes=modes)
     finally:
         bar.close()
         close(client, cluster)

@@ -83,8 +83,19 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, modules
 
 
+def _interrupted(command: str | None) -> int:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
+    print(f"pymtl-fp{' ' + command if command else ''}: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser, modules = build_parser()
+    try:  # (Ctrl-C while the subcommands' modules load: one line too)
+        parser, modules = build_parser()
+    except KeyboardInterrupt:
+        return _interrupted(None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -112,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pymtl-fp {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
-        print(f"pymtl-fp {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(args.command)
 
 
 if __name__ == "__main__":  # pragma: no cover

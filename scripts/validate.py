@@ -202,3 +202,50 @@ def available_memory() -> int | None:
 
 def _gib(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**28 else f"{n / 2**20:.1f} MiB"
+
+
+# -- bench, explore and fuzz paths
+
+#: Dask's address schemes a scheduler may be reached by from another process (``inproc://`` is one
+#: process only; ``ucx://`` needs a transport this install does not bring)
+DASK_SCHEMES = ("tcp", "tls")
+
+
+def dask_address(text, option: str = "--scheduler", others: str = "local") -> str:
+    """A Dask scheduler address ``tcp://HOST:PORT`` (or ``tls://``), checked for its form before any
+    connection is tried: a known scheme, a host of letters, digits, ``.``, ``-``, ``_`` (or an IPv6
+    literal in brackets) and a port 1..65535.  ``others`` names the option's other values."""
+    import re
+
+    text = str(text)
+    m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})", text)
+    scheme = text.split("://", 1)[0] if "://" in text else None
+    if scheme is not None and scheme not in DASK_SCHEMES:
+        raise UserError(f"{option} {text[:200]}: scheme {scheme[:20]!r} is not one of "
+                        f"{', '.join(s + '://' for s in DASK_SCHEMES)}")
+    if m is None or not 1 <= int(m.group(3)) <= 65535:
+        raise UserError(f"{option} {text[:200]}: give {others} or a Dask scheduler address "
+                        "tcp://HOST:PORT (port 1..65535)")
+    return text
+
+
+def cluster_partition(net, ccfg, batch: int, what: str):
+    """The partition the cluster benchmarks will run (FPDeep's, cheap), computed before any run so
+    that a node count the net cannot fill (more nodes than tiles) or a batch no node can hold is a
+    one-line error naming ``what`` (the benchmark and its options) instead of a worker's traceback."""
+    from pymtl_fp.cluster.compiler.compile import choose_partition
+    from pymtl_fp.cluster.config import ClusterError
+
+    try:  # (``ccfg`` may be a function that builds the cluster: its refusals are reported too)
+        return choose_partition(net, ccfg() if callable(ccfg) else ccfg, batch)
+    except (ClusterError, ValueError) as exc:
+        raise UserError(f"{what}: {exc}") from None
+
+
+def study_size(count: int, limit: int, what: str, options: str) -> int:
+    """The number of configurations an analytic study is about to evaluate, refused above ``limit``
+    (a sweep that would run for hours is an option mistake, not a study)."""
+    if count > limit:
+        raise UserError(f"{options}: {count:,} {what} to evaluate; at most {limit:,} "
+                        "(narrow the ranges, e.g. with a step: 1..1024:8)")
+    return count

@@ -137,6 +137,7 @@ def main(args) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     heights = _heights(args.heights)
+    out = validate.output_file(args.json, "--json", ".json")  # (before the work, not after it)
     try:
         net = load_net(args.net)
     except NetError as exc:
@@ -178,6 +179,6 @@ def main(args) -> int:
                 print(f"{row['layer']:<8} {row['op']:<10} {row['height']:>5} {row['commands']:>8} {row['cycles']:>8} "
                       f"{vs:>9} {row['window_words']:>12} {100 * row['window_words'] / row['map_words']:>6.0f}%")
     if args.json:
-        with open(validate.output_file(args.json, "--json"), "w") as fh:
+        with open(out, "w") as fh:
             json.dump(dict(net=net.name, config=cfg.name, level=args.level, rows=rows_out), fh, indent=1)
     return 0

@@ -29,6 +29,9 @@ from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
+#: most ``--pymtl-cycles``: the PyMTL3-driven RTL cluster runs about a thousand cycles per second
+MAX_PYMTL_CYCLES = 100_000
+
 HELP = "cluster simulation speed: CL, PyMTL3 RTL, per-cycle Verilator, compiled Verilated cluster, plain C++"
 
 
@@ -37,7 +40,8 @@ def add_arguments(parser):
     parser.add_argument("--batch", type=int, default=8, metavar="B", help="mini-batch (default 8)")
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="training steps (default 2)")
     parser.add_argument("--pymtl-cycles", type=int, default=1500, metavar="C",
-                        help="cycles of the PyMTL3-driven RTL runs (default 1500; 0 skips them)")
+                        help=f"cycles of the PyMTL3-driven RTL runs (default 1500, at most {MAX_PYMTL_CYCLES:,}; "
+                             "0 skips them)")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
 
 
@@ -114,9 +118,10 @@ def main(args) -> int:
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
     validate.integer(args.batch, "--batch", 1, 1437)
     validate.integer(args.steps, "--steps", 1, 1437 // args.batch)
-    validate.integer(args.pymtl_cycles, "--pymtl-cycles", 0, 10_000_000)
+    validate.integer(args.pymtl_cycles, "--pymtl-cycles", 0, MAX_PYMTL_CYCLES)
     validate.output_file(args.json, "--json", ".json")
     net, fmt, images, labels, params, tcfg, ccfg = _setup(args)
+    validate.cluster_partition(net, ccfg, args.batch, f"bench cluster --nodes {args.nodes}")
     want, _ = golden_steps(net, params, images, labels, tcfg, args.steps, args.batch)
     print(f"cluster: lenet-digits, {args.nodes} nodes of 4x4, batch {args.batch}, {args.steps} steps, "
           f"overlapping engines, 1f1b", flush=True)

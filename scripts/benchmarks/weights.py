@@ -95,16 +95,26 @@ def _run(job) -> dict:
 
 
 def main(args) -> int:
+    from pymtl_fp.engine.config import MAX_ARRAY_SIDE
+    from pymtl_fp.net import load_net
+
     nets = [digits_net(x, args.precision).name for x in args.nets.split(",")]
     nodes = int_list(args.nodes, "--nodes", 1, 16)
     batches = int_list(args.batches, "--batches", 1, 1024)
     validate.integer(args.steps, "--steps", 1, 100)
-    validate.integer(args.array, "--array", 1, 64)
+    validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     if args.array % args.stream_lanes:
         raise UserError(f"--stream-lanes {args.stream_lanes} must divide --array {args.array}")
     validate.integer(args.workers, "--workers", 1, 64)
     out = validate.output_file(args.json, "--json", ".json")
+    for name in nets:
+        net = load_net(name)
+        for n in nodes:
+            for b in batches:
+                validate.cluster_partition(net, lambda net=net, n=n: _ccfg(net, args.precision, n, args.array,
+                                                                           args.stream_lanes, 65536),
+                                           b, f"bench weights: {name} on {n} nodes, batch {b}")
     jobs = [(name, args.precision, n, args.array, args.stream_lanes, b, args.steps)
             for name in nets for n in nodes for b in batches]
     rows = run_jobs(_run, jobs, args.workers)

@@ -154,12 +154,24 @@ def _short_error(exc: BaseException) -> str:
 
 
 def worker_env(wid: int, cfg: CampaignConfig) -> None:
-    """The worker's own Verilator build directory and example database (process environment)."""
+    """The worker's own Verilator build directory, example database and Hypothesis storage folder
+    (process environment)."""
     base = Path(cfg.build_base or os.environ.get("PYMTL_FP_BUILD_DIR")
                 or Path.home() / ".cache" / "pymtl-fp" / "build").expanduser()
     os.environ["PYMTL_FP_BUILD_DIR"] = str(base / f"fuzz-w{wid}")
     if cfg.db_path:
         os.environ["PYMTL_FP_HYPOTHESIS_DB"] = cfg.db_path
+    hypothesis_home(cfg)
+
+
+def hypothesis_home(cfg: CampaignConfig) -> None:
+    """Hypothesis keeps a storage folder of its own (``.hypothesis``, by default in the working
+    directory, whatever the example database): put it inside the campaign's output folder."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = Path(cfg.out_dir) / ".hypothesis"
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(home)
+    set_hypothesis_home_dir(home)
 
 
 def example_database(cfg: CampaignConfig, profile):
@@ -316,14 +328,14 @@ def run_campaign(cfg: CampaignConfig, *, stream=None) -> Summary:
     deadline_wall = start + cfg.seconds
     procs = [ctx.Process(target=_worker, args=(w, cfg, seed, deadline_wall, out_q), daemon=True)
              for w in range(cfg.workers)]
-    for p in procs:
-        p.start()
     tally = Tally()
     hard_stop = deadline_wall + cfg.shrink_seconds + 120  # startup + a last slow example
     try:
+        for p in procs:
+            p.start()
         _collect(procs, out_q, stream, start, deadline_wall, hard_stop, tally)
     except KeyboardInterrupt:
-        _stop_workers(procs, out_q)
+        _stop_workers([p for p in procs if p.pid is not None], out_q)
         raise
     for p in procs:
         p.join(timeout=10)
@@ -434,6 +446,11 @@ def replay(target_name: str, level: str, case_path, inject_bug: str | None = Non
     if missing:
         raise ValueError(f"--replay {case_path}: not a {target_name} case: no {', '.join(map(repr, missing))} "
                          f"(a {target_name} case has {', '.join(target.case_keys)})")
+    if target.limits is not None:
+        try:
+            target.limits(case)
+        except ValueError as exc:
+            raise ValueError(f"--replay {case_path}: {exc}") from None
     ctx = targets.FuzzContext()
     undo = []
     if inject_bug:

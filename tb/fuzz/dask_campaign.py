@@ -67,7 +67,7 @@ def run_campaign_dask(cfg: CampaignConfig, scheduler: str = "local", *, stream=N
     own = client is None
     cluster = None
     if own:
-        client, cluster = connect(scheduler, cfg.workers)
+        client, cluster = connect(scheduler, cfg.workers, scratch_in=cfg.out_dir)
     where = "a local Dask cluster" if cluster is not None else f"Dask at {client.scheduler.address}"
     qname = f"pymtl-fp-fuzz-{uuid.uuid4().hex}"
     q = Queue(qname, client=client)

@@ -30,6 +30,8 @@ from pymtl_fp.tb.fuzz.targets import FuzzTarget
 
 NET_NAME = "lenet-digits"
 PREC = "8"
+#: training images the check loads (a case's ``first_image .. + steps x batch`` lies among them)
+IMAGES = 64
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,7 +43,7 @@ def _fixture():
     net = load_net(NET_NAME)
     fmt = net.precision(PREC)
     split = load_digits_split(seed=0)
-    return net, engine_for_net(net, PREC), quantize_images(split.x_train[:64], fmt.act), split.y_train[:64]
+    return net, engine_for_net(net, PREC), quantize_images(split.x_train[:IMAGES], fmt.act), split.y_train[:IMAGES]
 
 
 @st.composite
@@ -69,6 +71,34 @@ def case_strategy(draw, level):
 
 def strategy(level):
     return case_strategy(level)
+
+
+def limits(case):
+    """A replayed cluster case: the strategy's fields in range (node counts up to the net's tiles
+    are left to the partition), the images it trains on among the 64 the check loads, a stall at
+    most 0.95, and the schedule, parallelism and weight-gradient mode among those drawn."""
+    from pymtl_fp.tb.fuzz import case_limits as cl
+
+    cl.integer(case, "nodes", 1, 64)
+    cl.integer(case, "latency", 1, 4096)
+    cl.integer(case, "extra_credits", 0, 64)
+    cl.flag(case, "split")
+    steps = cl.integer(case, "steps", 1, IMAGES)
+    batch = cl.integer(case, "batch", 1, IMAGES)
+    first = cl.integer(case, "first_image", 0, IMAGES - 1)
+    if first + steps * batch > IMAGES:
+        raise cl.CaseLimitError(f"first_image {first} + steps {steps} x batch {batch} passes the {IMAGES} "
+                                "images the check loads")
+    cl.integer(case, "param_seed", 0, cl.SEED_MAX)
+    cl.integer(case, "lr_log2", 0, 16)
+    cl.integer(case, "train_seed", 0, cl.SEED_MAX)
+    cl.number(case, "stall", 0.0, cl.MAX_STALL)
+    cl.integer(case, "stall_seed", 0, cl.SEED_MAX)
+    cl.choice(case, "schedule", ("1f1b", "gpipe", "cp", "sgd"), default="1f1b")
+    cl.choice(case, "parallel", ("pipeline", "data", "hybrid"), default="pipeline")
+    cl.choice(case, "wgrad", ("batch", "image", "auto"), default="batch")
+    if case.get("weight_home") is not None:
+        cl.integer(case, "weight_home", 0, cl.SEED_MAX)
 
 
 def check(case, level, ctx):
@@ -153,4 +183,5 @@ TARGET = FuzzTarget(
     coverage=coverage,
     case_keys=("nodes", "latency", "extra_credits", "split", "steps", "batch", "param_seed", "first_image",
                "lr_log2", "train_seed", "stall", "stall_seed"),
+    limits=limits,
 )

@@ -153,6 +153,29 @@ def _patched_classes() -> tuple:
                  for mod, attr, _ in mut.patch)
 
 
+def limits(case):
+    """A replayed engine case: a preset, an operation, three stalls at most 0.95, and an operation
+    case the engine's own check (``run-op --case``) accepts."""
+    from pymtl_fp.engine.cases import CaseError, validate_case
+    from pymtl_fp.engine.config import PRESETS, preset
+    from pymtl_fp.tb.fuzz import case_limits as cl
+
+    cfg = preset(cl.choice(case, "config", tuple(PRESETS)))
+    op = cl.choice(case, "op", tuple(OPS))
+    stall = cl.items(case, "stall")
+    if len(stall) != 3:
+        raise cl.CaseLimitError(f"stall must list 3 probabilities (command, data in, data out), got {len(stall)}")
+    for i in range(3):
+        cl.number({f"stall[{i}]": stall[i]}, f"stall[{i}]", 0.0, cl.MAX_STALL)
+    cl.integer(case, "stall_seed", 0, cl.SEED_MAX)
+    if not isinstance(case["case"], dict):
+        raise cl.CaseLimitError(f"case must be a table of the operation's arrays, got {type(case['case']).__name__}")
+    try:
+        validate_case(cfg, op, case["case"])
+    except CaseError as exc:
+        raise cl.CaseLimitError(f"case: {exc}") from None
+
+
 def check(case, level, ctx):
     """Run the case (the steps of :func:`pymtl_fp.tb.engine_harness.run_op`, on a fresh model) and compare
     every result array with the golden model."""
@@ -247,5 +270,6 @@ TARGET = FuzzTarget(
     reproducer=reproducer,
     mutations=MUTATIONS,
     case_keys=("config", "op", "stall", "stall_seed", "case"),
+    limits=limits,
     describe=describe,
 )

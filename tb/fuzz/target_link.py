@@ -60,6 +60,38 @@ def strategy(level):
     return case_strategy(level)
 
 
+def limits(case):
+    """A replayed link case: a link configuration the link accepts, messages that fit its width,
+    stalls at most 0.95, fault rates at most 0.1."""
+    from pymtl_fp.tb.fuzz import case_limits as cl
+    from pymtl_fp.tb.link_faults import FaultPlan
+
+    cfg = cl._get(case, "cfg", "")
+    msg_bits = cl.integer(cfg, "msg_bits", 1, 64, "cfg")
+    cl.integer(cfg, "phit_bits", 1, 64, "cfg")
+    cl.integer(cfg, "latency", 1, 4096, "cfg")
+    cl.integer(cfg, "credits", 1, 4096, "cfg")
+    cl.integer(cfg, "credit_latency", 1, 4096, "cfg")
+    try:
+        _cfg(cfg)
+    except (TypeError, ValueError) as exc:
+        raise cl.CaseLimitError(f"cfg: {exc}") from None
+    cl.integers(case, "msgs", 0, 2**msg_bits - 1)
+    cl.number(case, "src_stall", 0.0, cl.MAX_STALL)
+    cl.number(case, "sink_stall", 0.0, cl.MAX_STALL)
+    cl.integer(case, "seed", 0, cl.SEED_MAX)
+    faults = cl._get(case, "faults", "")
+    if faults is not None:
+        cl.integer(faults, "seed", 0, cl.SEED_MAX, "faults")
+        for key in ("bit_rate", "burst_rate", "drop_rate"):
+            if isinstance(faults, dict) and key in faults:
+                cl.number(faults, key, 0.0, cl.MAX_FAULT_RATE, "faults")
+        try:
+            FaultPlan(**faults)
+        except (TypeError, ValueError) as exc:
+            raise cl.CaseLimitError(f"faults: {exc}") from None
+
+
 def check(case, level, ctx):
     from pymtl_fp.tb.link_faults import FaultPlan
     from pymtl_fp.tb.link_harness import run_link
@@ -117,4 +149,5 @@ TARGET = FuzzTarget(
     coverage=coverage,
     mutations=MUTATIONS,
     case_keys=("cfg", "msgs", "src_stall", "sink_stall", "seed", "faults"),
+    limits=limits,
 )

@@ -109,6 +109,23 @@ def check(case, level, ctx):
                              f"gave {got}, golden model {want}")
 
 
+def limits(case):
+    """A replayed requant case: widths as the strategy draws them, each vector's fields in range."""
+    from pymtl_fp.tb.fuzz import case_limits as cl
+
+    out_bits = cl.integer(case, "out_bits", 2, 16)
+    acc_bits = cl.integer(case, "acc_bits", out_bits, 62)
+    for i, v in enumerate(cl.items(case, "vectors")):
+        where = f"vectors[{i}]"
+        cl.integer(v, "acc", -(2 ** (acc_bits - 1)), 2 ** (acc_bits - 1) - 1, where)
+        cl.integer(v, "shift", 0, 32, where)
+        cl.flag(v, "stochastic", where)
+        cl.flag(v, "relu", where)
+        cl.integer(v, "seed", 0, M32, where)
+        cl.integer(v, "tensor_id", 0, 255, where)
+        cl.integer(v, "index", 0, M32, where)
+
+
 def coverage(case):
     modes = sorted({("sto" if v["stochastic"] else "near") + ("+relu" if v["relu"] else "") for v in case["vectors"]})
     return f"acc{case['acc_bits']}/out{case['out_bits']}:{','.join(modes)}"
@@ -133,4 +150,5 @@ TARGET = FuzzTarget(
     coverage=coverage,
     mutations=MUTATIONS,
     case_keys=("acc_bits", "out_bits", "vectors"),
+    limits=limits,
 )

@@ -16,6 +16,8 @@ A target is a :class:`FuzzTarget`:
   case as JSON (:mod:`pymtl_fp.tb.fuzz.cases`) replayed by ``pymtl-fp fuzz --replay``;
 * ``case_keys`` -- the keys every case has: ``--replay`` refuses a file that lacks one (a
   malformed file is the user's error, not a hardware failure);
+* ``limits(case)`` (optional) -- checks a replayed case's fields against their types and ranges
+  (:mod:`pymtl_fp.tb.fuzz.case_limits`) before it runs, raising ``ValueError`` naming the field;
 * ``mutations`` -- known bugs (:class:`pymtl_fp.tb.fuzz.mutate.Mutation`) for ``--inject-bug``;
 * ``available()`` -- ``None`` when the target can run, else why not (a unit not built yet).
 
@@ -76,6 +78,7 @@ class FuzzTarget:
     reproducer: Callable | None = None
     mutations: dict = dataclasses.field(default_factory=dict)
     case_keys: tuple = ()  #: top-level keys every case holds (a replayed file is checked for them)
+    limits: Callable | None = None  #: checks a replayed case's fields (raises ValueError naming one)
     describe: Callable = lambda case: case_files.dumps(case).replace("\n", "")[:400]
 
     def write_reproducer(self, case: dict, level: str, out_dir, replay_cmd: str,
