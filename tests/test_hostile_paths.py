@@ -57,12 +57,12 @@ RP = ["fuzz", "--level", "fl", "--target"]
 DS = ["explore", "design", "--out", "{tmp}/r", "--no-plot"]
 ROWS = [
     # bench: refused before any run, through the CLI's error edge
-    ("bench-cluster-nodes-64", ["bench", "cluster", "--nodes", "64"], r"bench cluster --nodes 64: .*at most 9 nodes"),
-    ("bench-cluster-nodes-tiles", ["bench", "cluster", "--nodes", "12"], r"at most 9 nodes"),
+    ("bench-cluster-nodes-64", ["bench", "cluster", "--nodes", "64"], r"bench cluster --nodes 64: .*at most 6 nodes"),
+    ("bench-cluster-nodes-tiles", ["bench", "cluster", "--nodes", "12"], r"at most 6 nodes"),
     ("bench-cluster-pymtl-cycles", ["bench", "cluster", "--pymtl-cycles", "10000000"],
      r"--pymtl-cycles must be in 0\.\.100000"),
     ("bench-weights-array", ["bench", "weights", "--array", "64"], r"--array must be in 1\.\.32, got 64"),
-    ("bench-weights-nodes", ["bench", "weights", "--nodes", "16"], r"lenet-digits on 16 nodes.*at most 9 nodes"),
+    ("bench-weights-nodes", ["bench", "weights", "--nodes", "16"], r"lenet-digits on 16 nodes.*at most 6 nodes"),
     ("bench-weights-lanes", ["bench", "weights", "--array", "6", "--stream-lanes", "3", "--nodes", "2"],
      r"stream_lanes=3"),
     ("bench-bands-json-suffix", ["bench", "bands", "--json", "{tmp}/b.txt"], r"--json .*must end in \.json"),
