@@ -81,7 +81,7 @@ def test_cp_refuses_split_layers_before_simulating(data):
     images, labels = data
     params = quantize_params(net, init_params_float64(net, 4), PREC)
     ccfg = ClusterConfig.homogeneous(4, engine_for_net(net, PREC))
-    with pytest.raises(ClusterError, match="at most that many nodes"):
+    with pytest.raises(ClusterError, match="at most 3 nodes"):
         train_on_cluster(net, params, images, labels, TCFG, ccfg, Mapping(schedule="cp"), steps=1, batch=2,
                          levels=["cl"] * 4)
     ccfg = ClusterConfig.homogeneous(2, engine_for_net(net, PREC))
