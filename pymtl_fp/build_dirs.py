@@ -5,6 +5,7 @@
 * :func:`shared_build_dir`: one directory every worker and process shares, for builds keyed by
   their content that never run in the current directory (compiled cluster benches, Verilator's
   runtime objects);
+* :func:`digest`: a build's cache key from its inputs;
 * :func:`build_lock`: an exclusive ``flock`` while a target is built; :func:`build_once` builds a
   directory once under it, atomically.
 """
@@ -12,17 +13,21 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 
+def _base() -> Path:
+    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
+    return Path(base).expanduser().resolve()
+
+
 def build_dir(sub: str = "") -> Path:
     """The directory Verilator builds go to (created on demand)."""
-    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    path = Path(base).expanduser().resolve() / (worker or "main") / sub
+    path = _base() / (os.environ.get("PYTEST_XDIST_WORKER", "") or "main") / sub
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -31,10 +36,18 @@ def shared_build_dir(sub: str) -> Path:
     """A build directory every pytest-xdist worker (every process) shares, for builds keyed by their
     content that never run in the current directory (the compiled cluster benches): one worker
     builds a design, the others wait for it under :func:`build_lock` and load the same library."""
-    base = os.environ.get("PYMTL_FP_BUILD_DIR") or str(Path.home() / ".cache" / "pymtl-fp" / "build")
-    path = Path(base).expanduser().resolve() / "shared" / sub
+    path = _base() / "shared" / sub
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def digest(*parts: str) -> str:
+    """A build's cache key: the first 16 hex digits of the SHA-256 of ``parts``, each ended by NUL."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
 
 
 @contextlib.contextmanager

@@ -28,14 +28,13 @@ array ports); the bench mangles them as Verilator does (``__`` -> ``___05F``).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymtl_fp import verilator_runtime
-from pymtl_fp.build_dirs import build_lock, shared_build_dir
+from pymtl_fp.build_dirs import build_lock, digest, shared_build_dir
 from pymtl_fp.toolchain import make_env, setup_verilator
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
@@ -300,11 +299,7 @@ int64_t sim_run(void* p, int64_t max_cycles, int stop_stream, int64_t stop_count
 
 def _content_key(verilog_text: str, cxx: str, flags: list, version: str) -> str:
     body = "\n".join(line for line in verilog_text.splitlines() if not line.lstrip().startswith("//"))
-    h = hashlib.sha256()
-    for part in (body, cxx, " ".join(flags), version):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
+    return digest(body, cxx, " ".join(flags), version)
 
 
 def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Path | None = None,

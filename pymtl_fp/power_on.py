@@ -47,7 +47,7 @@ class PowerOnState:
             if id(value) not in seen:
                 seen.add(id(value))
                 _leaves(value, leaves)
-        self._saved = [(b, b._uint, getattr(b, "_next", None)) for b in {id(b): b for b in leaves}.values()]
+        self._saved = [(b, b._uint, getattr(b, "_next", None)) for b in leaves]
 
     def restore(self) -> None:
         """Write every signal's power-on value (and its pending next value) back."""

@@ -152,11 +152,10 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
     stems = {}
     for unit, stem in (vcd_stems or {}).items():
         stems[id(_child(top, unit) if isinstance(unit, str) else unit)] = stem
-    imports = []
+    names = []
     for unit, (name, params) in units.items():
         if isinstance(unit, str):  # children exist only once the top is elaborated
             unit = _child(top, unit)
-        imports.append(unit)
         if "__" in name or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
             raise ValueError(f"bad Verilog module name {name!r} (alphanumeric and single '_' only)")
         if params is None:
@@ -165,18 +164,18 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
         if stem:
             name = f"{name}_vcd"
         _register(name, f"{type(unit).__name__}{sorted(params.items())!r}")
+        names.append(name)
         unit.set_metadata(VerilogTranslationPass.explicit_module_name, name)
         unit.set_metadata(VerilogTranslationImportPass.enable, True)
         if stem:
             unit.set_metadata(VerilogVerilatorImportPass.vl_trace, True)
             unit.set_metadata(VerilogVerilatorImportPass.vl_trace_filename, stem)
-    names = sorted(unit.get_metadata(VerilogTranslationPass.explicit_module_name) for unit in imports)
     with contextlib.ExitStack() as locks:
         if any(stems.values()):  # a traced build bakes its VCD path into the library: this process's own
             where = build_dir()
         else:  # shared by every process, one unit at a time (locks taken in name order)
             where = shared_build_dir("pymtl3")
-            for name in names:
+            for name in sorted(names):
                 locks.enter_context(build_lock(where / name))
         with _chdir(where):
             imported = VerilogTranslationImportPass()(top)

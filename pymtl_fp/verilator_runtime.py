@@ -26,13 +26,13 @@ real builds, traced and untraced, through it.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
-from pymtl_fp.build_dirs import build_once, shared_build_dir
+from pymtl_fp.build_dirs import build_once, digest, shared_build_dir
 
 #: flags of the runtime objects linked into PyMTL3-imported models: PIC (a shared library) and no
 #: ``STB_GNU_UNIQUE`` symbols (PyMTL3's own flag, so that a library can be unloaded); the runtime is
@@ -46,14 +46,7 @@ def _runtime_dir(key: str) -> Path:
     return shared_build_dir("verilator-runtime") / key
 
 
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
+@functools.cache
 def _compiler_version(cxx: str = "g++") -> str:
     return subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
 
@@ -66,7 +59,7 @@ def pymtl3_archive(sources: list, include_dirs: list, extra_flags: list) -> Path
     ``extra_flags`` and ``include_dirs`` (built on first use, then shared)."""
     flags = [*PYMTL3_FLAGS, *extra_flags, *(f"-I{d}" for d in include_dirs)]
     texts = [Path(s).read_text(errors="replace") for s in sources]
-    key = _digest(" ".join(flags), *sources, *texts, _compiler_version())
+    key = digest(" ".join(flags), *sources, *texts, _compiler_version())
 
     def make(tmp: Path):
         objs = []
@@ -145,9 +138,9 @@ def make_with_cached_runtime(obj_dir: Path, prefix: str, env: dict, jobs: int, r
     dry = subprocess.run([*make, "-n", "-B", *objs], cwd=obj_dir, env=env, capture_output=True, text=True)
     cached = None
     if dry.returncode == 0 and objs:
-        key = _digest(dry.stdout, _compiler_version(env.get("CXX", "g++")))
+        key = digest(dry.stdout, _compiler_version(env.get("CXX", "g++")))
         cached = _runtime_dir(f"make_{key}")
-        if (cached / "done").is_file():
+        if cached.exists():  # (complete: build_once renames a directory into place when it is done)
             for o in objs:
                 shutil.copyfile(cached / o, obj_dir / o)  # a fresh modification time: newer than the .mk
     run([*make, "-j", str(jobs)], obj_dir, env, "make")

@@ -22,6 +22,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pymtl_fp.cli.main import main as cli_main
+from pymtl_fp.tb.cli_probe import fill, listing
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 NET_OK = """
@@ -321,12 +322,6 @@ def _prepare(tmp: Path):
     (tmp / "adir.json").mkdir()
 
 
-def _listing(root: Path) -> set:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-def _fill(text: str, tmp: Path) -> str:
-    return text.replace("{tmp}", str(tmp)).replace("{f:", str(tmp) + os.sep).replace("}", "")
 
 
 @pytest.mark.parametrize("argv,status,pattern,env", [(r + ({},))[1:5] for r in ROWS], ids=[r[0] for r in ROWS])
@@ -334,9 +329,9 @@ def test_hostile_input_is_a_one_line_error_before_any_work(argv, status, pattern
     _prepare(tmp_path)
     monkeypatch.chdir(tmp_path)
     for key, value in env.items():
-        monkeypatch.setenv(key, _fill(value, tmp_path))
-    before = _listing(tmp_path)
-    args = [_fill(a, tmp_path) for a in argv]
+        monkeypatch.setenv(key, fill(value, tmp_path))
+    before = listing(tmp_path)
+    args = [fill(a, tmp_path) for a in argv]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(BUDGET_S)
     try:
@@ -354,7 +349,7 @@ def test_hostile_input_is_a_one_line_error_before_any_work(argv, status, pattern
         assert len(lines) == 1, err
     assert re.search(pattern, err), err
     assert "cycles per step" not in out and "wrote" not in out, out  # no work started
-    assert _listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(_listing(tmp_path) - before))
+    assert listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(listing(tmp_path) - before))
 
 
 def test_the_table_is_long_enough():
@@ -391,10 +386,10 @@ def test_no_devices_file_can_write_outside_the_output_folder(name, in_name_field
             path.write_text(json.dumps(devices))
         except (OSError, ValueError):  # the file system itself refuses the stem (too long, ...)
             return
-        before = _listing(root)
+        before = listing(root)
         rc = cli_main(["explore", "partition", "--devices", str(path), "--net", "lenet-digits",
                        "--out", str(root / "out"), "--no-plot"])
-        new = _listing(root) - before
+        new = listing(root) - before
         assert all(p == "out" or p.startswith("out" + os.sep) for p in new), new
         if rc == 0:
             assert len([p for p in new if p.endswith((".csv", ".md"))]) == 2, new

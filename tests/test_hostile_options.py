@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import pymtl_fp.cli.cmd_train  # noqa: F401  (imported at collection: the first row does not pay for it)
 from pymtl_fp.cli.main import main as cli_main
 from pymtl_fp.net import MAX_CHANNELS, MAX_LAYERS, MAX_SIDE
+from pymtl_fp.tb.cli_probe import fill, listing
 from pymtl_fp.tb.hypothesis_profiles import examples
 
 FORMATS = {"8": {"act": [8, 4], "weight": [8, 6], "grad": [8, 7], "wgrad": [8, 3], "bias_bits": 16}}
@@ -152,17 +153,11 @@ ROWS = [
 ]
 
 
-def _listing(root: Path) -> set:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-def _fill(text: str, tmp: Path) -> str:
-    return text.replace("{tmp}", str(tmp)).replace("{f:", str(tmp) + os.sep).replace("}", "")
 
 
 def _run(argv: list, tmp: Path, capsys) -> tuple:
     try:
-        rc = cli_main([_fill(a, tmp) for a in argv])
+        rc = cli_main([fill(a, tmp) for a in argv])
     except SystemExit as exc:  # argparse usage errors
         rc = exc.code
     out, err = capsys.readouterr()
@@ -175,7 +170,7 @@ def test_hostile_option_is_a_one_line_error_before_any_work(argv, pattern, tmp_p
     for name in used:
         (tmp_path / name).write_bytes(FILES[name])
     monkeypatch.chdir(tmp_path)
-    before = _listing(tmp_path)
+    before = listing(tmp_path)
     rc, out, err = _run(argv, tmp_path, capsys)
     assert rc == 1, (rc, out[-500:], err[-800:])
     assert "Traceback" not in err and "Traceback" not in out
@@ -183,7 +178,7 @@ def test_hostile_option_is_a_one_line_error_before_any_work(argv, pattern, tmp_p
     assert len(lines) == 1, err
     assert re.search(pattern, lines[0]), err
     assert "cycles per step" not in out and "wrote" not in out, out  # no simulation, no output
-    assert _listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(_listing(tmp_path) - before))
+    assert listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(listing(tmp_path) - before))
 
 
 def test_the_table_names_each_row_once():

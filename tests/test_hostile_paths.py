@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from pymtl_fp.cli.main import main as cli_main
+from pymtl_fp.tb.cli_probe import fill, listing
 
 RQ_VECTOR = {"acc": 300, "shift": 2, "stochastic": False, "relu": False, "seed": 0, "tensor_id": 0, "index": 0}
 RQ = {"acc_bits": 16, "out_bits": 8, "vectors": [RQ_VECTOR]}
@@ -120,12 +121,6 @@ ROWS = [
 ]
 
 
-def _listing(root: Path) -> set:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
-def _fill(text: str, tmp: Path) -> str:
-    return text.replace("{tmp}", str(tmp)).replace("{f:", str(tmp) + os.sep).replace("}", "")
 
 
 @pytest.mark.parametrize("argv,pattern", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
@@ -134,9 +129,9 @@ def test_hostile_path_input_is_a_one_line_error_before_any_work(argv, pattern, t
         (tmp_path / name).write_text(json.dumps(case))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYMTL_FP_HYPOTHESIS_DB", str(tmp_path / "db"))
-    before = _listing(tmp_path)
+    before = listing(tmp_path)
     try:
-        rc = cli_main([_fill(a, tmp_path) for a in argv])
+        rc = cli_main([fill(a, tmp_path) for a in argv])
     except SystemExit as exc:  # (argparse usage errors: none expected here)
         rc = exc.code
     out, err = capsys.readouterr()
@@ -146,7 +141,7 @@ def test_hostile_path_input_is_a_one_line_error_before_any_work(argv, pattern, t
     assert len(lines) == 1, err
     assert re.search(pattern, err), err
     assert "PASS" not in out and "FAIL" not in out and "wrote" not in out, out  # no work started
-    assert _listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(_listing(tmp_path) - before))
+    assert listing(tmp_path) == before, "files appeared: " + ", ".join(sorted(listing(tmp_path) - before))
 
 
 def test_the_table_covers_every_path():
