@@ -23,6 +23,7 @@ from collections import deque
 from pathlib import Path
 
 from pymtl_fp.levels import LEVELS
+from pymtl_fp.sim_passes import default_passes
 
 
 def stall_pattern(seed: int, stall_prob: float):
@@ -47,8 +48,6 @@ def build_sim(top, level: str, *, dut: str | None = None, name: str | None = Non
     ``dut`` (``verilator`` only): the dotted child name of the unit to import, default the top.
     ``name`` (required for ``verilator``) is the Verilog module name of the unit imported; make
     it with :func:`pymtl_fp.verilate.module_name` so it encodes every elaboration parameter."""
-    from pymtl3 import DefaultPassGroup
-
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}")
     if level == "verilator":
@@ -60,7 +59,7 @@ def build_sim(top, level: str, *, dut: str | None = None, name: str | None = Non
     else:
         top.elaborate()
         sim = top
-        sim.apply(DefaultPassGroup(linetrace=False, vcdwave=vcd))
+        sim.apply(default_passes(linetrace=False, vcdwave=vcd))
         sim.vcd_path = Path(vcd + ".vcd") if vcd else None
     if reset:
         sim.sim_reset()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pymtl_fp import verilator_runtime, verilog_paths
 from pymtl_fp.build_dirs import build_dir, build_lock, shared_build_dir
+from pymtl_fp.sim_passes import default_passes
 from pymtl_fp.toolchain import setup_verilator
 
 _NAME_REGISTRY: dict[str, str] = {}
@@ -138,7 +139,6 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
     ``<module_name>_vcd``: tracing changes the shared library, and a process that already loaded
     the untraced one under the same name would silently get it again.  Returns the simulatable
     top with the default pass group applied."""
-    from pymtl3 import DefaultPassGroup
     from pymtl3.passes.backends.verilog import (
         VerilogTranslationImportPass,
         VerilogTranslationPass,
@@ -179,5 +179,5 @@ def translate_import_units(top, units: dict, *, vcd_stems: dict | None = None, l
                 locks.enter_context(build_lock(where / name))
         with _chdir(where):
             imported = VerilogTranslationImportPass()(top)
-            imported.apply(DefaultPassGroup(linetrace=linetrace))
+            imported.apply(default_passes(linetrace=linetrace))
     return imported

@@ -30,6 +30,7 @@ from pymtl_fp.engine.cases import CaseError, golden_op, result_bits, validate_ca
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.levels import TIMED_LEVELS as TIMED
 from pymtl_fp.sim import SimulationHang, stall_pattern
+from pymtl_fp.sim_passes import default_passes
 
 OPS = tuple(msgs.OPS)
 
@@ -57,7 +58,6 @@ def get_model(level: str, cfg):
     key = (level, cfg.params().__repr__())
     if key in _MODELS:
         return _MODELS[key]
-    from pymtl3 import DefaultPassGroup
 
     from pymtl_fp.engine.registry import engine_class
 
@@ -67,7 +67,7 @@ def get_model(level: str, cfg):
     else:
         m = engine_class(level)(cfg)
         m.elaborate()
-        m.apply(DefaultPassGroup())
+        m.apply(default_passes())
     _MODELS[key] = m
     return m
 

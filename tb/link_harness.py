@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from pymtl3 import Component, DefaultPassGroup, mk_bits
+from pymtl3 import Component, mk_bits
 
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.link import LINK_LEVELS, LinkConfig, LinkRTL
 from pymtl_fp.link.LinkRTL import link_module_name
 from pymtl_fp.link.status import status_dict
 from pymtl_fp.sim import run_until
+from pymtl_fp.sim_passes import default_passes
 from pymtl_fp.tb.link_faults import FaultPlan, faulty_channel
 from pymtl_fp.tb.scoreboard import compare
 from pymtl_fp.tb.stream import StallSink, StallSource
@@ -150,7 +151,7 @@ def run_link(level: str, cfg: LinkConfig, msgs, *, MsgType=None, src_stall: floa
                                vcd_file=vcd and vcd + ".vcd", linetrace=trace)
     else:
         top.elaborate()
-        top.apply(DefaultPassGroup(linetrace=trace, vcdwave=vcd))
+        top.apply(default_passes(linetrace=trace, vcdwave=vcd))
     top.sim_reset()
     cycles = run_until(
         top, top.done, max_cycles=max_cycles, trace=trace, idle_limit=idle_limit,

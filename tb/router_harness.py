@@ -28,6 +28,7 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.sim import stall_pattern
+from pymtl_fp.sim_passes import default_passes
 from pymtl_fp.tb.stream import StallSink, StallSource
 
 
@@ -304,7 +305,6 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
     """Run ``prog`` on a router of ``level`` in :class:`RouterBench`; return its per-cycle trace
     (every port's val/rdy and transferred message, and the status outputs the CL model has),
     what the sinks and the engine received, and the cycle the router halted."""
-    from pymtl3 import DefaultPassGroup
 
     from pymtl_fp.sim import SimulationHang
 
@@ -317,7 +317,7 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
         bench = translate_import_units(bench, {bench.router: (cfg.module_name(), cfg.params())})
     else:
         bench.elaborate()
-        bench.apply(DefaultPassGroup(linetrace=False))
+        bench.apply(default_passes(linetrace=False))
     InstrT = isa.instr_type()
     Word = mk_bits(isa.INSTR_BITS)
     bench.reset @= 1

@@ -34,13 +34,16 @@ def pytest_configure(config):
     :data:`pymtl_fp.tb.cluster_setup.SHARED_ROUTER`'s depths, so that Verilated clusters of the same
     nodes share one build across tests (and xdist workers: the build directory is shared); the
     compiled cluster benches are built with :data:`pymtl_fp.cxxsim.QUICK_MAKE_VARS` (one file at
-    -O1): a third of the build's CPU time, for the tests' runs of a few thousand cycles."""
+    -O1): a third of the build's CPU time, for the tests' runs of a few thousand cycles.  The tests'
+    own PyMTL3 simulators get the library's speed-ups too (:func:`pymtl_fp.sim_passes.python_sim_speedups`)."""
     from pymtl_fp import cxxsim
     from pymtl_fp.cluster.run import train
+    from pymtl_fp.sim_passes import python_sim_speedups
     from pymtl_fp.tb.cluster_setup import SHARED_ROUTER
 
     train.MIN_ROUTER = SHARED_ROUTER
     cxxsim.MAKE_VARS = cxxsim.QUICK_MAKE_VARS
+    python_sim_speedups()
 
 
 def pytest_report_header(config):

@@ -39,6 +39,7 @@ from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import TrainConfig, train_step
 from pymtl_fp.levels import RTL_LEVELS
 from pymtl_fp.sim import run_until
+from pymtl_fp.sim_passes import default_passes
 
 
 def golden_steps(net, params, images, labels, tcfg: TrainConfig, steps: int, batch: int,
@@ -114,7 +115,6 @@ def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, sta
            trace=False):
     """The simulated cluster, reset and released: ticked by PyMTL3 (``kernel="pymtl"``: any mix of
     levels) or directly (``"direct"``: every node at fl/cl, links at cl; :mod:`pymtl_fp.direct`)."""
-    from pymtl3 import DefaultPassGroup
 
     top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
     top.elaborate()
@@ -141,7 +141,7 @@ def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, sta
                  for j, lv in enumerate(levels) if lv == "verilator"}
         top = translate_import_units(top, units)
     else:
-        top.apply(DefaultPassGroup(linetrace=False))
+        top.apply(default_passes(linetrace=False))
     load_programs(top, cprog, levels)
     top.sim_tick()
     top.reset @= 0

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pymtl_fp.levels import LEVELS
+from pymtl_fp.sim_passes import default_passes
 from pymtl_fp.tb.fuzz.mutate import Mutation
 from pymtl_fp.tb.fuzz.targets import FuzzTarget, Reproducer
 from pymtl_fp.timing import COMPUTE_OPS as OPS
@@ -122,7 +123,6 @@ def _model(level, cfg):
     new elaboration leaves them; building anew costs as much as a small example's simulation).
     ``verilator`` reuses one build per process (the harness's cache): its buffers keep earlier
     contents, which only matters for bugs that read unwritten words."""
-    from pymtl3 import DefaultPassGroup
 
     if level == "verilator":
         from pymtl_fp.tb.engine_harness import get_model
@@ -139,7 +139,7 @@ def _model(level, cfg):
         return m
     m = cls(cfg)
     m.elaborate()
-    m.apply(DefaultPassGroup())
+    m.apply(default_passes())
     if level == "rtl":
         from pymtl_fp.power_on import PowerOnState
 
