@@ -12,7 +12,7 @@ from pymtl_fp.tb.hypothesis_profiles import examples
 
 
 @st.composite
-def conv_problems(draw, max_value_bits=12):
+def conv_problems(draw, max_value_bits=12, min_value_bits=2):
     """A random conv: shapes, kernel (1x1, 3x3, non-square, 5x5...), stride 1/2, padding, values.
 
     Values stay below 2**max_value_bits so every accumulator is far below 2**52 and float64 is
@@ -24,8 +24,8 @@ def conv_problems(draw, max_value_bits=12):
     pad = draw(st.integers(0, min(r, s) - 1))
     h = draw(st.integers(max(1, r - 2 * pad), r - 2 * pad + 6))
     w = draw(st.integers(max(1, s - 2 * pad), s - 2 * pad + 6))
-    x_bits = draw(st.integers(2, max_value_bits))
-    w_bits = draw(st.integers(2, max_value_bits))
+    x_bits = draw(st.integers(min_value_bits, max_value_bits))
+    w_bits = draw(st.integers(min_value_bits, max_value_bits))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
 
     def values(shape, bits):
@@ -213,3 +213,41 @@ FWD = {"shift": 4, "out_bits": 16}
 def test_bad_input_raises_a_clear_error(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@settings(deadline=None, max_examples=examples(40))
+@given(conv_problems(max_value_bits=28, min_value_bits=22), st.integers(0, 2**32 - 1))
+def test_sums_formed_in_float64_equal_the_int64_sums(p, seed):
+    """Operands of 22 to 28 bits, so that the bound on the partial sums falls on both sides of
+    2**53: the accumulators (float64 where the bound allows, int64 beyond) equal those formed in
+    int64 throughout, for the three loop nests."""
+    from pymtl_fp.golden import conv
+
+    x, w, stride, pad = p["x"], p["w"], p["stride"], p["pad"]
+    dy = np.random.default_rng(seed).integers(-(2**27), 2**27, size=golden.conv_fwd_acc(
+        x, w, stride=stride, pad=pad).shape)
+
+    def sums():
+        return (golden.conv_fwd_acc(x, w, p["b"], stride=stride, pad=pad),
+                golden.conv_bwd_data_acc(dy, w, x.shape, stride=stride, pad=pad),
+                *golden.conv_bwd_weight_acc(x, dy, w.shape, stride=stride, pad=pad))
+
+    chosen = sums()
+    exact_limit = conv.FLOAT_EXACT
+    try:
+        conv.FLOAT_EXACT = 0  # every sum in int64
+        in_int64 = sums()
+    finally:
+        conv.FLOAT_EXACT = exact_limit
+    for a, b in zip(chosen, in_int64):
+        assert a.dtype == b.dtype == np.int64 and np.array_equal(a, b)
+
+
+def test_a_sum_just_below_2_to_the_53_is_formed_in_float64_exactly():
+    x = np.full((1, 2, 1, 1), -(2**26), dtype=np.int64)
+    w = np.full((1, 2, 1, 1), -(2**25) - 1, dtype=np.int64)  # bound 2 * 2**26 * (2**25 + 1) < 2**53
+    from pymtl_fp.golden import conv
+
+    assert conv._check_bound(2 * 2**26 * (2**25 + 1), "forward") is np.float64
+    got = golden.conv_fwd_acc(x, w)
+    assert int(got[0, 0, 0, 0]) == 2 * 2**26 * (2**25 + 1)

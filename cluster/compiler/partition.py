@@ -41,7 +41,6 @@ engine's timing model, and it may choose row splits, which this cluster does not
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -191,8 +190,21 @@ def packed_layers(net, ccfg, batch: int, pack: str = "auto") -> frozenset:
     return frozenset({0})
 
 
-@functools.lru_cache(maxsize=4096)
 def _layer_info(net, li: int) -> dict:
+    """Layer ``li``'s shape fields, computed once per net object (kept in it beside its shapes: a
+    cache keyed by the net itself would hash and compare the whole frozen net at every call, a
+    quarter of a compile's time)."""
+    cache = net.__dict__.get("_layer_infos")
+    if cache is None:
+        cache = {}
+        object.__setattr__(net, "_layer_infos", cache)
+    info = cache.get(li)
+    if info is None:
+        info = cache[li] = _compute_layer_info(net, li)
+    return info
+
+
+def _compute_layer_info(net, li: int) -> dict:
     layer = net.layers[li]
     c, h, w = net.shapes()[li]
     ko, ho, wo = net.shapes()[li + 1]

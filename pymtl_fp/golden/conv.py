@@ -2,7 +2,8 @@
 
 What it models: the engine's one MAC array running its three conv loop nests.  Activations are
 NCHW, weights KCRS, all raw fixed-point integers (``np.int64``).  Products are summed exactly
-(``*_acc`` functions return those accumulators); the result is rounded once by
+(``*_acc`` functions return those accumulators: formed in float64 -- BLAS -- where a bound on every
+partial sum shows float64 holds them all exactly, in int64 otherwise); the result is rounded once by
 :func:`pymtl_fp.numerics.requantize`.  Stochastic rounding indexes each element by its flat
 C-order position in the whole result tensor (``dx`` has ``x``'s shape, ``dw`` KCRS, ``db`` K).
 
@@ -55,12 +56,25 @@ def _geometry(x_shape, w_shape, stride, pad):
     return stride, pad, ho, wo
 
 
-def _check_bound(bound: int, what: str) -> None:
+#: below this bound on every partial sum, float64 holds every integer exactly (53-bit significand)
+FLOAT_EXACT = 2**53
+
+
+def _check_bound(bound: int, what: str):
+    """The dtype the sums are formed in: ``float64`` (BLAS products, several times faster than
+    integer ``einsum``) when ``bound`` -- a bound on the magnitude of every partial sum, in any
+    order -- is below :data:`FLOAT_EXACT`, so that every partial sum is an integer float64 holds
+    exactly; ``int64`` up to ``2**62``; beyond, an error."""
     if bound >= ACC_LIMIT:
         raise ValueError(
             f"{what} accumulator could reach {bound} >= 2**62: operand values too large for "
             "exact int64 accumulation"
         )
+    return np.float64 if bound < FLOAT_EXACT else np.int64
+
+
+def _einsum(spec, a, b):
+    return np.einsum(spec, a, b, optimize=a.dtype == np.float64)
 
 
 def _window(xp, r, s, stride, ho, wo):
@@ -86,13 +100,13 @@ def conv_fwd_acc(x, w, b=None, *, stride=1, pad=0, x_bits=None, w_bits=None, b_b
     check_in_bits(x, x_bits, "x")
     check_in_bits(w, w_bits, "w")
     check_in_bits(b, b_bits, "b")
-    _check_bound(c * r * s * max_abs(x) * max_abs(w) + max_abs(b), "forward")
-    xp = _pad(x, pad)
-    acc = np.zeros((x.shape[0], k, ho, wo), dtype=np.int64)
+    dt = _check_bound(c * r * s * max_abs(x) * max_abs(w) + max_abs(b), "forward")
+    xp, w = _pad(x, pad).astype(dt), w.astype(dt)
+    acc = np.zeros((x.shape[0], k, ho, wo), dtype=dt)
     for i in range(r):
         for j in range(s):
-            acc += np.einsum("nchw,kc->nkhw", _window(xp, i, j, stride, ho, wo), w[:, :, i, j])
-    return acc + b[None, :, None, None]
+            acc += _einsum("nchw,kc->nkhw", _window(xp, i, j, stride, ho, wo), w[:, :, i, j])
+    return acc.astype(np.int64) + b[None, :, None, None]
 
 
 def conv_fwd(x, w, b, *, stride=1, pad=0, shift, relu=False, out_bits, mode="nearest", seed=0,
@@ -125,12 +139,13 @@ def conv_bwd_data_acc(dy, w, x_shape, *, stride=1, pad=0, dy_bits=None, w_bits=N
         raise ValueError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
     check_in_bits(dy, dy_bits, "dy")
     check_in_bits(w, w_bits, "w")
-    _check_bound(k * r * s * max_abs(dy) * max_abs(w), "backward-data")
-    dxp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), dtype=np.int64)
+    dt = _check_bound(k * r * s * max_abs(dy) * max_abs(w), "backward-data")
+    dy, w = dy.astype(dt), w.astype(dt)
+    dxp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), dtype=dt)
     for i in range(r):
         for j in range(s):
-            _window(dxp, i, j, stride, ho, wo)[...] += np.einsum("nkhw,kc->nchw", dy, w[:, :, i, j])
-    return dxp[:, :, pad : pad + h, pad : pad + wd]
+            _window(dxp, i, j, stride, ho, wo)[...] += _einsum("nkhw,kc->nchw", dy, w[:, :, i, j])
+    return dxp[:, :, pad : pad + h, pad : pad + wd].astype(np.int64)
 
 
 def conv_bwd_data(dy, w, x, *, stride=1, pad=0, shift, relu=False, out_bits, mode="nearest", seed=0,
@@ -163,13 +178,13 @@ def conv_bwd_weight_acc(x, dy, w_shape, *, stride=1, pad=0, x_bits=None, dy_bits
         raise ValueError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
     check_in_bits(x, x_bits, "x")
     check_in_bits(dy, dy_bits, "dy")
-    _check_bound(n * ho * wo * max_abs(x) * max_abs(dy), "backward-weight")
-    xp = _pad(x, pad)
-    dw = np.zeros(w_shape, dtype=np.int64)
+    dt = _check_bound(n * ho * wo * max_abs(x) * max_abs(dy), "backward-weight")
+    xp, dyt = _pad(x, pad).astype(dt), dy.astype(dt)
+    dw = np.zeros(w_shape, dtype=dt)
     for i in range(r):
         for j in range(s):
-            dw[:, :, i, j] = np.einsum("nchw,nkhw->kc", _window(xp, i, j, stride, ho, wo), dy)
-    return dw, dy.sum(axis=(0, 2, 3))
+            dw[:, :, i, j] = _einsum("nchw,nkhw->kc", _window(xp, i, j, stride, ho, wo), dyt)
+    return dw.astype(np.int64), dy.sum(axis=(0, 2, 3))
 
 
 def conv_bwd_weight(x, dy, w_shape, *, stride=1, pad=0, shift, bias_shift, out_bits, mode="nearest",
