@@ -217,9 +217,13 @@ class EngineCL(EngineFL):
     def _can_accept(s, msg):
         if not s._busy():
             return True
-        if not msg.ovl:
-            return False
+        if not msg.ovl or s._running()[msgs.unit_of(int(msg.op))]:
+            return False  # (decided before the whole command is decoded: this runs every cycle)
         return s._accepts(cmd_fields(msg))
+
+    def _running(s) -> dict:
+        """What each unit runs (falsy when idle; a load or store by its address ranges)."""
+        return {UNIT_LD: s.ld and s.ld.ranges, UNIT_ST: s.st and s.st.ranges, UNIT_EX: s.ex}
 
     def _accepts(s, f):
         """May the command with fields ``f`` be accepted now?"""
@@ -227,9 +231,8 @@ class EngineCL(EngineFL):
             return True
         if not f["ovl"]:
             return False
-        unit = msgs.unit_of(f["op"])
-        running = {UNIT_LD: s.ld and s.ld.ranges, UNIT_ST: s.st and s.st.ranges, UNIT_EX: s.ex}
-        if running[unit]:
+        running = s._running()
+        if running[msgs.unit_of(f["op"])]:
             return False
         mine = msgs.access_ranges(f, s.cfg)
         return not any(r and msgs.ranges_conflict(mine, r) for r in running.values())
