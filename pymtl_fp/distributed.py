@@ -74,18 +74,20 @@ def connect(scheduler: str, workers: int, scratch_in=None):
         from distributed.deploy.spec import SpecCluster
 
         before = set(SpecCluster._instances)
+        executable = _workers_start_ignoring_sigint(scratch)
         try:
             import dask
 
             with dask.config.set({"temporary-directory": scratch} if scratch else {}):
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                        silence_logs=logging.ERROR, preload=[__name__], local_directory=scratch)
-                cluster.pymtl_fp_scratch = scratch
+                cluster.pymtl_fp_scratch, cluster.pymtl_fp_executable = scratch, executable
             return Client(cluster), cluster
         except BaseException:  # (Ctrl-C while the cluster started: stop what did start)
             for started in set(SpecCluster._instances) - before:  # (also one whose constructor did not return)
-                started.pymtl_fp_scratch = scratch
+                started.pymtl_fp_scratch, started.pymtl_fp_executable = scratch, executable
                 close(None, started)
+            _restore_executable(executable)
             _remove(scratch)
             raise
     try:
@@ -94,6 +96,37 @@ def connect(scheduler: str, workers: int, scratch_in=None):
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answers there within "
                              f"{CONNECT_TIMEOUT} ({reason})") from None
+
+
+def _workers_start_ignoring_sigint(scratch):
+    """Make the worker processes that multiprocessing spawns from now on start with SIGINT ignored:
+    their interpreter is a two-line shell script in the scratch folder (``trap '' INT``, then
+    ``exec`` Python), and an ignored signal stays ignored across ``exec`` -- Python then installs no
+    KeyboardInterrupt handler.  A Ctrl-C to the terminal's process group while they start (before
+    :func:`dask_setup` runs in them, seconds of imports) thus cannot end one with a traceback; the
+    command's own process still gets it.  Returns the interpreter to restore at :func:`close`
+    (None, and nothing changed, without a scratch folder or ``/bin/sh``)."""
+    import multiprocessing
+    import os
+    import shlex
+    from multiprocessing import spawn
+    from pathlib import Path
+
+    if scratch is None or not os.access("/bin/sh", os.X_OK):
+        return None
+    previous = spawn.get_executable()
+    script = Path(scratch) / "python-sigint-ignored"
+    script.write_text(f"#!/bin/sh\ntrap '' INT\nexec {shlex.quote(os.fsdecode(previous))} \"$@\"\n")
+    script.chmod(0o700)
+    multiprocessing.set_executable(str(script))
+    return previous
+
+
+def _restore_executable(previous) -> None:
+    if previous is not None:
+        import multiprocessing
+
+        multiprocessing.set_executable(previous)
 
 
 def _remove(folder) -> None:
@@ -124,6 +157,7 @@ def close(client, cluster) -> None:
                 # distributed's exit handler would close it again and print the same error
                 _forget(cluster)
             finally:
+                _restore_executable(getattr(cluster, "pymtl_fp_executable", None))
                 _remove(getattr(cluster, "pymtl_fp_scratch", None))
 
 
