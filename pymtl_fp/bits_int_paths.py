@@ -50,7 +50,6 @@ _ORIGINALS: dict = {}
 def _source() -> str:
     lines = []
     for name, (width, expr) in BINARY.items():
-        result_width = "n" if width == "n" else "1"
         lines += [
             f"def {name}(self, other):",
             "    if other.__class__ is int:",
@@ -60,7 +59,7 @@ def _source() -> str:
             "            if 0 <= other <= up:",
             "                a = self._uint",
             "                b = other",
-            f"                return _new_valid_bits({result_width}, {expr})",
+            f"                return _new_valid_bits({width}, {expr})",
             f"    return _originals[{name!r}](self, other)",
         ]
     for name, attr in ASSIGN.items():

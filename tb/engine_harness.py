@@ -58,7 +58,6 @@ def get_model(level: str, cfg):
     key = (level, cfg.params().__repr__())
     if key in _MODELS:
         return _MODELS[key]
-
     from pymtl_fp.engine.registry import engine_class
 
     if level == "verilator":

@@ -27,7 +27,7 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 from pymtl_fp.cluster import isa
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
-from pymtl_fp.sim import stall_pattern
+from pymtl_fp.sim import SimulationHang, stall_pattern
 from pymtl_fp.sim_passes import default_passes
 from pymtl_fp.tb.stream import StallSink, StallSource
 
@@ -305,9 +305,6 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
     """Run ``prog`` on a router of ``level`` in :class:`RouterBench`; return its per-cycle trace
     (every port's val/rdy and transferred message, and the status outputs the CL model has),
     what the sinks and the engine received, and the cycle the router halted."""
-
-    from pymtl_fp.sim import SimulationHang
-
     bench = RouterBench(router_of("rtl" if level == "verilator" else level, cfg), cfg.stream_bits, seed, stall,
                         lanes=cfg.stream_lanes)
     if level == "verilator":

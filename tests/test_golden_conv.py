@@ -248,6 +248,6 @@ def test_a_sum_just_below_2_to_the_53_is_formed_in_float64_exactly():
     w = np.full((1, 2, 1, 1), -(2**25) - 1, dtype=np.int64)  # bound 2 * 2**26 * (2**25 + 1) < 2**53
     from pymtl_fp.golden import conv
 
-    assert conv._check_bound(2 * 2**26 * (2**25 + 1), "forward") is np.float64
+    assert conv._sum_dtype(2 * 2**26 * (2**25 + 1), "forward") is np.float64
     got = golden.conv_fwd_acc(x, w)
     assert int(got[0, 0, 0, 0]) == 2 * 2**26 * (2**25 + 1)

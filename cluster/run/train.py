@@ -115,7 +115,6 @@ def _build(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, sta
            trace=False):
     """The simulated cluster, reset and released: ticked by PyMTL3 (``kernel="pymtl"``: any mix of
     levels) or directly (``"direct"``: every node at fl/cl, links at cl; :mod:`pymtl_fp.direct`)."""
-
     top = ClusterTop(ccfg, rcfgs, cprog, levels, link_level, net, fmt, images, labels, stall=stall)
     top.elaborate()
     if trace:  # (recorded from the reset on)

@@ -60,7 +60,7 @@ def _geometry(x_shape, w_shape, stride, pad):
 FLOAT_EXACT = 2**53
 
 
-def _check_bound(bound: int, what: str):
+def _sum_dtype(bound: int, what: str):
     """The dtype the sums are formed in: ``float64`` (BLAS products, several times faster than
     integer ``einsum``) when ``bound`` -- a bound on the magnitude of every partial sum, in any
     order -- is below :data:`FLOAT_EXACT`, so that every partial sum is an integer float64 holds
@@ -100,7 +100,7 @@ def conv_fwd_acc(x, w, b=None, *, stride=1, pad=0, x_bits=None, w_bits=None, b_b
     check_in_bits(x, x_bits, "x")
     check_in_bits(w, w_bits, "w")
     check_in_bits(b, b_bits, "b")
-    dt = _check_bound(c * r * s * max_abs(x) * max_abs(w) + max_abs(b), "forward")
+    dt = _sum_dtype(c * r * s * max_abs(x) * max_abs(w) + max_abs(b), "forward")
     xp, w = _pad(x, pad).astype(dt), w.astype(dt)
     acc = np.zeros((x.shape[0], k, ho, wo), dtype=dt)
     for i in range(r):
@@ -139,7 +139,7 @@ def conv_bwd_data_acc(dy, w, x_shape, *, stride=1, pad=0, dy_bits=None, w_bits=N
         raise ValueError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
     check_in_bits(dy, dy_bits, "dy")
     check_in_bits(w, w_bits, "w")
-    dt = _check_bound(k * r * s * max_abs(dy) * max_abs(w), "backward-data")
+    dt = _sum_dtype(k * r * s * max_abs(dy) * max_abs(w), "backward-data")
     dy, w = dy.astype(dt), w.astype(dt)
     dxp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), dtype=dt)
     for i in range(r):
@@ -178,7 +178,7 @@ def conv_bwd_weight_acc(x, dy, w_shape, *, stride=1, pad=0, x_bits=None, dy_bits
         raise ValueError(f"dy shape {dy.shape} does not match the forward output shape {(n, k, ho, wo)}")
     check_in_bits(x, x_bits, "x")
     check_in_bits(dy, dy_bits, "dy")
-    dt = _check_bound(n * ho * wo * max_abs(x) * max_abs(dy), "backward-weight")
+    dt = _sum_dtype(n * ho * wo * max_abs(x) * max_abs(dy), "backward-weight")
     xp, dyt = _pad(x, pad).astype(dt), dy.astype(dt)
     dw = np.zeros(w_shape, dtype=dt)
     for i in range(r):

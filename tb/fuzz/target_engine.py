@@ -123,7 +123,6 @@ def _model(level, cfg):
     new elaboration leaves them; building anew costs as much as a small example's simulation).
     ``verilator`` reuses one build per process (the harness's cache): its buffers keep earlier
     contents, which only matters for bugs that read unwritten words."""
-
     if level == "verilator":
         from pymtl_fp.tb.engine_harness import get_model
 
