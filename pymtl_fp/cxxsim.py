@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pymtl_fp import verilator_runtime
-from pymtl_fp.build_dirs import build_lock, digest, shared_build_dir
+from pymtl_fp.build_dirs import build_lock, build_once, digest, shared_build_dir
 from pymtl_fp.toolchain import make_env, setup_verilator
 
 OPT = "-O2"  # -O3 builds ~2x longer on the cluster for a few percent (measured); -O2 is the default
@@ -302,17 +302,43 @@ def _content_key(verilog_text: str, cxx: str, flags: list, version: str) -> str:
     return digest(body, cxx, " ".join(flags), version)
 
 
-def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Path | None = None,
-          jobs: int = 2) -> Path:
-    """Build (or find in the cache) the bench's shared library; returns its path."""
+def _verilator_flags(trace: bool) -> list:
+    flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal", "-CFLAGS", "-fPIC"]
+    return flags + ["--trace"] if trace else flags
+
+
+def build_model(verilog: Path, top: str, *, trace: bool = False, vlt: Path | None = None, jobs: int = 2) -> Path:
+    """Verilate ``top`` of ``verilog`` and compile it into ``libV<top>.a`` (with Verilator's runtime,
+    ``libverilated.a``), once per content (Verilog, waivers, flags, :data:`MAKE_VARS`, Verilator
+    version) in a directory every process shares; returns that object directory."""
     info = setup_verilator()
     verilog = Path(verilog)
-    cxx = generate(top, ports, trace)
-    flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal", "-CFLAGS", "-fPIC"]
-    if trace:
-        flags += ["--trace"]
-    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), cxx, flags + [make_vars()],
+    flags = _verilator_flags(trace)
+    key = _content_key(verilog.read_text() + (Path(vlt).read_text() if vlt else ""), "", flags + [make_vars()],
                        info.version)
+    env = make_env(dict(os.environ, MAKEFLAGS=make_vars()))
+
+    def make(tmp: Path):
+        obj = tmp / "obj"
+        cmd = [info.executable, *flags, "--Mdir", str(obj), "--top-module", top, "--prefix", f"V{top}"]
+        if vlt:
+            cmd.append(str(vlt))
+        cmd.append(str(verilog))
+        _run(cmd, tmp, env, "verilator")
+        verilator_runtime.make_with_cached_runtime(obj, f"V{top}", env, jobs, _run)
+        (obj / "prefix").write_text(f"V{top}")
+
+    return build_once(shared_build_dir("cxxsim-models") / f"{top[:40]}_{key}", make) / "obj"
+
+
+def build_bench(cxx: str, top: str, models: list, *, header: str | None = None) -> Path:
+    """The shared library of a bench (``cxx``, from :func:`generate`) linked with the models' object
+    directories (:func:`build_model`; the first one's runtime), cached by content; ``header``, when
+    given, is written as ``V<top>.h`` next to the bench (a top of several models,
+    :mod:`pymtl_fp.joined_top`).  Returns the library's path."""
+    info = setup_verilator()
+    models = [Path(m) for m in models]
+    key = digest(cxx, header or "", *(m.parent.name for m in models), OPT, info.version)
     out = shared_build_dir("cxxsim") / f"{top[:40]}_{key}"
     lib = out / f"libbench_{key}.so"
     if lib.is_file():
@@ -320,29 +346,31 @@ def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Pa
     with build_lock(out):  # another worker may be building the same bench: wait for it
         if lib.is_file():
             return lib
-        return _build_bench(info, verilog, top, cxx, flags, vlt, out, lib, jobs)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench.cpp").write_text(cxx)
+        if header is not None:
+            (out / f"V{top}.h").write_text(header)
+        inc = Path(info.include_dir)
+        archives = [str(m / f"lib{_prefix(m)}.a") for m in models] + [str(models[0] / "libverilated.a")]
+        tmp = lib.with_suffix(".so.tmp")
+        gxx = ["g++", "-shared", "-fPIC", OPT, "-std=c++17", f"-I{out}", *(f"-I{m}" for m in models), f"-I{inc}",
+               f"-I{inc / 'vltstd'}", str(out / "bench.cpp"), *archives, "-pthread", "-o", str(tmp)]
+        _run(gxx, out, make_env(dict(os.environ)), "g++")
+        tmp.replace(lib)
+        BUILDS.append(str(lib))
+        return lib
 
 
-def _build_bench(info, verilog: Path, top: str, cxx: str, flags: list, vlt, out: Path, lib: Path, jobs: int) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    obj = out / "obj"
-    env = make_env(dict(os.environ, MAKEFLAGS=make_vars()))
-    cmd = [info.executable, *flags, "--Mdir", str(obj), "--top-module", top, "--prefix", f"V{top}"]
-    if vlt:
-        cmd.append(str(vlt))
-    cmd.append(str(verilog))
-    _run(cmd, out, env, "verilator")
-    verilator_runtime.make_with_cached_runtime(obj, f"V{top}", env, jobs, _run)
-    (out / "bench.cpp").write_text(cxx)
-    inc = Path(info.include_dir)
-    archives = [str(obj / f"libV{top}.a"), str(obj / "libverilated.a")]
-    tmp = lib.with_suffix(".so.tmp")
-    gxx = ["g++", "-shared", "-fPIC", OPT, "-std=c++17", f"-I{obj}", f"-I{inc}", f"-I{inc / 'vltstd'}",
-           str(out / "bench.cpp"), *archives, "-pthread", "-o", str(tmp)]
-    _run(gxx, out, env, "g++")
-    tmp.replace(lib)
-    BUILDS.append(str(lib))
-    return lib
+def _prefix(obj: Path) -> str:
+    """The model prefix (``V<top>``) of an object directory of :func:`build_model`."""
+    return (obj / "prefix").read_text()
+
+
+def build(verilog: Path, top: str, ports: Ports, *, trace: bool = False, vlt: Path | None = None,
+          jobs: int = 2) -> Path:
+    """Build (or find in the cache) the bench of one Verilated top; returns its library's path."""
+    obj = build_model(verilog, top, trace=trace, vlt=vlt, jobs=jobs)
+    return build_bench(generate(top, ports, trace), top, [obj])
 
 
 #: libraries this process built (not found in the cache): tests check the cache with it

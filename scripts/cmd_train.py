@@ -10,7 +10,7 @@ partitioned over ``--nodes`` nodes (FPDeep balancing), one program is compiled p
 ``--steps`` mini-batches of the training set (``--steps epoch``: the whole training set
 once) run through the pipelined cluster at ``--level`` (fl, cl, rtl, verilator or mixed): ``rtl``
 simulates the RTL nodes (engine + router/DMA) and links in PyMTL3, ``verilator`` runs the whole RTL
-cluster as one Verilated model (``--faults RATE`` injects link faults there); ``--arrays 4,4,2,2``
+cluster Verilated in a compiled bench (``--faults RATE`` injects link faults there); ``--arrays 4,4,2,2``
 gives every node its own MAC array side (default: ``--array`` for all).  It prints where the cycles go and whether the
 final weights equal the golden model's (:func:`pymtl_fp.golden.train.train_step` applied
 ``--steps`` times); exit status 1 if they do not.

@@ -78,7 +78,7 @@ def test_rtl_node_with_wide_beats_beside_fl_nodes(data):
 @pytest.mark.parametrize("lanes,n", [(4, 3)])
 def test_verilated_cluster_with_wide_beats_equals_cl_cycles(data, lanes, n):
     """The whole RTL cluster at E = 4 (128-bit link messages, kept as 32-bit words by the compiled
-    bench) as one Verilated model: golden weights and the CL cluster's cycle count.  (E = 2 runs
+    bench) Verilated: golden weights and the CL cluster's cycle count.  (E = 2 runs
     as a PyMTL3 RTL node above and at CL; each E is one more Verilator build of the cluster.)"""
     ccfg = _cluster(n, lanes)
     rtl = _train(data, ccfg, ["verilator"] * n, steps=1, batch=2)

@@ -1,8 +1,8 @@
-"""The whole RTL cluster as one Verilated model (compiled bench): bit-exact with the golden model,
-cycle-equal with the CL cluster (every per-node statistic and the energy report), chain and ring, split layers, mixed
-array sides, link faults, continuous propagation, data-parallel replicas, weights kept by a neighbour; and the compiled
-bench's stream semantics
-against PyMTL3's."""
+"""The whole RTL cluster Verilated (compiled bench; the joined build, and the flat one against it):
+bit-exact with the golden model, cycle-equal with the CL cluster (every per-node statistic and the
+energy report), chain and ring, split layers, mixed array sides, link faults, continuous
+propagation, data-parallel replicas, weights kept by a neighbour; and the compiled bench's stream
+semantics against PyMTL3's."""
 
 from __future__ import annotations
 
@@ -191,7 +191,28 @@ def test_stream_bench_matches_pymtl3_arrival_cycles_and_caches_builds(tmp_path):
 def test_the_translation_cache_key_reads_every_rtl_source():
     """A cached cluster translation is keyed by every RTL source, the cluster's sub-packages too:
     an edit of the router's RTL must not reuse an old translation."""
-    from pymtl_fp.cluster.hw.verilated import source_files
+    from pymtl_fp.cluster.hw.verilated_split import source_files
 
     names = {str(f.relative_to(root)) for root, f in source_files()}
     assert {"hw/RouterRTL.py", "hw/node.py", "isa/__init__.py", "EngineRTL.py", "FifoRTL.py"} <= names
+
+
+def test_the_joined_and_the_flat_verilated_cluster_are_the_same_hardware(data, monkeypatch):
+    """The default build (each node and link module Verilated once, the instances joined in C++)
+    and the flat build (the whole ClusterRTL as one Verilated model) of one node and its three host
+    links, with 9 % of the flits hurt: both golden, the same cycles and per-node statistics, the
+    same logits and the same link counters (retransmissions, CRC errors, dropped and flipped flits:
+    each link's fault index comes from a port in the joined build, from a constant in the flat
+    one).  Every other Verilated cluster test runs the joined build against CL and the golden model."""
+    from pymtl_fp.cluster.hw import verilated
+
+    ccfg = _ccfg((4,))
+    runs = {}
+    for mode in verilated.MODES:
+        monkeypatch.setattr(verilated, "DEFAULT_MODE", mode)
+        runs[mode] = _run(data, ccfg, "verilator", steps=1, faults=dict(FAULTS, drop=2000, burst=2000, flip=2000))
+    joined, flat = runs["joined"], runs["flat"]
+    _same_cycles(joined, flat)
+    assert joined.report["link_status"] == flat.report["link_status"]
+    assert sum(lk["dropped"] + lk["flipped"] for lk in flat.report["link_status"]) > 0  # faults did happen
+    assert [x.tolist() for x in joined.logits] == [x.tolist() for x in flat.logits]

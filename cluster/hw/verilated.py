@@ -1,6 +1,12 @@
-"""The whole RTL cluster as one Verilated model, driven by a compiled C++ bench
-(:mod:`pymtl_fp.cxxsim`): Python crosses into C++ once per image (to answer its logits with the loss
-gradient), not once per cycle.
+"""The whole RTL cluster Verilated, driven by a compiled C++ bench (:mod:`pymtl_fp.cxxsim`): Python
+crosses into C++ once per image (to answer its logits with the loss gradient), not once per cycle.
+
+Two builds of the same cluster, with the same ports, cycles and results: ``joined`` (the default)
+Verilates each distinct node and link module once and joins the instances in C++
+(:mod:`pymtl_fp.cluster.hw.verilated_split`): a build costs one small bench once its modules are
+built, whatever the node count; ``flat`` Verilates the whole
+:class:`~pymtl_fp.cluster.hw.ClusterNet.ClusterRTL` as one model (the Verilog a vendor flow gets),
+and is the one that writes a VCD.
 
 :func:`cluster_verilog` translates :class:`~pymtl_fp.cluster.hw.ClusterNet.ClusterRTL` once per
 configuration and source tree (cached in a directory every process shares: the key is the module
@@ -13,55 +19,28 @@ steps with the same host behaviour as the PyMTL3 host
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from pymtl_fp import cxxsim
-from pymtl_fp.build_dirs import build_once, shared_build_dir
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.config import ClusterError, link_plan
 from pymtl_fp.cluster.hw.ClusterNet import cluster_module_name
 from pymtl_fp.cluster.hw.host_side import side_beats
 from pymtl_fp.cluster.hw.observe import make_log
 from pymtl_fp.cluster.hw.router_config import STATES, status_ports
+from pymtl_fp.cluster.hw.verilated_split import translated_once
 from pymtl_fp.cxxsim import Ports, Sig
 from pymtl_fp.engine.encoding import unpack_beat
-
-_SOURCE_DIRS = ("cluster", "engine", "link", "primitives")
-
-
-def source_files() -> list:
-    """The RTL's Python sources, sub-packages included (what a cached translation depends on)."""
-    import pymtl_fp
-    import pymtl_fp.cluster
-
-    roots = [Path(pymtl_fp.__file__).parent / d for d in _SOURCE_DIRS[1:]] + [Path(pymtl_fp.cluster.__file__).parent]
-    return [(root, f) for root in roots for f in sorted(root.rglob("*.py"))]
-
-
-def _sources_hash() -> str:
-    """A hash of the RTL's Python sources (a translation is reused only for the same sources)."""
-    h = hashlib.sha256()
-    for root, f in source_files():
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def cluster_verilog(ccfg, rcfgs, faults: bool = False) -> tuple[Path, str, Path]:
     """``(verilog file, top module name, waivers file)`` of the RTL cluster, translated once."""
     from pymtl_fp.cluster.hw.ClusterNet import ClusterRTL
     from pymtl_fp.cluster.hw.lint import CLUSTER_WAIVERS
-    from pymtl_fp.lint import lint_waiver_file, translate_verilog
 
     top = cluster_module_name(ccfg, rcfgs, faults)
-
-    def translate(tmp):
-        translate_verilog(ClusterRTL(ccfg, rcfgs, faults), top, tmp)
-        lint_waiver_file(tmp / f"{top}_waivers.vlt", CLUSTER_WAIVERS)
-
-    out = build_once(shared_build_dir("verilog") / f"{top}_{_sources_hash()}", translate)
-    return out / f"{top}.v", top, out / f"{top}_waivers.vlt"
+    v, vlt = translated_once(top, lambda: ClusterRTL(ccfg, rcfgs, faults), CLUSTER_WAIVERS)
+    return v, top, vlt
 
 
 def cluster_ports(ccfg, rcfgs, faults: bool) -> Ports:
@@ -93,17 +72,42 @@ def cluster_ports(ccfg, rcfgs, faults: bool) -> Ports:
     return p
 
 
+#: how a Verilated cluster is built (see the module docstring), and the build used without a VCD
+MODES = ("joined", "flat")
+DEFAULT_MODE = "joined"
+
+
 class VerilatedCluster:
     """One Verilated RTL cluster with its compiled bench (see the module docstring)."""
 
-    def __init__(self, ccfg, rcfgs, *, faults=None, vcd: str | None = None):
+    def __init__(self, ccfg, rcfgs, *, faults=None, vcd: str | None = None, mode: str | None = None):
         self.ccfg, self.rcfgs = ccfg, list(rcfgs)
         self.faults = faults  # None, or dict(seed=, drop=, burst=, flip=) rates per flit in 2**-16
+        self.mode = mode or ("flat" if vcd else DEFAULT_MODE)
+        if self.mode not in MODES:
+            raise ClusterError(f"unknown Verilated cluster build {self.mode!r}; choose one of {', '.join(MODES)}")
+        if vcd and self.mode != "flat":
+            raise ClusterError("a VCD of the Verilated cluster needs the flat build")
         fault_ports = faults is not None
-        v, self.top, vlt = cluster_verilog(ccfg, self.rcfgs, fault_ports)
         self.ports = cluster_ports(ccfg, self.rcfgs, fault_ports)
-        self.lib = cxxsim.build(v, self.top, self.ports, trace=bool(vcd), vlt=vlt)
+        if self.mode == "flat":
+            v, self.top, vlt = cluster_verilog(ccfg, self.rcfgs, fault_ports)
+            self.lib = cxxsim.build(v, self.top, self.ports, trace=bool(vcd), vlt=vlt)
+        else:
+            from pymtl_fp import joined_top
+            from pymtl_fp.cluster.hw.verilated_split import joined_cluster
+
+            joined, models = joined_cluster(ccfg, self.rcfgs, self.ports, fault_ports)
+            self.top = joined.top
+            self.ports.outputs.append(Sig("joined_unsettled", 32))
+            objs = [cxxsim.build_model(v, top, vlt=vlt) for v, top, vlt in models]
+            self.lib = cxxsim.build_bench(cxxsim.generate(self.top, self.ports, False), self.top, objs,
+                                          header=joined_top.header(joined))
         self.sim = cxxsim.StreamSim(self.lib, self.ports, vcd)
+
+    def unsettled(self) -> int:
+        """Settles of the joined build that did not converge (0 for the flat build)."""
+        return self.sim.get("joined_unsettled") if self.mode == "joined" else 0
 
     def load(self, cprog) -> None:
         """Reset, write every node's program and gather table through the program bus, set the

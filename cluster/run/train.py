@@ -188,8 +188,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     The other options say how the cluster is simulated.
 
     ``levels``: one engine level per node (``fl``, ``cl``, ``rtl``, ``verilator``).  With every
-    node at ``verilator`` (and ``fast``), the whole RTL cluster is one Verilated model run by a
-    compiled bench (:mod:`pymtl_fp.cluster.hw.verilated`); otherwise PyMTL3 simulates the cluster,
+    node at ``verilator`` (and ``fast``), the whole RTL cluster is Verilated and run by a compiled
+    bench (:mod:`pymtl_fp.cluster.hw.verilated`); otherwise PyMTL3 simulates the cluster,
     ``verilator`` nodes imported one by one.  ``faults`` (compiled cluster only): link fault
     injection, ``dict(seed=, drop=, burst=, flip=)`` in units of ``2**-16`` per flit.
 
@@ -336,6 +336,9 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
         t_sim = time.time() - t0
         if vc.errors():
             raise ClusterError(f"router overflow flagged on node(s) {vc.errors()}: the program does not fit")
+        if vc.unsettled():
+            raise ClusterError(f"the joined Verilated cluster did not settle in {vc.unsettled()} cycle(s): a "
+                               "combinational path across nodes and links")
         logs = vc.logs(cprog, steps, cycles)
         new_params = _params_back(net, ccfg, part, parts, cprog, vc.host_streams(), params)
         links = vc.link_status()

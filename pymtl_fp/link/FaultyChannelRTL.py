@@ -15,7 +15,9 @@ function, so a run is reproducible) and ``r = h & 0xffff``:
 * ``drop + burst <= r < drop + burst + flip``: that one bit is flipped;
 
 i.e. each of ``drop``/``burst``/``flip`` is a probability in units of ``2**-16`` per flit.
-``index`` (elaboration parameter) tells links apart, so each draws its own faults from one seed.
+``index`` (elaboration parameter) tells links apart, so each draws its own faults from one seed;
+``index=None`` takes it from an input port ``f_index`` (8 bits) instead, so that one module
+serves every link (a cluster of separately Verilated links, :mod:`pymtl_fp.cluster.hw.verilated_split`).
 Ports: those of ChannelRTL, plus ``f_seed`` (32), ``f_drop``, ``f_burst``, ``f_flip`` (16 each) in,
 and ``n_dropped``, ``n_flipped`` (32 each) out.
 """
@@ -48,7 +50,11 @@ class FaultyChannelRTL(Component):
         s.pipe = ChannelRTL(nbits, latency)
         s.flit = Wire(32)
         s.hash.seed //= s.f_seed
-        s.hash.tensor_id //= Bits8(index & 0xFF)
+        if index is None:
+            s.f_index = InPort(8)
+            s.hash.tensor_id //= s.f_index
+        else:
+            s.hash.tensor_id //= Bits8(index & 0xFF)
         s.hash.index //= s.flit
 
         s.r = Wire(17)

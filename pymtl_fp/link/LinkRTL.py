@@ -22,7 +22,7 @@ retransmissions, timeouts, NAKs and CRC/framing/sequence errors.
 ``faults=True`` (translatable) puts a :class:`~pymtl_fp.link.FaultyChannelRTL.FaultyChannelRTL`
 there instead and exposes its configuration (``f_seed``, ``f_drop``, ``f_burst``, ``f_flip``) and
 counters (``n_dropped``, ``n_flipped``) as ports; ``fault_index`` tells the links of one design
-apart (each draws its own faults).
+apart (each draws its own faults); ``fault_index=None`` makes it an input port ``f_index`` (8 bits).
 Test benches pass :func:`pymtl_fp.tb.link_faults.faulty_channel` to inject faults (that variant is not
 translatable).  ``MsgType`` may be narrower than ``cfg.msg_bits`` (zero-extended on the wire),
 never wider.
@@ -70,7 +70,7 @@ class LinkRTL(Component):
         s.cfg = cfg
         s.params = link_module_name(cfg, MsgType)[1]
         if faults:
-            s.params = dict(s.params, faults=1, findex=fault_index)
+            s.params = dict(s.params, faults=1, findex="port" if fault_index is None else fault_index)
         s.recv = RecvIfcRTL(MsgType)
         s.send = SendIfcRTL(MsgType)
         s.status = OutPort(LinkStatus)
@@ -82,6 +82,9 @@ class LinkRTL(Component):
             s.f_drop = InPort(16)
             s.f_burst = InPort(16)
             s.f_flip = InPort(16)
+            if fault_index is None:
+                s.f_index = InPort(8)
+                s.chan.f_index //= s.f_index
             s.n_dropped = OutPort(32)
             s.n_flipped = OutPort(32)
             s.chan.f_seed //= s.f_seed

@@ -10,8 +10,10 @@ defaults unless options say otherwise).
 * ``verilator-per-cycle``: every RTL node translated and imported into Verilator one by one
   through PyMTL3, links in PyMTL3, Python driving every port every cycle (the pre-compiled-cluster
   path), the first ``--pymtl-cycles`` cycles;
-* ``verilated``: the whole RTL cluster as one Verilated model in a compiled bench, Python
-  answering each image's logits (what ``train --level verilator`` runs), the whole run;
+* ``verilated``: the whole RTL cluster Verilated in a compiled bench, Python answering each image's
+  logits (what ``train --level verilator`` runs), the whole run, in both builds: ``joined`` (each
+  node and link module Verilated once, the instances joined in C++: the default) and ``flat`` (the
+  whole ``ClusterRTL`` as one Verilated model); their cycles must be equal, and both are golden;
 * ``plain C++``: the same compiled model and bench with every stream preloaded -- the loss
   gradients recorded from the run above -- run to the end in one C++ call: what a hand-written C++
   harness without Python would reach (its cycles differ slightly: the gradients are offered early).
@@ -127,10 +129,17 @@ def main(args) -> int:
           f"overlapping engines, 1f1b", flush=True)
     rows = {}
     reports = {}
+    from pymtl_fp.cluster.hw import verilated
+
     for key, level, kernel, skip in (("cl-pymtl", "cl", "pymtl", False), ("cl-direct", "cl", "direct", False),
-                                     ("cl", "cl", "direct", True), ("verilator", "verilator", None, True)):
-        run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True), steps=args.steps,
-                               batch=args.batch, levels=[level] * args.nodes, kernel=kernel, skip=skip)
+                                     ("cl", "cl", "direct", True), ("verilated-flat", "verilator", None, True),
+                                     ("verilator", "verilator", None, True)):
+        verilated.DEFAULT_MODE = "flat" if key == "verilated-flat" else "joined"
+        try:
+            run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True), steps=args.steps,
+                                   batch=args.batch, levels=[level] * args.nodes, kernel=kernel, skip=skip)
+        finally:
+            verilated.DEFAULT_MODE = "joined"
         if not params_equal(run.params, want):
             raise UserError(f"bench cluster: the {key} run does not equal the golden model")
         ws, cpu = run.report["wall_seconds"], run.report.get("cpu_seconds", {}).get("simulate")
@@ -138,10 +147,10 @@ def main(args) -> int:
                          rate=run.cycles / ws["simulate"], golden=True)
         reports[key] = {k: v for k, v in run.report.items() if k in ("cycles_per_step", "node", "links", "losses")}
         print(f"  measured {key}: {run.cycles} cycles in {ws['simulate']:.2f} s", flush=True)
-        if level == "verilator":
+        if key == "verilator":
             host = HostModel(ccfg.engines[0], net, fmt, images, labels, args.batch, ccfg.engines[-1].P)
             grads = [g for y in run.logits for g in host.image_done(_logit_elements(y, host), 0)]
-    if rows["cl"]["cycles"] != rows["verilator"]["cycles"]:
+    if not rows["cl"]["cycles"] == rows["verilator"]["cycles"] == rows["verilated-flat"]["cycles"]:
         raise UserError("bench cluster: CL and Verilated cycles differ")
     if not reports["cl-pymtl"] == reports["cl-direct"] == reports["cl"]:
         raise UserError("bench cluster: the CL reports of the three schedulers differ")
@@ -154,10 +163,11 @@ def main(args) -> int:
     names = {"cl-pymtl": "CL cluster, PyMTL3's scheduler", "cl-direct": "CL cluster, direct scheduler",
              "cl": "CL, direct, quiet cycles skipped (default)", "rtl": "RTL cluster in PyMTL3",
              "verilator-per-cycle": "RTL nodes via PyMTL3's Verilator import",
-             "verilated": "Verilated cluster (compiled bench)", "plain C++": "same model, one C++ call"}
+             "verilated-flat": "Verilated cluster, flat build", "verilated": "Verilated cluster, joined build (default)",
+             "plain C++": "joined build, one C++ call"}
     rows["verilated"] = rows.pop("verilator")
     print(f"  {'simulator':<44}{'cycles':>9}{'sim s':>9}{'CPU s':>8}{'cycles/s':>12}{'vs CL/PyMTL3':>14}")
-    for key in ("cl-pymtl", "cl-direct", "cl", "rtl", "verilator-per-cycle", "verilated", "plain C++"):
+    for key in ("cl-pymtl", "cl-direct", "cl", "rtl", "verilator-per-cycle", "verilated-flat", "verilated", "plain C++"):
         if key not in rows:
             continue
         r = rows[key]
@@ -169,7 +179,9 @@ def main(args) -> int:
           f"direct with skipping ({base['cpu_seconds'] / fast['cpu_seconds']:.1f}x less); the three CL reports equal")
     ratio = rows["plain C++"]["rate"] / rows["verilated"]["rate"]
     print(f"  the Python crossings (one per image) cost {ratio:.2f}x against one C++ call; "
-          f"builds (cached after the first): verilated {rows['verilated']['build_seconds']:.1f} s")
+          f"builds (cached after the first): flat {rows['verilated-flat']['build_seconds']:.1f} s, joined "
+          f"{rows['verilated']['build_seconds']:.1f} s; the joined build simulates "
+          f"{rows['verilated']['rate'] / rows['verilated-flat']['rate']:.2f}x as fast as the flat one")
     if args.json:
         Path(args.json).write_text(json.dumps(dict(config=vars_of(args), rows=rows), indent=2) + "\n")
         print(f"  wrote {args.json}")

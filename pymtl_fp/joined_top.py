@@ -1,0 +1,166 @@
+"""Several Verilated models joined by wires into one C++ class that looks like one Verilated top,
+so that the compiled bench of :mod:`pymtl_fp.cxxsim` drives it unchanged (cycle level, exact).
+
+A design of many instances of a few modules (a cluster: N nodes of one configuration, 2N links)
+is Verilated once per *module* (:func:`pymtl_fp.cxxsim.build_model`) instead of once per design:
+Verilator optimizes per scope, so one flat model carries every node's C++ again.  The joined top
+(:func:`header`) holds one model object per instance and fields named like the flat top's ports;
+its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
+
+* clock low (the settle, before the bench samples the handshakes): the top's input fields go to
+  the instances (:attr:`Joined.inputs`), then stage by stage every wire into an instance of that
+  stage is copied from its source and the stage's instances evaluate; the wires are then checked
+  *settled* (every input equal to the output it is wired to).  With the stages ordered so that
+  each instance's wired inputs come from instances evaluated before it or from outputs that depend
+  on state only (the links: their ``send`` and ``recv.rdy`` are registers) one pass settles; any
+  other netlist gets further passes, and a netlist still unsettled after
+  :data:`MAX_PASSES` counts in the output field ``joined_unsettled`` (a combinational loop
+  across models: the caller raises on it);
+* clock rising: every instance takes its edge with the inputs of the settle;
+* clock falling: every instance's clock goes low, evaluated at the next settle (no logic of a
+  PyMTL3 design runs on a falling edge).
+
+After each ``eval()`` the top's output fields are copied from the instances
+(:attr:`Joined.outputs`).  Outputs the bench reads right after an edge (``done``, ``progress``,
+event strobes) must be registered in their instance, as the cluster's status ports are: after an
+edge the wires between instances are settled at the next settle, not before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: settle passes before a netlist counts as unsettled (a combinational loop across models)
+MAX_PASSES = 4
+
+
+@dataclass(frozen=True)
+class Port:
+    """A port of an instance (``owner`` its name) or a field of the joined top (``owner`` None):
+    Verilog name, width, index into an unpacked array port."""
+
+    owner: str | None
+    name: str
+    width: int
+    index: int | None = None
+
+    def cxx(self) -> str:
+        ref = self.name.replace("__", "___05F")
+        ref = f"{self.owner}->{ref}" if self.owner else ref
+        return ref if self.index is None else f"{ref}[{self.index}]"
+
+    @property
+    def words(self) -> int:
+        return (self.width + 31) // 32
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str    #: C++ member name
+    top: str     #: the Verilated model (class ``V<top>``)
+    stage: int   #: evaluation order within a settle (lower first)
+
+
+@dataclass
+class Joined:
+    """The netlist of a joined top (see the module docstring)."""
+
+    top: str                                     #: the class is ``V<top>``
+    instances: list = field(default_factory=list)
+    fields: list = field(default_factory=list)   #: (name, width, count or None): the top's ports but clk
+    wires: list = field(default_factory=list)    #: (dst Port, src Port): instance input <- instance output
+    inputs: list = field(default_factory=list)   #: (dst Port, C++ expression of the top's fields)
+    outputs: list = field(default_factory=list)  #: (top field Port, instance output Port)
+
+
+def _copy(dst: Port, src: str, width: int) -> str:
+    if width <= 64:
+        return f"{dst.cxx()} = {src};"
+    words = (width + 31) // 32
+    return f"for (int i = 0; i < {words}; ++i) {dst.cxx()}[i] = ({src})[i];"
+
+
+def _differs(a: Port, b: Port) -> str:
+    if a.width <= 64:
+        return f"{a.cxx()} != {b.cxx()}"
+    return " || ".join(f"{a.cxx()}[{i}] != {b.cxx()}[{i}]" for i in range(a.words))
+
+
+def _ctype(width: int) -> str:
+    if width <= 8:
+        return "CData"
+    if width <= 16:
+        return "SData"
+    if width <= 32:
+        return "IData"
+    if width <= 64:
+        return "QData"
+    return f"VlWide<{(width + 31) // 32}>"
+
+
+def header(j: Joined) -> str:
+    """The C++ header ``V<top>.h`` of the joined top."""
+    tops = sorted({i.top for i in j.instances})
+    includes = "\n".join(f'#include "V{t}.h"' for t in tops)
+    decls = "\n".join(f"  {_ctype(w)} {name.replace('__', '___05F')}{f'[{n}]' if n else ''} = {{}};"
+                      for name, w, n in j.fields)
+    members = "\n".join(f"  V{i.top}* {i.name};" for i in j.instances)
+    new = "\n".join(f'    {i.name} = new V{i.top}{{ctx, "{i.name}"}};' for i in j.instances)
+    delete = " ".join(f"delete {i.name};" for i in j.instances)
+    final = " ".join(f"{i.name}->final();" for i in j.instances)
+    owner_stage = {i.name: i.stage for i in j.instances}
+    stages = []
+    for st in sorted(set(owner_stage.values())):
+        copies = [_copy(d, s.cxx(), d.width) for d, s in j.wires if owner_stage[d.owner] == st]
+        evals = [f"{i.name}->eval();" for i in j.instances if i.stage == st]
+        stages.append("\n      ".join(copies + evals))
+    unsettled = " ||\n        ".join(f"({_differs(d, s)})" for d, s in j.wires) or "false"
+    ins = "\n    ".join(_copy(d, e, d.width) for d, e in j.inputs)
+    outs = "\n    ".join(_copy(t, s.cxx(), t.width) for t, s in j.outputs)
+    rise = " ".join(f"{i.name}->clk = 1; {i.name}->eval();" for i in j.instances)
+    fall = " ".join(f"{i.name}->clk = 0;" for i in j.instances)
+    return f"""// generated by pymtl_fp.joined_top: {len(j.instances)} Verilated models joined as one top
+#pragma once
+#include "verilated.h"
+{includes}
+
+class V{j.top} {{
+ public:
+  CData clk = 0;
+{decls}
+  IData joined_unsettled = 0;  // settles that did not converge (a combinational loop across models)
+{members}
+
+  explicit V{j.top}(VerilatedContext* ctx) {{
+{new}
+  }}
+  ~V{j.top}() {{ {delete} }}
+  void final() {{ {final} }}
+  void eval() {{
+    if (clk && !joined_last_clk) {{ joined_in(); {rise} }}
+    else if (!clk && joined_last_clk) {{ {fall} }}
+    else {{ joined_in(); joined_settle(); }}
+    joined_last_clk = clk;
+    joined_out();
+  }}
+
+ private:
+  CData joined_last_clk = 0;
+  void joined_in() {{
+    {ins}
+  }}
+  void joined_out() {{
+    {outs}
+  }}
+  bool joined_pending() const {{
+    return {unsettled};
+  }}
+  void joined_settle() {{
+    for (int pass = 0; pass < {MAX_PASSES}; ++pass) {{
+      {(chr(10) + '      ').join(stages)}
+      if (!joined_pending()) return;
+    }}
+    ++joined_unsettled;
+  }}
+}};
+"""
