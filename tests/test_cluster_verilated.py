@@ -19,6 +19,7 @@ from pymtl_fp.net import load_net
 pytestmark = pytest.mark.verilator
 
 NET = load_net("lenet-digits")
+VGG = load_net("vgg-digits")  # four 3x3 conv layers, two pools, fc
 PREC = "8"
 FMT = NET.precision(PREC)
 TCFG = TrainConfig(PREC, lr_log2=3, seed=3)
@@ -31,24 +32,24 @@ def data():
     return quantize_images(split.x_train[:16], FMT.act), split.y_train[:16]
 
 
-def _ccfg(Ps, topology="chain", act_depth=512, bias_depth=1024):
+def _ccfg(Ps, topology="chain", act_depth=512, bias_depth=1024, net=NET):
     """Nodes of array sides ``Ps``; B as deep as the replicas' all-reduce makes it, so that every
-    test of the same node count shares one Verilator build (here and in the other files)."""
-    engines = tuple(engine_for_net(NET, PREC, P=p, act_depth=act_depth, weight_depth=256, bias_depth=bias_depth)
+    test shares one node module build (here and in the other files)."""
+    engines = tuple(engine_for_net(net, PREC, P=p, act_depth=act_depth, weight_depth=256, bias_depth=bias_depth)
                     for p in Ps)
     return ClusterConfig(engines, default_link(engines[0].stream_bits), topology=topology)
 
 
 def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b",
-         parallel="pipeline", groups=None, weight_home="auto"):
+         parallel="pipeline", groups=None, weight_home="auto", net=NET):
     images, labels = data
-    params = quantize_params(NET, init_params_float64(NET, 1), PREC)
-    run = train_on_cluster(NET, params, images, labels, TCFG, ccfg,
+    params = quantize_params(net, init_params_float64(net, 1), PREC)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg,
                            Mapping(overlap=overlap, cuts=cuts, schedule=schedule, parallel=parallel, groups=groups,
                                    weight_home=weight_home),
                            steps=steps, batch=batch, levels=[level] * ccfg.n, faults=faults)
-    want, losses = golden_steps(NET, params, images, labels, TCFG, steps, batch,
-                                cp_versions(NET, ccfg, batch, Mapping(schedule=schedule, cuts=cuts)))
+    want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch,
+                                cp_versions(net, ccfg, batch, Mapping(schedule=schedule, cuts=cuts)))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
     assert run.losses == pytest.approx(losses, abs=0)
     return run
@@ -71,6 +72,16 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     v = _run(data, ccfg, "verilator", steps=2)
     assert v.report["simulator"].startswith("verilated cluster") and v.report["partition"]["split_layers"]
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
+
+
+def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data):
+    """vgg-digits cut over 8 nodes of 4x4 arrays (layers shared by neighbouring nodes): the joined
+    Verilated cluster of 8 nodes and 18 links, built from the node and link modules the other tests
+    here build, is bit-exact and takes the CL cluster's cycles."""
+    ccfg = _ccfg((4,) * 8, net=VGG)
+    v = _run(data, ccfg, "verilator", net=VGG)
+    assert len(v.report["node"]) == 8 and v.report["partition"]["split_layers"]
+    _same_cycles(v, _run(data, ccfg, "cl", net=VGG))
 
 
 def test_fc_weights_kept_by_the_upstream_node_in_rtl(data):
