@@ -76,7 +76,7 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
 
 def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data):
     """vgg-digits cut over 8 nodes of 4x4 arrays (layers shared by neighbouring nodes): the joined
-    Verilated cluster of 8 nodes and 18 links, built from the node and link modules the other tests
+    Verilated cluster of 8 nodes and 17 links, built from the node and link modules the other tests
     here build, is bit-exact and takes the CL cluster's cycles."""
     ccfg = _ccfg((4,) * 8, net=VGG)
     v = _run(data, ccfg, "verilator", net=VGG)
