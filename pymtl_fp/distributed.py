@@ -79,8 +79,11 @@ def connect(scheduler: str, workers: int, scratch_in=None):
             import dask
 
             with dask.config.set({"temporary-directory": scratch} if scratch else {}):
+                # no dashboard; the scheduler's own HTTP routes on a free port, not 8787 (a second
+                # campaign would warn that 8787 is taken)
                 cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=logging.ERROR, preload=[__name__], local_directory=scratch)
+                                       scheduler_kwargs={"dashboard_address": ":0"}, silence_logs=logging.ERROR,
+                                       preload=[__name__], local_directory=scratch)
                 cluster.pymtl_fp_scratch, cluster.pymtl_fp_executable = scratch, executable
             return Client(cluster), cluster
         except BaseException:  # (Ctrl-C while the cluster started: stop what did start)

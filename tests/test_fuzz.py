@@ -220,3 +220,22 @@ def test_double_ctrl_c_stops_the_campaign_with_one_line(tmp_path):
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines()[-1] == "pymtl-fp fuzz: interrupted", err
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@pytest.mark.parametrize("name", targets.names())
+def test_no_strategy_draws_with_the_random_module(name):
+    """Every target's strategy draws only through Hypothesis (campaign workers silence Hypothesis's
+    warning about the global ``random`` state, which a Dask worker's own threads move): drawn
+    here in-process, that warning is an error."""
+    import warnings
+
+    target = targets.get(name)
+
+    @settings(max_examples=25, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(target.strategy(target.levels[0]))
+    def draw(case):
+        assert case is not None
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Do not use the `random` module inside strategies")
+        draw()

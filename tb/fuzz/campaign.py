@@ -30,6 +30,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from pymtl_fp.tb.fuzz import cases as case_files
@@ -206,6 +207,9 @@ def _worker_body(wid, cfg, seed, deadline_wall, out_q):
     from pymtl_fp.verilate import build_dir
 
     hypothesis_profiles.register()
+    # Hypothesis warns when the global `random` state moves while a strategy draws; in a Dask worker
+    # the worker's own threads move it (our strategies draw without `random`: tests/test_fuzz.py)
+    warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
     profile = settings.get_profile("campaign")
     target = targets.get(cfg.target)
     ctx = targets.FuzzContext()
