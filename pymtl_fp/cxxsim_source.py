@@ -8,6 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def verilator_name(name: str) -> str:
+    """A port's name as Verilator's C++ spells it (``__`` -> ``___05F``)."""
+    return name.replace("__", "___05F")
+
+
 @dataclass(frozen=True)
 class Sig:
     """One port of the top: Verilog name, width, index into an unpacked array port (or None)."""
@@ -21,7 +26,7 @@ class Sig:
         return (self.width + 31) // 32
 
     def cxx(self) -> str:
-        ref = "m->" + self.name.replace("__", "___05F")
+        ref = "m->" + verilator_name(self.name)
         return ref if self.index is None else f"{ref}[{self.index}]"
 
     def ctype(self) -> str:

@@ -21,14 +21,16 @@ its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
   PyMTL3 design runs on a falling edge).
 
 After each ``eval()`` the top's output fields are copied from the instances
-(:attr:`Joined.outputs`).  Outputs the bench reads right after an edge (``done``, ``progress``,
-event strobes) must be registered in their instance, as the cluster's status ports are: after an
-edge the wires between instances are settled at the next settle, not before.
+(:attr:`Joined.outputs`).  Outputs the bench reads right after an edge, before the next settle
+(``done``, ``progress``), must be registered in their instance, as the cluster's status ports
+are: after an edge the wires between instances are settled at the next settle, not before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from pymtl_fp.cxxsim_source import verilator_name
 
 #: settle passes before a netlist counts as unsettled (a combinational loop across models)
 MAX_PASSES = 4
@@ -45,7 +47,7 @@ class Port:
     index: int | None = None
 
     def cxx(self) -> str:
-        ref = self.name.replace("__", "___05F")
+        ref = verilator_name(self.name)
         ref = f"{self.owner}->{ref}" if self.owner else ref
         return ref if self.index is None else f"{ref}[{self.index}]"
 
@@ -102,7 +104,7 @@ def header(j: Joined) -> str:
     """The C++ header ``V<top>.h`` of the joined top."""
     tops = sorted({i.top for i in j.instances})
     includes = "\n".join(f'#include "V{t}.h"' for t in tops)
-    decls = "\n".join(f"  {_ctype(w)} {name.replace('__', '___05F')}{f'[{n}]' if n else ''} = {{}};"
+    decls = "\n".join(f"  {_ctype(w)} {verilator_name(name)}{f'[{n}]' if n else ''} = {{}};"
                       for name, w, n in j.fields)
     members = "\n".join(f"  V{i.top}* {i.name};" for i in j.instances)
     new = "\n".join(f'    {i.name} = new V{i.top}{{ctx, "{i.name}"}};' for i in j.instances)
