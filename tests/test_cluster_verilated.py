@@ -74,14 +74,20 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
 
 
-def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data):
+def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data, monkeypatch):
     """vgg-digits cut over 8 nodes of 4x4 arrays (layers shared by neighbouring nodes): the joined
     Verilated cluster of 8 nodes and 17 links, built from the node and link modules the other tests
-    here build, is bit-exact and takes the CL cluster's cycles."""
+    here build, is bit-exact and takes the CL cluster's cycles, evaluated by one thread and by two
+    (half the instances each, :data:`pymtl_fp.joined_top.THREADS_ENV`)."""
+    from pymtl_fp.joined_top import THREADS_ENV
+
     ccfg = _ccfg((4,) * 8, net=VGG)
-    v = _run(data, ccfg, "verilator", net=VGG)
-    assert len(v.report["node"]) == 8 and v.report["partition"]["split_layers"]
-    _same_cycles(v, _run(data, ccfg, "cl", net=VGG))
+    cl = _run(data, ccfg, "cl", net=VGG)
+    for threads in ("1", "2"):
+        monkeypatch.setenv(THREADS_ENV, threads)
+        v = _run(data, ccfg, "verilator", net=VGG)
+        assert len(v.report["node"]) == 8 and v.report["partition"]["split_layers"]
+        _same_cycles(v, cl)
 
 
 def test_fc_weights_kept_by_the_upstream_node_in_rtl(data):

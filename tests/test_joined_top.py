@@ -71,8 +71,10 @@ def _trace(sim, xs, flat=False):
     return out
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("stages", [(0, 1), (1, 0)], ids=["in-order", "reversed"])
-def test_joined_models_equal_the_flat_model_in_any_stage_order(stage, stages):
+def test_joined_models_equal_the_flat_model_in_any_stage_order(stage, stages, threads, monkeypatch):
+    monkeypatch.setenv(joined_top.THREADS_ENV, threads)  # two: a and b evaluate on two threads
     obj, flat_v = stage
     xs = [3, 250, 7, 255, 0, 9]
     flat_ports = Ports(inputs=PORTS.inputs, outputs=PORTS.outputs[:3])
