@@ -16,7 +16,8 @@ its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
   other netlist gets further passes, and a netlist still unsettled after
   :data:`MAX_PASSES` counts in the output field ``joined_unsettled`` (a combinational loop
   across models: the caller raises on it);
-* clock rising: every instance takes its edge with the inputs of the settle;
+* clock rising: every instance takes its edge with the inputs of the settle (the bench settles
+  before every rising edge: :func:`pymtl_fp.cxxsim_source.generate`);
 * clock falling: every instance's clock goes low, evaluated at the next settle (no logic of a
   PyMTL3 design runs on a falling edge).
 
@@ -164,7 +165,7 @@ class V{j.top} {{
   }}
   void final() {{ {final} }}
   void eval() {{
-    if (clk && !joined_last_clk) {{ joined_in(); joined_run({rise_job}); }}
+    if (clk && !joined_last_clk) {{ joined_run({rise_job}); }}  // (inputs as the settle before it left them)
     else if (!clk && joined_last_clk) {{ {fall} }}
     else {{ joined_in(); joined_settle(); }}
     joined_last_clk = clk;
