@@ -246,3 +246,36 @@ def test_ctrl_c_in_a_dask_campaign_leaves_no_process_behind(tmp_path):
     assert err.strip().splitlines()[-1] == "pymtl-fp fuzz: interrupted", err
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert left == [], left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigint_to_the_parent_alone_stops_a_bench_and_its_worker_processes(tmp_path):
+    """SIGINT to ``bench parallel``'s own process only (``kill -INT <pid>``, not the terminal's
+    Ctrl-C to the group) while its two worker processes run jobs of several seconds each: exit
+    130 with one line, and no worker left behind (the workers ignore SIGINT; the parent terminates
+    them instead of waiting for the twelve runs, which take over a minute: the 30 s limit below is
+    a hang guard that waiting would hit)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pymtl_fp.cli", "bench", "parallel", "--nodes", "4", "--batches", "64,128",
+         "--steps", "11", "--workers", "2", "--json", str(tmp_path / "b.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=_env(tmp_path),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert "runs on 2 processes" in proc.stdout.readline()
+        time.sleep(3)  # (the workers are running their first jobs, or still starting: either way)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        left = _session_alive(proc.pid)
+        for _ in range(50):
+            if not left:
+                break
+            time.sleep(0.1)
+            left = _session_alive(proc.pid)
+    finally:
+        for pid in _session_alive(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "pymtl-fp bench: interrupted", err
+    assert "Traceback" not in err, err
+    assert left == [], left
+    assert not (tmp_path / "b.json").exists()

@@ -22,14 +22,22 @@ def int_list(text, option, lo, hi) -> list:
 def run_jobs(fn, jobs: list, workers: int) -> list:
     """``fn`` over ``jobs``, in order: in this process with one worker (or one job), else on
     ``workers`` processes that are spawned, not forked (a forked child of a process that has loaded
-    a Verilator model, as a test worker may have, can hang in that library's ``dlclose``)."""
+    a Verilator model, as a test worker may have, can hang in that library's ``dlclose``).
+
+    Ctrl-C is the parent's: the workers ignore SIGINT once started, and an interrupt of the parent
+    alone (not of its process group) terminates them at once instead of waiting for their jobs."""
     if workers <= 1 or len(jobs) <= 1:
         return [fn(job) for job in jobs]
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(fn, jobs))
+    with multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_sigint) as pool:
+        return pool.map(fn, jobs, chunksize=1)  # (leaving the block terminates the workers)
+
+
+def _ignore_sigint():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def digits_net(name: str, precision: str):
