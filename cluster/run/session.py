@@ -21,7 +21,14 @@ import numpy as np
 
 from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT, Mapping
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cluster.run.train import ClusterRun, cp_versions, golden_steps, params_equal, train_on_cluster
+from pymtl_fp.cluster.run.train import (
+    ClusterRun,
+    compile_run,
+    cp_versions,
+    golden_steps,
+    params_equal,
+    train_on_cluster,
+)
 
 
 @dataclass(frozen=True)
@@ -144,13 +151,14 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
             + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"]) + f" -> {found['cuts']}")
     elif partition != "rule":
         raise ClusterError(f"unknown partition method {partition!r}; choose rule or search")
+    compiled = compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)  # (refusals before the header)
     say(_header(data["dataset"], net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults))
     bar = progress(steps * batch) if progress is not None else None
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
                                levels=levels, faults=faults, max_cycles=max(20_000_000, 200_000 * steps),
                                kernel=kernel, skip=skip, trace=bool(trace or outputs.trace or outputs.timeline),
-                               progress_cb=bar)
+                               progress_cb=bar, compiled=compiled)
     finally:
         if hasattr(bar, "close"):
             bar.close()

@@ -180,7 +180,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
                      batch: int, levels: list, link_level: str | None = None, stall=None,
                      max_cycles: int = 20_000_000, idle_limit: int | None = None, progress_cb=None,
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
-                     kernel: str | None = None, skip: bool = True, trace: bool = False) -> ClusterRun:
+                     kernel: str | None = None, skip: bool = True, trace: bool = False,
+                     compiled: tuple | None = None) -> ClusterRun:
     """Train ``steps`` mini-batches of ``batch`` images on a simulated cluster, mapped as
     ``mapping`` says (:class:`~pymtl_fp.cluster.compiler.mapping.Mapping`: how the nodes share the
     work, the schedule, weight gradients, row bands, tap packing, weights kept by a neighbour,
@@ -205,7 +206,9 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     With replicas (``mapping.parallel`` ``data`` or ``hybrid``) the engines' B buffers are deepened
     to hold the replicas' un-rounded partial sums, as they are for per-image weight gradients
     (reported).  ``mapping.bands`` ``auto`` runs whole layers where bands cannot run (replicas,
-    nodes of different array sides, weights kept by a neighbour)."""
+    nodes of different array sides, weights kept by a neighbour).  ``compiled``: what
+    :func:`compile_run` returned for these arguments, when the caller compiled first (to refuse a
+    misfit before it prints anything)."""
     if len(levels) != ccfg.n:
         raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
     if link_level is None:
@@ -214,7 +217,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
-    ccfg, part, parts, cprog = compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
+    ccfg, part, parts, cprog = compiled or compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
         idle_limit = watchdog_limit(ccfg, cprog, stall)
