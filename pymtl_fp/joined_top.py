@@ -1,7 +1,7 @@
 """Several Verilated models joined by wires into one C++ class that looks like one Verilated top,
 so that the compiled bench of :mod:`pymtl_fp.cxxsim` drives it unchanged (cycle level, exact).
 
-A design of many instances of a few modules (a cluster: N nodes of one configuration, 2N links)
+A design of many instances of a few modules (a cluster: N nodes of one configuration, 2N + 1 links)
 is Verilated once per *module* (:func:`pymtl_fp.cxxsim.build_model`) instead of once per design:
 Verilator optimizes per scope, so one flat model carries every node's C++ again.  The joined top
 (:func:`header`) holds one model object per instance and fields named like the flat top's ports;
