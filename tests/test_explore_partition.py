@@ -281,3 +281,19 @@ def test_node_work_lists_cover_the_network_once(inst):
         spans = sorted(covered[ly.name])
         assert spans[0][0] == 0 and all(x[1] == y[0] for x, y in itertools.pairwise(spans))
         assert spans[-1][1] == chain.units[chain.unit_of[ly.name]].extent
+
+
+@settings(max_examples=examples(25))
+@given(small_networks(), st.integers(1, 40), st.integers(1, 4), st.booleans(), st.data())
+def test_the_dp_stops_early_on_a_settled_chain_with_the_same_cuts(net, n, pieces, odd_last, data):
+    """A chain of identical FPGAs (optionally a different last one): the DP that copies a settled
+    step's choices gives exactly the cuts and the II of the DP that computes every step."""
+    chain = Chain(net, max_pieces=pieces, channel_tile=4)
+    dev = _device(data.draw, 0)
+    link = Link("l", data.draw(st.floats(1e-4, 1.0)))
+    cluster = Cluster.homogeneous(dev, n, link)
+    if odd_last and n > 1:
+        cluster = Cluster(cluster.devices[:-1] + [_device(data.draw, 1)], cluster.links)
+    fast, fast_ii = dp_optimal(chain, cluster, return_value=True)
+    full, full_ii = dp_optimal(chain, cluster, return_value=True, converge=False)
+    assert list(fast) == list(full) and fast_ii == full_ii

@@ -220,11 +220,16 @@ def _stage_seconds_matrix(chain, cluster: Cluster, kind_key) -> np.ndarray:
     return mat
 
 
-def dp_optimal(chain, cluster: Cluster, return_value: bool = False):
+def dp_optimal(chain, cluster: Cluster, return_value: bool = False, converge: bool = True):
     """The cut vector of minimum II (exact), by dynamic programming.
 
     ``D[i][j]`` = least II of FPGAs ``0..i`` computing positions ``[0, j)``;
     ``D[i][j] = min_{k<=j} max(D[i-1][k], link_{i-1}(k), stage_i(k, j))``.
+
+    ``converge``: once a step leaves ``D`` unchanged and every later FPGA and link is the same as
+    this step's, every later step is this step again (the same operator on the same ``D``): its
+    choices are copied instead of recomputed -- the same cuts, and a chain of thousands of
+    identical FPGAs costs as many steps as ``D`` takes to settle.
     """
     n, M = cluster.n, chain.M
     keys, kind = cluster.kinds()
@@ -240,17 +245,24 @@ def dp_optimal(chain, cluster: Cluster, return_value: bool = False):
         return mats[k]
 
     link_all = np.maximum(chain.fwd_bits, chain.bwd_bits)
+    lks = [link.seconds(link_all) for link in cluster.links]
+    same_after = np.zeros(n + 1, dtype=bool)  # same_after[i]: FPGAs and links i.. repeat step i's
+    same_after[n - 1] = True
+    for i in range(n - 2, 0, -1):
+        same_after[i] = same_after[i + 1] and kind[i + 1] == kind[i] and np.array_equal(lks[i], lks[i - 1])
     D = stage(0)[0].copy()
     back = np.zeros((n, M + 1), dtype=np.int64)
     cols = np.arange(M + 1)
     for i in range(1, n):
-        link = cluster.links[i - 1]
-        lk = link.seconds(link_all)
-        base = np.maximum(D, lk)
+        base = np.maximum(D, lks[i - 1])
         cand = np.maximum(base[:, None], stage(i))
         arg = np.argmin(cand, axis=0)
         back[i] = arg
-        D = cand[arg, cols]
+        new = cand[arg, cols]
+        if converge and same_after[i] and np.array_equal(new, D):
+            back[i + 1:] = arg
+            break
+        D = new
     cuts = np.zeros(n + 1, dtype=np.int64)
     cuts[n] = M
     for i in range(n - 1, 0, -1):
