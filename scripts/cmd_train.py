@@ -38,6 +38,8 @@ FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
 SCHEDULE_CHOICES = ("minibatch", "1f1b", "gpipe", "cp", "sgd")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
+#: every node's buffer depths unless the options give them (or --fit-buffers sizes them)
+DEPTHS = {"act_depth": 2048, "weight_depth": 512, "bias_depth": 64}
 #: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
 CLUSTER_OPTIONS: dict = {}
 
@@ -93,13 +95,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--array", type=int, default=4, metavar="P", help="MAC array side of every node (default 4)")
     grp.add_argument("--arrays", metavar="P0,P1,...",
                      help="MAC array side of each node, one per node (e.g. 4,4,2,2; overrides --array)")
-    grp.add_argument("--act-depth", type=int, default=2048, metavar="WORDS",
-                     help="activation buffer depth of every node (default 2048)")
-    grp.add_argument("--weight-depth", type=int, default=512, metavar="WORDS",
+    grp.add_argument("--act-depth", type=int, default=None, metavar="WORDS",
+                     help=f"activation buffer depth of every node (default {DEPTHS['act_depth']})")
+    grp.add_argument("--weight-depth", type=int, default=None, metavar="WORDS",
                      help="weight and weight-gradient buffer depth (W, G) of every node, in words of P*P elements "
-                          "(default 512)")
-    grp.add_argument("--bias-depth", type=int, default=64, metavar="WORDS",
-                     help="bias buffer depth (B) of every node, in words of P accumulator-wide elements (default 64)")
+                          f"(default {DEPTHS['weight_depth']})")
+    grp.add_argument("--bias-depth", type=int, default=None, metavar="WORDS",
+                     help="bias buffer depth (B) of every node, in words of P accumulator-wide elements "
+                          f"(default {DEPTHS['bias_depth']})")
+    grp.add_argument("--fit-buffers", action="store_true",
+                     help="size every node's A, W and B buffers to the power of two the run needs (the same on "
+                          "every node), instead of --act-depth, --weight-depth, --bias-depth: e.g. the 28x28 nets")
     grp.add_argument("--weight-home", choices=("auto", "off"), default="auto",
                      help="FPDeep's weight balancing: auto (default) lets a neighbour keep the weights of a node's "
                           "whole layers that do not fit its W (the node streams them in, a chunk per output or "
@@ -311,7 +317,7 @@ def _cluster_config(args, net, precision: str):
     pipes = validate.pipelines(args.pipeline)
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        depths = dict(act_depth=args.act_depth, weight_depth=args.weight_depth, bias_depth=args.bias_depth)
+        depths = {k: DEPTHS[k] if getattr(args, k) is None else getattr(args, k) for k in DEPTHS}
         engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
                    for p in arrays]
     except (ValueError, TypeError) as exc:
@@ -345,9 +351,12 @@ def _check_cluster_options(args) -> None:
         raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
-    validate.integer(args.act_depth, "--act-depth", 2, MAX_BUFFER_DEPTH)
-    validate.integer(args.weight_depth, "--weight-depth", 2, MAX_BUFFER_DEPTH)
-    validate.integer(args.bias_depth, "--bias-depth", 2, MAX_BUFFER_DEPTH)
+    for k in DEPTHS:
+        option = "--" + k.replace("_", "-")
+        if getattr(args, k) is not None:
+            if args.fit_buffers:
+                raise UserError(f"{option} {getattr(args, k)}: --fit-buffers sizes the buffers; give one or the other")
+            validate.integer(getattr(args, k), option, 2, MAX_BUFFER_DEPTH)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.integer(args.fault_seed, "--fault-seed", 0, 2**32 - 1)
@@ -442,7 +451,7 @@ def _run_cluster(args, net, dataset: str) -> int:
                               momentum=settings["momentum"], partition=args.partition, fault_rate=args.faults,
                               fault_seed=args.fault_seed, kernel=args.kernel, skip=args.skip, outputs=outputs,
                               settings=settings, progress=lambda total: SimProgress(total, args.progress),
-                              say=lambda line: print(line, flush=True))
+                              say=lambda line: print(line, flush=True), fitted=args.fit_buffers)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
     except SimulationHang as exc:

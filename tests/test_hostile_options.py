@@ -119,6 +119,7 @@ ROWS = [
     # buffers too small for the mapping: refused by the compile, before the run's header line
     ("buffers-act-depth", C + ["--act-depth", "10"], r"does not fit the nodes' buffers \(batch 8\): node 0 buffer X"),
     ("buffers-batch", C + ["--level", "verilator", "--batch", "64"], r"does not fit the nodes' buffers \(batch 64\)"),
+    ("buffers-fit-and-depth", C + ["--fit-buffers", "--bias-depth", "128"], r"--bias-depth 128: --fit-buffers sizes"),
     ("max-memory-tiny", C + ["--max-memory", "1K"], r"--max-memory '1K'"),
     ("max-memory-budget", ["train", "--max-memory", "1M"], r"needs about .* MiB of memory; 1\.0 MiB --max-memory 1M"),
     # net files

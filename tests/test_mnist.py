@@ -228,6 +228,39 @@ def test_cli_trains_lenet5_on_mnist(capsys):
     assert "final weights equal the golden model's: yes" in out and "on the 1000 test images" in out
 
 
+def test_cli_fits_the_buffers_of_lenet5_on_mnist(capsys):
+    """The 28x28 net without hand-given depths: ``--fit-buffers`` sizes them and the run is golden."""
+    from pymtl_fp.cli.main import main
+
+    rc = main(["train", "--engine", "cluster", "--dataset", "mnist", "--net", "lenet5-mnist", "--nodes", "2",
+               "--level", "fl", "--batch", "2", "--steps", "2", "--fit-buffers", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "buffers fitted to the run: A 4096, W 4096, B 128 words on every node" in out
+    assert "final weights equal the golden model's: yes" in out
+
+
+def test_fitted_buffers_are_the_smallest_powers_of_two_that_compile():
+    """:func:`fit_buffers` on lenet5-mnist over 2 nodes: the fitted cluster compiles, and halving any
+    of its A, W or B depths makes the compile refuse the run (each is the least power of two)."""
+    from pymtl_fp.cluster.compiler.mapping import Mapping
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
+    from pymtl_fp.cluster.run.train import DEPTH_BUFFERS, compile_run, fit_buffers
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+    from pymtl_fp.net import load_net
+
+    net = load_net("lenet5-mnist")
+    params = quantize_params(net, init_params_float64(net, 0), "8")
+    tcfg = TrainConfig("8", seed=0)
+    ccfg = fit_buffers(net, ClusterConfig.homogeneous(2, engine_for_net(net, "8")), params, tcfg, Mapping(),
+                       steps=1, batch=2)
+    compile_run(net, ccfg, params, tcfg, Mapping(), steps=1, batch=2)
+    for depth in DEPTH_BUFFERS:
+        half = ccfg.replace(engines=tuple(e.replace(**{depth: getattr(e, depth) // 2}) for e in ccfg.engines))
+        with pytest.raises(ClusterError, match="does not fit the nodes' buffers"):
+            compile_run(net, half, params, tcfg, Mapping(), steps=1, batch=2)
+
+
 @pytest.mark.parametrize("argv, match", [
     (["--dataset", "cifar10"], "--dataset cifar10: unknown dataset 'cifar10'; known: digits, mnist"),
     (["--dataset", "digits", "--net", "lenet5-mnist"], "--dataset digits: net lenet5-mnist takes"),

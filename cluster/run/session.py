@@ -25,6 +25,7 @@ from pymtl_fp.cluster.run.train import (
     ClusterRun,
     compile_run,
     cp_versions,
+    fit_buffers,
     golden_steps,
     params_equal,
     train_on_cluster,
@@ -108,7 +109,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
                  lr_log2: int | None = None, momentum: int | None = None, partition: str = "rule",
                  fault_rate: float = 0.0, fault_seed: int = 1, kernel: str | None = None, skip: bool = True,
                  trace: bool = False, progress=None, outputs: TrainingOutputs | None = None,
-                 settings: dict | None = None, say=None) -> TrainingResult:
+                 settings: dict | None = None, say=None, fitted: bool = False) -> TrainingResult:
     """Train ``net`` (a :class:`~pymtl_fp.net.Net` or a preset name) on ``dataset`` (``digits`` or
     ``mnist``; default: the one the net's input fits, :func:`pymtl_fp.data.default_dataset`) on the
     cluster ``ccfg`` mapped as ``mapping``, check it against the golden model and write
@@ -125,6 +126,8 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     (closed after it when it has ``close``).  ``settings``: recorded in the JSON report (default:
     the net's training settings with this run's batch, seed and learning rate).  ``say(line)``:
     called with the session's lines before the simulation (the partition search, the run).
+    ``fitted``: every node's buffers are sized to what the run needs
+    (:func:`~pymtl_fp.cluster.run.train.fit_buffers`) instead of ``ccfg``'s depths.
 
     Refusals are one-line :class:`~pymtl_fp.cluster.config.ClusterError`\\ s; a hang raises
     :class:`pymtl_fp.sim.SimulationHang`."""
@@ -151,8 +154,13 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
             + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"]) + f" -> {found['cuts']}")
     elif partition != "rule":
         raise ClusterError(f"unknown partition method {partition!r}; choose rule or search")
+    if fitted:
+        ccfg = fit_buffers(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
     compiled = compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)  # (refusals before the header)
     say(_header(data["dataset"], net, ccfg, mapping, precision, steps, batch, levels, fault_rate, fault_seed, faults))
+    if fitted:
+        e = ccfg.engines[0]
+        say(f"buffers fitted to the run: A {e.act_depth}, W {e.weight_depth}, B {e.bias_depth} words on every node")
     bar = progress(steps * batch) if progress is not None else None
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,

@@ -176,6 +176,26 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
     return ccfg, part, None, cprog
 
 
+#: the buffer classes of an engine's depths: A (activations, deltas, outputs), W (weights and their
+#: gradients), B (biases and their sums)
+DEPTH_BUFFERS = {"act_depth": ("X", "D", "O"), "weight_depth": ("W", "G"), "bias_depth": ("B",)}
+
+
+def fit_buffers(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT, *, steps: int, batch: int):
+    """``ccfg`` with every engine's A, W and B depths the power of two the run needs (at least 2; the
+    largest need over the nodes, so that identical nodes stay one Verilated module): the run is
+    compiled once against the deepest buffers an engine takes and its buffer plan read.  A run that
+    does not fit even those is refused by that compile."""
+    from pymtl_fp.engine.config import MAX_BUFFER_DEPTH
+
+    roomy = ccfg.replace(engines=tuple(e.replace(**{k: MAX_BUFFER_DEPTH for k in DEPTH_BUFFERS}) for e in ccfg.engines))
+    _, _, _, cprog = compile_run(net, roomy, params, tcfg, mapping, steps=steps, batch=batch)
+    used = [p.alloc.usage() for p in cprog.nodes]
+    depths = {k: max(2, pow2_at_least(max(u[b]["used"] for u in used for b in bufs)))
+              for k, bufs in DEPTH_BUFFERS.items()}
+    return ccfg.replace(engines=tuple(e.replace(**depths) for e in ccfg.engines))
+
+
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mapping: Mapping = DEFAULT, *, steps: int,
                      batch: int, levels: list, link_level: str | None = None, stall=None,
                      max_cycles: int = 20_000_000, idle_limit: int | None = None, progress_cb=None,
@@ -358,5 +378,5 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
     return ClusterRun(new_params, list(host.losses), cycles, report, list(host.logits))
 
 
-__all__ = ["ClusterRun", "cp_versions", "format_report", "golden_steps", "make_report", "params_equal",
+__all__ = ["ClusterRun", "cp_versions", "fit_buffers", "format_report", "golden_steps", "make_report", "params_equal",
            "router_configs", "train_on_cluster", "watchdog_limit"]
