@@ -215,6 +215,19 @@ def _session_alive(sid: int) -> list:
     return alive
 
 
+def _finish(proc, timeout: float) -> tuple:
+    """``(stdout, stderr, processes of its session still alive)`` once ``proc`` has exited (within
+    ``timeout`` seconds: a hang guard); a worker's interpreter may take a moment more to exit."""
+    out, err = proc.communicate(timeout=timeout)
+    left = _session_alive(proc.pid)
+    for _ in range(50):
+        if not left:
+            break
+        time.sleep(0.1)
+        left = _session_alive(proc.pid)
+    return out, err, left
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_in_a_dask_campaign_leaves_no_process_behind(tmp_path):
     """Ctrl-C to the whole process group (as a terminal sends it) while a local Dask cluster's
@@ -232,13 +245,7 @@ def test_ctrl_c_in_a_dask_campaign_leaves_no_process_behind(tmp_path):
             line = proc.stderr.readline()
         assert "examples" in line, line
         os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-        left = _session_alive(proc.pid)
-        for _ in range(50):  # (a worker's interpreter may still be finishing its exit)
-            if not left:
-                break
-            time.sleep(0.1)
-            left = _session_alive(proc.pid)
+        out, err, left = _finish(proc, 60)
     finally:
         for pid in _session_alive(proc.pid):
             os.kill(pid, signal.SIGKILL)
@@ -264,13 +271,7 @@ def test_sigint_to_the_parent_alone_stops_a_bench_and_its_worker_processes(tmp_p
         assert "runs on 2 processes" in proc.stdout.readline()
         time.sleep(3)  # (the workers are running their first jobs, or still starting: either way)
         os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        left = _session_alive(proc.pid)
-        for _ in range(50):
-            if not left:
-                break
-            time.sleep(0.1)
-            left = _session_alive(proc.pid)
+        out, err, left = _finish(proc, 30)
     finally:
         for pid in _session_alive(proc.pid):
             os.kill(pid, signal.SIGKILL)
