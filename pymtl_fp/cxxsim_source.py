@@ -29,10 +29,6 @@ class Sig:
         ref = "m->" + verilator_name(self.name)
         return ref if self.index is None else f"{ref}[{self.index}]"
 
-    def ctype(self) -> str:
-        w = self.width
-        return "CData" if w <= 8 else "SData" if w <= 16 else "IData" if w <= 32 else "QData" if w <= 64 else "W"
-
 
 @dataclass
 class Ports:

@@ -88,7 +88,6 @@ def connect(scheduler: str, workers: int, scratch_in=None):
             return Client(cluster), cluster
         except BaseException:  # (Ctrl-C while the cluster started: stop what did start)
             for started in set(SpecCluster._instances) - before:  # (also one whose constructor did not return)
-                started.pymtl_fp_scratch, started.pymtl_fp_executable = scratch, executable
                 close(None, started)
             _restore_executable(executable)
             _remove(scratch)

@@ -260,7 +260,7 @@ def test_sigint_to_the_parent_alone_stops_a_bench_and_its_worker_processes(tmp_p
     """SIGINT to ``bench parallel``'s own process only (``kill -INT <pid>``, not the terminal's
     Ctrl-C to the group) while its two worker processes run jobs of several seconds each: exit
     130 with one line, and no worker left behind (the workers ignore SIGINT; the parent terminates
-    them instead of waiting for the twelve runs, which take over a minute: the 30 s limit below is
+    them instead of waiting for the six runs, which take over a minute: the 30 s limit below is
     a hang guard that waiting would hit)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pymtl_fp.cli", "bench", "parallel", "--nodes", "4", "--batches", "64,128",

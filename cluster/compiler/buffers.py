@@ -10,6 +10,8 @@ from __future__ import annotations
 from pymtl_fp.engine import msgs
 
 BUFS = ("X", "D", "O", "W", "G", "B")
+#: each depth of an engine config and the buffers it sizes (:func:`pymtl_fp.engine.msgs.buffer_depth`)
+DEPTH_BUFFERS = {"act_depth": ("X", "D", "O"), "weight_depth": ("W", "G"), "bias_depth": ("B",)}
 BUF_ID = msgs.BUF_IDS
 
 

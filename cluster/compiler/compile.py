@@ -26,7 +26,7 @@ import numpy as np
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler import codegen
 from pymtl_fp.cluster.compiler.bands import check_bands
-from pymtl_fp.cluster.compiler.buffers import pow2_at_least
+from pymtl_fp.cluster.compiler.buffers import DEPTH_BUFFERS, pow2_at_least
 from pymtl_fp.cluster.compiler.collectives import Collectives
 from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info, partition
@@ -113,23 +113,26 @@ def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, mapping: M
     return fit_bias(ccfg, cprog), cprog
 
 
-def roomy_bias(ccfg):
-    """``ccfg`` with B buffers deep enough for any program's un-rounded sums (to compile against)."""
-    return ccfg.replace(engines=tuple(e.replace(bias_depth=ROOMY_BIAS) for e in ccfg.engines))
+def roomy_bias(ccfg, depths=("bias_depth",)):
+    """``ccfg`` with the buffers of ``depths`` (:data:`~pymtl_fp.cluster.compiler.buffers.DEPTH_BUFFERS`
+    keys; default B, for any program's un-rounded sums) as deep as an engine takes, to compile against."""
+    return ccfg.replace(engines=tuple(e.replace(**{d: ROOMY_BIAS for d in depths}) for e in ccfg.engines))
 
 
-def fit_bias(ccfg, cprog):
-    """``ccfg`` with every engine's B deepened to the power of two its program uses (at least its
-    own depth), and each node's buffer plan bound to its engine."""
-    need = max(p.alloc.usage()["B"]["used"] for p in cprog.nodes)
-    ccfg = ccfg.replace(engines=tuple(e.replace(bias_depth=max(e.bias_depth, pow2_at_least(need)))
+def fit_bias(ccfg, cprog, depths=("bias_depth",), keep: bool = True):
+    """``ccfg`` with every engine's ``depths`` the power of two the programs use (the largest over
+    the nodes; at least the engine's own depth with ``keep``, else at least 2), and each node's
+    buffer plan bound to its engine."""
+    used = [p.alloc.usage() for p in cprog.nodes]
+    need = {d: pow2_at_least(max(u[b]["used"] for u in used for b in DEPTH_BUFFERS[d])) for d in depths}
+    ccfg = ccfg.replace(engines=tuple(e.replace(**{d: max(getattr(e, d) if keep else 2, n) for d, n in need.items()})
                                       for e in ccfg.engines))
     for prog, ecfg in zip(cprog.nodes, ccfg.engines):
         prog.alloc.ecfg = ecfg
     return ccfg
 
 
-#: the B depth programs with un-rounded sums compile against (then :func:`fit_bias`)
+#: the depth programs compile against before :func:`fit_bias` (the deepest an engine takes)
 ROOMY_BIAS = 65536
 
 

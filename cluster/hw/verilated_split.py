@@ -77,24 +77,13 @@ def node_verilog(ecfg, rcfg) -> tuple[Path, str, Path]:
     return v, name, vlt
 
 
-def link_module(MsgType, lcfg, faults: bool) -> str:
-    """The Verilog module name of a cluster link (faults: the index from the ``f_index`` port)."""
-    from pymtl_fp.link.LinkRTL import link_module_name
-    from pymtl_fp.verilate import module_name
-
-    name, params = link_module_name(lcfg, MsgType)
-    return module_name("LinkRTL", dict(params, faults=1, findex="port")) if faults else name
-
-
 def link_verilog(MsgType, lcfg, faults: bool) -> tuple[Path, str]:
-    """``(Verilog file, top)`` of one link, translated once per configuration."""
-    from pymtl_fp.link.LinkRTL import LinkRTL
+    """``(Verilog file, top)`` of one link, translated once per configuration (faults: the index
+    from the ``f_index`` port)."""
+    from pymtl_fp.link.LinkRTL import LinkRTL, link_module_name
 
-    name = link_module(MsgType, lcfg, faults)
-    if faults:
-        v, _ = translated_once(name, lambda: LinkRTL(MsgType, lcfg, faults=True, fault_index=None), None)
-    else:
-        v, _ = translated_once(name, lambda: LinkRTL(MsgType, lcfg), None)
+    name = link_module_name(lcfg, MsgType, faults, None)[0]
+    v, _ = translated_once(name, lambda: LinkRTL(MsgType, lcfg, faults=faults, fault_index=None), None)
     return v, name
 
 

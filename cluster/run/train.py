@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pymtl_fp.cluster.compiler.bands import choose_bands
-from pymtl_fp.cluster.compiler.buffers import pow2_at_least
+from pymtl_fp.cluster.compiler.buffers import DEPTH_BUFFERS, pow2_at_least
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.replicas import (
@@ -176,24 +176,15 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
     return ccfg, part, None, cprog
 
 
-#: the buffer classes of an engine's depths: A (activations, deltas, outputs), W (weights and their
-#: gradients), B (biases and their sums)
-DEPTH_BUFFERS = {"act_depth": ("X", "D", "O"), "weight_depth": ("W", "G"), "bias_depth": ("B",)}
-
-
 def fit_buffers(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT, *, steps: int, batch: int):
     """``ccfg`` with every engine's A, W and B depths the power of two the run needs (at least 2; the
     largest need over the nodes, so that identical nodes stay one Verilated module): the run is
     compiled once against the deepest buffers an engine takes and its buffer plan read.  A run that
     does not fit even those is refused by that compile."""
-    from pymtl_fp.engine.config import MAX_BUFFER_DEPTH
+    from pymtl_fp.cluster.compiler.compile import fit_bias, roomy_bias
 
-    roomy = ccfg.replace(engines=tuple(e.replace(**{k: MAX_BUFFER_DEPTH for k in DEPTH_BUFFERS}) for e in ccfg.engines))
-    _, _, _, cprog = compile_run(net, roomy, params, tcfg, mapping, steps=steps, batch=batch)
-    used = [p.alloc.usage() for p in cprog.nodes]
-    depths = {k: max(2, pow2_at_least(max(u[b]["used"] for u in used for b in bufs)))
-              for k, bufs in DEPTH_BUFFERS.items()}
-    return ccfg.replace(engines=tuple(e.replace(**depths) for e in ccfg.engines))
+    _, _, _, cprog = compile_run(net, roomy_bias(ccfg, DEPTH_BUFFERS), params, tcfg, mapping, steps=steps, batch=batch)
+    return fit_bias(ccfg, cprog, DEPTH_BUFFERS, keep=False)
 
 
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mapping: Mapping = DEFAULT, *, steps: int,

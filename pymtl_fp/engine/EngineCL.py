@@ -217,21 +217,23 @@ class EngineCL(EngineFL):
     def _can_accept(s, msg):
         if not s._busy():
             return True
-        if not msg.ovl or s._running()[msgs.unit_of(int(msg.op))]:
+        running = s._running()
+        if not msg.ovl or running[msgs.unit_of(int(msg.op))]:
             return False  # (decided before the whole command is decoded: this runs every cycle)
-        return s._accepts(cmd_fields(msg))
+        return s._accepts(cmd_fields(msg), running)
 
     def _running(s) -> dict:
         """What each unit runs (falsy when idle; a load or store by its address ranges)."""
         return {UNIT_LD: s.ld and s.ld.ranges, UNIT_ST: s.st and s.st.ranges, UNIT_EX: s.ex}
 
-    def _accepts(s, f):
-        """May the command with fields ``f`` be accepted now?"""
+    def _accepts(s, f, running=None):
+        """May the command with fields ``f`` be accepted now?  (``running``: :meth:`_running`, when
+        the caller has it.)"""
         if not s._busy():
             return True
         if not f["ovl"]:
             return False
-        running = s._running()
+        running = running or s._running()
         if running[msgs.unit_of(f["op"])]:
             return False
         mine = msgs.access_ranges(f, s.cfg)

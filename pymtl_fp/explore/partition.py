@@ -246,7 +246,7 @@ def dp_optimal(chain, cluster: Cluster, return_value: bool = False, converge: bo
 
     link_all = np.maximum(chain.fwd_bits, chain.bwd_bits)
     lks = [link.seconds(link_all) for link in cluster.links]
-    same_after = np.zeros(n + 1, dtype=bool)  # same_after[i]: FPGAs and links i.. repeat step i's
+    same_after = np.zeros(n, dtype=bool)  # same_after[i]: FPGAs and links i.. repeat step i's
     same_after[n - 1] = True
     for i in range(n - 2, 0, -1):
         same_after[i] = same_after[i + 1] and kind[i + 1] == kind[i] and np.array_equal(lks[i], lks[i - 1])

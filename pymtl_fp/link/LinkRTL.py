@@ -52,14 +52,16 @@ def check_msg_type(MsgType, cfg, where: str) -> int:
     return nbits
 
 
-def link_module_name(cfg, MsgType=None) -> tuple[str, dict]:
-    """The Verilog module name of ``LinkRTL(MsgType, cfg)`` (every elaboration parameter encoded,
-    via :func:`pymtl_fp.verilate.module_name`) and those parameters (``LinkRTL.params``).
-    ``MsgType`` defaults to ``Bits<msg_bits>``."""
+def link_module_name(cfg, MsgType=None, faults=False, fault_index=0) -> tuple[str, dict]:
+    """The Verilog module name of ``LinkRTL(MsgType, cfg, faults=faults, fault_index=fault_index)``
+    (every elaboration parameter encoded, via :func:`pymtl_fp.verilate.module_name`) and those
+    parameters (``LinkRTL.params``).  ``MsgType`` defaults to ``Bits<msg_bits>``."""
     from pymtl_fp.verilate import module_name
 
     MsgType = MsgType if MsgType is not None else mk_bits(cfg.msg_bits)
     params = dict(cfg.elab_params(), type=getattr(MsgType, "__name__", "T"), tbits=MsgType.nbits)
+    if faults:
+        params.update(faults=1, findex="port" if fault_index is None else fault_index)
     return module_name("LinkRTL", params), params
 
 
@@ -68,9 +70,7 @@ class LinkRTL(Component):
         nbits = check_msg_type(MsgType, cfg, "LinkRTL")
         M = cfg.msg_bits
         s.cfg = cfg
-        s.params = link_module_name(cfg, MsgType)[1]
-        if faults:
-            s.params = dict(s.params, faults=1, findex="port" if fault_index is None else fault_index)
+        s.params = link_module_name(cfg, MsgType, faults, fault_index)[1]
         s.recv = RecvIfcRTL(MsgType)
         s.send = SendIfcRTL(MsgType)
         s.status = OutPort(LinkStatus)
