@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib
 
 HELP = ("benchmarks that print measured figures: engine, engine-cl, modes, bands, link, cluster, schedules, parallel, "
-        "storage, weights")
-TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights")
+        "storage, weights, model")
+TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights",
+           "model")
 
 
 def _load(target):

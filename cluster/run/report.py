@@ -78,6 +78,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
             "buffers": p.alloc.usage(), "router_scratch_max": r.scratch_max,
             "router_out_buffer_max": dict(r.outq_max),
             "step_cycles": _step_breakdown(r, steps),
+            "weight_phase_cycles": _weight_phase(r, steps),
             "first_active_cycle": min(c for (lab, c) in r.marks),
             "finished_cycle": r.done_cycle,
         })
@@ -233,6 +234,13 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
     out["bound_cycles_per_image"] = max(max(per_node), link)
     out["efficiency"] = out["bound_cycles_per_image"] / out["cycles_per_image"] if out["cycles_per_image"] else None
     return out
+
+
+def _weight_phase(router, steps: int) -> int:
+    """The node's cycles from its weight phase's mark to the end of its last step: the weight
+    gradients over the batch, the update, the biases, the weight exchanges of its split layers."""
+    m = dict(router.marks)
+    return m[("end", steps)] - m[("wg", steps - 1)]
 
 
 def _step_breakdown(router, steps: int) -> list:

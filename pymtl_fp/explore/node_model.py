@@ -34,7 +34,7 @@ share the array side ``P`` (a mixed-``P`` relayout is not modelled).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pymtl_fp.cost import engine as timing
 from pymtl_fp.cost.latency import ISSUE_CYCLES
@@ -53,6 +53,24 @@ class NodeCycles:
     #: elements the DMA moves from link to link per step (a lone first holder passing a data
     #: gradient on): not engine work, so not in :meth:`per_step`
     dma_moves: int = 0
+    #: busy cycles (compute, I/O and issue) per step of each phase: ``fwd`` and ``bwd`` (every
+    #: image's pass), ``wg`` (the weight gradients over the batch, the updates, the biases and a
+    #: split layer's weight exchange: the end-of-step weight phase)
+    phase: dict = field(default_factory=dict)
+    #: per image and pass (``fwd``, ``bwd``): the busy cycles from the pass's start to the end of
+    #: the LOADs before its first compute (what it receives), and from its first STORE to a
+    #: neighbour to its end (what it sends on)
+    receiving: dict = field(default_factory=dict)
+    sending: dict = field(default_factory=dict)
+    #: elements sent to a neighbour (or the host) per step, by direction: ``fwd`` on towards node
+    #: ``j+1`` (a pass's outputs, and a first piece's updated weights), ``bwd`` back towards node
+    #: ``j-1``
+    sent: dict = field(default_factory=dict)
+    #: the weight phase loads the updated weights of a first piece from node ``j-1`` (this node
+    #: holds its second piece): the busy cycles of the phase up to the end of that LOAD (0: none)
+    weights_loaded_at: int = 0
+    #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
+    weights_sent: int = 0
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -70,19 +88,44 @@ class _Acc:
         """Elements of one image's ``(c, h, w)`` activation in the engine's layout."""
         return _t(c, self.P) * h * w * self.P
 
+    def begin(self, phase):
+        """Start counting ``phase``'s busy cycles, what it receives before its first compute and
+        what it sends from its first STORE to a neighbour on."""
+        self.phase, self.mark, self.fresh, self.send_at = phase, self.c.per_step(), True, None
+        self.c.receiving.setdefault(phase, 0)
+
+    def end(self):
+        span = self.c.per_step() - self.mark
+        self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
+        if self.send_at is not None:
+            self.c.sending[self.phase] = span - self.send_at
+
     def load(self, n):
         self.c.io += timing.load_cycles(n)
         self.c.commands += 1
+        if self.fresh:  # received before the pass's first compute
+            self.c.receiving[self.phase] = self.c.per_step() - self.mark
 
-    def store(self, n, lanes=None):
+    def store(self, n, lanes=None, local=False, towards=None):
+        """A STORE of ``n`` elements: sent on in the pass's direction (or ``towards``), unless
+        ``local`` (a copy between the node's own buffers, a bias round trip)."""
+        towards = towards or (self.phase if self.phase in ("fwd", "bwd") else None)
+        if not local and towards:
+            self.c.sent[towards] = self.c.sent.get(towards, 0) + n
+            if self.phase == "wg":
+                self.c.weights_sent += n
+            if self.send_at is None:
+                self.send_at = self.c.per_step() - self.mark
+        self.fresh = False
         self.c.io += timing.store_cycles(n, lanes or self.P)
         self.c.commands += 1
 
     def copy(self, n):
-        self.store(n)
+        self.store(n, local=True)
         self.load(n)
 
     def compute(self, cycles):
+        self.fresh = False
         self.c.compute += cycles
         self.c.commands += 1
 
@@ -114,6 +157,7 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
             return "whole" if it.k1 == f["k"] else "first"
 
         for _ in range(batch):  # forward, one image at a time
+            a.begin("fwd")
             for idx, it in enumerate(items):
                 f, kd = layers[it.layer], kind(it)
                 last = idx == len(items) - 1
@@ -123,7 +167,10 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                     a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
                     if last:
                         a.store(a.act(f["k"], f["ho"], f["wo"]))
-                    elif kind(items[idx + 1]) == "first" or (idx > 0 and kind(items[idx - 1]) == "second"):
+                    elif kind(items[idx + 1]) == "first":  # also the second holder's input: sent on
+                        a.store(a.act(f["k"], f["ho"], f["wo"]))
+                        a.load(a.act(f["k"], f["ho"], f["wo"]))
+                    elif idx > 0 and kind(items[idx - 1]) == "second":
                         a.copy(a.act(f["k"], f["ho"], f["wo"]))  # else written into the next input
                                                                   # (the argmax in O)
                     continue
@@ -141,7 +188,9 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                 elif last:
                     a.store(a.act(kk, f["ho"], f["wo"]))
                 # else: written into the next layer's input by the fwd itself
+            a.end()
         for _ in range(batch):  # backward
+            a.begin("bwd")
             done_dy = None  # a second piece whose dy the pool_bwd pieces already put in place
             for idx in reversed(range(len(items))):
                 it = items[idx]
@@ -175,12 +224,15 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                                 a.load(a.act(f["c"], f["h"], f["w"]))
                             else:  # link to link in the DMA, beside the engine's work
                                 a.c.dma_moves += a.act(f["c"], f["h"], f["w"])
+                                a.c.sent["bwd"] = a.c.sent.get("bwd", 0) + a.act(f["c"], f["h"], f["w"])
                         continue
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))
                         dx = a.act(f["c"], f["h"], f["w"])
                 if dx is not None and idx == 0:  # else written into the previous item's dy
                     a.store(dx)
+            a.end()
+        a.begin("wg")
         for it in items:  # weight gradients over the batch, update, biases
             if it.pool:
                 continue
@@ -191,13 +243,15 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                     n=batch, c=1, k=kk, h=f["ho"], w=f["wo"], r=1, s=1, stride=1, pad=0), drain_rows))
             a.compute(timing.update_cycles(P, kk, f["c"], f["r"], f["s"]))
             nb = _t(kk, P) * P
-            a.store(nb)
-            a.store(nb)
+            a.store(nb, local=True)
+            a.store(nb, local=True)
             a.load(nb)
             per_kt = _t(f["c"], P) * f["r"] * f["s"]
             if kd == "first":
-                a.store(_t(kk, P) * per_kt * P * P, P * P)
+                a.store(_t(kk, P) * per_kt * P * P, P * P, towards="fwd")
             elif kd == "second":
                 a.load((it.k0 // P) * per_kt * P * P)
+                a.c.weights_loaded_at = a.c.per_step() - a.mark
+        a.end()
         out.append(a.c)
     return out

@@ -40,9 +40,10 @@ def _ignore_sigint():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def digits_net(name: str, precision: str):
-    """The zoo net ``--net name`` at ``--precision``, refused unless it takes the 8x8 digits."""
-    from pymtl_fp.data import digits_size
+def zoo_net(name: str, precision: str):
+    """The zoo net ``--net name`` at ``--precision``, refused unless it takes the images of a data
+    set (the digits, or MNIST's 28x28: :func:`pymtl_fp.data.check_dataset`)."""
+    from pymtl_fp.data import check_dataset
     from pymtl_fp.net import NetError, load_net
 
     try:
@@ -50,7 +51,7 @@ def digits_net(name: str, precision: str):
     except NetError as exc:
         raise UserError(f"--net {name}: {exc}") from None
     try:
-        digits_size(net)
+        check_dataset(net)
     except ValueError as exc:
         raise UserError(f"--net {name}: {exc}") from None
     if precision not in net.formats:
@@ -63,10 +64,10 @@ def run_inputs(net, prec: str, steps: int, batch: int) -> tuple:
     images in a seed-0 order, seed-0 weights, the net's learning rate."""
     import numpy as np
 
-    from pymtl_fp.data import digits_for, quantize_images
+    from pymtl_fp.data import dataset_for, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
-    split = digits_for(net)
+    split = dataset_for(net)
     order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
     images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
     params = quantize_params(net, init_params_float64(net, 0), prec)

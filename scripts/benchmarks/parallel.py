@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import int_list, last_step_figures, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
@@ -102,7 +102,7 @@ def _plot(path, rows, title):
 def main(args) -> int:
     json_path = validate.output_file(args.json, "--json", ".json")
     plot_path = validate.output_file(args.plot, "--plot", ".png")
-    net = digits_net(args.net, args.precision)
+    net = zoo_net(args.net, args.precision)
     nodes = int_list(args.nodes, "--nodes", 1, 16)
     batches = int_list(args.batches, "--batches", 1, 256)
     validate.integer(args.steps, "--steps", 1, 100)

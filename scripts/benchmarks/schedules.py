@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, last_step_figures, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import int_list, last_step_figures, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
@@ -51,7 +51,7 @@ def add_arguments(parser):
 
 
 def _check(args):
-    net = digits_net(args.net, args.precision)
+    net = zoo_net(args.net, args.precision)
     layers = len(net.param_layers())
     nodes = int_list(args.nodes, "--nodes", 1, layers)
     tn = validate.integer(args.time_nodes, "--time-nodes", 1, layers) or max(nodes)

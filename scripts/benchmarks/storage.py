@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import int_list, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
@@ -106,7 +106,7 @@ def _run(job) -> dict:
 
 def main(args) -> int:
     json_path = validate.output_file(args.json, "--json", ".json")
-    nets = [digits_net(name.strip(), args.precision) for name in args.nets.split(",")]
+    nets = [zoo_net(name.strip(), args.precision) for name in args.nets.split(",")]
     nodes = int_list(args.nodes, "--nodes", 1, 64)
     batches = int_list(args.batches, "--batches", 1, 1024)
     validate.integer(args.steps, "--steps", 1, 100)

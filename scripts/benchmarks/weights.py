@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import digits_net, int_list, run_inputs, run_jobs
+from pymtl_fp.cli.benchmarks.digits import int_list, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
@@ -98,7 +98,7 @@ def main(args) -> int:
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.net import load_net
 
-    nets = [digits_net(x, args.precision).name for x in args.nets.split(",")]
+    nets = [zoo_net(x, args.precision).name for x in args.nets.split(",")]
     nodes = int_list(args.nodes, "--nodes", 1, 16)
     batches = int_list(args.batches, "--batches", 1, 1024)
     validate.integer(args.steps, "--steps", 1, 100)

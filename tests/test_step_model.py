@@ -1,0 +1,95 @@
+"""The analytical step model (:mod:`pymtl_fp.explore.step_model`) and ``pymtl-fp bench model``, which
+sets it, the storage model and the link model beside the CL cluster.
+
+The model's own properties are checked against textbook pipeline arithmetic (one node: the sum of
+its passes; GPipe on equal stages: ``(B + N - 1)`` stage times per phase); the command's figures
+against the simulated runs on small configurations, with split layers (LeNet on 2 and 4 nodes, VGG
+on 3): cycles per step within 3 %, every node's buffer words and every link's elements exact."""
+
+import json
+
+import pytest
+
+from pymtl_fp.cli.main import main
+from pymtl_fp.explore.step_model import NodePasses, predict_steps
+
+
+def _node(fwd, bwd, wg, **kw):
+    return NodePasses(fwd=fwd, bwd=bwd, wg=wg, fwd_recv=0, bwd_recv=0, fwd_send=0, bwd_send=0, fwd_out=0, bwd_out=0,
+                      **kw)
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_one_node_steps_are_the_sum_of_its_passes(schedule, batch):
+    """Nothing to wait for on one node (links without latency; the host answers in one cycle, which
+    another image's forward pass covers: with two images or more, both schedules run two forward
+    passes before the first backward pass)."""
+    p = predict_steps([_node(100, 70, 300)], batch, latency=0, lanes=1, schedule=schedule)
+    assert p.cycles_per_step == batch * 170 + 300 + (1 if batch == 1 else 0)
+    assert p.weight_phase == 300
+
+
+@pytest.mark.parametrize("n,batch", [(2, 4), (4, 8), (8, 3)])
+def test_gpipe_on_equal_stages_takes_b_plus_n_minus_1_stage_times_per_phase(n, batch):
+    """GPipe's bubble: ``(B + N - 1)`` forward stage times, ``(B + N - 1)`` backward stage times
+    (node N-1 has image 0's loss gradient long before its last forward pass ends), then node 0's
+    weight phase; the next step starts at node 0 behind it."""
+    f, b, w = 100, 150, 400
+    p = predict_steps([_node(f, b, w)] * n, batch, latency=0, lanes=1, schedule="gpipe")
+    assert p.cycles_per_step == (batch + n - 1) * (f + b) + w
+    assert p.fill == n * f  # node 0's start to the first logits: every node's forward pass
+    assert p.interval == f  # node N-1's forward completions, one stage time apart
+
+
+def test_link_latency_adds_to_every_hop_of_the_fill():
+    f = 100
+    flat = predict_steps([_node(f, 150, 400)] * 4, 4, latency=0, lanes=1)
+    slow = predict_steps([_node(f, 150, 400)] * 4, 4, latency=8, lanes=1)
+    assert slow.fill - flat.fill == 4 * 8  # three links between nodes and the one to the host
+
+
+def test_a_second_holder_waits_for_the_first_holders_weights():
+    first = _node(100, 100, 1000)
+    alone = predict_steps([first, _node(100, 100, 10)], 2, latency=5, lanes=1)
+    waits = predict_steps([first, _node(100, 100, 10, weights_loaded_at=10)], 2, latency=5, lanes=1)
+    assert waits.weight_phase > alone.weight_phase
+    # the second node's weight phase ends with the first's piece, one link later
+    assert waits.ends[(1, "wg", 2, None)] == waits.ends[(0, "wg", 2, None)] + 5
+
+
+def test_unknown_schedule_refused():
+    with pytest.raises(ValueError, match="step model covers"):
+        predict_steps([_node(1, 1, 1)], 2, latency=0, lanes=1, schedule="cp")
+
+
+@pytest.mark.cl
+def test_bench_model_predicts_the_cl_cluster_within_3_percent(tmp_path, capsys):
+    out_json, out_md = tmp_path / "model.json", tmp_path / "model.md"
+    argv = ["bench", "model", "--nets", "lenet-digits", "--nodes", "2,4", "--batches", "4", "--workers", "1",
+            "--json", str(out_json), "--markdown", str(out_md)]
+    assert main(argv) == 0
+    assert main(["bench", "model", "--nets", "vgg-digits", "--nodes", "3", "--batches", "4", "--workers", "1",
+                 "--json", str(tmp_path / "vgg.json")]) == 0
+    out = capsys.readouterr().out
+    assert "cycles per step: largest error" in out
+    rows = json.loads(out_json.read_text()) + json.loads((tmp_path / "vgg.json").read_text())
+    assert [(r["net"], r["nodes"]) for r in rows] == [("lenet-digits", 2), ("lenet-digits", 4), ("vgg-digits", 3)]
+    for r in rows:
+        c = r["compare"]
+        assert any("[" in d for d in r["partition"])  # every one has a layer split between two nodes
+        sim, model, _ = c["cycles_per_step"]
+        assert sim > 0 and abs(model / sim - 1) <= 0.03, r["compare"]
+        assert abs(c["fill"][2]) <= 0.10 and abs(c["interval"][2]) <= 0.03, r["compare"]
+        assert c["words_exact"][0] == c["words_exact"][1] == r["nodes"]
+        assert c["links_exact"][0] == c["links_exact"][1]
+    assert "| lenet-digits | 4 | 4 |" in out_md.read_text()
+
+
+def test_bench_model_bad_input(capsys):
+    assert main(["bench", "model", "--nets", "nonet"]) == 1
+    assert "nonet" in capsys.readouterr().err
+    assert main(["bench", "model", "--steps", "1"]) == 1
+    assert "--steps" in capsys.readouterr().err
+    assert main(["bench", "model", "--markdown", "table.txt"]) == 1
+    assert "--markdown" in capsys.readouterr().err
