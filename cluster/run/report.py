@@ -78,7 +78,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
             "buffers": p.alloc.usage(), "router_scratch_max": r.scratch_max,
             "router_out_buffer_max": dict(r.outq_max),
             "step_cycles": _step_breakdown(r, steps),
-            "weight_phase_cycles": _weight_phase(r, steps),
+            "weight_phase_cycles": _weight_phase(r, steps, batch),
             "first_active_cycle": min(c for (lab, c) in r.marks),
             "finished_cycle": r.done_cycle,
         })
@@ -236,11 +236,14 @@ def _steady_state(ccfg, cprog, routers, dir_links, steps, batch) -> dict:
     return out
 
 
-def _weight_phase(router, steps: int) -> int:
-    """The node's cycles from its weight phase's mark to the end of its last step: the weight
-    gradients over the batch, the update, the biases, the weight exchanges of its split layers."""
+def _weight_phase(router, steps: int, batch: int) -> int:
+    """The node's cycles from the completion of its last backward pass (or its weight phase's mark,
+    if later) to the end of its last step: the weight gradients over the batch, the update, the
+    biases, the weight exchanges of its split layers.  (The router passes the mark as soon as it
+    has issued the backward pass's last command, which may wait for a neighbour's gradient.)"""
     m = dict(router.marks)
-    return m[("end", steps)] - m[("wg", steps - 1)]
+    start = max(m[("wg", steps - 1)], dict(router.done_marks).get(("bwd", steps - 1, batch - 1), 0))
+    return m[("end", steps)] - start
 
 
 def _step_breakdown(router, steps: int) -> list:

@@ -18,10 +18,12 @@ from __future__ import annotations
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.explore import node_model, node_storage
-from pymtl_fp.explore.step_model import NodePasses, predict_steps
+from pymtl_fp.explore.step_model import NodePasses, predict_steps, steady_interval
 
 #: the figures compared, each ``(key, what)``: cycles, relative error reported
-TIMES = (("cycles_per_step", "cycles per step"), ("interval", "steady-state interval (cycles per image)"),
+TIMES = (("cycles_per_step", "cycles per step"),
+         ("interval", "steady-state interval (cycles per image; node N-1's forward completions, the median of the later "
+                      "half of their gaps)"),
          ("fill", "pipeline fill (cycles to the step's first logits)"),
          ("weight_phase", "longest weight phase of a node (cycles)"))
 
@@ -57,7 +59,7 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
 def measured(rep: dict) -> dict:
     """The same figures from a cluster run's report (its last step)."""
     return {"cycles_per_step": rep["cycles_per_step"][-1],
-            "interval": rep["steady_state"]["fwd"]["interval_cycles_per_image"],
+            "interval": steady_interval(rep["steady_state"]["fwd"]["completions"]),
             "fill": rep["pipeline"]["fill_cycles_last_step"],
             "weight_phase": max(nd["weight_phase_cycles"] for nd in rep["node"]),
             "busy": [nd["step_cycles"][-1]["busy"] for nd in rep["node"]],

@@ -258,13 +258,14 @@ class Chain:
 
     @property
     def macs(self) -> RangeFunc:
-        """Useful FP+BP+WG multiply-accumulates per image of a range."""
+        """Useful FP+BP+WG multiply-accumulates per image of a range (the padding's taps, which
+        the engines skip, not counted: a stage's utilization stays at most 1)."""
         if self._macs is None:
             net = self.network
 
             def part(u, lo, hi):
                 unit = self.units[u]
-                m = net.layer_macs(unit.mac)
+                m = net.layer_macs(unit.mac, useful=True)
                 return (m["fp"] + m["bp"] + m["wg"]) * (hi - lo) / unit.extent
             self._macs = RangeFunc(self, part)
         return self._macs
@@ -360,4 +361,6 @@ class Chain:
         return round(self.cycles(array).scalar(a, b))
 
     def total_train_macs(self) -> float:
-        return float(self.macs.full_cum[-1])
+        """FP+BP+WG multiply-accumulates per image as published totals count them (the padding's
+        taps included): what GOPS figures are made of."""
+        return float(self.network.macs()["train"])

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pymtl_fp.cost.engine import valid_pairs
 from pymtl_fp.golden.geometry import conv_out_size
 
 KINDS = ("conv", "fc", "pool", "add")
@@ -122,6 +123,16 @@ class Layer:
             return 0
         return self.K * self.Ho * self.Wo * self.reduction
 
+    @property
+    def useful_fp_macs(self) -> int:
+        """:attr:`fp_macs` less the taps that fall on the zero padding: the work an engine does
+        (it skips them; :func:`pymtl_fp.cost.engine.useful_macs`).  ``fp_macs`` is the count the
+        published totals use."""
+        if self.kind != "conv":
+            return self.fp_macs
+        return (self.K * (self.C // self.groups) * valid_pairs(self.in_shape[1], self.Ho, self.R, self.stride, self.pad)
+                * valid_pairs(self.in_shape[2], self.Wo, self.S, self.stride, self.pad))
+
     def elementwise_ops(self) -> int:
         """Non-MAC work per image in the forward pass: comparisons (pool) or additions (add)."""
         if self.kind == "pool":
@@ -203,16 +214,18 @@ class Network:
         return [ly for ly in self.layers if ly.has_macs]
 
     # -- operation counts -------------------------------------------------------------------
-    def layer_macs(self, layer: Layer) -> dict:
-        """FP / BP / WG multiply-accumulates per image for one layer."""
-        fp = layer.fp_macs
+    def layer_macs(self, layer: Layer, useful: bool = False) -> dict:
+        """FP / BP / WG multiply-accumulates per image for one layer (``useful``: without the
+        padding's taps, :attr:`Layer.useful_fp_macs`)."""
+        fp = layer.useful_fp_macs if useful else layer.fp_macs
         needs_dx = any(src != "input" for src in layer.inputs)
         return {"fp": fp, "bp": fp if needs_dx else 0, "wg": fp}
 
-    def macs(self) -> dict:
+    def macs(self, useful: bool = False) -> dict:
+        """FP / BP / WG multiply-accumulates per image (``useful``: see :meth:`layer_macs`) and their sum, ``train``."""
         tot = {"fp": 0, "bp": 0, "wg": 0}
         for layer in self.layers:
-            for k, v in self.layer_macs(layer).items():
+            for k, v in self.layer_macs(layer, useful).items():
                 tot[k] += v
         tot["train"] = tot["fp"] + tot["bp"] + tot["wg"]
         return tot

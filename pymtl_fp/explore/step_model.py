@@ -73,13 +73,23 @@ class NodePasses:
 @dataclass
 class StepPrediction:
     cycles_per_step: float        #: steady state: between the last two step ends
-    interval: float               #: median cycles between node N-1's forward completions (last step)
+    interval: float               #: node N-1's forward completions in the last step: :func:`steady_interval`
     fill: float                   #: node 0's start of the last step to its first image's logits
     weight_phase: float           #: the longest weight phase of a node in the last step, waits included
     step_ends: list               #: every step's end
     #: every pass's end: ``(node, "fwd" | "bwd", step, image) -> cycle``; the weight phases'
     #: ends: ``(node, "wg", step, None)``
     ends: dict
+
+
+def steady_interval(times) -> float | None:
+    """Cycles per image with the pipeline full, from the cycles at which consecutive images
+    completed a pass: the median of the later half of the gaps (1F1B's first forward passes run
+    before the pipeline is full, at the forward pass's rate alone).  None for fewer than two."""
+    gaps = np.diff(np.asarray([t for t in times if t is not None], dtype=float))
+    if len(gaps) == 0:
+        return None
+    return float(np.median(gaps[len(gaps) // 2:]))
 
 
 def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cycle: float = 1.0,
@@ -156,8 +166,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     ends = wg_end.max(axis=1)
     cps = float(ends[-1] - ends[-2]) if steps > 1 else float(ends[0])
     last = steps - 1
-    done = [sent[(n - 1, "fwd", last, b)][1] for b in range(batch)]
-    interval = float(np.median(np.diff(done))) if batch > 1 else float("nan")
+    interval = steady_interval([sent[(n - 1, "fwd", last, b)][1] for b in range(batch)])
     # node 0 starts the last step when its own weight phase of the step before ends
     start0 = float(wg_end[last - 1, 0]) if steps > 1 else 0.0
     fill = logits[(last, 0)] - start0
