@@ -69,6 +69,18 @@ def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> Lin
                       name=f"cluster_l{latency}" + (f"_e{lanes}" if lanes > 1 else ""))
 
 
+def link_flits(ccfg, flits: int):
+    """``ccfg`` with every link ``flits`` times slower: a message in ``flits`` flits of ``1/flits`` of its
+    bits (``phit_bits``), the credits raised so that the link runs at that rate."""
+    if flits == 1:
+        return ccfg
+    bits = ccfg.link.msg_bits
+    if bits % flits:
+        raise ClusterError(f"a link message of {bits} bits does not split into {flits} flits")
+    link = ccfg.link.replace(phit_bits=bits // flits, credits=1, name=f"{ccfg.link.name}_f{flits}")
+    return ccfg.replace(link=link.replace(credits=max(2, link.min_credits)))
+
+
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = 2048, weight_depth: int = 512,
                    bias_depth: int = 64, stochastic: bool = True) -> EngineConfig:
     """An engine whose word widths are the net's formats at ``precision``."""

@@ -15,8 +15,7 @@ from pymtl_fp.explore.step_model import NodePasses, predict_steps
 
 
 def _node(fwd, bwd, wg, **kw):
-    return NodePasses(fwd=fwd, bwd=bwd, wg=wg, fwd_recv=0, bwd_recv=0, fwd_send=0, bwd_send=0, fwd_out=0, bwd_out=0,
-                      **kw)
+    return NodePasses(fwd=fwd, bwd=bwd, wg=wg, **kw)
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])

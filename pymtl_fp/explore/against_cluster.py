@@ -36,8 +36,7 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
     P = ecfg.P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
     cyc = node_model.predict(layers, part.nodes, P, batch)
-    passes = [NodePasses.of(c, batch, (c.sent.get("fwd", 0) - c.weights_sent) / batch, c.sent.get("bwd", 0) / batch)
-              for c in cyc]
+    passes = [NodePasses.of(c, batch) for c in cyc]
     steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule)
     words = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule)
     f0 = layers[part.nodes[0][0].layer]

@@ -71,6 +71,10 @@ class NodeCycles:
     weights_loaded_at: int = 0
     #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
     weights_sent: int = 0
+    #: per step, ``(pass, "recv" | "send") -> [elements, cycles]`` of the LOADs that receive a
+    #: pass's input (before its first compute) and of the STOREs that send to a neighbour: what a
+    #: link slower than the streams stretches
+    link_io: dict = field(default_factory=dict)
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -100,11 +104,18 @@ class _Acc:
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
 
+    def _link(self, way, n, cycles):
+        acc = self.c.link_io.setdefault((self.phase, way), [0, 0])
+        acc[0] += n
+        acc[1] += cycles
+
     def load(self, n):
-        self.c.io += timing.load_cycles(n)
+        cyc = timing.load_cycles(n)
+        self.c.io += cyc
         self.c.commands += 1
         if self.fresh:  # received before the pass's first compute
             self.c.receiving[self.phase] = self.c.per_step() - self.mark
+            self._link("recv", n, cyc)
 
     def store(self, n, lanes=None, local=False, towards=None):
         """A STORE of ``n`` elements: sent on in the pass's direction (or ``towards``), unless
@@ -117,7 +128,10 @@ class _Acc:
             if self.send_at is None:
                 self.send_at = self.c.per_step() - self.mark
         self.fresh = False
-        self.c.io += timing.store_cycles(n, lanes or self.P)
+        cyc = timing.store_cycles(n, lanes or self.P)
+        if not local and towards:
+            self._link("send", n, cyc)
+        self.c.io += cyc
         self.c.commands += 1
 
     def copy(self, n):

@@ -16,6 +16,10 @@ leaves out, the waits between nodes:
   ``j+1``'s data gradient, and node ``N-1``'s for the host's loss gradient (the host answers in
   the cycle after the last logit arrives, over two links);
 * node 0's inputs come from the host, which always has them ready;
+* what a pass sends goes into the node's output buffer, which the link drains at its rate; a STORE
+  waits only while that buffer is full, and the receiver's LOADs wait for the last word; a link
+  slower than the streams (``msgs_per_cycle < 1``) also stretches the LOADs that take the host's
+  images and gradients (its credits hold a few messages);
 * a node holding the second piece of a layer split with node ``j-1`` loads that node's updated
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
   node ``j-1``'s weight phase has ended (the piece is its last STORE) and the piece has crossed
@@ -31,7 +35,7 @@ measurements by ``pymtl-fp explore validate`` (:mod:`.validate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,27 +51,35 @@ class NodePasses:
     """One node's occupancies: per image ``fwd`` and ``bwd`` pass (busy cycles), the weight phase
     ``wg`` per step, and per pass the busy cycles to the end of what it receives (``*_recv``: the
     LOADs before its first compute) and from its first STORE to a neighbour to its end
-    (``*_send``); ``fwd_out``/``bwd_out``: the elements per image it sends on (for the link's rate)."""
+    (``*_send``).  ``link_io``: ``(pass, "recv" | "send") -> (elements, cycles)`` of those LOADs
+    and STOREs, per image (``wg``: per step), which a link slower than the streams stretches."""
     fwd: float
     bwd: float
     wg: float
-    fwd_recv: float
-    bwd_recv: float
-    fwd_send: float
-    bwd_send: float
-    fwd_out: float
-    bwd_out: float
+    fwd_recv: float = 0
+    bwd_recv: float = 0
+    fwd_send: float = 0
+    bwd_send: float = 0
+    link_io: dict = field(default_factory=dict)
     #: the weight phase LOADs the updated weights node ``j-1`` sends (this node holds the second
     #: piece of a layer split with it): its busy cycles up to the end of that LOAD (0: none)
     weights_loaded_at: float = 0
 
     @classmethod
-    def of(cls, cyc, batch: int, fwd_out: float, bwd_out: float) -> NodePasses:
+    def of(cls, cyc, batch: int) -> NodePasses:
         """From a :class:`.node_model.NodeCycles` of one step of ``batch`` images."""
         ph, fl, ls = cyc.phase, cyc.receiving, cyc.sending
+        io = {k: (v[0] / (1 if k[0] == "wg" else batch), v[1] / (1 if k[0] == "wg" else batch))
+              for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
-                   fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), fwd_out, bwd_out,
+                   fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
                    cyc.weights_loaded_at)
+
+    def stretch(self, phase: str, way: str, xfer) -> float:
+        """Cycles a link moving ``xfer(elements)`` cycles' worth adds to the pass's LOADs
+        (``recv``) or STOREs (``send``) beyond their own occupancy."""
+        n, cycles = self.link_io.get((phase, way), (0, 0))
+        return max(0.0, xfer(n) - cycles)
 
 
 @dataclass
@@ -93,10 +105,11 @@ def steady_interval(times) -> float | None:
 
 
 def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cycle: float = 1.0,
-                  schedule: str = "1f1b", steps: int = 3) -> StepPrediction:
+                  schedule: str = "1f1b", steps: int = 3, out_buffer: int = 4096) -> StepPrediction:
     """Evaluate the pipeline's recurrence for ``steps`` steps of ``batch`` images on the chain of
     :class:`NodePasses` ``nodes``, links of ``latency`` cycles carrying ``lanes`` elements per
-    message at ``msgs_per_cycle``."""
+    message at ``msgs_per_cycle``, each fed by an output buffer of ``out_buffer`` elements (the
+    router's ``out_depth``)."""
     if schedule not in MODELLED_SCHEDULES:
         raise ValueError(f"the step model covers the schedules {', '.join(MODELLED_SCHEDULES)}, not {schedule!r}")
     n = len(nodes)
@@ -113,15 +126,23 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     def xfer(elems):
         return transfer_cycles(elems, lanes, msgs_per_cycle)
 
+    def arrive_of(src):
+        """When the last word the pass waits for has crossed the link."""
+        _, st_end, drained = src
+        return max(st_end, drained) + latency
+
+    drain = [{"fwd": 0.0, "bwd": 0.0} for _ in range(n)]  # when each output buffer's link is idle
+
     def source(j, kind, s, b):
-        """(store start, end, elements) of what the pass waits for, or None if not yet there."""
+        """(its STOREs' start, its end, when the link has drained it) of the pass this one waits
+        for, or None if not yet evaluated."""
         if kind == "fwd":
             if j == 0:
-                return -np.inf, -np.inf, 0.0
+                return -np.inf, -np.inf, -np.inf
             return sent.get((j - 1, kind, s, b))
         if j == n - 1:
             at = logits.get((s, b))
-            return None if at is None else (at + 1 + latency, at + 1 + latency, 0.0)
+            return None if at is None else (at + 1 + latency, at + 1 + latency, -np.inf)
         return sent.get((j + 1, kind, s, b))
 
     left = sum(len(o) for o in order)
@@ -133,29 +154,35 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                 s, nd = step_of[j], nodes[j]
                 if kind == "wg":
                     wg_start[s, j] = free[j]
+                    wg = nd.wg + nd.stretch("wg", "send", xfer)
                     if nd.weights_loaded_at:
                         if j == 0 or (j - 1, "wg", s, None) not in sent:
                             break
                         loaded = max(free[j] + nd.weights_loaded_at, sent[(j - 1, "wg", s, None)][1] + latency)
-                        free[j] = loaded + nd.wg - nd.weights_loaded_at
+                        free[j] = loaded + wg - nd.weights_loaded_at
                     else:
-                        free[j] += nd.wg
+                        free[j] += wg
                     wg_end[s, j] = free[j]
-                    sent[(j, "wg", s, None)] = (free[j], free[j], 0.0)
+                    sent[(j, "wg", s, None)] = (free[j], free[j], free[j])
                     step_of[j] += 1
                 else:
                     src = source(j, kind, s, b)
                     if src is None:
                         break
-                    st_start, st_end, elems = src
                     dur, first = (nd.fwd, nd.fwd_recv) if kind == "fwd" else (nd.bwd, nd.bwd_recv)
-                    start = max(free[j], st_start + latency)
-                    arrive = max(st_end, st_start + xfer(elems)) + latency
-                    end = start + dur + max(0.0, arrive - (start + first))
+                    if (kind, j) in (("fwd", 0), ("bwd", n - 1)):  # a LOAD from the host's link
+                        dur += nd.stretch(kind, "recv", xfer)
+                    start = max(free[j], src[0] + latency)  # the first words have crossed
+                    end = start + dur + max(0.0, arrive_of(src) - (start + first))
+                    # what it sends enters its output buffer, which the link drains; a STORE
+                    # waits while the buffer is full
+                    out = nd.link_io.get((kind, "send"), (0, 0))[0]
+                    sends_at = end - (nd.fwd_send if kind == "fwd" else nd.bwd_send)
+                    drained = max(drain[j][kind], sends_at) + xfer(out)
+                    drain[j][kind] = drained
+                    end = max(end, drained - xfer(out_buffer))
                     free[j] = end
-                    out = nd.fwd_out if kind == "fwd" else nd.bwd_out
-                    store = nd.fwd_send if kind == "fwd" else nd.bwd_send
-                    sent[(j, kind, s, b)] = (end - store, end, out)
+                    sent[(j, kind, s, b)] = (sends_at, end, drained)
                     if kind == "fwd" and j == n - 1:
                         logits[(s, b)] = end + latency
                 pos[j] += 1

@@ -31,6 +31,9 @@ def add_arguments(parser):
                         help="node counts (default 1,2,4,8; counts a net cannot be cut into are listed, not run)")
     parser.add_argument("--batches", default="4,8", metavar="B0,B1,...", help="mini-batch sizes (default 4,8)")
     parser.add_argument("--schedule", default="1f1b", choices=("1f1b", "gpipe"), help="pipeline schedule (default 1f1b)")
+    parser.add_argument("--link-flits", type=int, default=1, metavar="F",
+                        help="cycles each link takes per message (its phit a 1/F of a message; default 1: a message "
+                             "a cycle, as fast as a STORE; more makes the links the bottleneck)")
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run, the last compared (default 2)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--markdown", metavar="FILE.md", help="write the table as Markdown")
@@ -40,17 +43,17 @@ def add_arguments(parser):
 def _run(job) -> dict:
     from pymtl_fp.cluster.compiler.compile import choose_partition
     from pymtl_fp.cluster.compiler.mapping import Mapping
-    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, link_flits
     from pymtl_fp.cluster.run.train import fit_buffers, golden_steps, params_equal, train_on_cluster
     from pymtl_fp.explore.against_cluster import compare, measured, predict_run
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, schedule, steps = job
+    net_name, prec, n, batch, schedule, steps, flits = job
     net = load_net(net_name)
     row = {"net": net_name, "nodes": n, "batch": batch, "schedule": schedule}
     mapping = Mapping(schedule=schedule)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec))
+    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
     try:
         ccfg = fit_buffers(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
         part = choose_partition(net, ccfg, batch, mapping)
@@ -121,9 +124,12 @@ def main(args) -> int:
     batches = int_list(args.batches, "--batches", 1, 256)
     validate.integer(args.steps, "--steps", 2, 20)
     validate.integer(args.workers, "--workers", 1, 64)
-    jobs = [(net, args.precision, n, b, args.schedule, args.steps) for net in nets for n in nodes for b in batches]
+    validate.integer(args.link_flits, "--link-flits", 1, 64)
+    jobs = [(net, args.precision, n, b, args.schedule, args.steps, args.link_flits)
+            for net in nets for n in nodes for b in batches]
     print(f"bench model: {len(jobs)} configurations on the CL cluster ({args.schedule}, serial engines, "
-          f"whole layers, {args.steps} steps; the last compared), simulated / predicted (error)")
+          f"whole layers, {args.steps} steps; the last compared; links of {args.link_flits} cycle(s) a message), "
+          "simulated / predicted (error)")
     rows = run_jobs(_run, jobs, args.workers)
     lines = table(rows)
     print("\n".join(lines))
