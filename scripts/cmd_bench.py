@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 
 HELP = ("benchmarks that print measured figures: engine, engine-cl, modes, bands, link, cluster, schedules, parallel, "
-        "storage, weights, model")
+        "storage, weights, model, scaling")
 TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights",
-           "model")
+           "model", "scaling")
 
 
 def _load(target):

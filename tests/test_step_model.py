@@ -79,7 +79,8 @@ def test_bench_model_predicts_the_cl_cluster_within_3_percent(tmp_path, capsys):
         assert any("[" in d for d in r["partition"])  # every one has a layer split between two nodes
         sim, model, _ = c["cycles_per_step"]
         assert sim > 0 and abs(model / sim - 1) <= 0.03, r["compare"]
-        assert abs(c["fill"][2]) <= 0.10 and abs(c["interval"][2]) <= 0.03, r["compare"]
+        # (the interval over the later half of four images: two or three gaps)
+        assert abs(c["fill"][2]) <= 0.10 and abs(c["interval"][2]) <= 0.05, r["compare"]
         assert c["words_exact"][0] == c["words_exact"][1] == r["nodes"]
         assert c["links_exact"][0] == c["links_exact"][1]
     assert "| lenet-digits | 4 | 4 |" in out_md.read_text()
@@ -92,3 +93,35 @@ def test_bench_model_bad_input(capsys):
     assert "--steps" in capsys.readouterr().err
     assert main(["bench", "model", "--markdown", "table.txt"]) == 1
     assert "--markdown" in capsys.readouterr().err
+
+
+@pytest.mark.cl
+def test_bench_scaling_draws_the_simulated_points_on_the_models_curve(tmp_path, capsys):
+    """LeNet on 1 and 2 nodes at links of one and of eight cycles a message: every point bit-exact
+    (the bench checks), the model within 3 % of every simulated step; the slow links lower the
+    throughput; the figure and the table are written."""
+    png, out_json = tmp_path / "scaling.png", tmp_path / "scaling.json"
+    assert main(["bench", "scaling", "--net", "lenet-digits", "--nodes", "1,2", "--batch", "4", "--link-flits", "1,8",
+                 "--curve-to", "3", "--workers", "1", "--plot", str(png), "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "largest error in cycles per step" in out
+    doc = json.loads(out_json.read_text())
+    assert sorted((c["nodes"], c["flits"]) for c in doc["curve"]) == [(n, f) for n in (1, 2, 3) for f in (1, 8)]
+    sims = {(s["nodes"], s["flits"]): s for s in doc["simulated"]}
+    assert set(sims) == {(n, f) for n in (1, 2) for f in (1, 8)}
+    for s in sims.values():
+        assert abs(s["error"]) <= 0.03, s
+    for n in (1, 2):
+        assert sims[n, 8]["images_s"] < sims[n, 1]["images_s"]
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_scaling_bad_input(capsys):
+    assert main(["bench", "scaling", "--nodes", "65"]) == 1
+    assert "--nodes" in capsys.readouterr().err
+    assert main(["bench", "scaling", "--net", "lenet-digits", "--nodes", "8", "--curve-to", "8"]) == 1
+    assert "at most 6 nodes" in capsys.readouterr().err
+    assert main(["bench", "scaling", "--link-flits", "0"]) == 1
+    assert "--link-flits" in capsys.readouterr().err
+    assert main(["bench", "scaling", "--plot", "figure.jpg"]) == 1
+    assert "--plot" in capsys.readouterr().err

@@ -86,3 +86,41 @@ def compare(model: dict, sim: dict) -> dict:
     out["links_exact"] = (sum(m == s for m, s in links), len(links))
     out["links_max_diff"] = max(abs((m or 0) - s) for m, s in links)
     return out
+
+
+def cluster_for(net, precision: str, nodes: int, flits: int = 1):
+    """The CL cluster :func:`predict_run` and the scaling curve describe: ``nodes`` default engines
+    for ``net`` (buffers deep enough for any plan: the partition does not depend on them) on links
+    of ``flits`` cycles a message (:func:`~pymtl_fp.cluster.config.link_flits`)."""
+    from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
+
+    eng = engine_for_net(net, precision, act_depth=1 << 16, weight_depth=1 << 16, bias_depth=1 << 12)
+    return link_flits(ClusterConfig.homogeneous(nodes, eng), flits)
+
+
+def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1) -> dict | None:
+    """The models' throughput of ``net`` on ``nodes`` nodes in the layer pipeline (1F1B, the
+    cluster's own partition), or None where the partition does not exist: images/s of a step at
+    the cluster's clock, and the pipeline-full bound (the slowest node's forward, backward and
+    share of the weight phase per image, or the busiest link), and which of the two binds."""
+    from pymtl_fp.cluster.compiler.compile import choose_partition
+    from pymtl_fp.cluster.compiler.mapping import Mapping
+    from pymtl_fp.cluster.config import ClusterError
+    from pymtl_fp.cost.link import transfer_cycles
+
+    ccfg = cluster_for(net, precision, nodes, flits)
+    try:  # (the partition does not depend on the links)
+        part = choose_partition(net, cluster_for(net, precision, nodes), batch, Mapping())
+    except ClusterError:
+        return None
+    pred = predict_run(net, part, ccfg, batch)
+    P = ccfg.engines[0].P
+    layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
+    passes = [NodePasses.of(c, batch) for c in node_model.predict(layers, part.nodes, P, batch)]
+    node = max(p.fwd + p.bwd + p.wg / batch for p in passes)
+    link = max(transfer_cycles(v / batch, ccfg.lanes, ccfg.link_cfg(k).throughput_msgs)
+               for k, v in pred["links"].items())
+    clock = ccfg.clock_mhz * 1e6
+    return {"nodes": nodes, "flits": flits, "batch": batch, "cycles_per_step": pred["cycles_per_step"],
+            "images_s": batch * clock / pred["cycles_per_step"], "bound_images_s": clock / max(node, link),
+            "bound": "link" if link > node else "compute", "clock_mhz": ccfg.clock_mhz}

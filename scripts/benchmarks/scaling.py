@@ -1,0 +1,159 @@
+"""``pymtl-fp bench scaling``: FPDeep's scaling figure from simulation -- images/s of the layer
+pipeline against the number of nodes, the simulated points drawn on the analytical step model's
+curve (:mod:`pymtl_fp.explore.step_model`), one curve per link speed.
+
+For every node count from 1 to the most the net can be cut into (at most 64), the model predicts the
+cycles of a training step (1F1B, serial engines, the cluster's own partition) and the
+pipeline-full bound (the slowest node's forward + backward + share of the weight phase per image,
+or the busiest link); at the ``--nodes`` given, the cluster (``--level cl`` or ``verilator``)
+trains ``--steps`` steps, checked bit for bit against the golden model, and its last step is
+measured.  ``--link-flits 1,4``: links of one message a cycle (as fast as the engines' streams)
+and four times slower, so that the link-bound knee (the node count from which the busiest link,
+not compute, bounds the pipeline) falls inside the range.  Throughput is at the cluster's
+configured clock (``ClusterConfig.clock_mhz``, 200 MHz; the node's RTL does not close timing there
+yet: docs/verilog.md), so the figures compare node counts and links, not absolute speeds.
+Figures only: nothing passes or fails on time.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pymtl_fp.cli import validate
+from pymtl_fp.cli.benchmarks.digits import int_list, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.errors import UserError
+
+HELP = "images/s against nodes (1..64) for the layer pipeline: simulated points on the step model's curve, per link speed"
+LEVELS = ("cl", "verilator")
+
+
+def add_arguments(parser):
+    parser.add_argument("--net", default="deep-mnist", help="zoo net (default deep-mnist: 32 layers with weights, "
+                                                            "a pipeline to 64 nodes)")
+    parser.add_argument("--precision", default="8", metavar="P", help="fixed-point precision (default 8)")
+    parser.add_argument("--nodes", default="1,2,4,8,16", metavar="N0,N1,...",
+                        help="node counts to simulate (default 1,2,4,8,16; the curve covers every count)")
+    parser.add_argument("--batch", type=int, default=32, metavar="B", help="mini-batch (default 32)")
+    parser.add_argument("--link-flits", default="1,4", metavar="F0,F1,...",
+                        help="link speeds: cycles per message (default 1,4)")
+    parser.add_argument("--curve-to", type=int, default=64, metavar="N",
+                        help="the model's curve covers 1..N nodes (default 64; fewer if the net cannot be cut into N)")
+    parser.add_argument("--level", default="cl", choices=LEVELS, help="simulation level (default cl)")
+    parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run, the last measured (default 2)")
+    parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
+    parser.add_argument("--plot", metavar="FILE.png", help="write the figure")
+    parser.add_argument("--markdown", metavar="FILE.md", help="write the table as Markdown")
+    parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
+
+
+def _simulate(job) -> dict:
+    from pymtl_fp.cluster.compiler.mapping import Mapping
+    from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
+    from pymtl_fp.cluster.run.train import fit_buffers, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.net import load_net
+
+    net_name, prec, n, batch, flits, level, steps = job
+    net = load_net(net_name)
+    images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
+    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
+    ccfg = fit_buffers(net, ccfg, params, tcfg, Mapping(), steps=steps, batch=batch)
+    run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(), steps=steps, batch=batch,
+                           levels=[level] * n)
+    want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
+    if not params_equal(run.params, want):
+        raise UserError(f"bench scaling: {net_name} on {n} nodes ({level}) differs from the golden model")
+    rep = run.report
+    return {"nodes": n, "flits": flits, "cycles_per_step": rep["cycles_per_step"][-1],
+            "images_s": batch * ccfg.clock_mhz * 1e6 / rep["cycles_per_step"][-1],
+            "build_s": rep["wall_seconds"]["build"], "simulate_s": rep["wall_seconds"]["simulate"],
+            "node_cycles_per_s": rep["cycles_total"] * n / max(rep["wall_seconds"]["simulate"], 1e-9)}
+
+
+def _plot(path, curve, sims, net, batch, level):
+    from pymtl_fp.explore.report import _plt, _save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, flits in enumerate(sorted({c["flits"] for c in curve})):
+        color = f"C{k}"
+        pts = [c for c in curve if c["flits"] == flits]
+        ns = [c["nodes"] for c in pts]
+        ax.plot(ns, [c["images_s"] for c in pts], color=color,
+                label=f"step model, links of {flits} cycle(s)/message, batch {batch}")
+        ax.plot(ns, [c["bound_images_s"] for c in pts], color=color, linestyle=":",
+                label=f"pipeline-full bound, {flits} cycle(s)/message")
+        mine = [s for s in sims if s["flits"] == flits]
+        ax.plot([s["nodes"] for s in mine], [s["images_s"] for s in mine], "o", color=color,
+                label=f"simulated ({level}), {flits} cycle(s)/message")
+        knee = next((c["nodes"] for c in pts if c["bound"] == "link"), None)
+        if knee:
+            ax.axvline(knee, color=color, linestyle="--", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (layer pipeline)")
+    ax.set_ylabel(f"images/s at {curve[0]['clock_mhz']:g} MHz")
+    ax.set_title(f"{net}: training throughput against nodes (dashed: the link-bound knee)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def main(args) -> int:
+    from pymtl_fp.explore.against_cluster import scaling_point
+    from pymtl_fp.net import load_net
+
+    plot_path = validate.output_file(args.plot, "--plot", ".png")
+    md_path = validate.output_file(args.markdown, "--markdown", ".md")
+    json_path = validate.output_file(args.json, "--json", ".json")
+    net = load_net(zoo_net(args.net, args.precision).name)
+    nodes = int_list(args.nodes, "--nodes", 1, 64)
+    flits = int_list(args.link_flits, "--link-flits", 1, 64)
+    validate.integer(args.batch, "--batch", 1, 256)
+    validate.integer(args.steps, "--steps", 2, 20)
+    validate.integer(args.workers, "--workers", 1, 64)
+    validate.integer(args.curve_to, "--curve-to", 1, 64)
+    too_many = [n for n in nodes if n > args.curve_to]
+    if too_many:
+        raise UserError(f"--nodes {too_many[0]}: more than --curve-to {args.curve_to}")
+    curve = [p for f in flits for n in range(1, args.curve_to + 1)
+             if (p := scaling_point(net, args.precision, n, args.batch, f)) is not None]
+    most = max(c["nodes"] for c in curve)
+    too_many = [n for n in nodes if n > most]
+    if too_many:
+        raise UserError(f"--nodes {too_many[0]}: {net.name} can be cut into at most {most} nodes")
+    print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
+          f"(model) and {','.join(map(str, nodes))} ({args.level}, {args.steps} steps, the last measured); images/s "
+          f"at the configured {curve[0]['clock_mhz']:g} MHz")
+    sims = run_jobs(_simulate, [(net.name, args.precision, n, args.batch, f, args.level, args.steps)
+                                for f in flits for n in nodes], args.workers)
+    model = {(c["nodes"], c["flits"]): c for c in curve}
+    lines = ["| nodes | link cycles/message | cycles per step: simulated / model (error) | images/s simulated "
+             "| images/s model | pipeline-full bound | bound by |", "|---|---|---|---|---|---|---|"]
+    for s in sims:
+        m = model[s["nodes"], s["flits"]]
+        err = m["cycles_per_step"] / s["cycles_per_step"] - 1
+        s["model_cycles_per_step"], s["error"] = m["cycles_per_step"], err
+        lines.append(f"| {s['nodes']} | {s['flits']} | {s['cycles_per_step']:,} / {m['cycles_per_step']:,.0f} "
+                     f"({100 * err:+.1f}%) | {s['images_s']:,.0f} | {m['images_s']:,.0f} | {m['bound_images_s']:,.0f} "
+                     f"| {m['bound']} |")
+    for f in flits:
+        knee = next((c["nodes"] for c in curve if c["flits"] == f and c["bound"] == "link"), None)
+        lines.append("")
+        lines.append(f"* links of {f} cycle(s) a message: " + (f"link-bound from {knee} nodes" if knee
+                                                               else f"compute-bound up to {most} nodes"))
+    errs = [abs(s["error"]) for s in sims]
+    lines.append(f"* the step model's largest error in cycles per step: {100 * max(errs):.1f}% over {len(sims)} "
+                 f"simulated points")
+    print("\n".join(lines))
+    for s in sims:
+        print(f"  {s['nodes']} nodes, {s['flits']} cycle(s)/message: build {s['build_s']:.1f} s, "
+              f"simulation {s['simulate_s']:.1f} s ({s['node_cycles_per_s']:,.0f} node-cycles/s)")
+    if plot_path:
+        print(f"  wrote {_plot(plot_path, curve, sims, net.name, args.batch, args.level)}")
+    if md_path:
+        md_path.write_text("\n".join(lines) + "\n")
+        print(f"  wrote {md_path}")
+    if json_path:
+        json_path.write_text(json.dumps({"curve": curve, "simulated": sims}, indent=1))
+        print(f"  wrote {json_path}")
+    return 0
