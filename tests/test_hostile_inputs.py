@@ -299,6 +299,12 @@ ROWS = [
     ("bench-link-seed", ["bench", "link", "--seed", "-1"], 1, r"--seed"),
     ("bench-credit-latency", ["bench", "link", "--credit-latency", "0"], 1, r"--credit-latency"),
     ("bench-credits", ["bench", "link", "--credits", "2,x"], 1, r"--credits 2,x"),
+    ("bench-model-nodes", ["bench", "model", "--nodes", "0"], 1, r"--nodes"),
+    ("bench-model-flits", ["bench", "model", "--link-flits", "0"], 1, r"--link-flits"),
+    ("bench-model-json", ["bench", "model", "--json", "{tmp}/NOTADIR/m.json"], 1, r"--json"),
+    ("bench-scaling-batch", ["bench", "scaling", "--batch", "0"], 1, r"--batch"),
+    ("bench-scaling-net", ["bench", "scaling", "--net", "nonet"], 1, r"nonet"),
+    ("bench-scaling-curve", ["bench", "scaling", "--curve-to", "65"], 1, r"--curve-to"),
 ]
 
 

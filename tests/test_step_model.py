@@ -125,3 +125,8 @@ def test_bench_scaling_bad_input(capsys):
     assert "--link-flits" in capsys.readouterr().err
     assert main(["bench", "scaling", "--plot", "figure.jpg"]) == 1
     assert "--plot" in capsys.readouterr().err
+    # 32 images of deep-mnist's maps on one node: more words than a command field addresses,
+    # refused by the compiler before any simulation starts
+    assert main(["bench", "scaling", "--nodes", "1", "--batch", "32", "--curve-to", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "command fields" in captured.err and "simulated" not in captured.out

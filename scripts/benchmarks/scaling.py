@@ -48,15 +48,12 @@ def add_arguments(parser):
 
 def _simulate(job) -> dict:
     from pymtl_fp.cluster.compiler.mapping import Mapping
-    from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
-    from pymtl_fp.cluster.run.train import fit_buffers, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, flits, level, steps = job
+    net_name, prec, n, batch, flits, level, steps, ccfg = job
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
-    ccfg = fit_buffers(net, ccfg, params, tcfg, Mapping(), steps=steps, batch=batch)
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(), steps=steps, batch=batch,
                            levels=[level] * n)
     want, _ = golden_steps(net, params, images, labels, tcfg, steps, batch)
@@ -67,6 +64,22 @@ def _simulate(job) -> dict:
             "images_s": batch * ccfg.clock_mhz * 1e6 / rep["cycles_per_step"][-1],
             "build_s": rep["wall_seconds"]["build"], "simulate_s": rep["wall_seconds"]["simulate"],
             "node_cycles_per_s": rep["cycles_total"] * n / max(rep["wall_seconds"]["simulate"], 1e-9)}
+
+
+def _fitted(net, prec, n, batch, flits, steps):
+    """The cluster of ``n`` nodes on links of ``flits`` cycles a message, every buffer the depth the
+    run needs (compiled here, before any simulation: a batch the engines' fields cannot address is
+    a one-line error)."""
+    from pymtl_fp.cluster.compiler.mapping import Mapping
+    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, link_flits
+    from pymtl_fp.cluster.run.train import fit_buffers
+
+    _, _, params, tcfg = run_inputs(net, prec, 1, 1)
+    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
+    try:
+        return fit_buffers(net, ccfg, params, tcfg, Mapping(), steps=steps, batch=batch)
+    except ClusterError as exc:
+        raise UserError(f"bench scaling: {net.name} on {n} nodes, batch {batch}: {exc}") from None
 
 
 def _plot(path, curve, sims, net, batch, level):
@@ -124,8 +137,9 @@ def main(args) -> int:
     print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
           f"(model) and {','.join(map(str, nodes))} ({args.level}, {args.steps} steps, the last measured); images/s "
           f"at the configured {curve[0]['clock_mhz']:g} MHz")
-    sims = run_jobs(_simulate, [(net.name, args.precision, n, args.batch, f, args.level, args.steps)
-                                for f in flits for n in nodes], args.workers)
+    jobs = [(net.name, args.precision, n, args.batch, f, args.level, args.steps,
+             _fitted(net, args.precision, n, args.batch, f, args.steps)) for f in flits for n in nodes]
+    sims = run_jobs(_simulate, jobs, args.workers)
     model = {(c["nodes"], c["flits"]): c for c in curve}
     lines = ["| nodes | link cycles/message | cycles per step: simulated / model (error) | images/s simulated "
              "| images/s model | pipeline-full bound | bound by |", "|---|---|---|---|---|---|---|"]
