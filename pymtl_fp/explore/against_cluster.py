@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import link_plan
+from pymtl_fp.cluster.hw.node import router_config_for
 from pymtl_fp.explore import node_model, node_storage
 from pymtl_fp.explore.step_model import NodePasses, predict_steps, steady_interval
 
@@ -37,7 +38,8 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
     cyc = node_model.predict(layers, part.nodes, P, batch)
     passes = [NodePasses.of(c, batch) for c in cyc]
-    steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule)
+    steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule,
+                          out_buffer=router_config_for(ecfg).out_depth)
     words = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule)
     f0 = layers[part.nodes[0][0].layer]
     images = batch * -(-f0["c"] // P) * P * f0["h"] * f0["w"]

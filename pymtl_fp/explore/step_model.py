@@ -118,7 +118,8 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     free = [0.0] * n
     pos = [0] * n
     step_of = [0] * n
-    # per (node, pass, step, image): (its last STORE's start, its end)
+    # per (node, pass, step, image): (its first STORE to a neighbour's start, its end, when the
+    # link has drained what it sent); per (node, "wg", step, None): its weight phase's end
     sent: dict = {}
     wg_start, wg_end = np.zeros((steps, n)), np.zeros((steps, n))
     logits: dict = {}

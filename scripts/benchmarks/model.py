@@ -1,7 +1,8 @@
 """``pymtl-fp bench model``: the analytical models against the simulated cluster, figure by figure.
 
 For every net, node count and batch, the CL cluster (direct scheduler, 1F1B, serial engines,
-whole layers: ``train --engine cluster``'s defaults) trains ``--steps`` steps, checked bit for bit
+whole layers, weight gradients over the batch: ``Mapping()``, what the step model covers) trains
+``--steps`` steps, checked bit for bit
 against the golden model, and the models of :mod:`pymtl_fp.explore.against_cluster` predict the
 same configuration from the layer shapes, the partition, the engines, the links and the batch
 (not from the compiled programs).  Printed per configuration, simulated / predicted / error:
