@@ -27,8 +27,13 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
 The engines are modelled without pipelines (``wb_latency = cmd_latency = 0``, the cluster's
 default engines).
 
+Each node's cycles are also split by phase (forward and backward pass of an image, the weight
+phase) with what each pass receives and sends (elements, and the cycles of those LOADs and STOREs):
+what :mod:`.step_model` needs to put the nodes' passes together into steps.
+
 It is independent of :mod:`pymtl_fp.cluster.compiler.compile` (which writes the programs) and is checked against
-the CL cluster simulation of the same partition (``tests/test_explore_vs_cluster.py``).  Nodes must
+the CL cluster simulation of the same partition (``tests/test_explore_vs_cluster.py``, ``pymtl-fp bench
+model``).  Nodes must
 share the array side ``P`` (a mixed-``P`` relayout is not modelled).
 """
 
@@ -121,16 +126,15 @@ class _Acc:
         """A STORE of ``n`` elements: sent on in the pass's direction (or ``towards``), unless
         ``local`` (a copy between the node's own buffers, a bias round trip)."""
         towards = towards or (self.phase if self.phase in ("fwd", "bwd") else None)
+        cyc = timing.store_cycles(n, lanes or self.P)
         if not local and towards:
             self.c.sent[towards] = self.c.sent.get(towards, 0) + n
             if self.phase == "wg":
                 self.c.weights_sent += n
             if self.send_at is None:
                 self.send_at = self.c.per_step() - self.mark
-        self.fresh = False
-        cyc = timing.store_cycles(n, lanes or self.P)
-        if not local and towards:
             self._link("send", n, cyc)
+        self.fresh = False
         self.c.io += cyc
         self.c.commands += 1
 
