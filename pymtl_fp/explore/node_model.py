@@ -76,6 +76,9 @@ class NodeCycles:
     weights_loaded_at: int = 0
     #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
     weights_sent: int = 0
+    #: what it sends back is node ``j+1``'s data gradient, passed on by its DMA (a lone first
+    #: holder), not a result of its own backward pass
+    relays_bwd: bool = False
     #: per step, ``(pass, "recv" | "send") -> [elements, cycles]`` of the LOADs that receive a
     #: pass's input (before its first compute) and of the STOREs that send to a neighbour: what a
     #: link slower than the streams stretches
@@ -243,6 +246,7 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                             else:  # link to link in the DMA, beside the engine's work
                                 a.c.dma_moves += a.act(f["c"], f["h"], f["w"])
                                 a.c.sent["bwd"] = a.c.sent.get("bwd", 0) + a.act(f["c"], f["h"], f["w"])
+                                a.c.relays_bwd = True
                         continue
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))

@@ -20,6 +20,8 @@ leaves out, the waits between nodes:
   waits only while that buffer is full, and the receiver's LOADs wait for the last word; a link
   slower than the streams (``msgs_per_cycle < 1``) also stretches the LOADs that take the host's
   images and gradients (its credits hold a few messages);
+* a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in its
+  DMA, beside its engine: node ``j-1`` waits for node ``j+1``'s pass and two links;
 * a node holding the second piece of a layer split with node ``j-1`` loads that node's updated
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
   node ``j-1``'s weight phase has ended (the piece is its last STORE) and the piece has crossed
@@ -64,6 +66,9 @@ class NodePasses:
     #: the weight phase LOADs the updated weights node ``j-1`` sends (this node holds the second
     #: piece of a layer split with it): its busy cycles up to the end of that LOAD (0: none)
     weights_loaded_at: float = 0
+    #: what it sends back is node ``j+1``'s data gradient passed on by its DMA (a lone first holder
+    #: of a split layer): node ``j-1`` waits for node ``j+1``, one link further, not for this node
+    relays_bwd: bool = False
 
     @classmethod
     def of(cls, cyc, batch: int) -> NodePasses:
@@ -73,7 +78,7 @@ class NodePasses:
               for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
-                   cyc.weights_loaded_at)
+                   cyc.weights_loaded_at, cyc.relays_bwd)
 
     def stretch(self, phase: str, way: str, xfer) -> float:
         """Cycles a link moving ``xfer(elements)`` cycles' worth adds to the pass's LOADs
@@ -144,6 +149,9 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
         if j == n - 1:
             at = logits.get((s, b))
             return None if at is None else (at + 1 + latency, at + 1 + latency, -np.inf)
+        if nodes[j + 1].relays_bwd:  # passed on by node j+1's DMA: one more link
+            up = source(j + 1, kind, s, b)
+            return None if up is None else tuple(t + latency for t in up)
         return sent.get((j + 1, kind, s, b))
 
     left = sum(len(o) for o in order)
