@@ -130,3 +130,14 @@ def test_bench_scaling_bad_input(capsys):
     assert main(["bench", "scaling", "--nodes", "1", "--batch", "32", "--curve-to", "1"]) == 1
     captured = capsys.readouterr()
     assert "command fields" in captured.err and "simulated" not in captured.out
+
+
+def test_a_lone_first_holder_passes_the_data_gradient_on_in_its_dma():
+    """Node 1 holds only the first piece of a split layer: node 2's data gradient reaches node 0
+    through node 1's DMA, two links after node 2 sent it, whatever node 1's engine is doing."""
+    slow_relay = _node(100, 5000, 10, relays_bwd=True)
+    p = predict_steps([_node(100, 100, 10), slow_relay, _node(100, 100, 10)], 1, latency=7, lanes=1, steps=2)
+    assert p.ends[(0, "bwd", 1, 0)] == p.ends[(2, "bwd", 1, 0)] + 2 * 7 + 100
+    q = predict_steps([_node(100, 100, 10), _node(100, 5000, 10), _node(100, 100, 10)], 1, latency=7, lanes=1,
+                      steps=2)
+    assert q.ends[(0, "bwd", 1, 0)] == q.ends[(1, "bwd", 1, 0)] + 7 + 100
