@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pymtl_fp.engine.config import EngineConfig
+from pymtl_fp.engine.config import CLUSTER_DEPTHS, EngineConfig
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.link.config import MAX_WINDOW, LinkConfig
 
@@ -81,8 +81,9 @@ def link_flits(ccfg, flits: int):
     return ccfg.replace(link=link.replace(credits=max(2, link.min_credits)))
 
 
-def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = 2048, weight_depth: int = 512,
-                   bias_depth: int = 64, stochastic: bool = True) -> EngineConfig:
+def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_DEPTHS["act_depth"],
+                   weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
+                   stochastic: bool = True) -> EngineConfig:
     """An engine whose word widths are the net's formats at ``precision``."""
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:

@@ -38,13 +38,13 @@ FLOAT64 = "float64"
 ENGINES = ("golden", "cluster")
 SCHEDULE_CHOICES = ("minibatch", "1f1b", "gpipe", "cp", "sgd")
 CLUSTER_LEVELS = LEVELS + ("mixed",)
-#: every node's buffer depths unless the options give them (or --fit-buffers sizes them)
-DEPTHS = {"act_depth": 2048, "weight_depth": 512, "bias_depth": 64}
 #: the cluster engine's options: dest -> (flag, default); the golden engine refuses them when given
 CLUSTER_OPTIONS: dict = {}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pymtl_fp.engine.config import CLUSTER_DEPTHS as DEPTHS  # (engine_for_net's defaults)
+
     parser.add_argument("--engine", default="golden", metavar="ENGINE",
                         help="what computes the training step: golden (NumPy golden model; default) "
                              "or cluster (a simulated cluster of FPGAs)")
@@ -312,12 +312,13 @@ def _cluster_config(args, net, precision: str):
     """The cluster the options describe: one engine per node (its array side, buffers, stream
     lanes, pipelines), the links, the clock, topology and FPGA family."""
     from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
+    from pymtl_fp.engine.config import CLUSTER_DEPTHS
     from pymtl_fp.link.config import LinkConfigError
 
     pipes = validate.pipelines(args.pipeline)
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
-        depths = {k: DEPTHS[k] if getattr(args, k) is None else getattr(args, k) for k in DEPTHS}
+        depths = {k: getattr(args, k) for k in CLUSTER_DEPTHS if getattr(args, k) is not None}
         engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
                    for p in arrays]
     except (ValueError, TypeError) as exc:
@@ -338,7 +339,7 @@ def _check_cluster_options(args) -> None:
     """Refuse cluster options out of their ranges, one line each (before anything is built)."""
     from pymtl_fp.cluster.config import MAX_LINK_LATENCY, MAX_NODES
     from pymtl_fp.energy.constants import fpga_families
-    from pymtl_fp.engine.config import MAX_ARRAY_SIDE, MAX_BUFFER_DEPTH
+    from pymtl_fp.engine.config import CLUSTER_DEPTHS, MAX_ARRAY_SIDE, MAX_BUFFER_DEPTH
 
     if args.plot:
         raise UserError("--plot is for --engine golden (learning curves); the cluster prints a report")
@@ -351,7 +352,7 @@ def _check_cluster_options(args) -> None:
         raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
-    for k in DEPTHS:
+    for k in CLUSTER_DEPTHS:
         option = "--" + k.replace("_", "-")
         if getattr(args, k) is not None:
             if args.fit_buffers:

@@ -22,6 +22,9 @@ from pymtl_fp.verilate import module_name
 MAX_ARRAY_SIDE = 32
 #: deepest buffer (act, weight, bias) in words: the 16-bit address fields of the engine's commands
 MAX_BUFFER_DEPTH = 65536
+#: the buffer depths of a cluster node's engine unless given (``cluster.config.engine_for_net``,
+#: ``pymtl-fp train --engine cluster``)
+CLUSTER_DEPTHS = {"act_depth": 2048, "weight_depth": 512, "bias_depth": 64}
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,9 @@ TIMES = (("cycles_per_step", "cycles per step"),
          ("weight_phase", "longest weight phase of a node (cycles)"))
 
 
-def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str = "batch",
-                overlap: bool = False) -> dict:
-    """The models' figures of training ``net`` on ``ccfg`` cut as ``part`` (a
-    :class:`~pymtl_fp.cluster.compiler.partition.Partition`), ``batch`` images a step."""
+def _timing(net, part, ccfg, batch: int, schedule: str = "1f1b"):
+    """``(layers, node cycles, step prediction, link elements per step)`` of the run: the node and
+    step models and what each link carries."""
     ecfg = ccfg.engines[0]
     P = ecfg.P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
@@ -40,7 +39,6 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
     passes = [NodePasses.of(c, batch) for c in cyc]
     steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule,
                           out_buffer=router_config_for(ecfg).out_depth)
-    words = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad=wgrad, overlap=overlap, schedule=schedule)
     f0 = layers[part.nodes[0][0].layer]
     images = batch * -(-f0["c"] // P) * P * f0["h"] * f0["w"]
     links = {}
@@ -52,6 +50,16 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
         else:
             d, j = carries
             links[name] = cyc[j].sent.get("fwd", 0) if d == "fwd" else cyc[j + 1].sent.get("bwd", 0)
+    return layers, cyc, passes, steps, links
+
+
+def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str = "batch",
+                overlap: bool = False) -> dict:
+    """The models' figures of training ``net`` on ``ccfg`` cut as ``part`` (a
+    :class:`~pymtl_fp.cluster.compiler.partition.Partition`), ``batch`` images a step."""
+    layers, cyc, _, steps, links = _timing(net, part, ccfg, batch, schedule)
+    words = node_storage.predict(layers, part.nodes, ccfg.engines[0], batch, wgrad=wgrad, overlap=overlap,
+                                 schedule=schedule)
     return {"cycles_per_step": steps.cycles_per_step, "interval": steps.interval, "fill": steps.fill,
             "weight_phase": steps.weight_phase, "busy": [c.per_step() for c in cyc],
             "words": [w.as_dict() for w in words], "links": links}
@@ -115,14 +123,10 @@ def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1) -
         part = choose_partition(net, cluster_for(net, precision, nodes), batch, Mapping())
     except ClusterError:
         return None
-    pred = predict_run(net, part, ccfg, batch)
-    P = ccfg.engines[0].P
-    layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
-    passes = [NodePasses.of(c, batch) for c in node_model.predict(layers, part.nodes, P, batch)]
+    _, _, passes, steps, links = _timing(net, part, ccfg, batch)
     node = max(p.fwd + p.bwd + p.wg / batch for p in passes)
-    link = max(transfer_cycles(v / batch, ccfg.lanes, ccfg.link_cfg(k).throughput_msgs)
-               for k, v in pred["links"].items())
+    link = max(transfer_cycles(v / batch, ccfg.lanes, ccfg.link_cfg(k).throughput_msgs) for k, v in links.items())
     clock = ccfg.clock_mhz * 1e6
-    return {"nodes": nodes, "flits": flits, "batch": batch, "cycles_per_step": pred["cycles_per_step"],
-            "images_s": batch * clock / pred["cycles_per_step"], "bound_images_s": clock / max(node, link),
+    return {"nodes": nodes, "flits": flits, "batch": batch, "cycles_per_step": steps.cycles_per_step,
+            "images_s": batch * clock / steps.cycles_per_step, "bound_images_s": clock / max(node, link),
             "bound": "link" if link > node else "compute", "clock_mhz": ccfg.clock_mhz}

@@ -65,13 +65,31 @@ def run_inputs(net, prec: str, steps: int, batch: int) -> tuple:
     import numpy as np
 
     from pymtl_fp.data import dataset_for, quantize_images
-    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     split = dataset_for(net)
     order = np.random.default_rng(0).permutation(len(split.y_train))[: steps * batch]
     images, labels = quantize_images(split.x_train[order], net.precision(prec).act), split.y_train[order]
+    return (images, labels) + run_params(net, prec)
+
+
+def run_params(net, prec: str) -> tuple:
+    """``(params, tcfg)`` of a benchmark run: seed-0 weights, the net's learning rate."""
+    from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
+
     params = quantize_params(net, init_params_float64(net, 0), prec)
-    return images, labels, params, TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
+    return params, TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
+
+
+def fitted_cluster(net, prec: str, nodes: int, mapping, *, steps: int, batch: int, flits: int = 1):
+    """``nodes`` default engines for ``net`` on links of ``flits`` cycles a message
+    (:func:`~pymtl_fp.cluster.config.link_flits`), every buffer the depth the run needs (compiled
+    here: a run that cannot fit is a ``ClusterError`` before any simulation)."""
+    from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
+    from pymtl_fp.cluster.run.train import fit_buffers
+
+    params, tcfg = run_params(net, prec)
+    ccfg = link_flits(ClusterConfig.homogeneous(nodes, engine_for_net(net, prec)), flits)
+    return fit_buffers(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
 
 
 def last_step_figures(run, ccfg, batch: int) -> dict:

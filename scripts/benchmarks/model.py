@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import int_list, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 
 HELP = "the analytical step, storage and link models against the CL cluster: cycles per step, interval, fill, weight phase"
@@ -44,8 +44,8 @@ def add_arguments(parser):
 def _run(job) -> dict:
     from pymtl_fp.cluster.compiler.compile import choose_partition
     from pymtl_fp.cluster.compiler.mapping import Mapping
-    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, link_flits
-    from pymtl_fp.cluster.run.train import fit_buffers, golden_steps, params_equal, train_on_cluster
+    from pymtl_fp.cluster.config import ClusterError
+    from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.explore.against_cluster import compare, measured, predict_run
     from pymtl_fp.net import load_net
 
@@ -54,9 +54,8 @@ def _run(job) -> dict:
     row = {"net": net_name, "nodes": n, "batch": batch, "schedule": schedule}
     mapping = Mapping(schedule=schedule)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
     try:
-        ccfg = fit_buffers(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
+        ccfg = fitted_cluster(net, prec, n, mapping, steps=steps, batch=batch, flits=flits)
         part = choose_partition(net, ccfg, batch, mapping)
     except ClusterError as exc:
         return {**row, "refused": str(exc)}

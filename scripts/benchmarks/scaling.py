@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import int_list, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 
 HELP = "images/s against nodes (1..64) for the layer pipeline: simulated points on the step model's curve, per link speed"
@@ -71,13 +71,10 @@ def _fitted(net, prec, n, batch, flits, steps):
     run needs (compiled here, before any simulation: a batch the engines' fields cannot address is
     a one-line error)."""
     from pymtl_fp.cluster.compiler.mapping import Mapping
-    from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net, link_flits
-    from pymtl_fp.cluster.run.train import fit_buffers
+    from pymtl_fp.cluster.config import ClusterError
 
-    _, _, params, tcfg = run_inputs(net, prec, 1, 1)
-    ccfg = link_flits(ClusterConfig.homogeneous(n, engine_for_net(net, prec)), flits)
     try:
-        return fit_buffers(net, ccfg, params, tcfg, Mapping(), steps=steps, batch=batch)
+        return fitted_cluster(net, prec, n, Mapping(), steps=steps, batch=batch, flits=flits)
     except ClusterError as exc:
         raise UserError(f"bench scaling: {net.name} on {n} nodes, batch {batch}: {exc}") from None
 
