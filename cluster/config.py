@@ -251,3 +251,20 @@ def node_levels(level: str, n: int, node_levels: str | list | None = None) -> li
         if lv not in ENGINE_LEVELS:
             raise ClusterError(f"unknown engine level {lv!r}; choose from {', '.join(ENGINE_LEVELS)}")
     return levels
+
+
+def cluster_for_net(net, precision: str = "8", arrays=(4, 4, 4, 4), *, link_latency: int = 8, stream_lanes: int = 1,
+                    pipelines: dict | None = None, clock_mhz: float = 200.0, topology: str = "chain",
+                    fpga_family: str = "ultrascale+", **depths) -> ClusterConfig:
+    """The cluster ``pymtl-fp train --engine cluster`` builds from its options: one engine per entry
+    of ``arrays`` (its MAC array side) with the word widths of ``net`` at ``precision``
+    (:func:`engine_for_net`; ``depths``: ``act_depth``, ``weight_depth``, ``bias_depth``), ``stream_lanes``
+    elements per beat, the engine ``pipelines`` (``EngineConfig`` fields, as
+    :func:`pymtl_fp.engine.config.pipeline_fields` returns them), and full-rate links of
+    ``link_latency`` cycles (:func:`default_link`).  The defaults are the command's."""
+    if not len(arrays):
+        raise ClusterError("a cluster has at least one node")
+    engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=stream_lanes, **(pipelines or {}))
+               for p in arrays]
+    link = default_link(engines[0].stream_bits, link_latency, stream_lanes)
+    return ClusterConfig(tuple(engines), link, clock_mhz=clock_mhz, topology=topology, fpga_family=fpga_family)

@@ -309,9 +309,10 @@ def _mapping(args, cuts):
 
 
 def _cluster_config(args, net, precision: str):
-    """The cluster the options describe: one engine per node (its array side, buffers, stream
-    lanes, pipelines), the links, the clock, topology and FPGA family."""
-    from pymtl_fp.cluster.config import ClusterConfig, default_link, engine_for_net
+    """The cluster the options describe (:func:`~pymtl_fp.cluster.config.cluster_for_net`): one
+    engine per node (its array side, buffers, stream lanes, pipelines), the links, the clock,
+    topology and FPGA family."""
+    from pymtl_fp.cluster.config import cluster_for_net, engine_for_net
     from pymtl_fp.engine.config import CLUSTER_DEPTHS
     from pymtl_fp.link.config import LinkConfigError
 
@@ -319,18 +320,13 @@ def _cluster_config(args, net, precision: str):
     try:
         arrays = _arrays(args.arrays, args.nodes) if args.arrays else [args.array] * args.nodes
         depths = {k: getattr(args, k) for k in CLUSTER_DEPTHS if getattr(args, k) is not None}
-        engines = [engine_for_net(net, precision, P=p, **depths).replace(stream_lanes=args.stream_lanes, **pipes)
-                   for p in arrays]
-    except (ValueError, TypeError) as exc:
-        raise UserError(str(exc)) from None
-    try:
-        link = default_link(engines[0].stream_bits, args.link_latency, args.stream_lanes)
+        return cluster_for_net(net, precision, arrays, link_latency=args.link_latency, stream_lanes=args.stream_lanes,
+                               pipelines=pipes, clock_mhz=args.clock_mhz, topology=args.topology,
+                               fpga_family=args.fpga_family, **depths)
     except LinkConfigError as exc:
+        bits = engine_for_net(net, precision).stream_bits
         raise UserError(f"--stream-lanes {args.stream_lanes}: a link message of {args.stream_lanes} "
-                        f"{engines[0].stream_bits}-bit elements is too wide ({exc})") from None
-    try:
-        return ClusterConfig(tuple(engines), link, clock_mhz=args.clock_mhz, topology=args.topology,
-                             fpga_family=args.fpga_family)
+                        f"{bits}-bit elements is too wide ({exc})") from None
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
 

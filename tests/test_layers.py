@@ -12,6 +12,7 @@ Layers (``docs/DESIGN.md``), lowest first::
        2.3  cluster.run                (runs compiled programs on the hardware, reports)
     3  explore                         (analytic models at paper scale)
     4  tb                              (test benches, fuzz campaigns; may import Hypothesis)
+    4.5 api                            (the public Python API: a facade over layers 0-3)
     5  cli                             (argument parsing and reports only)
 
 The imports are read from the source (every ``import``, also those inside functions), so the test
@@ -41,6 +42,7 @@ LAYERS = {
     "pymtl_fp.energy": 2.2, "pymtl_fp.energy.constants": 2, "pymtl_fp.cluster.run": 2.3,
     "pymtl_fp.explore": 3,
     "pymtl_fp.tb": 4,
+    "pymtl_fp.api": 4.5,
     "pymtl_fp.cli": 5,
 }
 

@@ -68,6 +68,33 @@ class TrainingResult:
     def report(self) -> dict:
         return self.run.report
 
+    def to_dataframe(self, table: str = "nodes"):
+        """The report as a pandas DataFrame: ``nodes`` (one row per node), ``steps`` (cycles, the
+        host's and the golden model's loss per step) or ``links`` (:mod:`pymtl_fp.cluster.run.frames`)."""
+        from pymtl_fp.cluster.run.frames import frame
+
+        return frame(self.report, table, self.golden_losses)
+
+    def plot_nodes(self, ax=None):
+        """Each node's cycles by router state, stacked, on ``ax`` (a new figure by default)."""
+        from pymtl_fp.cluster.run.frames import plot_nodes
+
+        return plot_nodes(self.report, ax)
+
+    def plot_losses(self, ax=None):
+        """The cluster's and the golden model's loss per step, on ``ax`` (a new figure by default)."""
+        from pymtl_fp.cluster.run.frames import plot_losses
+
+        return plot_losses(self.report, self.golden_losses, ax)
+
+    def plot_timeline(self, path):
+        """The run's timeline as a PNG at ``path`` (the run must have recorded a trace: ``trace=True``)."""
+        from pymtl_fp.cluster.run.trace_plot import plot_timeline
+
+        if self.run.trace is None:
+            raise ClusterError("no trace recorded: run with trace=True (fl/cl nodes and cl links)")
+        return plot_timeline(self.run.trace, path, title=f"{self.net.name}, {len(self.levels)} nodes")
+
     def summary(self) -> list:
         """The lines after the report: agreement with the golden model, test accuracy, files written."""
         losses = self.golden_losses
@@ -142,6 +169,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
     momentum = defaults.momentum if momentum is None else momentum
     faults = link_faults(fault_rate, fault_seed)
+    _check_run(ccfg, levels, batch)
     data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum)
     steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
     found = None
@@ -181,6 +209,19 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
                     "lr_halve_every": defaults.lr_halve_every, "seed": seed}
     result.written = write_outputs(result, outputs, settings)
     return result
+
+
+def _check_run(ccfg, levels: list, batch) -> None:
+    """One-line refusals of levels and a batch the session cannot run, before any work."""
+    from pymtl_fp.levels import LEVELS
+
+    if len(levels) != ccfg.n:
+        raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
+    unknown = sorted({str(lv) for lv in levels} - set(LEVELS))
+    if unknown:
+        raise ClusterError(f"unknown level {', '.join(unknown)}; choose from {', '.join(LEVELS)}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ClusterError(f"batch {batch!r}: a mini-batch is at least 1 image")
 
 
 def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int, lr_log2: int,

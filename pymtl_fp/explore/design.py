@@ -71,6 +71,15 @@ class DesignResult:
     seconds: float
     assumptions: list = field(default_factory=list)
 
+    def to_dataframe(self):
+        """Every feasible point as a pandas DataFrame (``pareto`` marks the Pareto front)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({k: np.asarray(v) for k, v in self.points.items()})
+        frame["pareto"] = False
+        frame.loc[np.asarray(self.pareto, dtype=int), "pareto"] = True
+        return frame
+
     @property
     def count(self) -> int:
         return len(self.points["gops"])

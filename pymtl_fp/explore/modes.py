@@ -80,6 +80,14 @@ class ModeStudy:
     rows: list     #: one dict per (layer, P, batch)
     totals: list   #: one dict per (P, batch): whole-network utilization per engine variant
 
+    def to_dataframe(self, table: str = "layers"):
+        """``layers`` (one row per layer, P and batch) or ``network`` (one per P and batch)."""
+        import pandas as pd
+
+        if table not in ("layers", "network"):
+            raise ValueError(f"table {table!r}: choose layers or network")
+        return pd.DataFrame(self.rows if table == "layers" else self.totals)
+
 
 #: the engine variants of the whole-network figure: the modes each may use
 VARIANTS = {"channel only": ("channel",), "with tap packing": ("channel", "packed"),

@@ -60,6 +60,12 @@ class CrossoverResult:
     seconds: float
     assumptions: list = field(default_factory=list)
 
+    def to_dataframe(self):
+        """``rows`` as a pandas DataFrame: one row per (cluster size, mini-batch, groups)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
     def winner_table(self, fpgas, batches) -> list:
         """``[{"fpgas": N, B: "mode (images/s)", ...}]`` for a Markdown table."""
         out = []

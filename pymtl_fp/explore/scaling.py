@@ -55,6 +55,12 @@ class ScalingResult:
     seconds: float                 #: wall time of the sweep
     assumptions: list = field(default_factory=list)
 
+    def to_dataframe(self):
+        """``rows`` as a pandas DataFrame: one row per (cluster size, link)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
     def series(self, link_name: str, key: str):
         pts = [(r["fpgas"], r[key]) for r in self.rows if r["link"] == link_name]
         return np.array([p[0] for p in pts]), np.array([p[1] for p in pts], dtype=float)
