@@ -97,10 +97,11 @@ class TrainingResult:
 
     def summary(self) -> list:
         """The lines after the report: agreement with the golden model, test accuracy, files written."""
-        losses = self.golden_losses
-        shown = losses if len(losses) <= 8 else losses[:2] + losses[-2:]
+        losses = [f"{x:.4f}" for x in self.golden_losses]
+        shown = ", ".join(losses) if len(losses) <= 8 else (
+            f"steps 1-2: {', '.join(losses[:2])}; steps {len(losses) - 1}-{len(losses)}: {', '.join(losses[-2:])}")
         lines = [f"final weights equal the golden model's: {'yes' if self.weights_equal else 'NO'} "
-                 f"(golden losses {', '.join(f'{x:.4f}' for x in shown)}{', ...' if len(shown) < len(losses) else ''})",
+                 f"(golden losses {shown})",
                  f"test accuracy of the trained weights: {100 * self.accuracy_after:.1f}% on the {self.test_images} "
                  f"test images ({100 * self.accuracy_before:.1f}% before training)"]
         return lines + [f"  wrote {path}" + (f" ({note})" if note else "") for path, note in self.written]
