@@ -31,7 +31,8 @@ from pymtl_fp.cli import train_data, validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.levels import LEVELS
 
-HELP = "train a CNN on real digits, 8x8 or MNIST 28x28 (golden model: float64 vs 16-/8-bit fixed point)"
+HELP = ("train a CNN on real digits, 8x8 or MNIST 28x28: on a simulated cluster of FPGAs (--engine cluster) "
+        "or the golden model (the default: float64 vs 16-/8-bit fixed point)")
 
 DEFAULT_NET = "lenet-digits"
 FLOAT64 = "float64"
