@@ -360,3 +360,15 @@ def test_an_imported_net_is_saved_and_loads_back_equal(model, tmp_path, suffix):
     net = net_from_torch(model, SHAPE, "byo", formats="lenet5-mnist")
     assert net.train == load_net("lenet5-mnist").train
     assert load_net(save_net(net, tmp_path / f"byo{suffix}")) == net
+def test_cli_import_writes_the_net_file_and_nothing_else(model, tmp_path, capsys):
+    from pymtl_fp.cli.main import main
+
+    path = tmp_path / "byo.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.zeros(1, *SHAPE), str(path), dynamo=False)
+    assert main(["import", str(path), "--out", str(tmp_path / "net.toml"), "--like", "lenet5-mnist"]) == 0
+    out = capsys.readouterr().out
+    assert "net byo: input 1x8x8, 5 layers, 10 outputs" in out and out.rstrip().endswith(f"wrote {tmp_path / 'net.toml'}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["byo.onnx", "net.toml"]
+    assert load_net(tmp_path / "net.toml") == net_from_torch(model, SHAPE, "byo", formats="lenet5-mnist")
