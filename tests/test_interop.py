@@ -237,15 +237,17 @@ def test_conv_settings_the_engine_lacks_are_named(conv, setting):
 
 
 def test_a_rectangular_kernel_maps_and_a_rectangular_pool_does_not(digits):
-    """The net format takes R x S kernels (one stride, one padding): imported, and the golden
-    forward is PyTorch's.  A pool is k x k, stride k."""
+    """The net format takes R x S kernels (one stride, one padding): imported, the golden forward
+    is PyTorch's, and a step on the cluster (FL) is the golden model's.  A pool is k x k, stride k."""
     m = nn.Sequential(nn.Conv2d(1, 4, (3, 1), padding=0), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 8, 10)).double()
     net = net_from_torch(m, SHAPE)
     assert net.layers[0].kernel == (3, 1) and net.shapes()[1] == (4, 6, 8)
     with torch.no_grad():
         want = m(torch.tensor(digits.x_test[:4])).numpy()
-    np.testing.assert_allclose(T.predict_float64(net, params_from_torch(m, net), digits.x_test[:4]), want,
-                               rtol=1e-12, atol=1e-12)
+    params = params_from_torch(m, net)
+    np.testing.assert_allclose(T.predict_float64(net, params, digits.x_test[:4]), want, rtol=1e-12, atol=1e-12)
+    ccfg = ClusterConfig.homogeneous(1, engine_for_net(net, PREC))
+    assert run_training(net, ccfg, steps=1, batch=2, precision=PREC, init_params=params, levels=["fl"]).weights_equal
     for pool, setting in ((nn.MaxPool2d((2, 1)), "kernel_size=(2, 1) (square windows only)"),
                           (nn.MaxPool2d(2, stride=1), "stride=(1, 1) with kernel_size=(2, 2)"),
                           (nn.MaxPool2d(2, padding=1), "padding=1")):

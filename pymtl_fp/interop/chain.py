@@ -170,7 +170,8 @@ def build(layers: list, input_shape, name: str, formats=None, train=None, runs: 
         raise InteropError(f"no conv or linear layer: pymtl-fp runs {runs}")
     fmts, train = resolve_formats(formats, train)
     try:
-        net = Net(name=layer_name(name, "net"), input_shape=tuple(input_shape), layers=tuple(net_layers),
+        shape = tuple(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
+        net = Net(name=layer_name(str(name), "net"), input_shape=shape, layers=tuple(net_layers),
                   formats=fmts, train=train)
     except NetError as exc:
         raise InteropError(one_line(exc)) from None
