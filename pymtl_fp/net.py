@@ -3,7 +3,7 @@
 What it models: a *sequential* CNN (``Conv`` / ``Pool`` / ``Fc`` layers, ReLU fused into the
 conv/fc layer that precedes it) as the golden model, the hardware cluster and the design-space
 tools all see it.  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``; presets are
-loaded by name with :func:`load_net`).
+loaded by name with :func:`load_net`; :func:`save_net` writes one).
 
 Shapes: activations are ``(C, H, W)`` per sample; a conv maps ``(C, H, W)`` to
 ``(K, Ho, Wo)`` (:mod:`pymtl_fp.golden.geometry`); ``Pool(k)`` is a ``k x k`` max pool of stride
@@ -458,6 +458,25 @@ def net_from_dict(d: dict) -> Net:
     return Net(name=d["name"], input_shape=d["input_shape"], layers=tuple(layers),
                formats={str(k): _formats_from_dict(str(k), v) for k, v in formats.items()},
                train=TrainDefaults(**train))
+
+
+def save_net(net: Net, path) -> Path:
+    """Write ``net`` as a description :func:`load_net` reads back into an equal Net: TOML for a
+    ``.toml`` path (written with ``tomli-w``), JSON for a ``.json`` path.  Returns the path."""
+    path = Path(path)
+    doc = net.to_dict()
+    if path.suffix == ".toml":
+        import tomli_w
+
+        text = tomli_w.dumps(doc)
+    elif path.suffix == ".json":
+        import json
+
+        text = json.dumps(doc, indent=2) + "\n"
+    else:
+        raise NetError(f"{path}: a net file ends in .toml or .json")
+    path.write_text(text)
+    return path
 
 
 def presets() -> list:

@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "fuzz": "fuzzing and translation",
     "explore": "design-space studies",
     "bench": "engine / link benchmarks",
+    "import": "bring your own network",
 }
 
 

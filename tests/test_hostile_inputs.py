@@ -73,7 +73,24 @@ def _devices(**over):
     return json.dumps(d)
 
 
+def _onnx_avgpool(path: Path) -> None:
+    """An ONNX file of Conv -> AveragePool -> Flatten -> Gemm: AveragePool is not a layer pymtl-fp runs."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    inits = {"w": np.zeros((2, 1, 3, 3)), "b": np.zeros(2), "fw": np.zeros((3, 18)), "fb": np.zeros(3)}
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["a"], name="conv", kernel_shape=[3, 3]),
+         helper.make_node("AveragePool", ["a"], ["p"], name="avg", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+         helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
 FILES = {
+    "avgpool.onnx": _onnx_avgpool,
     "bad_utf8.toml": b"name = \"\xff\xfe\"\n",
     "deep.json": ("[" * 100_000 + "]" * 100_000).encode(),
     "huge_ch.toml": NET_OK.format(ch=10**9).encode(),
@@ -305,6 +322,20 @@ ROWS = [
     ("bench-scaling-batch", ["bench", "scaling", "--batch", "0"], 1, r"--batch"),
     ("bench-scaling-net", ["bench", "scaling", "--net", "nonet"], 1, r"nonet"),
     ("bench-scaling-curve", ["bench", "scaling", "--curve-to", "65"], 1, r"--curve-to"),
+    # import: an ONNX file in, a net file out
+    ("import-unsupported-op", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml"], 1,
+     r"avgpool\.onnx: unsupported layers: avg \(AveragePool\): pymtl-fp runs Conv, Relu"),
+    ("import-not-onnx", ["import", "{f:not_npz.npz}", "--out", "{tmp}/n.toml"], 1, r"not_npz\.npz: not an ONNX model"),
+    ("import-missing", ["import", "{tmp}/none.onnx", "--out", "{tmp}/n.toml"], 1, r"none\.onnx: cannot read it"),
+    ("import-a-directory", ["import", "{f:adir.json}", "--out", "{tmp}/n.toml"], 1, r"adir\.json: not a file"),
+    ("import-out-suffix", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.txt"], 1, r"--out .*\.toml or \.json"),
+    ("import-out-notadir", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/NOTADIR/n.toml"], 1,
+     r"--out .*not a writable directory"),
+    ("import-out-is-model", ["import", "{f:nan.toml}", "--out", "{f:nan.toml}"], 1, r"the same file as the model"),
+    ("import-input-shape", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml", "--input-shape", "1,x,8"], 1,
+     r"--input-shape 1,x,8: give C,H,W"),
+    ("import-like", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml", "--like", "nonet"], 1,
+     r"--like nonet: no preset"),
 ]
 
 

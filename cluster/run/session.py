@@ -137,7 +137,8 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
                  lr_log2: int | None = None, momentum: int | None = None, partition: str = "rule",
                  fault_rate: float = 0.0, fault_seed: int = 1, kernel: str | None = None, skip: bool = True,
                  trace: bool = False, progress=None, outputs: TrainingOutputs | None = None,
-                 settings: dict | None = None, say=None, fitted: bool = False) -> TrainingResult:
+                 settings: dict | None = None, say=None, fitted: bool = False,
+                 init_params: dict | None = None) -> TrainingResult:
     """Train ``net`` (a :class:`~pymtl_fp.net.Net` or a preset name) on ``dataset`` (``digits`` or
     ``mnist``; default: the one the net's input fits, :func:`pymtl_fp.data.default_dataset`) on the
     cluster ``ccfg`` mapped as ``mapping``, check it against the golden model and write
@@ -156,6 +157,9 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     called with the session's lines before the simulation (the partition search, the run).
     ``fitted``: every node's buffers are sized to what the run needs
     (:func:`~pymtl_fp.cluster.run.train.fit_buffers`) instead of ``ccfg``'s depths.
+    ``init_params``: the initial weights as float64 ``{layer: {"w", "b"}}`` (e.g. an imported
+    model's, :func:`pymtl_fp.interop.torch_net.params_from_torch`), quantized to ``precision``
+    (default: He-normal weights drawn from ``seed``, :func:`~pymtl_fp.golden.train.init_params_float64`).
 
     Refusals are one-line :class:`~pymtl_fp.cluster.config.ClusterError`\\ s; a hang raises
     :class:`pymtl_fp.sim.SimulationHang`."""
@@ -171,7 +175,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     momentum = defaults.momentum if momentum is None else momentum
     faults = link_faults(fault_rate, fault_seed)
     _check_run(ccfg, levels, batch)
-    data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum)
+    data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum, init_params)
     steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
     found = None
     if partition == "search":
@@ -226,9 +230,10 @@ def _check_run(ccfg, levels: list, batch) -> None:
 
 
 def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int, lr_log2: int,
-          momentum: int | None) -> dict:
+          momentum: int | None, init_params: dict | None = None) -> dict:
     """The run's data: ``steps`` resolved, its images (in ``seed``'s order) and initial weights
-    quantized to ``precision``, the training config and the test split."""
+    (``init_params``, default drawn from ``seed``) quantized to ``precision``, the training config and
+    the test split."""
     from pymtl_fp.data import check_dataset, dataset_for, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
@@ -241,13 +246,21 @@ def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int
         raise ClusterError(f"--batch {batch}: larger than the {len(split.y_train)} training images of {dataset}")
     if steps == "epoch":
         steps = len(split.y_train) // batch
+    if init_params is not None:
+        from pymtl_fp.golden.train import _check_params
+
+        try:
+            _check_params(net, init_params)
+        except ValueError as exc:
+            raise ClusterError(f"initial weights: {exc}") from None
     fmt = net.precision(precision)
     order = np.random.default_rng(seed).permutation(len(split.y_train))[: steps * batch]
     if len(order) < steps * batch:
         raise ClusterError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
     return {"steps": steps, "split": split, "fmt": fmt, "dataset": dataset,
             "images": quantize_images(split.x_train[order], fmt.act), "labels": split.y_train[order],
-            "params": quantize_params(net, init_params_float64(net, seed), precision),
+            "params": quantize_params(net, init_params_float64(net, seed) if init_params is None else init_params,
+                                      precision),
             "tcfg": TrainConfig(precision, lr_log2=lr_log2, momentum=momentum, seed=seed)}
 
 
