@@ -11,21 +11,22 @@ leaves out, the waits between nodes:
 
 * a forward pass of image ``b`` on node ``j`` starts when node ``j`` is free and the first words
   node ``j-1`` sends have crossed the link (its first STORE to node ``j`` started ``L`` cycles
-  earlier); the LOADs that receive them cannot end before the sender's STOREs have ended and the
-  last word has crossed (``L`` cycles of latency, at the link's rate);  a backward pass likewise waits for node
-  ``j+1``'s data gradient, and node ``N-1``'s for the host's loss gradient (the host answers in
-  the cycle after the last logit arrives, over two links);
+  earlier); a backward pass likewise waits for node ``j+1``'s data gradient, and node ``N-1``'s
+  for the host's loss gradient (the host answers in the cycle after the last logit arrives, over
+  two links);
+* the LOADs that receive take the words as the link delivers them: a link holds only its
+  credits' worth, so the words cross while those LOADs run, at the link's rate, not before the
+  sender's first STORE, and the last one not before the sender's last STORE and ``L`` cycles of
+  latency (a link slower than the streams, ``msgs_per_cycle < 1``, stretches them);
 * node 0's inputs come from the host, which always has them ready;
 * what a pass sends goes into the node's output buffer, which the link drains at its rate; a STORE
-  waits only while that buffer is full, and the receiver's LOADs wait for the last word; a link
-  slower than the streams (``msgs_per_cycle < 1``) also stretches the LOADs that take the host's
-  images and gradients (its credits hold a few messages);
+  waits only while that buffer is full;
 * a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in its
   DMA, beside its engine: node ``j-1`` waits for node ``j+1``'s pass and two links;
 * a node holding the second piece of a layer split with node ``j-1`` loads that node's updated
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
-  node ``j-1``'s weight phase has ended (the piece is its last STORE) and the piece has crossed
-  the link;
+  the piece (node ``j-1``'s last STORE of its weight phase, into its output buffer) has crossed
+  the link at the link's rate;
 * a step ends when the last node has finished its weight phase (the cluster report's step
   boundary), so a step's cycles are the time between consecutive step ends.
 
@@ -80,12 +81,6 @@ class NodePasses:
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
                    cyc.weights_loaded_at, cyc.relays_bwd)
 
-    def stretch(self, phase: str, way: str, xfer) -> float:
-        """Cycles a link moving ``xfer(elements)`` cycles' worth adds to the pass's LOADs
-        (``recv``) or STOREs (``send``) beyond their own occupancy."""
-        n, cycles = self.link_io.get((phase, way), (0, 0))
-        return max(0.0, xfer(n) - cycles)
-
 
 @dataclass
 class StepPrediction:
@@ -132,11 +127,6 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     def xfer(elems):
         return transfer_cycles(elems, lanes, msgs_per_cycle)
 
-    def arrive_of(src):
-        """When the last word the pass waits for has crossed the link."""
-        _, st_end, drained = src
-        return max(st_end, drained) + latency
-
     drain = [{"fwd": 0.0, "bwd": 0.0} for _ in range(n)]  # when each output buffer's link is idle
 
     def source(j, kind, s, b):
@@ -163,26 +153,37 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                 s, nd = step_of[j], nodes[j]
                 if kind == "wg":
                     wg_start[s, j] = free[j]
-                    wg = nd.wg + nd.stretch("wg", "send", xfer)
                     if nd.weights_loaded_at:
                         if j == 0 or (j - 1, "wg", s, None) not in sent:
                             break
-                        loaded = max(free[j] + nd.weights_loaded_at, sent[(j - 1, "wg", s, None)][1] + latency)
-                        free[j] = loaded + wg - nd.weights_loaded_at
+                        # the LOAD of node j-1's updated piece ends when its last word has crossed
+                        loaded = max(free[j] + nd.weights_loaded_at, sent[(j - 1, "wg", s, None)][2] + latency)
+                        free[j] = loaded + nd.wg - nd.weights_loaded_at
                     else:
-                        free[j] += wg
+                        free[j] += nd.wg
+                    # the updated piece a first holder sends (its last STORE) goes into its output
+                    # buffer towards node j+1, which the link drains at its rate
+                    out, cycles = nd.link_io.get(("wg", "send"), (0, 0))
+                    drained = max(drain[j]["fwd"], free[j] - cycles) + xfer(out)
+                    drain[j]["fwd"] = drained
+                    free[j] = max(free[j], drained - xfer(out_buffer))
                     wg_end[s, j] = free[j]
-                    sent[(j, "wg", s, None)] = (free[j], free[j], free[j])
+                    sent[(j, "wg", s, None)] = (free[j] - cycles, free[j], drained)
                     step_of[j] += 1
                 else:
                     src = source(j, kind, s, b)
                     if src is None:
                         break
                     dur, first = (nd.fwd, nd.fwd_recv) if kind == "fwd" else (nd.bwd, nd.bwd_recv)
-                    if (kind, j) in (("fwd", 0), ("bwd", n - 1)):  # a LOAD from the host's link
-                        dur += nd.stretch(kind, "recv", xfer)
                     start = max(free[j], src[0] + latency)  # the first words have crossed
-                    end = start + dur + max(0.0, arrive_of(src) - (start + first))
+                    # the LOADs that receive take the words as the link delivers them: the link
+                    # holds only its credits' worth, so the words cross while they run, from the
+                    # sender's first STORE on, and the last one after the sender's last STORE
+                    n_in, own_in = nd.link_io.get((kind, "recv"), (0, 0))
+                    loads_at = start + first - own_in
+                    received = max(start + first, max(loads_at, src[0] + latency) + xfer(n_in),
+                                   src[1] + latency)
+                    end = received + dur - first
                     # what it sends enters its output buffer, which the link drains; a STORE
                     # waits while the buffer is full
                     out = nd.link_io.get((kind, "send"), (0, 0))[0]
@@ -192,8 +193,8 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                     end = max(end, drained - xfer(out_buffer))
                     free[j] = end
                     sent[(j, kind, s, b)] = (sends_at, end, drained)
-                    if kind == "fwd" and j == n - 1:
-                        logits[(s, b)] = end + latency
+                    if kind == "fwd" and j == n - 1:  # the host has the last logit once the link drained it
+                        logits[(s, b)] = max(end, drained) + latency
                 pos[j] += 1
                 left -= 1
                 moved = True
