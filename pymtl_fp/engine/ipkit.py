@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pymtl_fp import wordkit
 from pymtl_fp.engine import encoding as enc
+from pymtl_fp.engine import kitref
 
 #: simulators the emitted engine is tested on (tests/test_engine_ipkit.py, tests/test_cocotb_engine.py)
 SIMULATORS = (
@@ -64,10 +65,16 @@ def sv_package(top: str, cfg) -> str:
     lines.append(",\n".join(f"    BUF_{k} = 3'd{v}" for k, v in enc.BUF.items()))
     lines.append("  } buf_e;")
     lines.append("  typedef struct packed {")
-    lines += wordkit.sv_members(_fields(), {f.name: f.meaning.split(":")[0][:70] for f in enc.FIELDS})
+    lines += wordkit.sv_members(_fields(), {f.name: _comment(f) for f in enc.FIELDS})
     lines.append("  } cmd_t;")
     lines.append("endpackage")
     return "\n".join(lines) + "\n"
+
+
+def _comment(f) -> str:
+    """A struct member's comment: the ops that read the field, its whole meaning, how the host derives it."""
+    used = "all ops" if f.ops == enc.ALL else ", ".join(f.ops)
+    return f"{used}: {f.meaning}" + (f" (host: {f.derived})" if f.derived else "")
 
 
 def _fields() -> list:
@@ -218,8 +225,13 @@ def reference(top: str, cfg) -> str:
             f"Channels are padded with zeros to a multiple of P = {P}.  Activation `(N, C, H, W)` element "
             "`[n, c, h, w]` is lane `c % P` of word `((n*CT + c//P)*H + h)*W + w`; weight `(K, C, R, S)` element "
             "`[k, c, r, s]` is lane `(k % P)*P + c % P` of word `((k//P*CT + c//P)*R + r)*S + s`; bias `[k]` is lane "
-            "`k % P` of word `k // P`.  LOAD and STORE stream the elements of words `addr, addr+1, ...` lane 0 first.",
-            "", "## Simulators", ""]
+            "`k % P` of word `k // P`.  LOAD and STORE stream the elements of words `addr, addr+1, ...` lane 0 first.  "
+            "A batch-parallel `fwd` (`bp = 1`) keeps `x` and `y` batch-innermost: element `[n, c, h, w]` is lane "
+            "`n % P` of word `((n//P*C + c)*H + h)*W + w` (channels not padded).  The pool argmax has the layout "
+            "of `y`.  `bwd_weight` with `raw = 1` puts row `i` of what would be G word `t` (its lanes `i*P .. i*P + P-1`: "
+            "output channel `k % P = i`) at B word `d0 + t*P + i`, and `db` at B words from `d1`.", ""]
+    out += kitref.arithmetic(cfg) + kitref.buffers(cfg) + kitref.cycles(cfg)
+    out += ["## Simulators", ""]
     out += [f"* {s}" for s in SIMULATORS]
     return "\n".join(out) + "\n"
 
