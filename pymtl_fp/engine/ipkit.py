@@ -25,8 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pymtl_fp import wordkit
+from pymtl_fp.engine import cmdcheck, kitref
 from pymtl_fp.engine import encoding as enc
-from pymtl_fp.engine import kitref
 
 #: simulators the emitted engine is tested on (tests/test_engine_ipkit.py, tests/test_cocotb_engine.py)
 SIMULATORS = (
@@ -94,6 +94,7 @@ def c_header(top: str, cfg) -> str:
     out += [f"#define {top}_BUF_{k} {v}" for k, v in enc.BUF.items()]
     out += [""] + wordkit.c_common(top) + wordkit.c_word(top, "cmd", _fields(), enc.CMD_BITS)
     out += c_products(top, "cmd_t", "")
+    out += cmdcheck.c_code(top, cfg)
     out += [f"#endif /* {g} */"]
     return "\n".join(out) + "\n"
 
@@ -208,7 +209,10 @@ def reference(top: str, cfg) -> str:
             f"## Command word ({enc.CMD_BITS} bits)", "",
             "Bit 0 is the least significant bit of `cmd__msg`.  A field an operation does not use must be 0.  "
             "In C: `T_cmd_pack()` of `T.h`; in SystemVerilog: `T_pkg::cmd_t`; in Python: "
-            "`pymtl_fp.engine.encoding.pack(**fields)`.", "",
+            "`pymtl_fp.engine.encoding.pack(**fields)`.  In C, `T_cmd_derive(&cmd, stride)` fills every field "
+            "the last column derives (for a whole map: `ct, kt, ho, wo, lgst, pt, hi, nt` and the products) from "
+            "the free fields already set, and `T_cmd_check(&cmd)` returns 0 or the code of the first rule of "
+            "*Command check* the command breaks.", "",
             "| field | bits | width | used by | meaning | the host derives it as |", "|---|---|---|---|---|---|"]
     for f in enc.FIELDS:
         used = "all" if f.ops == enc.ALL else ", ".join(f.ops)
@@ -230,7 +234,14 @@ def reference(top: str, cfg) -> str:
             "`n % P` of word `((n//P*C + c)*H + h)*W + w` (channels not padded).  The pool argmax has the layout "
             "of `y`.  `bwd_weight` with `raw = 1` puts row `i` of what would be G word `t` (its lanes `i*P .. i*P + P-1`: "
             "output channel `k % P = i`) at B word `d0 + t*P + i`, and `db` at B words from `d1`.", ""]
-    out += kitref.arithmetic(cfg) + kitref.buffers(cfg) + kitref.cycles(cfg)
+    out += ["## Command check", "",
+            "`T_cmd_check()` (`T.h`) and the Python `pymtl_fp.engine.cmdcheck.check()` apply these rules in this "
+            "order and return the first broken one's code (`T_CMD_E_<NAME>`, `T_cmd_error_str(code)`); 0 = "
+            "accepted.  The engine itself checks nothing (*Buffer sizes and overflow*).  Not a command's to "
+            "check: that the accumulator holds the sums (*Arithmetic*; it depends on the data).", "",
+            "| code | name | refuses |", "|---|---|---|"]
+    out += [f"| {i + 1} | {name} | {what} |" for i, (name, what) in enumerate(cmdcheck.RULES)]
+    out += [""] + kitref.arithmetic(cfg) + kitref.buffers(cfg) + kitref.cycles(cfg)
     out += ["## Simulators", ""]
     out += [f"* {s}" for s in SIMULATORS]
     return "\n".join(out) + "\n"
