@@ -252,10 +252,13 @@ WAVE_STATE = ("acc__go_ld", "acc__go_st", "acc__go_ex", "ld__busy", "st__busy", 
 
 
 def write(out_dir, top: str, cfg) -> list:
-    """Write the package, header, wrapper and reference of engine ``top`` into ``out_dir``."""
+    """Write the package, header, wrapper, reference and testbench of engine ``top`` into ``out_dir``."""
+    from pymtl_fp.engine import kit_tb  # the golden model and the program builder (PyMTL3)
+
     out = Path(out_dir)
     files = [(f"{top}_pkg.sv", sv_package(top, cfg)), (f"{top}.h", c_header(top, cfg)),
-             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}.md", reference(top, cfg))]
+             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}.md", reference(top, cfg)),
+             (f"{top}_tb.sv", kit_tb.testbench(top, cfg))]
     paths = []
     for name, text in files:
         (out / name).write_text(text)
