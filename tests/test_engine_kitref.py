@@ -1,7 +1,8 @@
 """The engine kit's command reference defines the arithmetic: a golden model written from the
 reference's formulas alone (tests/data/kit_model.py, NumPy only, every formula it implements quoted
 from the generated T.md) equals the Verilated engine on random cases of every operation, in both
-rounding modes, and the reference's closed-form cycles equal the engine's occupancy."""
+rounding modes (with row bands, a batch-parallel fwd and un-rounded bwd_weight sums in B), and the
+reference's closed-form cycles equal the engine's occupancy."""
 
 import importlib.util
 import re
@@ -52,7 +53,7 @@ def _model(op, case, f, cfg):
     if op == "bwd_data":
         return {"dx": km.bwd_data(case["dy"], case["w"], case["x"], f, cfg)}
     if op == "bwd_weight":
-        dw, db = km.bwd_weight(case["x"], case["dy"], f, cfg)
+        dw, db = km.bwd_weight(case["x"], case["dy"], f, cfg, case.get("acc_dw"), case.get("acc_db"))
         return {"dw": dw, "db": db}
     if op == "pool_fwd":
         y, am = km.pool_fwd(case["x"], f)
@@ -78,6 +79,14 @@ def _cases(rng):
         out.append(("fwd", dict(band, pt=0, ho=3, hi=7)))  # output rows 0..2 of a 7-row map, window from row 0
         band = random_case(CFG, "bwd_data", rng, n=1, c=2, k=3, h=5, w=5, r=3, s=3, pad=1, mode=mode)
         out.append(("bwd_data", dict(band, pt=2, hi=9, dy=band["dy"][:, :, :4])))
+    # a batch-parallel fwd (same values, batch-innermost maps) and un-rounded bwd_weight sums in B,
+    # alone and added to the sums already there
+    out.append(("fwd", dict(random_case(CFG, "fwd", rng, n=3, c=2, k=3, h=4, w=4, r=3, s=3, pad=1,
+                                        mode="stochastic"), bp=1)))
+    raw = random_case(CFG, "bwd_weight", rng, n=2, c=1, k=2, h=4, w=4, r=2, s=2, pad=1)
+    out.append(("bwd_weight", dict(raw, raw=1)))
+    out.append(("bwd_weight", dict(raw, raw=1, acc=1, acc_dw=rng.integers(-2**31, 2**31, size=(2, 1, 2, 2)),
+                                   acc_db=rng.integers(-2**31, 2**31, size=2))))
     return out
 
 
@@ -98,7 +107,7 @@ def test_a_model_from_the_reference_alone_equals_the_verilated_engine():
         want = _model(op, case, f, cfg)
         for name, value in want.items():
             np.testing.assert_array_equal(got[name], value, err_msg=f"{op} {case['mode']} {name} {f}")
-        if op != "bwd_weight":
+        if not f["bp"]:
             assert timing["compute_cycles"] == km.compute_cycles(op, f, cfg), (op, f)
         checked.append((op, f["stoch"]))
     assert {(op, s) for op, s in checked} == {(op, s) for op in msgs.OPS for s in (0, 1)}

@@ -34,6 +34,8 @@ QUOTES = (
     "Ab = wrap(sum over n, oh < ho, ow < wo of dy[n, k, oh, ow], ACC_BITS)",
     "dw[k, c, r, s] = Q(Aw, shift, GRAD_BITS, tid, ((k*C + c)*R + r)*S + s)",
     "db[k] = Q(Ab, bshift, GRAD_BITS, btid, k)",
+    "With `raw = 1` nothing is rounded: `dw` and `db` are `Aw` and `Ab` (ACC_BITS wide, in B); with `acc = 1` "
+    "too, the values already in those B words are added: `wrap(old + A, ACC_BITS)`.",
     "y[n, c, oh, ow] = max over dr, dc < pk of x[n, c, oh*pk + dr, ow*pk + dc]",
     "argmax[n, c, oh, ow] = the smallest dr*pk + dc whose element equals that maximum",
     "dx[n, c, oh*pk + dr, ow*pk + dc] = dy[n, c, oh, ow] if argmax[n, c, oh, ow] == dr*pk + dc else 0",
@@ -118,9 +120,10 @@ def bwd_data(dy, w, x, f, cfg):
     return dx
 
 
-def bwd_weight(x, dy, f, cfg):
+def bwd_weight(x, dy, f, cfg, old_dw=None, old_db=None):
+    """With ``raw``: the un-rounded sums (plus, with ``acc``, the values ``old_dw``, ``old_db`` in B)."""
     N, C, K, R, S = f["n"], f["c"], f["k"], f["r"], f["s"]
-    st, pt, pad, ho, wo = 2 ** f["lgst"], f["pt"], f["pad"], f["ho"], f["wo"]
+    st, pt, pad, ho, wo, AB = 2 ** f["lgst"], f["pt"], f["pad"], f["ho"], f["wo"], cfg["ACC_BITS"]
     dw = np.zeros((K, C, R, S), dtype=np.int64)
     db = np.zeros(K, dtype=np.int64)
     for k in range(K):
@@ -129,10 +132,16 @@ def bwd_weight(x, dy, f, cfg):
                 for s in range(S):
                     a = sum(_X(x, n, c, oh * st + r - pt, ow * st + s - pad) * int(dy[n, k, oh, ow])
                             for n in range(N) for oh in range(ho) for ow in range(wo))
-                    dw[k, c, r, s] = Q(wrap(a, cfg["ACC_BITS"]), f["shift"], cfg["GRAD_BITS"], f["tid"],
-                                       ((k * C + c) * R + r) * S + s, f)
+                    if f["raw"]:
+                        dw[k, c, r, s] = wrap((int(old_dw[k, c, r, s]) if f["acc"] else 0) + a, AB)
+                    else:
+                        dw[k, c, r, s] = Q(wrap(a, AB), f["shift"], cfg["GRAD_BITS"], f["tid"],
+                                           ((k * C + c) * R + r) * S + s, f)
         ab = sum(int(dy[n, k, oh, ow]) for n in range(N) for oh in range(ho) for ow in range(wo))
-        db[k] = Q(wrap(ab, cfg["ACC_BITS"]), f["bshift"], cfg["GRAD_BITS"], f["btid"], k, f)
+        if f["raw"]:
+            db[k] = wrap((int(old_db[k]) if f["acc"] else 0) + ab, AB)
+        else:
+            db[k] = Q(wrap(ab, AB), f["bshift"], cfg["GRAD_BITS"], f["btid"], k, f)
     return dw, db
 
 
@@ -188,6 +197,13 @@ TIMING_QUOTES = (
     "outs(t) = max(0, min(out - 1, floor((size - 1 + p - t) / stride)) - max(0, cdiv(p - t, stride)) + 1)",
     "cov     = max(0, min(size, (out - 1)*stride - p + kern)) if kern >= stride else V",
     "T       = V + size - cov",
+    "G     = kt*ct",
+    "inner = sum over taps (r, s) != (0, 0) of max(L(r, s), D)",
+    "a     = min(G - 1 if ct == 1 else kt, G - 1)",
+    "steps = L(0,0) + a*max(L(0,0), D + 1) + (G - 1 - a)*max(L(0,0), D) + G*inner",
+    "bwd_weight = steps + PIPE + (D + 1 if ct == 1 else D) + WB_LATENCY",
+    "`L(r, s) = n * max(1, outs_h(r)) * max(1, outs_w(s))` steps, then drains `D = P / DR` cycles",
+    "With `raw = 1` the drain writes one row a cycle (`D = P`), and `acc = 1` adds one cycle.",
 )
 
 
@@ -206,10 +222,23 @@ def T(size, out, kern, stride, p):
     return v + size - cov
 
 
+def outs(size, out, t, stride, p):
+    return max(0, min(out - 1, (size - 1 + p - t) // stride) - max(0, cdiv(p - t, stride)) + 1)
+
+
 def compute_cycles(op, f, cfg):
-    """The occupancy of a compute command (fwd, bwd_data, pool_*, update) by the reference."""
+    """The occupancy of a compute command by the reference (not a batch-parallel fwd)."""
     PIPE, WB, P = cfg["PIPE"], cfg["WB_LATENCY"], cfg["P"]
     st = 2 ** f["lgst"]
+    if op == "bwd_weight":
+        D = P if f["raw"] else P // cfg["DRAIN_ROWS"]
+        L = [[f["n"] * max(1, outs(f["h"], f["ho"], r, st, f["pt"])) * max(1, outs(f["w"], f["wo"], s, st, f["pad"]))
+              for s in range(f["s"])] for r in range(f["r"])]
+        G, ct = f["kt"] * f["ct"], f["ct"]
+        inner = sum(max(L[r][s], D) for r in range(f["r"]) for s in range(f["s"]) if (r, s) != (0, 0))
+        a = min(G - 1 if ct == 1 else f["kt"], G - 1)
+        steps = L[0][0] + a * max(L[0][0], D + 1) + (G - 1 - a) * max(L[0][0], D) + G * inner
+        return steps + PIPE + (D + 1 if ct == 1 else D) + WB + (1 if f["raw"] and f["acc"] else 0)
     if op == "fwd":
         rows, cols = V(f["h"], f["ho"], f["r"], st, f["pt"]), V(f["w"], f["wo"], f["s"], st, f["pad"])
         steps = f["n"] * f["kt"] * f["ct"] * rows * cols
