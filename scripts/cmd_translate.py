@@ -191,7 +191,7 @@ def main(args) -> int:
     if kit:
         report["kit"] = [p.name for p in kit]
         print("IP kit -> " + ", ".join(p.name for p in kit) + " (SystemVerilog package, C header, "
-              + ("AXI-Stream wrapper, " if unit.kit_top else "") + "reference"
+              + ("AXI-Stream wrappers, " if unit.kit_top else "") + "reference"
               + (", self-checking testbench" if any(p.name.endswith("_tb.sv") for p in kit) else "") + ")")
 
     model = None
@@ -242,7 +242,8 @@ def filelist_sources(name: str, kit: list) -> list:
     """The SystemVerilog sources of a translated unit in compile order: the kit's package, the design,
     the kit's wrapper (a testbench ``<name>_tb.sv`` is not a design source)."""
     names = [p.name for p in kit]
-    return [n for n in names if n == f"{name}_pkg.sv"] + [f"{name}.sv"] + [n for n in names if n.endswith("_axis.sv")]
+    return [n for n in names if n == f"{name}_pkg.sv"] + [f"{name}.sv"] + \
+        [n for n in names if n.endswith(("_axis.sv", "_axi.sv"))]
 
 
 def write_filelist(out, name: str, kit: list):

@@ -128,7 +128,8 @@ def test_engine_small_translates_lints_clean_and_writes_its_parameters(tmp_path,
     name = preset("small").module_name()
     v = tmp_path / f"{name}.sv"  # SystemVerilog, named so; the filelist lists it after the kit's package
     assert v.is_file() and f"module {name}" in v.read_text() and not (tmp_path / f"{name}.v").exists()
-    assert (tmp_path / f"{name}.f").read_text().split() == [f"{name}_pkg.sv", f"{name}.sv", f"{name}_axis.sv"]
+    assert (tmp_path / f"{name}.f").read_text().split() == [f"{name}_pkg.sv", f"{name}.sv", f"{name}_axis.sv",
+                                                            f"{name}_axi.sv"]
     params = json.loads((tmp_path / f"{name}.json").read_text())
     assert params["unit"] == "engine" and params["preset"] == "small" and params["module"] == name
     assert params["params"]["rows"] == params["params"]["cols"] == 4 and params["derived"]["P"] == 4
@@ -167,7 +168,7 @@ def test_engine_vcd_of_the_smoke_run_reads_back(tmp_path, capsys):
     from pymtl_fp.engine.config import preset
 
     name = preset("tiny").module_name()
-    assert {p.rsplit(name, 1)[-1] for p in report["kit"]} == {"_pkg.sv", ".h", "_axis.sv", ".md", "_tb.sv"}
+    assert {p.rsplit(name, 1)[-1] for p in report["kit"]} == {"_pkg.sv", ".h", "_axis.sv", "_axi.sv", ".md", "_tb.sv"}
     assert report["plain_build"]["clean"]
 
 

@@ -201,6 +201,17 @@ def reference(top: str, cfg) -> str:
                 "when its unit is idle and, with `ovl = 1`, no running command conflicts with its buffer ranges), "
                 "so do not drive `cmd__msg` from a path that depends on `cmd__rdy`.  ") +
             "Commands take effect in order; results are those of executing them one at a time.", "",
+            f"**Wrappers.** `T_axis` (`T_axis.sv`) renames these ports AXI-Stream-like (`cmd_tdata` is the whole "
+            f"{enc.CMD_BITS}-bit command in one beat, `cmd_tready` as `cmd__rdy`).  `T_axi` (`T_axi.sv`) is "
+            "AXI4-Stream compliant: `aclk`, `aresetn` (synchronous, active low); a command is one frame of "
+            f"CMD_WORDS = {-(-enc.CMD_BITS // 32)} 32-bit words on `s_axis_cmd` (`tdata`, `tvalid`, `tlast`, "
+            "`tready`), least significant word first (the words of `T_cmd_pack()`), `tlast` on the last; the "
+            "wrapper assembles it in a register and offers it to the engine, and `s_axis_cmd_tready` is a "
+            "register (low while a command is held).  A frame of another length is dropped and sets the sticky "
+            "`frame_err`; the last word's bits above CMD_BITS are ignored.  `s_axis_din` / `m_axis_dout` "
+            f"carry the beats above in {-(-cfg.beat_bits // 8)} bytes (`tdata` rounded up to whole bytes: padding "
+            "ignored on `din`, zero on `dout`); `busy` is high while a command is held or executing.  A command "
+            "costs CMD_WORDS command beats and one cycle from its last word to its offer.", "",
             f"**Beats.** `din` and `dout` carry E = STREAM_LANES = {E} element(s) per beat, element `i` in bits "
             f"`[i*{cfg.stream_bits}, (i+1)*{cfg.stream_bits})` (two's complement, sign-extended). A LOAD or STORE of "
             "`count` elements (`count` is in elements) moves `ceil(count/E)` beats: beat `b` carries its elements "
@@ -253,11 +264,12 @@ WAVE_STATE = ("acc__go_ld", "acc__go_st", "acc__go_ex", "ld__busy", "st__busy", 
 
 def write(out_dir, top: str, cfg) -> list:
     """Write the package, header, wrapper, reference and testbench of engine ``top`` into ``out_dir``."""
-    from pymtl_fp.engine import kit_tb  # the golden model and the program builder (PyMTL3)
+    from pymtl_fp.engine import kit_axi, kit_tb  # kit_tb: the golden model and the program builder (PyMTL3)
 
     out = Path(out_dir)
     files = [(f"{top}_pkg.sv", sv_package(top, cfg)), (f"{top}.h", c_header(top, cfg)),
-             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}.md", reference(top, cfg)),
+             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}_axi.sv", kit_axi.axi_wrapper(top, cfg)),
+             (f"{top}.md", reference(top, cfg)),
              (f"{top}_tb.sv", kit_tb.testbench(top, cfg))]
     paths = []
     for name, text in files:
