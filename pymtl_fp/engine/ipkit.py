@@ -208,7 +208,10 @@ def reference(top: str, cfg) -> str:
             "`tready`), least significant word first (the words of `T_cmd_pack()`), `tlast` on the last; the "
             "wrapper assembles it in a register and offers it to the engine, and `s_axis_cmd_tready` is a "
             "register (low while a command is held).  A frame of another length is dropped and sets the sticky "
-            "`frame_err`; the last word's bits above CMD_BITS are ignored.  `s_axis_din` / `m_axis_dout` "
+            "`frame_err`; the last word's bits above CMD_BITS are ignored.  A LOAD or STORE whose op or target does "
+            "not exist or whose words run past its buffer is dropped instead of executed (no wrap to word 0) and "
+            "sets the sticky `cmd_err` with `cmd_err_code`, the first such command's `T_cmd_check()` code (the "
+            "data streams are then out of step with the program: reset).  `s_axis_din` / `m_axis_dout` "
             f"carry the beats above in {-(-cfg.beat_bits // 8)} bytes (`tdata` rounded up to whole bytes: padding "
             "ignored on `din`, zero on `dout`); `busy` is high while a command is held or executing.  A command "
             "costs CMD_WORDS command beats and one cycle from its last word to its offer.", "",

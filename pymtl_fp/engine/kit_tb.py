@@ -5,7 +5,8 @@ rounding and ReLU; STORE y) as the command words, the ``din`` beats and the expe
 the latter from the golden model (:func:`pymtl_fp.engine.cases.golden_op`).  The bench runs the
 program through both of the kit's wrappers: ``T_axis`` (``dout_tready`` low one cycle in three, so
 the STORE is stalled) and ``T_axi`` (:mod:`pymtl_fp.engine.kit_axi`: each command as a frame of
-32-bit words, after a malformed frame that must be dropped and set ``frame_err``; command and
+32-bit words, after a malformed frame that must be dropped and set ``frame_err`` and a LOAD past
+the end of X that must be refused with ``cmd_err`` and its ``T_cmd_check()`` code; command and
 ``dout`` streams paused one cycle in three); it compares every ``dout`` beat of both, prints
 ``PASS`` and finishes, or ``$fatal``s on the first mismatch, a missing ``frame_err`` or a timeout.
 ``+corrupt`` flips a bit of the first expected beat (the bench must then fail).  Built and run by::
@@ -18,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp.engine import encoding
+from pymtl_fp.engine.cmdcheck import CODE
 from pymtl_fp.engine.kit_axi import data_bytes
 
 
@@ -53,7 +55,10 @@ def testbench(top: str, cfg) -> str:
     bw = cfg.beat_bits
     cb = encoding.CMD_BITS
     hexd = -(-cb // 4)
+    bad = encoding.pack(op=encoding.OP["load"], target=encoding.BUF["X"], addr=cfg.act_depth - 1, count=3 * cfg.P)
     init = [f"    cmds[{i}] = {cb}'h{v:0{hexd}x};" for i, v in enumerate(cmds)]
+    init += [f"    a_cmds[0] = {cb}'h{bad:0{hexd}x};  // a LOAD past the end of X: must be refused"]
+    init += [f"    a_cmds[{i + 1}] = {cb}'h{v:0{hexd}x};" for i, v in enumerate(cmds)]
     init += [f"    din[{i}] = {bw}'h{v:0{-(-bw // 4)}x};" for i, v in enumerate(din)]
     init += [f"    want[{i}] = {bw}'h{v:0{-(-bw // 4)}x};" for i, v in enumerate(want)]
     what = (f"fwd of x {tuple(case['x'].shape)}, w {tuple(case['w'].shape)}, 3x3, pad 1, shift {case['shift']}, "
@@ -65,7 +70,8 @@ def testbench(top: str, cfg) -> str:
 // One {what}:
 // {len(cmds)} commands, {len(din)} din beats; the {len(want)} dout beats expected are the golden model's.
 // The same program runs through both wrappers: {top}_axis (the command as one {cb}-bit beat) and {top}_axi
-// (frames of {W} 32-bit words with tlast, after one malformed frame that must be dropped and set frame_err).
+// (frames of {W} 32-bit words with tlast, after one malformed frame that must be dropped and set frame_err, and
+// a LOAD past the end of X that must be refused with cmd_err and its T_cmd_check() code).
 // Build: `verilator --binary --timing -Wall {top}_waivers.vlt -f {top}.f {top}_tb.sv --top-module {top}_tb`;
 // run: `./obj_dir/V{top}_tb` (prints PASS; +corrupt flips a bit of the first expected beat: it must then fail).
 module {top}_tb;
@@ -82,6 +88,7 @@ module {top}_tb;
   logic [BW-1:0] din_tdata, dout_tdata;
   logic din_tvalid, din_tready, dout_tvalid, dout_tready, busy;
   logic [{top}_pkg::CMD_BITS-1:0] cmds [NCMD];
+  logic [{top}_pkg::CMD_BITS-1:0] a_cmds [NCMD + 1];
   logic [BW-1:0] din [NDIN];
   logic [BW-1:0] want [NDOUT];
   int ci, di, oi, cycles;
@@ -90,7 +97,8 @@ module {top}_tb;
   logic [31:0] a_cmd_tdata;
   logic a_cmd_tvalid, a_cmd_tlast, a_cmd_tready;
   logic [{db - 1}:0] a_din_tdata, a_dout_tdata;
-  logic a_din_tvalid, a_din_tready, a_dout_tvalid, a_dout_tready, a_busy, a_frame_err;
+  logic a_din_tvalid, a_din_tready, a_dout_tvalid, a_dout_tready, a_busy, a_frame_err, a_cmd_err;
+  logic [7:0] a_cmd_err_code;
   logic [CW*32-1:0] a_cmd_words;
   int ai, aw, adi, aoi, bad_left;
 
@@ -108,7 +116,7 @@ module {top}_tb;
     .s_axis_cmd_tready(a_cmd_tready),
     .s_axis_din_tdata(a_din_tdata), .s_axis_din_tvalid(a_din_tvalid), .s_axis_din_tready(a_din_tready),
     .m_axis_dout_tdata(a_dout_tdata), .m_axis_dout_tvalid(a_dout_tvalid), .m_axis_dout_tready(a_dout_tready),
-    .busy(a_busy), .frame_err(a_frame_err)
+    .busy(a_busy), .frame_err(a_frame_err), .cmd_err(a_cmd_err), .cmd_err_code(a_cmd_err_code)
   );
 
   always #5 clk = ~clk;
@@ -121,8 +129,8 @@ module {top}_tb;
 
   // AXI side: a 2-word frame first (too short: dropped), then each command as CW words, tlast on the last;
   // the command stream pauses one cycle in three, the dout stream is stalled on another phase
-  assign a_cmd_words = {{{{(CW*32-{top}_pkg::CMD_BITS){{1'b0}}}}, (ai < NCMD ? cmds[ai] : '0)}};
-  assign a_cmd_tvalid = !reset && (bad_left > 0 || ai < NCMD) && phase != 2'd1;
+  assign a_cmd_words = {{{{(CW*32-{top}_pkg::CMD_BITS){{1'b0}}}}, (ai <= NCMD ? a_cmds[ai] : '0)}};
+  assign a_cmd_tvalid = !reset && (bad_left > 0 || ai <= NCMD) && phase != 2'd1;
   assign a_cmd_tdata = bad_left > 0 ? 32'hffff_ffff : a_cmd_words[aw*32 +: 32];
   assign a_cmd_tlast = bad_left > 0 ? bad_left == 1 : aw == CW - 1;
   assign a_din_tvalid = !reset && adi < NDIN;
@@ -183,9 +191,12 @@ module {top}_tb;
     repeat (3) @(posedge clk);
     @(negedge clk);
     reset = 1'b0;
-    wait (oi == NDOUT && ci == NCMD && !busy && aoi == NDOUT && ai == NCMD && !a_busy);
+    wait (oi == NDOUT && ci == NCMD && !busy && aoi == NDOUT && ai == NCMD + 1 && !a_busy);
     @(posedge clk);
     if (!a_frame_err) $fatal(1, "FAIL: the malformed frame did not set frame_err");
+    if (!a_cmd_err || a_cmd_err_code != 8'd{CODE["STREAM_RANGE"]})
+      $fatal(1, "FAIL: the LOAD past X was not refused with code {CODE['STREAM_RANGE']}: cmd_err %0d code %0d",
+             a_cmd_err, a_cmd_err_code);
     $display("PASS: %0d dout beats equal the golden model's through both wrappers (%0d commands, %0d cycles)",
              NDOUT, NCMD, cycles);
     $finish;

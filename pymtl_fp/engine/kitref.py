@@ -147,11 +147,12 @@ def buffers(cfg) -> list:
             f"ACC_BITS = {A}.  A LOAD writes the low element bits of each STREAM_BITS-wide element (no check, no "
             "saturation); a STORE sends each element sign-extended to STREAM_BITS.",
             "",
-            "**Overflow.** The engine checks no address: a buffer word address is the low `ceil(log2(words))` "
+            "**Overflow.** The engine itself checks no address: a buffer word address is the low `ceil(log2(words))` "
             "bits of the 16-bit address the command walks, so a LOAD, STORE or compute command that runs past "
             "its buffer's last word continues at word 0 (a power-of-two depth) or, for a depth that is not a "
-            "power of two, writes nothing and reads 0 past it.  Nothing flags it: `T_cmd_check()` in `T.h` "
-            "refuses such a command before it is sent (and every other field the Python command check refuses).",
+            "power of two, writes nothing and reads 0 past it.  `T_cmd_check()` in `T.h` refuses such a command "
+            "before it is sent (and every other field the Python command check refuses); the `T_axi` wrapper "
+            "drops a LOAD or STORE past its buffer and flags it (`cmd_err`), the engine and `T_axis` do not.",
             ""]
     return out
 
