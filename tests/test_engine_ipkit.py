@@ -38,7 +38,9 @@ def test_the_python_packer_gives_pymtl3s_bits(fields):
     assert {k: v for k, v in got.items() if k in fields} == fields
     assert all(v == 0 for k, v in got.items() if k not in fields and k not in encoding.PRODUCTS)
     # the products are filled in from their factors
-    assert got["sz_x"] == fields.get("n", 0) * fields.get("ct", 0) * fields.get("h", 0) * fields.get("w", 0)
+    # a batch-parallel map (bp=1) counts image tiles and channels in place of images and channel tiles
+    n, t = ("nt", "c") if fields.get("bp") else ("n", "ct")
+    assert got["sz_x"] == fields.get(n, 0) * fields.get(t, 0) * fields.get("h", 0) * fields.get("w", 0)
     assert got["crs"] == fields.get("c", 0) * fields.get("r", 0) * fields.get("s", 0)
     assert encoding.pack(**got) == word  # given and right: accepted
 
