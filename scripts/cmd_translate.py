@@ -2,8 +2,11 @@
 
 Writes to ``--out DIR``:
 
-* ``<Module>.v`` -- the whole hierarchy in one self-contained Verilog file (PyMTL3's translation;
-  the top module's name encodes every elaboration parameter);
+* ``<Module>.sv`` -- the whole hierarchy in one self-contained SystemVerilog file (PyMTL3's
+  translation: packed structs, ``always_comb``; the top module's name encodes every elaboration
+  parameter);
+* ``<Module>.f`` -- the filelist of the SystemVerilog sources in compile order (the kit's package,
+  the design, the kit's wrapper);
 * ``<Module>.json`` -- the elaboration parameters (unit, preset, module, parameters, derived
   figures, analytical resource estimate, tool versions);
 * ``<Module>_waivers.vlt`` -- the Verilator waivers of specific messages, if any;
@@ -174,16 +177,22 @@ def main(args) -> int:
         raise UserError(f"cannot build {unit.name} {args.config}: {exc}") from None
     except lintmod.LintError as exc:
         raise UserError(str(exc)) from None
-    verilog.write_text(prefix_names(verilog.read_text(), name))  # two configurations can share one design
+    sv = verilog.with_suffix(".sv")  # SystemVerilog (packed structs, always_comb): named so for outside flows
+    sv.write_text(prefix_names(verilog.read_text(), name))  # two configurations can share one design
+    verilog.unlink()
+    verilog = sv
     report["translate_seconds"] = round(time.perf_counter() - t0, 2)
     lines = verilog.read_text().count("\n")
     print(f"translated {unit.name} {args.config} -> {verilog} ({lines} lines, {report['translate_seconds']} s; "
           f"sub-modules and typedefs named {name}__*)")
     kit = unit.kit(out, name, cfg) if unit.kit else []
+    filelist = write_filelist(out, name, kit)
+    print(f"filelist -> {filelist} (SystemVerilog sources in compile order)")
     if kit:
         report["kit"] = [p.name for p in kit]
         print("IP kit -> " + ", ".join(p.name for p in kit) + " (SystemVerilog package, C header, "
-              + ("AXI-Stream wrapper, " if unit.kit_top else "") + "reference)")
+              + ("AXI-Stream wrappers, " if unit.kit_top else "") + "reference"
+              + (", self-checking testbench" if any(p.name.endswith("_tb.sv") for p in kit) else "") + ")")
 
     model = None
     if unit.resource_key:
@@ -227,6 +236,21 @@ def main(args) -> int:
 
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0 if res.clean else 1
+
+
+def filelist_sources(name: str, kit: list) -> list:
+    """The SystemVerilog sources of a translated unit in compile order: the kit's package, the design,
+    the kit's wrapper (a testbench ``<name>_tb.sv`` is not a design source)."""
+    names = [p.name for p in kit]
+    return [n for n in names if n == f"{name}_pkg.sv"] + [f"{name}.sv"] + \
+        [n for n in names if n.endswith(("_axis.sv", "_axi.sv"))]
+
+
+def write_filelist(out, name: str, kit: list):
+    """``<name>.f``: :func:`filelist_sources`, one file a line, relative to the folder (``-f <name>.f``)."""
+    path = out / f"{name}.f"
+    path.write_text("".join(f"{n}\n" for n in filelist_sources(name, kit)))
+    return path
 
 
 def _print_resources(model, syn) -> None:

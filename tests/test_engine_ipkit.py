@@ -38,7 +38,9 @@ def test_the_python_packer_gives_pymtl3s_bits(fields):
     assert {k: v for k, v in got.items() if k in fields} == fields
     assert all(v == 0 for k, v in got.items() if k not in fields and k not in encoding.PRODUCTS)
     # the products are filled in from their factors
-    assert got["sz_x"] == fields.get("n", 0) * fields.get("ct", 0) * fields.get("h", 0) * fields.get("w", 0)
+    # a batch-parallel map (bp=1) counts image tiles and channels in place of images and channel tiles
+    n, t = ("nt", "c") if fields.get("bp") else ("n", "ct")
+    assert got["sz_x"] == fields.get(n, 0) * fields.get(t, 0) * fields.get("h", 0) * fields.get("w", 0)
     assert got["crs"] == fields.get("c", 0) * fields.get("r", 0) * fields.get("s", 0)
     assert encoding.pack(**got) == word  # given and right: accepted
 
@@ -160,7 +162,7 @@ def test_two_configurations_build_together_in_one_verilator_design(tmp_path):
 endmodule
 """)
     files = [f"{tops[0]}_waivers.vlt", f"{tops[1]}_waivers.vlt"] + [f"{t}_pkg.sv" for t in tops] + \
-            [f"{t}.v" for t in tops] + [f"{t}_axis.sv" for t in tops] + ["both.sv"]
+            [f"{t}.sv" for t in tops] + [f"{t}_axis.sv" for t in tops] + ["both.sv"]
     proc = _verilator(tmp_path, ["--cc", "--build", "-Wall", "-j", "2", "--Mdir", "obj_both", *files,
                                  "--top-module", "both"])
     warnings = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("%Warning", "%Error"))]
@@ -185,7 +187,7 @@ def test_a_plain_cxx_bench_on_the_emitted_header_is_bit_exact(tmp_path):
     top = _translate(tmp_path, "small")
     cfg = PRESETS["small"]
     proc = _verilator(tmp_path, ["--cc", "--exe", "--build", "-Wall", "-j", "2", "--Mdir", "obj_tb",
-                                 f"{top}_waivers.vlt", f"{top}_pkg.sv", f"{top}.v", f"{top}_axis.sv", str(TB),
+                                 f"{top}_waivers.vlt", f"{top}_pkg.sv", f"{top}.sv", f"{top}_axis.sv", str(TB),
                                  "--top-module", f"{top}_axis", "-CFLAGS", f"-DENGINE_TOP={top} -I{tmp_path}",
                                  "-o", "engine_tb"])
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -126,8 +126,10 @@ def test_engine_small_translates_lints_clean_and_writes_its_parameters(tmp_path,
     from pymtl_fp.engine.config import preset
 
     name = preset("small").module_name()
-    v = tmp_path / f"{name}.v"
-    assert v.is_file() and f"module {name}" in v.read_text()
+    v = tmp_path / f"{name}.sv"  # SystemVerilog, named so; the filelist lists it after the kit's package
+    assert v.is_file() and f"module {name}" in v.read_text() and not (tmp_path / f"{name}.v").exists()
+    assert (tmp_path / f"{name}.f").read_text().split() == [f"{name}_pkg.sv", f"{name}.sv", f"{name}_axis.sv",
+                                                            f"{name}_axi.sv"]
     params = json.loads((tmp_path / f"{name}.json").read_text())
     assert params["unit"] == "engine" and params["preset"] == "small" and params["module"] == name
     assert params["params"]["rows"] == params["params"]["cols"] == 4 and params["derived"]["P"] == 4
@@ -166,7 +168,7 @@ def test_engine_vcd_of_the_smoke_run_reads_back(tmp_path, capsys):
     from pymtl_fp.engine.config import preset
 
     name = preset("tiny").module_name()
-    assert {p.rsplit(name, 1)[-1] for p in report["kit"]} == {"_pkg.sv", ".h", "_axis.sv", ".md"}
+    assert {p.rsplit(name, 1)[-1] for p in report["kit"]} == {"_pkg.sv", ".h", "_axis.sv", "_axi.sv", ".md", "_tb.sv"}
     assert report["plain_build"]["clean"]
 
 
@@ -190,7 +192,7 @@ def test_link_translates_and_lints_clean(tmp_path):
     from pymtl_fp.link.LinkRTL import link_module_name
 
     assert report["module"] == link_module_name(preset("tiny"))[0]
-    verilog = (tmp_path / f"{report['module']}.v").read_text()
+    verilog = (tmp_path / f"{report['module']}.sv").read_text()
     # source references are relative to the source tree, with no directory of this machine
     assert "// At pymtl_fp/link/" in verilog
     assert str(Path(__file__).resolve().parent.parent) not in verilog
@@ -359,7 +361,7 @@ def test_tiny_engines_yosys_record_is_of_its_current_verilog(tmp_path):
     from pymtl_fp.engine.config import preset
 
     assert run("--config", "tiny", "--out", str(tmp_path), "--no-synth") == 0
-    verilog = (tmp_path / f"{preset('tiny').module_name()}.v").read_text()
+    verilog = (tmp_path / f"{preset('tiny').module_name()}.sv").read_text()
     assert _verilog_digest(verilog) == TINY_ENGINE_VERILOG, (
         "the tiny engine's Verilog changed since YOSYS_RECORDED was synthesized: re-synthesize it "
         "(pymtl-fp translate --config tiny --out DIR) and update the record and TINY_ENGINE_VERILOG")

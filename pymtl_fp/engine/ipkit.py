@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pymtl_fp import wordkit
+from pymtl_fp.engine import cmdcheck, kitref
 from pymtl_fp.engine import encoding as enc
 
 #: simulators the emitted engine is tested on (tests/test_engine_ipkit.py, tests/test_cocotb_engine.py)
@@ -64,10 +65,16 @@ def sv_package(top: str, cfg) -> str:
     lines.append(",\n".join(f"    BUF_{k} = 3'd{v}" for k, v in enc.BUF.items()))
     lines.append("  } buf_e;")
     lines.append("  typedef struct packed {")
-    lines += wordkit.sv_members(_fields(), {f.name: f.meaning.split(":")[0][:70] for f in enc.FIELDS})
+    lines += wordkit.sv_members(_fields(), {f.name: _comment(f) for f in enc.FIELDS})
     lines.append("  } cmd_t;")
     lines.append("endpackage")
     return "\n".join(lines) + "\n"
+
+
+def _comment(f) -> str:
+    """A struct member's comment: the ops that read the field, its whole meaning, how the host derives it."""
+    used = "all ops" if f.ops == enc.ALL else ", ".join(f.ops)
+    return f"{used}: {f.meaning}" + (f" (host: {f.derived})" if f.derived else "")
 
 
 def _fields() -> list:
@@ -87,6 +94,7 @@ def c_header(top: str, cfg) -> str:
     out += [f"#define {top}_BUF_{k} {v}" for k, v in enc.BUF.items()]
     out += [""] + wordkit.c_common(top) + wordkit.c_word(top, "cmd", _fields(), enc.CMD_BITS)
     out += c_products(top, "cmd_t", "")
+    out += cmdcheck.c_code(top, cfg)
     out += [f"#endif /* {g} */"]
     return "\n".join(out) + "\n"
 
@@ -193,6 +201,20 @@ def reference(top: str, cfg) -> str:
                 "when its unit is idle and, with `ovl = 1`, no running command conflicts with its buffer ranges), "
                 "so do not drive `cmd__msg` from a path that depends on `cmd__rdy`.  ") +
             "Commands take effect in order; results are those of executing them one at a time.", "",
+            f"**Wrappers.** `T_axis` (`T_axis.sv`) renames these ports AXI-Stream-like (`cmd_tdata` is the whole "
+            f"{enc.CMD_BITS}-bit command in one beat, `cmd_tready` as `cmd__rdy`).  `T_axi` (`T_axi.sv`) is "
+            "AXI4-Stream compliant: `aclk`, `aresetn` (synchronous, active low); a command is one frame of "
+            f"CMD_WORDS = {-(-enc.CMD_BITS // 32)} 32-bit words on `s_axis_cmd` (`tdata`, `tvalid`, `tlast`, "
+            "`tready`), least significant word first (the words of `T_cmd_pack()`), `tlast` on the last; the "
+            "wrapper assembles it in a register and offers it to the engine, and `s_axis_cmd_tready` is a "
+            "register (low while a command is held).  A frame of another length is dropped and sets the sticky "
+            "`frame_err`; the last word's bits above CMD_BITS are ignored.  A LOAD or STORE whose op or target does "
+            "not exist or whose words run past its buffer is dropped instead of executed (no wrap to word 0) and "
+            "sets the sticky `cmd_err` with `cmd_err_code`, the first such command's `T_cmd_check()` code (the "
+            "data streams are then out of step with the program: reset).  `s_axis_din` / `m_axis_dout` "
+            f"carry the beats above in {-(-cfg.beat_bits // 8)} bytes (`tdata` rounded up to whole bytes: padding "
+            "ignored on `din`, zero on `dout`); `busy` is high while a command is held or executing.  A command "
+            "costs CMD_WORDS command beats and one cycle from its last word to its offer.", "",
             f"**Beats.** `din` and `dout` carry E = STREAM_LANES = {E} element(s) per beat, element `i` in bits "
             f"`[i*{cfg.stream_bits}, (i+1)*{cfg.stream_bits})` (two's complement, sign-extended). A LOAD or STORE of "
             "`count` elements (`count` is in elements) moves `ceil(count/E)` beats: beat `b` carries its elements "
@@ -201,7 +223,10 @@ def reference(top: str, cfg) -> str:
             f"## Command word ({enc.CMD_BITS} bits)", "",
             "Bit 0 is the least significant bit of `cmd__msg`.  A field an operation does not use must be 0.  "
             "In C: `T_cmd_pack()` of `T.h`; in SystemVerilog: `T_pkg::cmd_t`; in Python: "
-            "`pymtl_fp.engine.encoding.pack(**fields)`.", "",
+            "`pymtl_fp.engine.encoding.pack(**fields)`.  In C, `T_cmd_derive(&cmd, stride)` fills every field "
+            "the last column derives (for a whole map: `ct, kt, ho, wo, lgst, pt, hi, nt` and the products) from "
+            "the free fields already set, and `T_cmd_check(&cmd)` returns 0 or the code of the first rule of "
+            "*Command check* the command breaks.", "",
             "| field | bits | width | used by | meaning | the host derives it as |", "|---|---|---|---|---|---|"]
     for f in enc.FIELDS:
         used = "all" if f.ops == enc.ALL else ", ".join(f.ops)
@@ -218,8 +243,20 @@ def reference(top: str, cfg) -> str:
             f"Channels are padded with zeros to a multiple of P = {P}.  Activation `(N, C, H, W)` element "
             "`[n, c, h, w]` is lane `c % P` of word `((n*CT + c//P)*H + h)*W + w`; weight `(K, C, R, S)` element "
             "`[k, c, r, s]` is lane `(k % P)*P + c % P` of word `((k//P*CT + c//P)*R + r)*S + s`; bias `[k]` is lane "
-            "`k % P` of word `k // P`.  LOAD and STORE stream the elements of words `addr, addr+1, ...` lane 0 first.",
-            "", "## Simulators", ""]
+            "`k % P` of word `k // P`.  LOAD and STORE stream the elements of words `addr, addr+1, ...` lane 0 first.  "
+            "A batch-parallel `fwd` (`bp = 1`) keeps `x` and `y` batch-innermost: element `[n, c, h, w]` is lane "
+            "`n % P` of word `((n//P*C + c)*H + h)*W + w` (channels not padded).  The pool argmax has the layout "
+            "of `y`.  `bwd_weight` with `raw = 1` puts row `i` of what would be G word `t` (its lanes `i*P .. i*P + P-1`: "
+            "output channel `k % P = i`) at B word `d0 + t*P + i`, and `db` at B words from `d1`.", ""]
+    out += ["## Command check", "",
+            "`T_cmd_check()` (`T.h`) and the Python `pymtl_fp.engine.cmdcheck.check()` apply these rules in this "
+            "order and return the first broken one's code (`T_CMD_E_<NAME>`, `T_cmd_error_str(code)`); 0 = "
+            "accepted.  The engine itself checks nothing (*Buffer sizes and overflow*).  Not a command's to "
+            "check: that the accumulator holds the sums (*Arithmetic*; it depends on the data).", "",
+            "| code | name | refuses |", "|---|---|---|"]
+    out += [f"| {i + 1} | {name} | {what} |" for i, (name, what) in enumerate(cmdcheck.RULES)]
+    out += [""] + kitref.arithmetic(cfg) + kitref.buffers(cfg) + kitref.cycles(cfg)
+    out += ["## Simulators", ""]
     out += [f"* {s}" for s in SIMULATORS]
     return "\n".join(out) + "\n"
 
@@ -229,10 +266,14 @@ WAVE_STATE = ("acc__go_ld", "acc__go_st", "acc__go_ex", "ld__busy", "st__busy", 
 
 
 def write(out_dir, top: str, cfg) -> list:
-    """Write the package, header, wrapper and reference of engine ``top`` into ``out_dir``."""
+    """Write the package, header, wrapper, reference and testbench of engine ``top`` into ``out_dir``."""
+    from pymtl_fp.engine import kit_axi, kit_tb  # kit_tb: the golden model and the program builder (PyMTL3)
+
     out = Path(out_dir)
     files = [(f"{top}_pkg.sv", sv_package(top, cfg)), (f"{top}.h", c_header(top, cfg)),
-             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}.md", reference(top, cfg))]
+             (f"{top}_axis.sv", axis_wrapper(top, cfg)), (f"{top}_axi.sv", kit_axi.axi_wrapper(top, cfg)),
+             (f"{top}.md", reference(top, cfg)),
+             (f"{top}_tb.sv", kit_tb.testbench(top, cfg))]
     paths = []
     for name, text in files:
         (out / name).write_text(text)

@@ -51,7 +51,7 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 def kit_files(kit_dir: Path, top: str) -> list:
     """The emitted files a build needs, in compile order."""
-    files = [kit_dir / f"{top}{suffix}" for suffix in ("_waivers.vlt", "_pkg.sv", ".v", "_axis.sv")]
+    files = [kit_dir / f"{top}{suffix}" for suffix in ("_waivers.vlt", "_pkg.sv", ".sv", "_axis.sv")]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise FileNotFoundError(f"{kit_dir}: missing {', '.join(missing)} (run pymtl-fp translate --unit engine)")

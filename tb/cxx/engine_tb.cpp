@@ -3,7 +3,7 @@
 // the flat-port wrapper T_axis (AXI-Stream names).  Nothing of pymtl-fp's Python harness is used.
 //
 // Build (see tests/test_engine_ipkit.py):
-//   verilator --cc --build --exe -Wall T_waivers.vlt T_pkg.sv T.v T_axis.sv engine_tb.cpp \
+//   verilator --cc --build --exe -Wall T_waivers.vlt T_pkg.sv T.sv T_axis.sv engine_tb.cpp \
 //     --top-module T_axis -CFLAGS "-DENGINE_TOP=T -I<out dir>"
 // Run:  ./VT_axis PROGRAM OUT [STALL_PERCENT SEED]
 //
