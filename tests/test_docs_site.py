@@ -117,3 +117,25 @@ def test_the_link_checker_knows_the_generated_pages():
     from pymtl_fp.cli import check_docs
 
     assert set(check_docs.GENERATED) == {f"docs/{docs_hooks.CLI_PAGE}", f"docs/{docs_hooks.README_PAGE}"}
+
+
+def test_every_included_result_is_written_by_a_listed_command():
+    """Each file a results page includes (``--8<--``) is written by a job of ``regenerate_docs``, whose
+    command the page shows; each job names the files it writes."""
+    from pymtl_fp.cli import regenerate_docs
+
+    jobs = regenerate_docs.JOBS
+    assert len({j.name for j in jobs}) == len(jobs)
+    pages = sorted((docs_hooks.ROOT / "docs" / "results").glob("*.md"))
+    included = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for path in re.findall(r'^--8<-- "([^"]+)"$', text, re.MULTILINE):
+            writers = [j for j in jobs if f"docs/{path}" in j.writes]
+            assert writers, f"{page.name}: no regenerate_docs job writes {path}"
+            assert writers[0].shell() in text, f"{page.name}: the command of {writers[0].name} is not shown"
+            assert (docs_hooks.ROOT / "docs" / path).is_file()
+            included += 1
+    assert included >= 8
+    assert regenerate_docs.select("zoo,design", fast=False) == [j for j in jobs if j.name in ("zoo", "design")]
+    assert all(j.fast for j in regenerate_docs.select(None, fast=True))
