@@ -139,3 +139,14 @@ def test_every_included_result_is_written_by_a_listed_command():
     assert included >= 8
     assert regenerate_docs.select("zoo,design", fast=False) == [j for j in jobs if j.name in ("zoo", "design")]
     assert all(j.fast for j in regenerate_docs.select(None, fast=True))
+
+
+def test_the_regenerate_script_lists_its_commands(capsys):
+    from pymtl_fp.cli import regenerate_docs
+
+    assert regenerate_docs.main(["--list", "--fast"]) == 0
+    out = capsys.readouterr().out
+    fast = [j for j in regenerate_docs.JOBS if j.fast]
+    assert all(j.shell() in out for j in fast) and "bench model" not in out
+    with pytest.raises(SystemExit):
+        regenerate_docs.select("no-such-job", fast=False)
