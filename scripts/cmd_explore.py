@@ -12,7 +12,8 @@ Sub-commands (each runs with no options, on built-in defaults):
   every cluster size and mini-batch: which wins where;
 * ``modes``     -- per MAC layer, the engine's dataflows (channel-parallel, tap-packed,
   batch-parallel): utilization of each pass under each, the fastest, the whole network's figure;
-* ``zoo``       -- the networks' FP/BP/WG operation counts against their published totals.
+* ``zoo``       -- the networks' FP/BP/WG operation counts against their published totals (CSV and
+  Markdown).
 
 Outputs go to ``--out DIR`` (default ``reports/`` in the current directory): CSV, Markdown and
 PNG files named after the study.  This module holds the options; the studies run in

@@ -320,6 +320,12 @@ def zoo(args) -> int:
     print(text)
     out = output_folder(args)
     files = [report.write_csv(out / "zoo.csv", rows, cols)]
+    md = ["### The networks' operation counts", "",
+          "Multiply-accumulates per image of the forward pass (FP), the data gradient (BP) and the weight "
+          "gradient (WG), training GOP per image (2 per MAC of all three), and the forward count against the "
+          "published total where there is one.", "", text]
+    (out / "zoo.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    files.append(out / "zoo.md")
     if args.layers:
         for name in names:
             files.append(report.write_csv(out / f"{file_stem('zoo', name, 'layers')}.csv",

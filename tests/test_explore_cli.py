@@ -23,7 +23,7 @@ def _run(argv, capsys):
                    "partition_resnet152_asymmetric16.png"]),
     ("design", ["design_vgg-cifar_xcvu9p_b128_pareto.csv", "design_vgg-cifar_xcvu9p_b128.md",
                 "design_vgg-cifar_xcvu9p_b128.png"]),
-    ("zoo", ["zoo.csv"]),
+    ("zoo", ["zoo.csv", "zoo.md"]),
     ("parallelism", ["parallelism_vgg16_xc7vx690t_6x10G.csv", "parallelism_vgg16_xc7vx690t_6x10G.md",
                      "parallelism_vgg16_xc7vx690t_6x10G.png"]),
     ("modes", ["modes_vgg-cifar.csv", "modes_vgg-cifar_network.csv", "modes_vgg-cifar.md"]),
