@@ -22,15 +22,13 @@ The studies take the explore zoo's networks (``vgg16``, ``alexnet``, ``resnet152
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT as DEFAULT_MAPPING
 from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, cluster_for_net
 from pymtl_fp.cluster.run.session import TrainingOutputs, TrainingResult, run_training
 from pymtl_fp.net import Net, NetError, load_net, presets
 
-__all__ = ["DEFAULT_MAPPING", "ClusterConfig", "ClusterError", "Mapping", "Net", "NetError", "PartitionStudy",
+__all__ = ["DEFAULT_MAPPING", "ClusterConfig", "ClusterError", "Mapping", "Net", "NetError",
            "TrainingResult", "cluster", "design", "load_net", "modes", "parallelism", "partition", "presets",
            "scaling", "train"]
 
@@ -70,17 +68,24 @@ def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mappi
 
     ``cluster_config``: the hardware (default :func:`cluster` of ``nodes`` x ``array`` at
     ``precision``); ``mapping``: how the nodes share the work (default: the command's, overlapped
-    commands and row bands); ``level``: every node's level (``fl``, ``cl``, ``rtl``, ``verilator``), or
-    ``levels``, one per node; ``steps``: a number or ``"epoch"``.  ``report``, ``trace_file``,
-    ``timeline``, ``weights``: files to write (JSON report, Perfetto trace, PNG timeline, ``.npz``
-    weights); ``trace=True`` keeps the trace in the result instead.  ``say(line)`` receives the
-    session's lines.  Returns the :class:`~pymtl_fp.cluster.run.session.TrainingResult`:
-    ``weights_equal``, ``accuracy_before/after``, ``report``, ``to_dataframe()``, ``plot_*()``."""
+    commands and row bands); ``level``: every node's level (``fl``, ``cl``, ``rtl``,
+    ``verilator``; ``mixed``: node 0 ``rtl``, the others ``fl``), or ``levels``, one per node;
+    ``steps``: a number or ``"epoch"``.  ``report``, ``trace_file``, ``timeline``, ``weights``:
+    files to write (JSON report, Perfetto trace, PNG timeline, ``.npz`` weights); ``trace=True``
+    keeps the trace in the result instead.  ``say(line)`` receives the session's lines.  Returns
+    the :class:`~pymtl_fp.cluster.run.session.TrainingResult`: ``weights_equal``,
+    ``accuracy_before/after``, ``report``, ``to_dataframe()``, ``plot_*()``."""
+    from pymtl_fp.cluster.config import engine_for_net, node_levels
+
     net = _net(net)
     ccfg = cluster_config or cluster(net, nodes, array=array, precision=precision)
+    want = engine_for_net(net, precision)
+    if any(getattr(e, w) != getattr(want, w) for e in ccfg.engines for w in ("act_bits", "weight_bits", "grad_bits")):
+        raise ClusterError(f"the cluster's engines do not have {net.name}'s {precision}-bit word widths: build it "
+                           f"with cluster(net, precision={precision!r}) or train at its precision")
     outputs = TrainingOutputs(report=report, trace=trace_file, timeline=timeline, weights=weights)
     return run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=batch,
-                        levels=levels or [level] * ccfg.n, precision=precision, seed=seed, lr_log2=lr_log2,
+                        levels=node_levels(level, ccfg.n, levels), precision=precision, seed=seed, lr_log2=lr_log2,
                         momentum=momentum, trace=trace, outputs=outputs, say=say)
 
 
@@ -145,41 +150,14 @@ def modes(net="vgg-cifar", arrays=(16, 32), batches=(4, 32), layers=None):
     return study(network, tuple(arrays), tuple(batches), layers)
 
 
-@dataclass
-class PartitionStudy:
-    """``explore partition``'s result: every method's :class:`~pymtl_fp.explore.partition.Evaluation`
-    (``evals``), one summary row per method and one row per (method, FPGA)."""
-
-    network: str
-    devices: str
-    evals: dict
-    summary: list = field(default_factory=list)
-    rows: list = field(default_factory=list)
-
-    def to_dataframe(self, table: str = "summary"):
-        """``summary`` (one row per method) or ``fpgas`` (one row per method and FPGA)."""
-        import pandas as pd
-
-        if table not in ("summary", "fpgas"):
-            raise ValueError(f"table {table!r}: choose summary or fpgas")
-        return pd.DataFrame(self.summary if table == "summary" else self.rows)
-
-
-def partition(net="resnet152", devices=None, bits: int = 8, batch: int = 32, pieces: int = 8, split: str = "auto",
-              memory_limit: bool = False) -> PartitionStudy:
+def partition(net="resnet152", devices=None, bits: int = 16, batch: int = 32, pieces: int = 8, split: str = "auto",
+              memory_limit: bool = False):
     """A network cut over a chain of (possibly different) FPGAs (``explore partition``): even, FPDeep's
     greedy, the exact DP (and with ``memory_limit`` the DP with FPDeep's weight balancing) on the
-    devices file ``devices`` (default: the 16 asymmetric FPGAs shipped with the package)."""
-    from pymtl_fp.energy.estimate import chain_energy
-    from pymtl_fp.explore import report
-    from pymtl_fp.explore.balanced_partition import compare_balanced
-    from pymtl_fp.explore.chain import Chain
-    from pymtl_fp.explore.clusterfile import example_path, load_cluster
+    devices file ``devices`` (default: the 16 asymmetric FPGAs shipped with the package); a
+    :class:`~pymtl_fp.explore.partition_study.PartitionStudy` (``evals``, ``to_dataframe()`` per
+    method, ``to_dataframe("fpgas")``)."""
+    from pymtl_fp.explore.partition_study import study
 
     network, _, prec = _study_inputs(net, None, None, bits)
-    chain_cluster, name, _ = load_cluster(devices or example_path(), prec, memory_limit)
-    chain = Chain(network, prec, batch, pieces, split)
-    evals = compare_balanced(chain, chain_cluster)
-    energies = {m: chain_energy(network, chain_cluster, ev, batch) for m, ev in evals.items()}
-    return PartitionStudy(network.name, name, evals, report.partition_summary(evals, energies),
-                          report.partition_rows(chain, chain_cluster, evals))
+    return study(network, prec, batch, pieces, split, devices, memory_limit)

@@ -465,11 +465,11 @@ def save_net(net: Net, path) -> Path:
     ``.toml`` path (written with ``tomli-w``), JSON for a ``.json`` path.  Returns the path."""
     path = Path(path)
     doc = net.to_dict()
-    if path.suffix == ".toml":
+    if path.suffix.lower() == ".toml":
         import tomli_w
 
         text = tomli_w.dumps(doc)
-    elif path.suffix == ".json":
+    elif path.suffix.lower() == ".json":
         import json
 
         text = json.dumps(doc, indent=2) + "\n"

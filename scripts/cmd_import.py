@@ -39,7 +39,7 @@ def _shape(text):
     if text is None:
         return None
     parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 3 or not all(p.isdigit() and len(p) < 9 for p in parts):
+    if len(parts) != 3 or not all(p.isdigit() and len(p) < 9 and int(p) >= 1 for p in parts):
         raise UserError(f"--input-shape {text[:100]}: give C,H,W (three positive integers)")
     return tuple(int(p) for p in parts)
 

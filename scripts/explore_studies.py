@@ -3,9 +3,6 @@ analytic model of :mod:`pymtl_fp.explore`, writes its CSV, Markdown and PNG file
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cli.explore_options import (
@@ -108,36 +105,24 @@ def partition(args) -> int:
     import numpy as np
 
     from pymtl_fp.explore import report
-    from pymtl_fp.explore.balanced_partition import compare_balanced
-    from pymtl_fp.explore.chain import Chain
-    from pymtl_fp.explore.clusterfile import (
-        ClusterFileError,
-        example_path,
-        load_cluster,
-    )
+    from pymtl_fp.explore.clusterfile import ClusterFileError
+    from pymtl_fp.explore.partition_study import study
 
     net = read_network(args.net)
     prec = read_precision(args.bits)
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
     validate.integer(args.pieces, "--pieces", 1, MAX_PIECES)
-    path = Path(args.devices) if args.devices else example_path()
     try:
-        cluster, name, desc = load_cluster(path, prec, args.memory_limit)
+        res = study(net, prec, args.batch, args.pieces, args.split, args.devices, args.memory_limit)
     except (ClusterFileError, ValueError) as exc:
         raise UserError(str(exc)) from None
     out = output_folder(args)
-    t0 = time.perf_counter()
-    chain = Chain(net, prec, args.batch, args.pieces, args.split)
-    evals = compare_balanced(chain, cluster)
-    seconds = time.perf_counter() - t0
+    chain, cluster, name, evals, summary = res.chain, res.cluster, res.devices, res.evals, res.summary
     stem = file_stem("partition", net.name, name)
-    rows = report.partition_rows(chain, cluster, evals)
-    from pymtl_fp.energy.estimate import chain_energy
-
-    summary = report.partition_summary(evals, {m: chain_energy(net, cluster, ev, args.batch) for m, ev in evals.items()})
+    rows = res.rows
     files = [report.write_csv(out / f"{stem}.csv", rows)]
     md = [f"### Partition: {net.name} on {name} ({cluster.n} FPGAs)", "",
-          desc, "", "Assumptions:", "",
+          res.description, "", "Assumptions:", "",
           "* devices (chain order): " + ", ".join(
               f"{d.name} {a} @{d.clock_mhz:g} MHz" for d, a in
               zip(cluster.devices, cluster.arrays)),
@@ -145,7 +130,7 @@ def partition(args) -> int:
           (f"* precision {prec.act_bits}-bit, mini-batch {args.batch}, up to {args.pieces} "
            f"pieces per layer, split={args.split}, engine cycles from pymtl_fp.timing, memory limit "
            f"{'on' if args.memory_limit else 'off'}"),
-          f"* {chain.M} cut positions; {len(evals)} partitions computed in {seconds:.2f} s"
+          f"* {chain.M} cut positions; {len(evals)} partitions computed in {res.seconds:.2f} s"
           + (" (dp+wb: the DP optimum without the memory limit, its weights balanced as FPDeep does: "
              "kept by FPGAs with room and streamed in)" if "dp+wb" in evals else ""), "",
           report.markdown_table(summary, ["method", "ii_ms", "images_s", "gops", "vs_even",
@@ -175,7 +160,7 @@ def partition(args) -> int:
         files.append(report.partition_plot(chain, cluster, evals, out / f"{stem}.png",
                                            f"{net.name} on {name}: compute per FPGA"))
     print(f"{net.name} on {name}: {cluster.n} FPGAs, {chain.M} cut positions, "
-          f"{seconds:.2f} s")
+          f"{res.seconds:.2f} s")
     for s in summary:
         ev = evals[s["method"]]
         print(f"  {s['method']:>6}: II {ev.ii * 1e3:8.3f} ms  {ev.images_per_s:8.1f} img/s  "

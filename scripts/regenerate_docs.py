@@ -58,6 +58,8 @@ def _gen(*names: str) -> tuple:
 
 #: the cluster benches' figures sit beside the concept pages that show them
 FIG = "docs/figures"
+#: the Verilated scaling run's measured points (bench scaling --json), which bench-scaling-recorded redraws
+SCALING_RECORD = "docs/results/data/scaling_deep-mnist_verilator.json"
 
 JOBS = (
     Job("zoo", _explore("zoo"), _gen("zoo.md"), "a second", fast=True),
@@ -87,11 +89,20 @@ JOBS = (
     Job("bench-model-slow-links", ("bench", "model", "--nets", "deep-mnist", "--nodes", "2,4,8", "--batches", "4",
                                    "--link-flits", "8", "--markdown", f"{OUT}/model_deep-mnist_flits8.md"),
         _gen("model_deep-mnist_flits8.md"), "a few minutes"),
+    Job("bench-model-slow-links-b16", ("bench", "model", "--nets", "lenet-digits,vgg-digits,lenet5-mnist", "--nodes",
+                                       "2,4", "--batches", "4,16", "--link-flits", "4",
+                                       "--markdown", f"{OUT}/model_slow-links_b16.md"),
+        _gen("model_slow-links_b16.md"), "fifteen minutes"),
     Job("bench-scaling", ("bench", "scaling", "--level", "verilator", "--nodes", "1,2,4,8,16,32,64", "--batch", "16",
                           "--link-flits", "1,4", "--plot", f"{FIG}/scaling_deep-mnist_sim.png",
-                          "--markdown", f"{OUT}/scaling_deep-mnist_sim.md"),
-        (f"{FIG}/scaling_deep-mnist_sim.png", f"{OUT}/scaling_deep-mnist_sim.md"),
+                          "--markdown", f"{OUT}/scaling_deep-mnist_sim.md", "--json", SCALING_RECORD),
+        (f"{FIG}/scaling_deep-mnist_sim.png", f"{OUT}/scaling_deep-mnist_sim.md", SCALING_RECORD),
         "hours (14 Verilated clusters to 64 nodes)"),
+    Job("bench-scaling-recorded", ("bench", "scaling", "--simulated", SCALING_RECORD, "--batch", "16",
+                                   "--plot", f"{FIG}/scaling_deep-mnist_sim.png",
+                                   "--markdown", f"{OUT}/scaling_deep-mnist_sim.md"),
+        (f"{FIG}/scaling_deep-mnist_sim.png", f"{OUT}/scaling_deep-mnist_sim.md"),
+        "seconds (the model against the points bench-scaling recorded)"),
     Job("bench-schedules", ("bench", "schedules", "--plot", f"{FIG}/schedules_lenet-digits.png",
                             "--json", f"{OUT}/schedules_lenet-digits.json"),
         (f"{FIG}/schedules_lenet-digits.png", f"{OUT}/schedules_lenet-digits.json"), "tens of minutes"),
@@ -134,6 +145,10 @@ def main(argv: list | None = None) -> int:
             print(f"{j.name} [{j.cost}]: {j.shell()}")
             print("    writes " + ", ".join(j.writes))
         return 0
+    if not (ROOT / "mkdocs.yml").is_file():
+        print(f"regenerate_docs: {ROOT} is not a checkout of pymtl-fp (no mkdocs.yml): run it from an editable "
+              "install of the repository", file=sys.stderr)
+        return 1
     (ROOT / OUT).mkdir(parents=True, exist_ok=True)
     for j in jobs:
         print(f"== {j.name}: {j.shell()}", flush=True)

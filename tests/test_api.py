@@ -87,9 +87,35 @@ def test_studies_equal_the_commands(tmp_path, capsys):
     modes = api.modes("vgg-cifar", arrays=[16], batches=[4])
     assert len(modes.to_dataframe("network")) == 1
     assert set(modes.to_dataframe()["layer"]) == {ly.name for ly in modes_network_layers("vgg-cifar")}
-    part = api.partition("resnet152")
-    assert list(part.to_dataframe()["method"]) == ["even", "fpdeep", "dp"]
-    assert len(part.to_dataframe("fpgas")) == 3 * 16
+
+
+def _csv(folder, pattern) -> list:
+    (path,) = folder.glob(pattern)
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("study, argv, pattern, frame, key", [
+    (lambda: api.parallelism("vgg16", fpgas=[1, 2, 4], batches=[1, 16]),
+     ["parallelism", "--net", "vgg16", "--fpgas", "1,2,4", "--batches", "1,16"], "parallelism_*.csv",
+     lambda r: r.to_dataframe(), "images_s"),
+    (lambda: api.partition("resnet152"), ["partition", "--net", "resnet152"], "partition_*.csv",
+     lambda r: r.to_dataframe("fpgas"), "stage_ms"),
+    (lambda: api.design("vgg-cifar"), ["design", "--net", "vgg-cifar"], "design_*_pareto.csv",
+     lambda r: r.to_dataframe().query("pareto").sort_values("gops", ascending=False), "gops"),
+])
+def test_more_studies_equal_the_commands(study, argv, pattern, frame, key, tmp_path, capsys):
+    """Each study's frame holds the figures its command writes (the design's Pareto front: the
+    points the frame marks)."""
+    assert main(["explore", *argv, "--out", str(tmp_path), "--no-plot"]) == 0
+    capsys.readouterr()
+    rows = _csv(tmp_path, pattern)
+    got = list(frame(study())[key])
+    want = [float(r[key]) for r in rows]
+    if key == "gops":  # (the command lists the front by throughput)
+        want = sorted(want, reverse=True)
+    assert len(got) == len(want) > 0
+    assert got == pytest.approx(want, rel=1e-6)
 
 
 def modes_network_layers(name):
@@ -101,8 +127,12 @@ def modes_network_layers(name):
 @pytest.mark.parametrize("call, error, message", [
     (lambda: api.train("no-such-net"), api.NetError, "no preset or file named 'no-such-net'"),
     (lambda: api.train(nodes=0), api.ClusterError, "at least one node"),
-    (lambda: api.train(nodes=2, level="gates"), api.ClusterError, "unknown level gates"),
-    (lambda: api.train(nodes=2, levels=["cl"]), api.ClusterError, "1 levels for 2 nodes"),
+    (lambda: api.train(nodes=2, level="gates"), api.ClusterError, "unknown level 'gates'"),
+    (lambda: api.train(nodes=2, levels=["cl"]), api.ClusterError, "1 node levels given for 2 nodes"),
+    (lambda: api.train(nodes=2, levels=["cl", "gates"]), api.ClusterError, "unknown engine level 'gates'"),
+    (lambda: api.train(nodes=2, steps="x"), api.ClusterError, "steps 'x': a number of steps"),
+    (lambda: api.train(api.load_net(NET), api.cluster(NET, 2, precision="16")), api.ClusterError,
+     "do not have lenet-digits's 8-bit word widths"),
     (lambda: api.train(nodes=2, batch=0), api.ClusterError, "at least 1 image"),
     (lambda: api.train(nodes=2, precision="7"), api.ClusterError, "no precision '7'"),
     (lambda: api.cluster(pipelines="fast"), api.ClusterError, "choose from requant"),

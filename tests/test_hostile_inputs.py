@@ -332,6 +332,8 @@ ROWS = [
     ("import-out-notadir", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/NOTADIR/n.toml"], 1,
      r"--out .*not a writable directory"),
     ("import-out-is-model", ["import", "{f:nan.toml}", "--out", "{f:nan.toml}"], 1, r"the same file as the model"),
+    ("import-input-shape-zero", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml", "--input-shape", "0,8,8"], 1,
+     r"--input-shape 0,8,8: give C,H,W \(three positive integers\)"),
     ("import-input-shape", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml", "--input-shape", "1,x,8"], 1,
      r"--input-shape 1,x,8: give C,H,W"),
     ("import-like", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.toml", "--like", "nonet"], 1,

@@ -357,7 +357,7 @@ def test_a_file_that_is_not_onnx_is_one_line(tmp_path):
 
 # ---- net files and the CLI -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("suffix", [".toml", ".json"])
+@pytest.mark.parametrize("suffix", [".toml", ".json", ".TOML"])
 def test_an_imported_net_is_saved_and_loads_back_equal(model, tmp_path, suffix):
     net = net_from_torch(model, SHAPE, "byo", formats="lenet5-mnist")
     assert net.train == load_net("lenet5-mnist").train

@@ -115,6 +115,27 @@ def test_bench_scaling_draws_the_simulated_points_on_the_models_curve(tmp_path, 
     for n in (1, 2):
         assert sims[n, 8]["images_s"] < sims[n, 1]["images_s"]
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    # drawn again from the recorded points: nothing simulated, the same figures
+    again = tmp_path / "again.json"
+    assert main(["bench", "scaling", "--net", "lenet-digits", "--batch", "4", "--curve-to", "3",
+                 "--simulated", str(out_json), "--json", str(again)]) == 0
+    assert "recorded in" in capsys.readouterr().out
+    redrawn = {(s["nodes"], s["flits"]): s["error"] for s in json.loads(again.read_text())["simulated"]}
+    assert redrawn == {k: s["error"] for k, s in sims.items()}
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"curve": []}, "no 'simulated' list"),
+    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": -5, "images_s": 1.0}]}, "point 0 needs positive"),
+    ({"simulated": [{"nodes": 99, "flits": 1, "cycles_per_step": 5, "images_s": 1.0}]}, "integers in 1..64"),
+    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8}]}, "another batch"),
+])
+def test_bench_scaling_refuses_a_bad_record(doc, message, tmp_path, capsys):
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps(doc))
+    assert main(["bench", "scaling", "--net", "lenet-digits", "--batch", "4", "--simulated", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
 
 
 def test_bench_scaling_bad_input(capsys):

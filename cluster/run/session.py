@@ -174,7 +174,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
     momentum = defaults.momentum if momentum is None else momentum
     faults = link_faults(fault_rate, fault_seed)
-    _check_run(ccfg, levels, batch)
+    _check_run(ccfg, levels, batch, steps)
     data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum, init_params)
     steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
     found = None
@@ -216,17 +216,15 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     return result
 
 
-def _check_run(ccfg, levels: list, batch) -> None:
-    """One-line refusals of levels and a batch the session cannot run, before any work."""
-    from pymtl_fp.levels import LEVELS
+def _check_run(ccfg, levels: list, batch, steps) -> None:
+    """One-line refusals of levels, a batch or a step count the session cannot run, before any work."""
+    from pymtl_fp.cluster.config import node_levels
 
-    if len(levels) != ccfg.n:
-        raise ClusterError(f"{len(levels)} levels for {ccfg.n} nodes")
-    unknown = sorted({str(lv) for lv in levels} - set(LEVELS))
-    if unknown:
-        raise ClusterError(f"unknown level {', '.join(unknown)}; choose from {', '.join(LEVELS)}")
+    node_levels("cl", ccfg.n, levels)  # (their count and names)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ClusterError(f"batch {batch!r}: a mini-batch is at least 1 image")
+    if steps != "epoch" and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise ClusterError(f"steps {steps!r}: a number of steps (at least 1) or 'epoch'")
 
 
 def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int, lr_log2: int,

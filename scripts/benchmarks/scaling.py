@@ -12,7 +12,8 @@ and four times slower, so that the link-bound knee (the node count from which th
 not compute, bounds the pipeline) falls inside the range.  Throughput is at the cluster's
 configured clock (``ClusterConfig.clock_mhz``, 200 MHz; the node's RTL does not close timing there
 yet: docs/verilog.md), so the figures compare node counts and links, not absolute speeds.
-Figures only: nothing passes or fails on time.
+``--simulated`` redraws the figure and the table from the points an earlier run recorded (when
+only the model changed).  Figures only: nothing passes or fails on time.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def add_arguments(parser):
     parser.add_argument("--plot", metavar="FILE.png", help="write the figure")
     parser.add_argument("--markdown", metavar="FILE.md", help="write the table as Markdown")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
+    parser.add_argument("--simulated", metavar="FILE.json",
+                        help="take the simulated points from the JSON an earlier run wrote (--json; its nodes and "
+                             "link speeds replace --nodes and --link-flits): the model's curve and errors are "
+                             "computed again, nothing is simulated")
 
 
 def _simulate(job) -> dict:
@@ -60,7 +65,7 @@ def _simulate(job) -> dict:
     if not params_equal(run.params, want):
         raise UserError(f"bench scaling: {net_name} on {n} nodes ({level}) differs from the golden model")
     rep = run.report
-    return {"nodes": n, "flits": flits, "cycles_per_step": rep["cycles_per_step"][-1],
+    return {"nodes": n, "flits": flits, "level": level, "batch": batch, "cycles_per_step": rep["cycles_per_step"][-1],
             "images_s": batch * ccfg.clock_mhz * 1e6 / rep["cycles_per_step"][-1],
             "build_s": rep["wall_seconds"]["build"], "simulate_s": rep["wall_seconds"]["simulate"],
             "node_cycles_per_s": rep["cycles_total"] * n / max(rep["wall_seconds"]["simulate"], 1e-9)}
@@ -77,6 +82,32 @@ def _fitted(net, prec, n, batch, flits, steps):
         return fitted_cluster(net, prec, n, Mapping(), steps=steps, batch=batch, flits=flits)
     except ClusterError as exc:
         raise UserError(f"bench scaling: {net.name} on {n} nodes, batch {batch}: {exc}") from None
+
+
+#: what a recorded simulated point must hold (``--simulated``)
+RECORDED = ("nodes", "flits", "cycles_per_step", "images_s")
+
+
+def _recorded(path) -> list:
+    """The simulated points of an earlier run's ``--json``, each checked (one-line errors)."""
+    from pymtl_fp.documents import DocumentError, read_document
+
+    try:
+        doc = read_document(path, (".json",))
+    except DocumentError as exc:
+        raise UserError(f"--simulated {exc}") from None
+    points = doc.get("simulated") if isinstance(doc, dict) else None
+    if not isinstance(points, list) or not points:
+        raise UserError(f"--simulated {path}: no 'simulated' list of points (what --json writes)")
+    for i, p in enumerate(points):
+        if not isinstance(p, dict) or any(isinstance(p.get(k), bool) or not isinstance(p.get(k), (int, float))
+                                          or not p.get(k) > 0 for k in RECORDED):
+            raise UserError(f"--simulated {path}: point {i} needs positive numbers {', '.join(RECORDED)}")
+        if p["nodes"] != int(p["nodes"]) or not 1 <= p["nodes"] <= 64 or p["flits"] != int(p["flits"]) \
+                or not 1 <= p["flits"] <= 64:
+            raise UserError(f"--simulated {path}: point {i}: nodes and flits are integers in 1..64")
+    return [{k: (int(p[k]) if k in ("nodes", "flits") else p[k]) for k in (*RECORDED, "level", "batch") if k in p}
+            for p in points]
 
 
 def _plot(path, curve, sims, net, batch, level):
@@ -116,8 +147,15 @@ def main(args) -> int:
     md_path = validate.output_file(args.markdown, "--markdown", ".md")
     json_path = validate.output_file(args.json, "--json", ".json")
     net = load_net(zoo_net(args.net, args.precision).name)
-    nodes = int_list(args.nodes, "--nodes", 1, 64)
-    flits = int_list(args.link_flits, "--link-flits", 1, 64)
+    recorded = _recorded(args.simulated) if args.simulated else None
+    if recorded:
+        if any(p.get("batch", args.batch) != args.batch for p in recorded):
+            raise UserError(f"--simulated {args.simulated}: its points are of another batch than --batch {args.batch}")
+        nodes = sorted({p["nodes"] for p in recorded})
+        flits = sorted({p["flits"] for p in recorded})
+    else:
+        nodes = int_list(args.nodes, "--nodes", 1, 64)
+        flits = int_list(args.link_flits, "--link-flits", 1, 64)
     validate.integer(args.batch, "--batch", 1, 256)
     validate.integer(args.steps, "--steps", 2, 20)
     validate.integer(args.workers, "--workers", 1, 64)
@@ -131,12 +169,17 @@ def main(args) -> int:
     too_many = [n for n in nodes if n > most]
     if too_many:
         raise UserError(f"--nodes {too_many[0]}: {net.name} can be cut into at most {most} nodes")
+    level = recorded[0].get("level", args.level) if recorded else args.level
     print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
-          f"(model) and {','.join(map(str, nodes))} ({args.level}, {args.steps} steps, the last measured); images/s "
-          f"at the configured {curve[0]['clock_mhz']:g} MHz")
-    jobs = [(net.name, args.precision, n, args.batch, f, args.level, args.steps,
-             _fitted(net, args.precision, n, args.batch, f, args.steps)) for f in flits for n in nodes]
-    sims = run_jobs(_simulate, jobs, args.workers)
+          f"(model) and {','.join(map(str, nodes))} ({level}, "
+          + (f"recorded in {args.simulated}" if recorded else f"{args.steps} steps, the last measured")
+          + f"); images/s at the configured {curve[0]['clock_mhz']:g} MHz")
+    if recorded:
+        sims = recorded
+    else:
+        jobs = [(net.name, args.precision, n, args.batch, f, args.level, args.steps,
+                 _fitted(net, args.precision, n, args.batch, f, args.steps)) for f in flits for n in nodes]
+        sims = run_jobs(_simulate, jobs, args.workers)
     model = {(c["nodes"], c["flits"]): c for c in curve}
     lines = ["| nodes | link cycles/message | cycles per step: simulated / model (error) | images/s simulated "
              "| images/s model | pipeline-full bound | bound by |", "|---|---|---|---|---|---|---|"]
@@ -156,11 +199,11 @@ def main(args) -> int:
     lines.append(f"* the step model's largest error in cycles per step: {100 * max(errs):.1f}% over {len(sims)} "
                  f"simulated points")
     print("\n".join(lines))
-    for s in sims:
+    for s in sims if not recorded else ():
         print(f"  {s['nodes']} nodes, {s['flits']} cycle(s)/message: build {s['build_s']:.1f} s, "
               f"simulation {s['simulate_s']:.1f} s ({s['node_cycles_per_s']:,.0f} node-cycles/s)")
     if plot_path:
-        print(f"  wrote {_plot(plot_path, curve, sims, net.name, args.batch, args.level)}")
+        print(f"  wrote {_plot(plot_path, curve, sims, net.name, args.batch, level)}")
     if md_path:
         md_path.write_text("\n".join(lines) + "\n")
         print(f"  wrote {md_path}")
