@@ -61,10 +61,19 @@ def _load(name: str):
         return _Broken(modname, exc)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, as every other error (the sub-parsers
+    of every command and target are of this class too)."""
+
+    def error(self, message):
+        message = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     from pymtl_fp import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pymtl-fp",
         description="Multi-level simulator and generator for CNN training on FPGA clusters.",
     )
@@ -96,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         parser, modules = build_parser()
     except KeyboardInterrupt:
         return _interrupted(None)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
+        print(f"pymtl-fp: error: give a command: {', '.join(SUBCOMMANDS)} (see pymtl-fp --help)", file=sys.stderr)
         return 2
     mod = modules[args.command]
     if mod is None:
@@ -109,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        from pymtl_fp.cli import validate
+
+        validate.no_empty_values(argv)
         return int(mod.main(args) or 0)
     except UserError as exc:
         print(f"pymtl-fp {args.command}: error: {exc}", file=sys.stderr)

@@ -37,6 +37,17 @@ def pipelines(text) -> dict:
         raise UserError(str(exc)) from None
 
 
+def no_empty_values(argv: list) -> None:
+    """Refuse an option given an empty value (``--cuts ''``, ``--dataset=``): an empty string is
+    never an option's default, and reading it as "not given" would run something else than asked."""
+    for i, token in enumerate(argv):
+        if not token.startswith("-") or token == "--":
+            continue
+        option, eq, value = token.partition("=")
+        if (eq and not value) or (not eq and i + 1 < len(argv) and argv[i + 1] == ""):
+            raise UserError(f"{option} '': an empty value (leave the option out to take its default)")
+
+
 def integer(value, option: str, lo: int | None = None, hi: int | None = None):
     """``value`` (an int or None) within ``lo..hi``; the message names the option and the range."""
     if value is None:

@@ -92,7 +92,7 @@ ROWS = [
     ("stream-lanes-link-too-wide", C + ["--stream-lanes", "16", "--array", "16", "--precision", "16", "--nodes", "1"],
      r"--stream-lanes 16: a link message of 16 64-bit elements is too wide"),
     # options that were silently ignored or silently changed
-    ("pipeline-empty", C + ["--pipeline", ""], r"--pipeline '': choose from"),
+    ("pipeline-empty", C + ["--pipeline", ""], r"--pipeline '': an empty value"),
     ("trace-is-report", C + ["--trace", "{tmp}/x.json", "--report", "{tmp}/x.json"],
      r"--trace .*x\.json: the same file as --report"),
     ("trace-is-report-dot", C + ["--trace", "{tmp}/./x.json", "--report", "{tmp}/x.json"], r"the same file as --report"),
@@ -135,7 +135,7 @@ ROWS = [
      r"--arrays: option of --unit cluster, not of --unit link"),
     ("translate-cycles-no-build", T + ["--cycles", "100"], r"--cycles sets the smoke run of --build"),
     ("translate-synth-timeout-no-synth", T + ["--no-synth", "--synth-timeout", "5"], r"--synth-timeout .*--no-synth"),
-    ("translate-pipeline-empty", T + ["--pipeline", ""], r"--pipeline '': choose from"),
+    ("translate-pipeline-empty", T + ["--pipeline", ""], r"--pipeline '': an empty value"),
     # devices files: every field checked, the file and field named
     ("devices-links-number", EP + ["{f:links_number.json}"], r"links_number\.json: links must be a list"),
     ("devices-links-text", EP + ["{f:links_text.json}"], r"links_text\.json: links must be a list"),
