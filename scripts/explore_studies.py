@@ -256,6 +256,7 @@ def modes(args) -> int:
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
     validate.study_size(len(arrays) * len(batches), MAX_MODES_CONFIGS, "(array side, batch) configurations",
                         f"--arrays {args.arrays} x --batches {args.batches}")
+    validate.output_dir(args.out, "--out")  # (probed before the work; made once the study has run)
     try:
         res = study(net, arrays, batches, layers)
     except ValueError as exc:
@@ -300,6 +301,7 @@ def zoo(args) -> int:
     from pymtl_fp.explore.zoo import NETWORKS
 
     names = [read_network(args.net).name] if args.net else list(NETWORKS)
+    validate.output_dir(args.out, "--out")  # (probed before the table is printed)
     rows = []
     for name in names:
         net = read_network(name)
