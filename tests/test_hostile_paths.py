@@ -280,3 +280,18 @@ def test_sigint_to_the_parent_alone_stops_a_bench_and_its_worker_processes(tmp_p
     assert "Traceback" not in err, err
     assert left == [], left
     assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv,name", [(["run-op", "--op", "update", "--make-case", "{tmp}/full.npz"], "full.npz"),
+                                       (["explore", "zoo", "--net", "vgg16", "--out", "{tmp}/r"], "r/zoo.csv")])
+def test_a_full_disk_is_one_line_naming_the_file(argv, name, tmp_path, capsys):
+    """A write that fails on a full disk (a file name that is a link to ``/dev/full``; NumPy's
+    ``savez`` and the study's CSV writer, whose errors carry no file name): one line naming the file."""
+    (tmp_path / "r").mkdir()
+    os.symlink("/dev/full", tmp_path / name)
+    rc = cli_main([fill(a, tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(f"No space left on device: {tmp_path / name}"), err
