@@ -404,12 +404,8 @@ def _check_node_count(args, net, ccfg, mapping, batch: int) -> None:
                             + ("shared by at most two neighbouring nodes" if split
                                else "on one node: layer boundaries only") + f"); give at most {most}")
     try:
-        part = partition(net, ccfg, batch, split=split, cuts=mapping.cut_list(), pack="off")
-    except (ClusterError, ValueError):  # (the run's own partition says why, in one line)
-        return
-    try:
-        check_host_loads(net, part)
-    except ClusterError as exc:
+        check_host_loads(net, partition(net, ccfg, batch, split=split, cuts=mapping.cut_list(), pack="off"))
+    except (ClusterError, ValueError) as exc:
         raise UserError(str(exc)) from None
 
 
@@ -460,8 +456,8 @@ def _run_cluster(args, net, dataset: str) -> int:
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
     _check_levels(args, levels, bool(outputs.trace or outputs.timeline))
-    _check_node_count(args, net, ccfg, mapping, settings["batch"])
     _check_memory(args, net, dataset, settings["batch"], ccfg.engines)
+    _check_node_count(args, net, ccfg, mapping, settings["batch"])
     try:
         result = run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=settings["batch"], levels=levels,
                               precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],
