@@ -227,6 +227,8 @@ ROWS = [
      r"--workers 10000: .*cores"),
     ("fuzz-workers-0", ["fuzz", "--target", "requant", "--seconds", "1", "--workers", "0"], 1, r"--workers"),
     ("fuzz-max-examples", ["fuzz", "--target", "requant", "--seconds", "1", "--max-examples", "0"], 1, r"--max-examples"),
+    ("fuzz-max-examples-huge", FZ + ["--seconds", "1", "--max-examples", "99999999999999999999"], 1,
+     r"--max-examples must be in 1\.\.1000000000"),
     ("fuzz-shrink", ["fuzz", "--target", "requant", "--seconds", "1", "--shrink-seconds", "-1"], 1, r"--shrink-seconds"),
     ("fuzz-replay-nocase", FZ + ["--replay", "{f:replay_nocase.json}"], 1,
      r"replay_nocase.json.*case"),
