@@ -82,6 +82,9 @@ ROWS = [
      r"--fpgas: 99999999999999 is outside 1\.\.4096"),
     ("explore-batches-end", ["explore", "modes", "--batches", "1..99999999999999999", "--out", "{tmp}/r"],
      r"--batches: 99999999999999999 is outside"),
+    ("explore-empty-item", ["explore", "scaling", "--fpgas", "1,,2", "--out", "{tmp}/r"], r"--fpgas 1,,2: an empty item"),
+    ("explore-link-empty-item", ["explore", "scaling", "--link", "inf,,250G", "--out", "{tmp}/r"],
+     r"--link inf,,250G: an empty item"),
     # explore design: --workers and --scheduler
     ("design-workers-alone", DS + ["--workers", "3"], r"--workers 3: .*give --scheduler local"),
     ("design-workers-remote", DS + ["--workers", "3", "--scheduler", "tcp://127.0.0.1:8786"],
