@@ -202,7 +202,7 @@ def design(args) -> int:
     dev = read_device(args.device)
     prec = read_precision(args.bits)
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
-    validate.integer(args.top, "--top", 1)
+    validate.integer(args.top, "--top", 1, 100_000)
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     if args.workers is not None and args.scheduler != "local":
         raise UserError(f"--workers {args.workers}: the worker processes of --scheduler local; "

@@ -82,6 +82,7 @@ ROWS = [
      r"--fpgas: 99999999999999 is outside 1\.\.4096"),
     ("explore-batches-end", ["explore", "modes", "--batches", "1..99999999999999999", "--out", "{tmp}/r"],
      r"--batches: 99999999999999999 is outside"),
+    ("explore-design-top", DS + ["--top", "99999999999999999999"], r"--top must be in 1\.\.100000"),
     ("explore-empty-item", ["explore", "scaling", "--fpgas", "1,,2", "--out", "{tmp}/r"], r"--fpgas 1,,2: an empty item"),
     ("explore-link-empty-item", ["explore", "scaling", "--link", "inf,,250G", "--out", "{tmp}/r"],
      r"--link inf,,250G: an empty item"),
