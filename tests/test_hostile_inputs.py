@@ -308,6 +308,8 @@ ROWS = [
     ("bench-scaling-batch", ["bench", "scaling", "--batch", "0"], 1, r"--batch"),
     ("bench-scaling-net", ["bench", "scaling", "--net", "nonet"], 1, r"nonet"),
     ("bench-scaling-curve", ["bench", "scaling", "--curve-to", "65"], 1, r"--curve-to"),
+    ("bench-link-msg-bits", ["bench", "link", "--msg-bits", "0"], 1, r"--msg-bits must be in 1\.\.1023, got 0"),
+    ("bench-bands-height", ["bench", "bands", "--heights", "99999999999999999999"], 1, r"--heights: .*1\.\.4096"),
     ("bench-modes-array-no-layer", ["bench", "modes", "--array", "0"], 1, r"--array: option\(s\) of --layer"),
     ("bench-modes-seed", ["bench", "modes", "--seed", "-1"], 1, r"--seed must be in 0\.\.4294967295"),
     ("bench-scaling-net-file", ["bench", "scaling", "--net", "{tmp}/fc_first.toml"], 1, r"--net .*a bundled net"),
