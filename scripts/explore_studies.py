@@ -254,7 +254,9 @@ def modes(args) -> int:
     net = read_network(args.net)
     arrays = parse_sizes(args.arrays, "--arrays", P_MAX, "array side")
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "batch")
-    layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
+    layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
+    if layers is not None and not all(layers):
+        raise UserError(f"--layers {args.layers}: an empty item; give layer names, comma-separated")
     validate.study_size(len(arrays) * len(batches), MAX_MODES_CONFIGS, "(array side, batch) configurations",
                         f"--arrays {args.arrays} x --batches {args.batches}")
     validate.output_dir(args.out, "--out")  # (probed before the work; made once the study has run)

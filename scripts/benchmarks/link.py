@@ -36,7 +36,7 @@ MAX_SWEEP_VALUE = 4096
 
 def _int_list(text: str, option: str) -> list[int]:
     try:
-        vals = [int(x) for x in text.split(",") if x.strip()]
+        vals = [int(x) for x in text.split(",")]  # (an empty item is an error, not skipped)
     except ValueError:
         raise UserError(f"{option} {text}: expected a comma-separated list of integers") from None
     if not vals or any(not 1 <= v <= MAX_SWEEP_VALUE for v in vals):
