@@ -8,8 +8,9 @@ Every probe runs ``python -m pymtl_fp.cli ARGS`` in a fresh temporary working di
 
 * ``clear``: meant to be refused, and it was: non-zero exit, exactly one line on stderr, nothing on
   stdout (a probe whose failure can only come after the work, such as a full disk, may print the
-  work's output first: ``stdout_ok``);
-* ``valid``: meant to run, and it exited 0;
+  work's output first: ``stdout_ok``); a Ctrl-C probe (``interrupt_after``): exit 130 with
+  ``interrupted`` on its last line;
+* ``valid``: meant to run (or interrupted, but done before the Ctrl-C), and it exited 0;
 * ``rejected``: meant to run, refused (one clean line or not);
 * ``unclear``: refused, but not in one line on stderr with nothing on stdout;
 * ``silent``: meant to be refused, but it exited 0;
@@ -406,15 +407,16 @@ def issue_probes() -> list:
         P("issue:fuzz-scheduler-host", FZ + ["--scheduler", "tcp://no-such-host.invalid:8786"]),
         P("issue:fuzz-scheduler-ipv6-garbage", FZ + ["--scheduler", "tcp://[zz]:1"]),
         *[P(f"issue:ctrl-c-dask-{t}s", FZR + ["--seconds", "600", "--workers", "2", "--force-workers", "--out",
-                                                "{tmp}/o", "--db", "{tmp}/db"], interrupt_after=t, timeout=60)
+                                                "{tmp}/o", "--db", "{tmp}/db"], interrupt_after=t, timeout=60,
+            expect="either")
           for t in (0.5, 2.0, 4.0, 8.0)],
         P("issue:ctrl-c-processes", FZR + ["--seconds", "600", "--scheduler", "processes", "--out", "{tmp}/o",
-                                             "--db", "{tmp}/db"], interrupt_after=5.0, timeout=60),
-        P("issue:ctrl-c-train", TC + ["--steps", "epoch"], interrupt_after=6.0, timeout=60),
+                                             "--db", "{tmp}/db"], interrupt_after=5.0, timeout=60, expect="either"),
+        P("issue:ctrl-c-train", TC + ["--steps", "epoch"], interrupt_after=6.0, timeout=60, expect="either"),
         P("issue:ctrl-c-design-dask", ["explore", "design", "--out", "{tmp}/r", "--scheduler", "local"],
-          interrupt_after=3.0, timeout=60),
+          interrupt_after=3.0, timeout=60, expect="either"),
         P("issue:ctrl-c-synth", ["translate", "--unit", "requant", "--config", "small", "--out", "{tmp}/t"],
-          interrupt_after=10.0, timeout=60),
+          interrupt_after=5.0, timeout=60, expect="either"),
         # late write failures (a full disk): one line naming the file
         P("issue:trace-full-disk", cl1 + ["--trace", "{f:full.json}"], stdout_ok=True),
         P("issue:report-full-disk", cl1 + ["--report", "{f:full.json}"], stdout_ok=True),
