@@ -27,6 +27,8 @@ MIN_SECONDS = 1.0
 MAX_SECONDS = 7 * 86400.0
 #: most workers even with --force-workers
 MAX_WORKERS = 256
+#: most examples a campaign may be bound to (a billion: months at the fastest target's rate)
+MAX_EXAMPLES = 10**9
 
 HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
 
@@ -150,7 +152,7 @@ def main(args) -> int:
     if not (math.isfinite(seconds) and MIN_SECONDS <= seconds <= MAX_SECONDS):
         raise UserError(f"{option}: the time budget must be a finite {MIN_SECONDS:g}..{MAX_SECONDS:g} seconds, "
                         f"got {seconds:g} s")
-    validate.integer(args.max_examples, "--max-examples", 1)
+    validate.integer(args.max_examples, "--max-examples", 1, MAX_EXAMPLES)
     validate.number(args.shrink_seconds, "--shrink-seconds", 0, MAX_SECONDS)
     validate.integer(args.seed, "--seed", 0, 2**32 - 1)
     out_dir = validate.output_dir(args.out, "--out")

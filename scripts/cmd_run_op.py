@@ -88,6 +88,18 @@ def _inject_bug(name: str, level: str) -> list:
     return undo
 
 
+#: options of a run (``--case``) and of ``--make-case``, with their defaults: each refuses the other's
+RUN_OPTIONS = {"--case": None, "--out": None, "--level": "fl", "--stall": (0.0, 0.0, 0.0), "--stall-seed": 0,
+               "--check": False, "--inject-bug": None}
+MAKE_OPTIONS = {"--seed": 1, "--mode": "nearest"}
+
+
+def _given(args, options: dict) -> list:
+    """The options of ``options`` set to other than their defaults."""
+    values = {opt: getattr(args, opt[2:].replace("-", "_")) for opt in options}
+    return [opt for opt, v in values.items() if (tuple(v) if isinstance(v, list) else v) != options[opt]]
+
+
 def main(args) -> int:
     from pymtl_fp.engine.cases import CaseError, validate_case
     from pymtl_fp.engine.config import preset
@@ -102,6 +114,10 @@ def main(args) -> int:
     for name, p in zip(("P_CMD", "P_DIN", "P_DOUT"), args.stall):
         validate.number(p, f"--stall {name}", 0.0, MAX_STALL)
     validate.integer(args.stall_seed, "--stall-seed", 0, 2**32 - 1)
+    given = _given(args, RUN_OPTIONS if args.make_case else MAKE_OPTIONS)
+    if given:
+        raise UserError(f"{', '.join(given)}: option(s) of " + ("a run; --make-case writes a random case and exits"
+                                                                 if args.make_case else "--make-case"))
     if args.make_case:
         validate.integer(args.seed, "--seed", 0, 2**32 - 1)
         validate.output_file(args.make_case, "--make-case", ".npz")

@@ -349,6 +349,9 @@ def _check_cluster_options(args) -> None:
         raise UserError(f"--node-levels {args.node_levels} needs --level mixed (got --level {args.level})")
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)  # (the net's tiles may allow fewer)
     validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
+    if args.arrays is not None and args.array != CLUSTER_OPTIONS["array"][1]:
+        raise UserError(f"--array {args.array}: --arrays {args.arrays} gives every node's array side; give one or "
+                        "the other")
     for k in CLUSTER_DEPTHS:
         option = "--" + k.replace("_", "-")
         if getattr(args, k) is not None:
@@ -377,21 +380,30 @@ def _check_memory(args, net, dataset: str, batch: int, engines=()) -> None:
     validate.memory_budget(training_bytes(net, dataset, batch, engines), what, args.max_memory)
 
 
-def _check_node_count(args, net, ccfg, mapping) -> None:
+def _check_node_count(args, net, ccfg, mapping, batch: int) -> None:
     """``--nodes`` against what the net allows a pipeline (:func:`~pymtl_fp.cluster.compiler.partition.max_nodes`;
-    given ``--cuts`` and replicas are checked by the partition and the mapping)."""
-    from pymtl_fp.cluster.compiler.partition import grid_unit, max_nodes
+    given ``--cuts`` and replicas are checked by the partition and the mapping), and the pipeline's
+    pieces against the engine's command fields (:func:`~pymtl_fp.cluster.compiler.compile.check_host_loads`),
+    before any data or weights are made."""
+    from pymtl_fp.cluster.compiler.compile import check_host_loads
+    from pymtl_fp.cluster.compiler.partition import grid_unit, max_nodes, partition
     from pymtl_fp.cluster.compiler.schedule import split_allowed
+    from pymtl_fp.cluster.config import ClusterError
 
-    if mapping.parallel != "pipeline" or mapping.cuts is not None:
+    if mapping.parallel != "pipeline":
         return
     split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward
-    most = max_nodes(net, grid_unit(ccfg), split)
-    if args.nodes > most:
-        raise UserError(f"--nodes {args.nodes}: {net.name} can be spread over at most {most} nodes of "
-                        f"{grid_unit(ccfg)}-channel tiles (each conv/fc layer "
-                        + ("shared by at most two neighbouring nodes" if split else "on one node: layer boundaries only")
-                        + f"); give at most {most}")
+    if mapping.cuts is None:
+        most = max_nodes(net, grid_unit(ccfg), split)
+        if args.nodes > most:
+            raise UserError(f"--nodes {args.nodes}: {net.name} can be spread over at most {most} nodes of "
+                            f"{grid_unit(ccfg)}-channel tiles (each conv/fc layer "
+                            + ("shared by at most two neighbouring nodes" if split
+                               else "on one node: layer boundaries only") + f"); give at most {most}")
+    try:
+        check_host_loads(net, partition(net, ccfg, batch, split=split, cuts=mapping.cut_list(), pack="off"))
+    except (ClusterError, ValueError) as exc:
+        raise UserError(str(exc)) from None
 
 
 def _check_levels(args, levels: list, simulated: bool) -> None:
@@ -441,8 +453,8 @@ def _run_cluster(args, net, dataset: str) -> int:
     except (ValueError, TypeError) as exc:
         raise UserError(str(exc)) from None
     _check_levels(args, levels, bool(outputs.trace or outputs.timeline))
-    _check_node_count(args, net, ccfg, mapping)
     _check_memory(args, net, dataset, settings["batch"], ccfg.engines)
+    _check_node_count(args, net, ccfg, mapping, settings["batch"])
     try:
         result = run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=settings["batch"], levels=levels,
                               precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],

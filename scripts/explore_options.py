@@ -18,7 +18,7 @@ def parse_sizes(text: str, option: str, hi: int, what: str) -> list:
     out = set()
     for part in str(text).replace(" ", "").split(","):
         if not part:
-            continue
+            raise UserError(f"{option} {str(text)[:100]}: an empty item; use e.g. 1..128, 1..128:4 or 1,2,4,8")
         m = re.fullmatch(r"(\d+)(?:\.\.|-)(\d+)(?::(\d+))?", part)
         try:
             if m:
@@ -93,9 +93,9 @@ def read_precision(bits):
 
 def read_links(text):
     from pymtl_fp.explore.links import LinkError, parse_link
-    specs = [s for chunk in text for s in str(chunk).split(",") if s.strip()]
-    if not specs:
-        raise UserError("--link: no link given")
+    specs = [s for chunk in text for s in str(chunk).split(",")]
+    if not all(s.strip() for s in specs):
+        raise UserError(f"--link {','.join(map(str, text))[:100]}: an empty item; give link models such as 6x10G,250G")
     try:
         links = [parse_link(s) for s in specs]
     except LinkError as exc:
@@ -134,7 +134,7 @@ def read_modes(text) -> tuple:
     """``--modes``: the dataflows a layer's passes may take (channel always among them)."""
     from pymtl_fp.explore.modes import MODES
 
-    modes = tuple(m.strip() for m in str(text).split(",") if m.strip())
+    modes = tuple(m.strip() for m in str(text).split(","))
     if "channel" not in modes or set(modes) - set(MODES):
         raise UserError(f"--modes {text}: a list of {', '.join(MODES)} that includes channel")
     return modes

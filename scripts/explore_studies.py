@@ -187,7 +187,7 @@ def design(args) -> int:
     dev = read_device(args.device)
     prec = read_precision(args.bits)
     validate.integer(args.batch, "--batch", 1, MAX_BATCH)
-    validate.integer(args.top, "--top", 1)
+    validate.integer(args.top, "--top", 1, 100_000)
     validate.number(args.dram_gbs, "--dram-gbs", 0, None, lo_open=True)
     if args.workers is not None and args.scheduler != "local":
         raise UserError(f"--workers {args.workers}: the worker processes of --scheduler local; "
@@ -197,13 +197,14 @@ def design(args) -> int:
     if args.scheduler not in (None, "local"):
         validate.dask_address(args.scheduler)
     modes = read_modes(args.modes)
-    out = output_folder(args)
-    if args.scheduler is None:
+    out = validate.output_dir(args.out, "--out")  # (made once there is something to write: not for a
+    if args.scheduler is None:                    # scheduler that does not answer)
         res = search(net, dev, args.batch, prec, args.dram_gbs, modes=modes)
     else:
         res = _design_on_dask(args, net, dev, prec, modes, out)
     if not res.count:
         raise UserError(f"no design point fits {dev.name} for {net.name} at batch {args.batch}")
+    out = output_folder(args)
     stem = file_stem("design", net.name, dev.name, f"b{args.batch}")
     best, front = res.best(args.top), res.front()
     files = [report.write_csv(out / f"{stem}_pareto.csv", front, report.DESIGN_COLUMNS),
@@ -238,9 +239,12 @@ def modes(args) -> int:
     net = read_network(args.net)
     arrays = parse_sizes(args.arrays, "--arrays", P_MAX, "array side")
     batches = parse_sizes(args.batches, "--batches", MAX_BATCH, "batch")
-    layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
+    layers = [x.strip() for x in args.layers.split(",")] if args.layers else None
+    if layers is not None and not all(layers):
+        raise UserError(f"--layers {args.layers}: an empty item; give layer names, comma-separated")
     validate.study_size(len(arrays) * len(batches), MAX_MODES_CONFIGS, "(array side, batch) configurations",
                         f"--arrays {args.arrays} x --batches {args.batches}")
+    validate.output_dir(args.out, "--out")  # (probed before the work; made once the study has run)
     try:
         res = study(net, arrays, batches, layers)
     except ValueError as exc:
@@ -285,6 +289,7 @@ def zoo(args) -> int:
     from pymtl_fp.explore.zoo import NETWORKS
 
     names = [read_network(args.net).name] if args.net else list(NETWORKS)
+    validate.output_dir(args.out, "--out")  # (probed before the table is printed)
     rows = []
     for name in names:
         net = read_network(name)

@@ -62,10 +62,19 @@ def _load(name: str):
         return _Broken(modname, exc)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, as every other error (the sub-parsers
+    of every command and target are of this class too)."""
+
+    def error(self, message):
+        message = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     from pymtl_fp import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pymtl-fp",
         description="Multi-level simulator and generator for CNN training on FPGA clusters.",
         epilog="The main command: pymtl-fp train --engine cluster (LeNet on the digits, trained on 4 simulated "
@@ -86,6 +95,45 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, modules
 
 
+#: the last file this process opened for writing (set by an audit hook, see :func:`_watch_writes`)
+_LAST_WRITE: list = [None]
+#: refusals of a write that carry no file name (a full disk shows on ``write`` or ``close``)
+_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EROFS")
+
+
+def _watch_writes() -> None:
+    """Remember the last file opened for writing, whoever opens it (our code, NumPy's ``savez``,
+    matplotlib's ``savefig``), so that a refusal without a file name, such as a full disk on
+    ``write``, names the file.  The audit hook is installed once per process."""
+    import os
+
+    if _LAST_WRITE[0] is not None:
+        return
+    _LAST_WRITE[0] = ""
+    writing = os.O_WRONLY | os.O_RDWR
+
+    def hook(event, args):
+        if event != "open" or not args or not isinstance(args[0], (str, os.PathLike)):
+            return
+        mode, flags = (tuple(args) + (None, 0))[1:3]
+        if (mode and any(c in mode for c in "wax+")) or (mode is None and (flags or 0) & writing):
+            _LAST_WRITE[0] = os.fspath(args[0])
+
+    sys.addaudithook(hook)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an operating-system refusal: the error and the file (the last one opened for
+    writing when the error names none and is a write's)."""
+    import errno
+
+    name = exc.filename
+    if not name and exc.errno in {getattr(errno, e, None) for e in _WRITE_ERRNOS} and _LAST_WRITE[0]:
+        name = _LAST_WRITE[0]
+    where = f": {str(name)[:200]}" if name else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def _interrupted(command: str | None) -> int:
     import signal
 
@@ -99,9 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         parser, modules = build_parser()
     except KeyboardInterrupt:
         return _interrupted(None)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
+        print(f"pymtl-fp: error: give a command: {', '.join(SUBCOMMANDS)} (see pymtl-fp --help)", file=sys.stderr)
         return 2
     mod = modules[args.command]
     if mod is None:
@@ -112,9 +161,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        from pymtl_fp.cli import validate
+
+        validate.no_empty_values(argv)
+        validate.environment()
+        _watch_writes()
         return int(mod.main(args) or 0)
     except UserError as exc:
-        print(f"pymtl-fp {args.command}: error: {exc}", file=sys.stderr)
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"pymtl-fp {args.command}: error: {message}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         import os
@@ -122,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # the operating system refused a file (a name too long, a full disk, ...)
-        where = f": {str(exc.filename)[:200]}" if exc.filename else ""
-        print(f"pymtl-fp {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"pymtl-fp {args.command}: error: {_os_error(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return _interrupted(args.command)

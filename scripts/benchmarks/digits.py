@@ -41,11 +41,15 @@ def _ignore_sigint():
 
 
 def zoo_net(name: str, precision: str):
-    """The zoo net ``--net name`` at ``--precision``, refused unless it takes the images of a data
-    set (the digits, or MNIST's 28x28: :func:`pymtl_fp.data.check_dataset`)."""
+    """The zoo net ``--net name`` at ``--precision``, refused unless it is a bundled net (the
+    benchmarks' worker processes load it by name) that takes the images of a data set (the digits,
+    or MNIST's 28x28: :func:`pymtl_fp.data.check_dataset`)."""
     from pymtl_fp.data import check_dataset
-    from pymtl_fp.net import NetError, load_net
+    from pymtl_fp.net import NetError, load_net, presets
 
+    if name not in presets():
+        raise UserError(f"--net {name[:200]}: a bundled net ({', '.join(presets())}); a net file trains with "
+                        "train --engine cluster --net FILE")
     try:
         net = load_net(name)
     except NetError as exc:

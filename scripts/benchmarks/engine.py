@@ -71,12 +71,13 @@ def main(args) -> int:
             except ValueError as exc:
                 raise UserError(f"{opt} {value}: {exc}") from None
     cfg = cfg.replace(**validate.pipelines(args.pipeline))
-    ops = [o for o in args.ops.split(",") if o]
+    ops = args.ops.split(",")
     if not ops:
         raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")
     bad = [o for o in ops if o not in OPS]
     if bad:
-        raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
+        raise UserError(f"--ops {args.ops}: unknown operation(s) {', '.join(map(repr, bad))}; "
+                        f"choose from {', '.join(OPS)}")
     validate.integer(args.channels, "--channels", 1, MAX_CHANNELS)
     validate.integer(args.size, "--size", 1, MAX_SIZE)
     validate.integer(args.stream, "--stream", 1, MAX_STREAM)

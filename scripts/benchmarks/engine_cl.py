@@ -215,12 +215,13 @@ def main(args) -> int:
     from pymtl_fp.cli import validate as check  # (this module has a validate() of its own)
     from pymtl_fp.cli.errors import UserError
 
-    ops = [o for o in args.ops.split(",") if o]
+    ops = args.ops.split(",")
     if not ops:
         raise UserError(f"--ops: no operation given; choose from {', '.join(OPS)}")
     bad = [o for o in ops + [args.speed_op] if o not in OPS]
     if bad:
-        raise UserError(f"unknown operation(s) {', '.join(bad)}; choose from {', '.join(OPS)}")
+        raise UserError(f"unknown operation(s) {', '.join(map(repr, bad))} (--ops, --speed-op); "
+                        f"choose from {', '.join(OPS)}")
     check.integer(args.validate, "--validate", 0, 10_000)
     try:
         bench(args.config, ops, pymtl=not args.no_pymtl, speed_op=args.speed_op, n_validate=args.validate)

@@ -36,7 +36,7 @@ MAX_SWEEP_VALUE = 4096
 
 def _int_list(text: str, option: str) -> list[int]:
     try:
-        vals = [int(x) for x in text.split(",") if x.strip()]
+        vals = [int(x) for x in text.split(",")]  # (an empty item is an error, not skipped)
     except ValueError:
         raise UserError(f"{option} {text}: expected a comma-separated list of integers") from None
     if not vals or any(not 1 <= v <= MAX_SWEEP_VALUE for v in vals):
@@ -100,6 +100,7 @@ def _latency(level, cfg, n, seed, faults, load):
 
 def main(args) -> int:
     from pymtl_fp.link import LinkConfig, LinkConfigError
+    from pymtl_fp.link.config import MAX_BITS
     from pymtl_fp.tb.link_faults import FaultPlan
 
     sweep = QUICK if args.quick else FULL  # --quick changes the defaults; options given explicitly win
@@ -109,6 +110,7 @@ def main(args) -> int:
     phits = _int_list(args.phits, "--phits")
     lats = _int_list(args.latencies, "--latencies")
     credits = _int_list(args.credits, "--credits")
+    validate.integer(args.msg_bits, "--msg-bits", 1, MAX_BITS)  # (before the table's header)
     validate.integer(args.messages, "--messages", 8, MAX_MESSAGES)
     validate.number(args.load, "--load", 0.0, 1.0, lo_open=True)
     validate.number(args.fault_rate, "--fault-rate", 0.0, 0.1)

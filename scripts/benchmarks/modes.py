@@ -124,6 +124,13 @@ def main(args) -> int:
     from pymtl_fp.cli.errors import UserError
     from pymtl_fp.engine.config import PRESETS
 
+    validate.integer(args.seed, "--seed", 0, 2**32 - 1)
+    if not args.layer:
+        given = [flag for flag, value, default in (("--array", args.array, 32), ("--engines", args.engines, 12))
+                 if value != default]
+        if given:
+            raise UserError(f"{', '.join(given)}: option(s) of --layer (a zoo layer's share); the engine preset's "
+                            "array is --config's")
     if args.layer:
         validate.integer(args.array, "--array", 2, 32)
         validate.integer(args.engines, "--engines", 1, 1024)
