@@ -330,7 +330,7 @@ ROWS = [
      r"avgpool\.onnx: unsupported layers: avg \(AveragePool\): pymtl-fp runs Conv, Relu"),
     ("import-not-onnx", ["import", "{f:not_npz.npz}", "--out", "{tmp}/n.toml"], 1, r"not_npz\.npz: not an ONNX model"),
     ("import-missing", ["import", "{tmp}/none.onnx", "--out", "{tmp}/n.toml"], 1, r"none\.onnx: cannot read it"),
-    ("import-a-directory", ["import", "{f:adir.json}", "--out", "{tmp}/n.toml"], 1, r"adir\.json: not a file"),
+    ("import-a-directory", ["import", "{tmp}/adir.json", "--out", "{tmp}/n.toml"], 1, r"adir\.json: not a file"),
     ("import-out-suffix", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/n.txt"], 1, r"--out .*\.toml or \.json"),
     ("import-out-notadir", ["import", "{f:avgpool.onnx}", "--out", "{tmp}/NOTADIR/n.toml"], 1,
      r"--out .*not a writable directory"),
