@@ -240,6 +240,9 @@ BAD_VALUES = {
               "{f:garbage.json}", "{f:list.json}", "{f:null.json}"],
     "indev": ["", "{tmp}/none.json", "{tmp}/adir.toml", "{f:fifo.json}", "/dev/zero", "{f:empty.toml}",
               "{f:garbage.json}", "{f:list.json}"],
+    "injson": ["", "{tmp}/none.json", "{tmp}/adir.json", "{f:fifo.json}", "/dev/zero", "{f:garbage.json}",
+               "{f:list.json}", "{f:null.json}", "{f:empty.toml}"],
+    "netout": ["", "{tmp}/adir.json", "{tmp}/NOTADIR/x.toml", "{tmp}/x.txt", "/proc/sweep-x.toml"],
     "incase": ["", "{tmp}/none.json", "{f:fifo.json}", "{f:case_empty.json}", "{f:case_list.json}",
                "{f:case_garbage.json}", "{f:case_nan.json}"],
 }
@@ -331,9 +334,14 @@ def _option_sweep() -> list:
                   ("--markdown", "md"), ("--json", "json")),
         "scaling": (("--net", "innet"), ("--precision", "word"), ("--nodes", "list"), ("--batch", "pos"),
                     ("--link-flits", "list"), ("--curve-to", "pos"), ("--level", "word"), ("--steps", "pos"),
-                    ("--workers", "pos"), ("--plot", "png"), ("--markdown", "md"), ("--json", "json")),
+                    ("--workers", "pos"), ("--plot", "png"), ("--markdown", "md"), ("--json", "json"),
+                    ("--simulated", "injson")),
     }
     spec += [(["bench", b], o, k) for b, opts in bench.items() for o, k in opts]
+    imp = ["import", "{f:avgpool.onnx}"]
+    spec += [(imp, "--out", "netout")]
+    spec += [(imp + ["--out", "{tmp}/n.toml"], o, k) for o, k in (("--input-shape", "list"), ("--name", "word"),
+                                                                  ("--like", "word"))]
     spec += [(["doctor"], "--prefer", "word")]
     return spec
 
