@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pymtl_fp.tb.cli_probe import fill
+from pymtl_fp.tb.cli_probe import devices_doc, fill, kill_session, net_doc, session_alive
 
 #: classes in report order; the ones after ``valid`` are defects
 CLASSES = ("clear", "valid", "rejected", "unclear", "silent", "traceback", "hang", "segfault", "outside")
@@ -79,22 +79,8 @@ class Probe:
 
 # -- input files
 
-def _net(input_shape, layers, name="t", **train) -> bytes:
-    fmt = {"8": {"act": [8, 4], "weight": [8, 6], "grad": [8, 7], "wgrad": [8, 3], "bias_bits": 16}}
-    doc = {"name": name, "input_shape": input_shape, "layers": layers, "formats": fmt}
-    if train:
-        doc["train"] = train
-    return json.dumps(doc).encode()
-
-
 CONV = {"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3, "pad": 1}
 FC = {"type": "fc", "name": "fc", "out_features": 10}
-
-
-def _devices(**over) -> bytes:
-    d = {"name": "rack", "description": "d", "fpga": [{"part": "xcvu9p", "count": 2}], "link": {"gbps": 10.0}}
-    d.update(over)
-    return json.dumps(d).encode()
 
 
 def _fifo(path: Path) -> None:
@@ -111,48 +97,48 @@ def _dir(path: Path) -> None:
 
 
 SWEEP_FILES = {
-    "ok.json": _net([1, 8, 8], [CONV, FC]),
-    "tiny.json": _net([1, 8, 8], [dict(CONV, out_channels=2), {"type": "pool", "k": 2}, FC]),
-    "pool_first.json": _net([1, 8, 8], [{"type": "pool", "k": 2}, FC]),
-    "max_layers.json": _net([1, 8, 8], [CONV] + [{"type": "pool", "k": 1}] * 1022 + [FC]),
-    "many_layers.json": _net([1, 8, 8], [CONV] + [{"type": "pool", "k": 1}] * 120_000 + [FC]),
-    "count24.json": _net([1, 8, 8], [dict(CONV, out_channels=128), {"type": "fc", "name": "f1", "out_features": 16384},
+    "ok.json": net_doc([1, 8, 8], [CONV, FC]),
+    "tiny.json": net_doc([1, 8, 8], [dict(CONV, out_channels=2), {"type": "pool", "k": 2}, FC]),
+    "pool_first.json": net_doc([1, 8, 8], [{"type": "pool", "k": 2}, FC]),
+    "max_layers.json": net_doc([1, 8, 8], [CONV] + [{"type": "pool", "k": 1}] * 1022 + [FC]),
+    "many_layers.json": net_doc([1, 8, 8], [CONV] + [{"type": "pool", "k": 1}] * 120_000 + [FC]),
+    "count24.json": net_doc([1, 8, 8], [dict(CONV, out_channels=128), {"type": "fc", "name": "f1", "out_features": 16384},
                                      FC]),
     "empty.toml": b"",
     "garbage.json": b"{not json",
     "list.json": b"[1, 2, 3]",
     "null.json": b"null",
     "no_layers.json": json.dumps({"name": "t", "input_shape": [1, 8, 8], "layers": []}).encode(),
-    "neg_shape.json": _net([1, -8, 8], [CONV, FC]),
-    "zero_shape.json": _net([0, 8, 8], [CONV, FC]),
-    "float_ch.json": _net([1, 8, 8], [dict(CONV, out_channels=4.5), FC]),
-    "bool_ch.json": _net([1, 8, 8], [dict(CONV, out_channels=True), FC]),
-    "str_ch.json": _net([1, 8, 8], [dict(CONV, out_channels="4"), FC]),
-    "kernel_big.json": _net([1, 8, 8], [dict(CONV, kernel=9, pad=0), FC]),
-    "stride0.json": _net([1, 8, 8], [dict(CONV, stride=0), FC]),
-    "pad_neg.json": _net([1, 8, 8], [dict(CONV, pad=-1), FC]),
-    "pool0.json": _net([1, 8, 8], [CONV, {"type": "pool", "k": 0}, FC]),
-    "bad_type.json": _net([1, 8, 8], [dict(CONV, type="lstm"), FC]),
-    "dup_names.json": _net([1, 8, 8], [CONV, dict(CONV), FC]),
-    "train_batch0.json": _net([1, 8, 8], [CONV, FC], batch=0),
-    "train_seed_neg.json": _net([1, 8, 8], [CONV, FC], seed=-1),
-    "train_str.json": _net([1, 8, 8], [CONV, FC], epochs="3"),
+    "neg_shape.json": net_doc([1, -8, 8], [CONV, FC]),
+    "zero_shape.json": net_doc([0, 8, 8], [CONV, FC]),
+    "float_ch.json": net_doc([1, 8, 8], [dict(CONV, out_channels=4.5), FC]),
+    "bool_ch.json": net_doc([1, 8, 8], [dict(CONV, out_channels=True), FC]),
+    "str_ch.json": net_doc([1, 8, 8], [dict(CONV, out_channels="4"), FC]),
+    "kernel_big.json": net_doc([1, 8, 8], [dict(CONV, kernel=9, pad=0), FC]),
+    "stride0.json": net_doc([1, 8, 8], [dict(CONV, stride=0), FC]),
+    "pad_neg.json": net_doc([1, 8, 8], [dict(CONV, pad=-1), FC]),
+    "pool0.json": net_doc([1, 8, 8], [CONV, {"type": "pool", "k": 0}, FC]),
+    "bad_type.json": net_doc([1, 8, 8], [dict(CONV, type="lstm"), FC]),
+    "dup_names.json": net_doc([1, 8, 8], [CONV, dict(CONV), FC]),
+    "train_batch0.json": net_doc([1, 8, 8], [CONV, FC], batch=0),
+    "train_seed_neg.json": net_doc([1, 8, 8], [CONV, FC], seed=-1),
+    "train_str.json": net_doc([1, 8, 8], [CONV, FC], epochs="3"),
     "fmt_bits.json": json.dumps({"name": "t", "input_shape": [1, 8, 8], "layers": [CONV, FC],
                                  "formats": {"8": {"act": [99, 4], "weight": [8, 6], "grad": [8, 7]}}}).encode(),
     "fmt_none.json": json.dumps({"name": "t", "input_shape": [1, 8, 8], "layers": [CONV, FC], "formats": {}}).encode(),
     "unknown_key.json": json.dumps({"name": "t", "input_shape": [1, 8, 8], "layers": [CONV, FC], "colour": 1}).encode(),
-    "rgb.json": _net([3, 8, 8], [CONV, FC]),
-    "out5.json": _net([1, 8, 8], [CONV, dict(FC, out_features=5)]),
-    "dev_empty.json": _devices(fpga=[]),
-    "dev_count0.json": _devices(fpga=[{"part": "xcvu9p", "count": 0}]),
-    "dev_count_neg.json": _devices(fpga=[{"part": "xcvu9p", "count": -3}]),
+    "rgb.json": net_doc([3, 8, 8], [CONV, FC]),
+    "out5.json": net_doc([1, 8, 8], [CONV, dict(FC, out_features=5)]),
+    "dev_empty.json": devices_doc(fpga=[]),
+    "dev_count0.json": devices_doc(fpga=[{"part": "xcvu9p", "count": 0}]),
+    "dev_count_neg.json": devices_doc(fpga=[{"part": "xcvu9p", "count": -3}]),
     "dev_nolink.json": json.dumps({"name": "rack", "fpga": [{"part": "xcvu9p", "count": 2}]}).encode(),
-    "dev_links_short.json": _devices(links=[{"gbps": 10}] * 5),
-    "dev_bram_neg.json": _devices(fpga=[{"name": "x", "dsp": 100, "bram36": -1}]),
-    "dev_frac.json": _devices(fpga=[{"part": "xcvu9p", "count": 2, "dsp_fraction": 0}]),
-    "dev_one.json": _devices(fpga=[{"part": "xcvu9p", "count": 1}]),
-    "dev_unicode.json": _devices(name="r\u00e4ck\u202e"),
-    "dev_name_long.json": _devices(name="x" * 300),
+    "dev_links_short.json": devices_doc(links=[{"gbps": 10}] * 5),
+    "dev_bram_neg.json": devices_doc(fpga=[{"name": "x", "dsp": 100, "bram36": -1}]),
+    "dev_frac.json": devices_doc(fpga=[{"part": "xcvu9p", "count": 2, "dsp_fraction": 0}]),
+    "dev_one.json": devices_doc(fpga=[{"part": "xcvu9p", "count": 1}]),
+    "dev_unicode.json": devices_doc(name="r\u00e4ck\u202e"),
+    "dev_name_long.json": devices_doc(name="x" * 300),
     "case_empty.json": b"",
     "case_list.json": b"[1, 2]",
     "case_garbage.json": b"{\"acc_bits\": ",
@@ -617,29 +603,6 @@ def _prepare(work: Path, probe: Probe, files: dict) -> None:
         (work / "adir.json").mkdir()
 
 
-def _session_alive(sid: int) -> list:
-    alive = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.getsid(int(pid)) != sid:
-                continue
-            with open(f"/proc/{pid}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(int(pid))
-    return alive
-
-
-def _kill_session(sid: int) -> None:
-    for pid in _session_alive(sid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
 def _start(probe: Probe, argv: list, cwd: Path, env: dict):
     cmd = list(probe.cmd) if probe.cmd is not None else list(CLI) + argv
     # (SIGINT as a terminal leaves it: a sweep started in the background has it ignored, and Python
@@ -663,15 +626,15 @@ def _finish(proc, probe: Probe, started: float) -> tuple:
             out, err = proc.communicate(timeout=probe.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_session(proc.pid)
+        kill_session(proc.pid)
         out, err = proc.communicate()
-    left = _session_alive(proc.pid)
+    left = session_alive(proc.pid)
     for _ in range(30):
         if not left:
             break
         time.sleep(0.1)
-        left = _session_alive(proc.pid)
-    _kill_session(proc.pid)
+        left = session_alive(proc.pid)
+    kill_session(proc.pid)
     return proc.returncode, out or "", err or "", timed_out, left
 
 

@@ -10,7 +10,6 @@ either accepted by the checks before the work or refused in one line.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -22,27 +21,11 @@ from hypothesis import strategies as st
 import pymtl_fp.cli.cmd_train  # noqa: F401  (imported at collection: the first row does not pay for it)
 from pymtl_fp.cli.main import main as cli_main
 from pymtl_fp.net import MAX_CHANNELS, MAX_LAYERS, MAX_SIDE
-from pymtl_fp.tb.cli_probe import fill, listing
+from pymtl_fp.tb.cli_probe import devices_doc, fill, listing, net_doc
 from pymtl_fp.tb.hypothesis_profiles import examples
-
-FORMATS = {"8": {"act": [8, 4], "weight": [8, 6], "grad": [8, 7], "wgrad": [8, 3], "bias_bits": 16}}
-
-
-def _net(input_shape, layers, **train) -> bytes:
-    doc = {"name": "t", "input_shape": input_shape, "layers": layers, "formats": FORMATS}
-    if train:
-        doc["train"] = train
-    return json.dumps(doc).encode()
-
 
 CONV4 = {"type": "conv", "name": "c1", "out_channels": 4, "kernel": 3, "pad": 1}
 FC = {"type": "fc", "name": "fc", "out_features": 10}
-
-
-def _devices(**over) -> bytes:
-    d = {"name": "rack", "description": "d", "fpga": [{"part": "xcvu9p", "count": 2}], "link": {"gbps": 10.0}}
-    d.update(over)
-    return json.dumps(d).encode()
 
 
 def _fpga(**fields) -> list:
@@ -50,32 +33,32 @@ def _fpga(**fields) -> list:
 
 
 FILES = {
-    "big_input.json": _net([1, 1024, 1024], [{"type": "pool", "k": 64}, FC]),
-    "layers.json": _net([1, 8, 8], [CONV4] + [{"type": "pool", "k": 1}] * MAX_LAYERS + [FC]),
-    "epochs.json": _net([1, 8, 8], [CONV4, FC], epochs=99_999_999),
-    "halve.json": _net([1, 8, 8], [CONV4, FC], lr_halve_every=10**14),
-    "lr.json": _net([1, 8, 8], [CONV4, FC], lr_log2=500),
-    "wide.json": _net([1, 8, 8], [dict(CONV4, out_channels=MAX_CHANNELS), FC]),
-    "pool_first.json": _net([1, 8, 8], [{"type": "pool", "k": 2}, FC]),
-    "count24.json": _net([1, 8, 8], [dict(CONV4, out_channels=128), {"type": "fc", "name": "f1", "out_features": 16384},
+    "big_input.json": net_doc([1, 1024, 1024], [{"type": "pool", "k": 64}, FC]),
+    "layers.json": net_doc([1, 8, 8], [CONV4] + [{"type": "pool", "k": 1}] * MAX_LAYERS + [FC]),
+    "epochs.json": net_doc([1, 8, 8], [CONV4, FC], epochs=99_999_999),
+    "halve.json": net_doc([1, 8, 8], [CONV4, FC], lr_halve_every=10**14),
+    "lr.json": net_doc([1, 8, 8], [CONV4, FC], lr_log2=500),
+    "wide.json": net_doc([1, 8, 8], [dict(CONV4, out_channels=MAX_CHANNELS), FC]),
+    "pool_first.json": net_doc([1, 8, 8], [{"type": "pool", "k": 2}, FC]),
+    "count24.json": net_doc([1, 8, 8], [dict(CONV4, out_channels=128), {"type": "fc", "name": "f1", "out_features": 16384},
                                      FC]),
-    "links_number.json": _devices(links=5),
-    "links_text.json": _devices(links="abc"),
-    "gbps_text_inf.json": _devices(link={"gbps": "inf"}),
-    "gbps_huge.json": _devices(link={"gbps": 1e300}),
-    "rate_zero.json": _devices(link={"lanes": 4, "rate_gbps": 0}),
-    "lanes_huge.json": _devices(link={"lanes": 10**9}),
-    "latency_huge.json": _devices(link={"gbps": 10, "latency_ns": 1e300}),
-    "clock_huge.json": _devices(fpga=_fpga(clock_mhz=1e300)),
-    "clock_text.json": _devices(fpga=_fpga(clock_mhz="300")),
-    "dram_zero.json": _devices(fpga=_fpga(dram_gbs=0)),
-    "array_huge.json": _devices(fpga=_fpga(array=[100_000, 32])),
-    "array_float.json": _devices(fpga=_fpga(array=[1.5, 32])),
-    "dsp_huge.json": _devices(fpga=[{"name": "big", "dsp": 10**15, "bram36": 10}]),
-    "family_number.json": _devices(fpga=[{"name": "x", "dsp": 100, "bram36": 10, "family": 7}]),
-    "part_number.json": _devices(fpga=[{"part": 5}]),
-    "part_unknown.json": _devices(fpga=[{"part": "xc9z"}]),
-    "description_table.json": _devices(description={"a": 1}),
+    "links_number.json": devices_doc(links=5),
+    "links_text.json": devices_doc(links="abc"),
+    "gbps_text_inf.json": devices_doc(link={"gbps": "inf"}),
+    "gbps_huge.json": devices_doc(link={"gbps": 1e300}),
+    "rate_zero.json": devices_doc(link={"lanes": 4, "rate_gbps": 0}),
+    "lanes_huge.json": devices_doc(link={"lanes": 10**9}),
+    "latency_huge.json": devices_doc(link={"gbps": 10, "latency_ns": 1e300}),
+    "clock_huge.json": devices_doc(fpga=_fpga(clock_mhz=1e300)),
+    "clock_text.json": devices_doc(fpga=_fpga(clock_mhz="300")),
+    "dram_zero.json": devices_doc(fpga=_fpga(dram_gbs=0)),
+    "array_huge.json": devices_doc(fpga=_fpga(array=[100_000, 32])),
+    "array_float.json": devices_doc(fpga=_fpga(array=[1.5, 32])),
+    "dsp_huge.json": devices_doc(fpga=[{"name": "big", "dsp": 10**15, "bram36": 10}]),
+    "family_number.json": devices_doc(fpga=[{"name": "x", "dsp": 100, "bram36": 10, "family": 7}]),
+    "part_number.json": devices_doc(fpga=[{"part": 5}]),
+    "part_unknown.json": devices_doc(fpga=[{"part": "xc9z"}]),
+    "description_table.json": devices_doc(description={"a": 1}),
 }
 
 C = ["train", "--engine", "cluster"]
@@ -223,7 +206,7 @@ def test_a_net_within_the_limits_is_accepted_or_refused_in_one_line(side, layers
     named.append({"type": "fc", "name": "out", "out_features": 10})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "net.json"
-        path.write_bytes(_net([1, side, side], named))
+        path.write_bytes(net_doc([1, side, side], named))
         argv = (["train", "--engine", "cluster", "--nodes", "1"] if cluster else ["train"]) + \
             ["--net", str(path), "--batch", str(batch), "--max-memory", "1M"]
         out, err = io.StringIO(), io.StringIO()

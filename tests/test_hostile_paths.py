@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pymtl_fp.cli.main import main as cli_main
-from pymtl_fp.tb.cli_probe import fill, listing
+from pymtl_fp.tb.cli_probe import fill, kill_session, listing, session_alive
 
 RQ_VECTOR = {"acc": 300, "shift": 2, "stochastic": False, "relu": False, "seed": 0, "tensor_id": 0, "index": 0}
 RQ = {"acc_bits": 16, "out_bits": 8, "vectors": [RQ_VECTOR]}
@@ -203,32 +203,16 @@ def test_a_dask_fuzz_campaign_writes_nothing_outside_its_folders(tmp_path):
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".dask-scratch-")]
 
 
-def _session_alive(sid: int) -> list:
-    """Processes of session ``sid`` that are still running (zombies waiting to be reaped are not)."""
-    alive = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.getsid(int(pid)) != sid:
-                continue
-            with open(f"/proc/{pid}/stat") as fh:
-                state = fh.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(int(pid))
-    return alive
-
-
 def _finish(proc, timeout: float) -> tuple:
     """``(stdout, stderr, processes of its session still alive)`` once ``proc`` has exited (within
     ``timeout`` seconds: a hang guard); a worker's interpreter may take a moment more to exit."""
     out, err = proc.communicate(timeout=timeout)
-    left = _session_alive(proc.pid)
+    left = session_alive(proc.pid)
     for _ in range(50):
         if not left:
             break
         time.sleep(0.1)
-        left = _session_alive(proc.pid)
+        left = session_alive(proc.pid)
     return out, err, left
 
 
@@ -251,8 +235,7 @@ def test_ctrl_c_in_a_dask_campaign_leaves_no_process_behind(tmp_path):
         os.killpg(proc.pid, signal.SIGINT)
         out, err, left = _finish(proc, 60)
     finally:
-        for pid in _session_alive(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        kill_session(proc.pid)
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines()[-1] == "pymtl-fp fuzz: interrupted", err
     assert "Traceback" not in err and "Exception ignored" not in err, err
@@ -277,8 +260,7 @@ def test_sigint_to_the_parent_alone_stops_a_bench_and_its_worker_processes(tmp_p
         os.kill(proc.pid, signal.SIGINT)
         out, err, left = _finish(proc, 30)
     finally:
-        for pid in _session_alive(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        kill_session(proc.pid)
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines()[-1] == "pymtl-fp bench: interrupted", err
     assert "Traceback" not in err, err
