@@ -21,7 +21,9 @@ partition and the per-node programs are derived from it by :mod:`pymtl_fp.cluste
   ``ring:nodeN-1->node0`` and then ``node0->host``; the host's loss gradients travel
   ``host->node0:grad`` and then ``ring:node0->nodeN-1`` (node 0's board passes both through
   without its engine).  The node programs are the same; a ring needs at least 2 nodes.
-* ``clock_mhz``: the clock used to turn cycles into images/s in reports.
+* ``clock_mhz``: the clock that turns cycles into images/s, energy and trace time in reports; ``None``
+  (the default): the clock the slowest node's RTL reaches (:attr:`ClusterConfig.clock`,
+  :mod:`pymtl_fp.clock`: a recorded pre-route path times a routing allowance).
 * ``fpga_family``: the device family whose energy constants price the run's activity in reports
   (:mod:`pymtl_fp.energy`; one node is one FPGA).
 """
@@ -104,7 +106,7 @@ class ClusterConfig:
     engines: tuple
     link: LinkConfig
     topology: str = "chain"
-    clock_mhz: float = 200.0
+    clock_mhz: float | None = None
     fpga_family: str = "ultrascale+"
     link_overrides: dict = dataclasses.field(default_factory=dict, hash=False)
 
@@ -147,7 +149,7 @@ class ClusterConfig:
             if not isinstance(lc, LinkConfig) or lc.msg_bits != first.beat_bits:
                 raise ClusterError(f"link_overrides[{name!r}] must be a LinkConfig with msg_bits="
                                    f"{first.beat_bits}, got {lc!r}")
-        if not 0 < self.clock_mhz < float("inf"):
+        if self.clock_mhz is not None and not 0 < self.clock_mhz < float("inf"):
             raise ClusterError(f"clock_mhz must be a finite number > 0, got {self.clock_mhz}")
         from pymtl_fp.energy.constants import fpga_families
 
@@ -157,6 +159,14 @@ class ClusterConfig:
     @property
     def n(self) -> int:
         return len(self.engines)
+
+    @property
+    def clock(self):
+        """The clock that turns cycles into time (:class:`pymtl_fp.clock.ClockEstimate`): ``clock_mhz`` as
+        given, or (``None``) the clock the slowest node's RTL reaches (:func:`pymtl_fp.clock.rtl_clock`)."""
+        from pymtl_fp.clock import cluster_clock
+
+        return cluster_clock(self.engines, self.clock_mhz)
 
     def link_cfg(self, name: str) -> LinkConfig:
         """The config of the link called ``name`` (see :func:`link_names`)."""
@@ -254,7 +264,7 @@ def node_levels(level: str, n: int, node_levels: str | list | None = None) -> li
 
 
 def cluster_for_net(net, precision: str = "8", arrays=(4, 4, 4, 4), *, link_latency: int = 8, stream_lanes: int = 1,
-                    pipelines: dict | None = None, clock_mhz: float = 200.0, topology: str = "chain",
+                    pipelines: dict | None = None, clock_mhz: float | None = None, topology: str = "chain",
                     fpga_family: str = "ultrascale+", **depths) -> ClusterConfig:
     """The cluster ``pymtl-fp train --engine cluster`` builds from its options: one engine per entry
     of ``arrays`` (its MAC array side) with the word widths of ``net`` at ``precision``

@@ -38,7 +38,7 @@ def _net(net) -> Net:
 
 
 def cluster(net="lenet-digits", nodes: int = 4, *, array: int = 4, arrays=None, precision: str = "8",
-            link_latency: int = 8, stream_lanes: int = 1, pipelines: str | None = None, clock_mhz: float = 200.0,
+            link_latency: int = 8, stream_lanes: int = 1, pipelines: str | None = None, clock_mhz: float | None = None,
             topology: str = "chain", fpga_family: str = "ultrascale+", **depths) -> ClusterConfig:
     """A cluster for ``net`` at ``precision``: ``nodes`` nodes of ``array x array`` MAC arrays (or one
     side per node in ``arrays``), links of ``link_latency`` cycles at full rate, ``stream_lanes``

@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 
 HELP = ("benchmarks that print measured figures: engine, engine-cl, modes, bands, link, cluster, schedules, parallel, "
-        "storage, weights, model, scaling")
+        "storage, weights, model, scaling, clock")
 TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights",
-           "model", "scaling")
+           "model", "scaling", "clock")
 
 
 def _load(target):

@@ -121,8 +121,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="engine pipelines of every node: requant, mac, addr, cmd (comma-separated) or all "
                           "(as translate --pipeline: the engine's pre-route path 25 ns without, 4.9 ns with all; "
                           "default none)")
-    grp.add_argument("--clock-mhz", type=float, default=200.0, metavar="MHZ",
-                     help="clock for images/s and the energy's static part (default 200)")
+    grp.add_argument("--clock-mhz", type=float, default=None, metavar="MHZ",
+                     help="clock for images/s, the energy's static part and the trace's time (default: the clock "
+                          "the nodes' RTL reaches: the recorded pre-route path of the node times a routing "
+                          "allowance from place-and-route; the report says which)")
     grp.add_argument("--fpga-family", default="ultrascale+", metavar="FAMILY",
                      help="device family whose energy constants price the run (pymtl_fp/energy/data: "
                           "ultrascale+ (default) or 7series)")
@@ -361,7 +363,8 @@ def _check_cluster_options(args) -> None:
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     validate.integer(args.link_latency, "--link-latency", 1, MAX_LINK_LATENCY)
     validate.integer(args.fault_seed, "--fault-seed", 0, 2**32 - 1)
-    validate.number(args.clock_mhz, "--clock-mhz", 1, 10_000)  # (below 1 MHz the report's rates print as 0)
+    if args.clock_mhz is not None:
+        validate.number(args.clock_mhz, "--clock-mhz", 1, 10_000)  # (below 1 MHz the report's rates print as 0)
     if args.fpga_family not in fpga_families():
         raise UserError(f"--fpga-family {args.fpga_family!r}: choose one of {', '.join(fpga_families())}")
     if args.groups is not None:

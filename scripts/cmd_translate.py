@@ -169,6 +169,10 @@ def main(args) -> int:
         unit_params = unit.params(cfg)
         model_cfg = cfg
     report = dict(unit=unit.name, preset=args.config, module=name, verilator=info.describe())
+    if unit.name in ("engine", "node"):  # what pymtl_fp.clock's records key on
+        from pymtl_fp.clock import pipelines_key
+
+        report["pipelines"] = pipelines_key(cfg if unit.name == "engine" else cfg[0])
 
     t0 = time.perf_counter()
     try:

@@ -23,6 +23,7 @@ from pymtl_fp.cli.explore_options import (
     read_network,
     read_precision,
 )
+from pymtl_fp.clock import assumed, rtl_note
 
 
 def scaling(args) -> int:
@@ -50,7 +51,7 @@ def scaling(args) -> int:
     if not args.no_plot:
         files.append(report.scaling_plot(res, out / f"{stem}.png"))
     print(f"{net.name} on 1 x .. {max(sizes)} x {dev.name} (engines {res.array.E} x {res.array.P}x{res.array.P}, "
-          f"{dev.clock_mhz:g} MHz, {prec.act_bits}-bit): {len(sizes)} cluster sizes x "
+          f"{assumed(dev.clock_mhz, res.array.P)}, {prec.act_bits}-bit): {len(sizes)} cluster sizes x "
           f"{len(links)} links swept in {res.seconds:.3f} s")
     for lk in links:
         knee = res.knees[lk.name]
@@ -126,6 +127,7 @@ def partition(args) -> int:
           "* devices (chain order): " + ", ".join(
               f"{d.name} {a} @{d.clock_mhz:g} MHz" for d, a in
               zip(cluster.devices, cluster.arrays)),
+          f"* clocks: each part's nominal clock, assumed ({rtl_note(max(a.P for a in cluster.arrays))})",
           "* links (Gb/s per direction): " + ", ".join(f"{lk.gbps:.1f}" for lk in cluster.links),
           (f"* precision {prec.act_bits}-bit, mini-batch {args.batch}, up to {args.pieces} "
            f"pieces per layer, split={args.split}, engine cycles from pymtl_fp.timing, memory limit "

@@ -63,6 +63,7 @@ SCALING_RECORD = "docs/results/data/scaling_deep-mnist_verilator.json"
 
 JOBS = (
     Job("zoo", _explore("zoo"), _gen("zoo.md"), "a second", fast=True),
+    Job("clock", ("bench", "clock", "--markdown", f"{OUT}/clock.md"), _gen("clock.md"), "a second", fast=True),
     Job("scaling-vgg16", _explore("scaling", "--net", "vgg16", "--device", "xc7vx690t", "--fpgas", "1..128",
                                   "--link", "6x10G,6x13.1G,250G,inf", "--optimal"),
         _gen("scaling_vgg16_xc7vx690t.md", "scaling_vgg16_xc7vx690t.png"), "seconds", fast=True),

@@ -322,6 +322,7 @@ def _option_sweep() -> list:
                     ("--link-flits", "list"), ("--curve-to", "pos"), ("--level", "word"), ("--steps", "pos"),
                     ("--workers", "pos"), ("--plot", "png"), ("--markdown", "md"), ("--json", "json"),
                     ("--simulated", "injson")),
+        "clock": (("--markdown", "md"),),
     }
     spec += [(["bench", b], o, k) for b, opts in bench.items() for o, k in opts]
     imp = ["import", "{f:avgpool.onnx}"]

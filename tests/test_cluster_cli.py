@@ -22,10 +22,16 @@ def test_cluster_training_report_json_and_weights(tmp_path, capsys):
                    "--save-weights", str(weights)) == 0
     out = capsys.readouterr().out
     assert "final weights equal the golden model's: yes" in out
-    for text in ("cycles per step", "images/s at 200 MHz", "analytical bound per step", "MAC util",
-                 "bandwidth utilization", "first logits after"):
+    for text in ("cycles per step", "analytical bound per step", "MAC util",
+                 "bandwidth utilization", "first logits after", "clock: ", "the clock the RTL reaches"):
         assert text in out
     data = json.loads(report.read_text())
+    # images/s at the clock the nodes' RTL reaches, as the report states it (no assumed 200 MHz)
+    clock = data["clock"]
+    assert not clock["given"] and clock["mhz"] == data["clock_mhz"] < 200
+    assert clock["mhz"] == pytest.approx(1000 / (clock["pre_route_ns"] * clock["routing_allowance"]))
+    assert data["images_per_s"] == pytest.approx(2 * clock["mhz"] * 1e6 / data["cycles_per_step"][-1])
+    assert f"images/s at {clock['mhz']:.1f} MHz" in out
     assert data["weights_equal_golden"] is True and data["nodes"] == 2 and data["batch"] == 2
     assert len(data["node"]) == 2 and data["bound"]["cycles_per_step"] > 0
     w = np.load(weights)

@@ -35,7 +35,7 @@ def test_the_zoos_lenet_is_the_preset():
 def test_cluster_from_config():
     net = load_net("lenet-digits")
     eng = engine_for_net(net, "8", P=4)
-    ccfg = ClusterConfig.homogeneous(3, eng, default_link(eng.stream_bits, 8))
+    ccfg = ClusterConfig.homogeneous(3, eng, default_link(eng.stream_bits, 8), clock_mhz=200.0)
     slow = default_link(eng.stream_bits, 8).replace(credits=1)  # one message per round trip
     cl = Cluster.from_config(ccfg.replace(link_overrides={"node2->node1": slow}), get_device("xcvu9p"))
     assert cl.n == 3 and cl.arrays == [EngineArray(4, 1)] * 3

@@ -22,7 +22,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     """The run's report; ``routers``: one :class:`~pymtl_fp.cluster.hw.observe.RouterLog` per node,
     ``host``: the :class:`~pymtl_fp.cluster.hw.host.HostModel`, ``rcfgs``: the routers' configs (for
     the energy model's resource counts; default ones if not given)."""
-    clock = ccfg.clock_mhz * 1e6
+    clock = ccfg.clock.mhz * 1e6
     E = ccfg.lanes  # elements per link message (beat)
     link_rate = ccfg.link.throughput_msgs * E  # elements per cycle at full load
     # step boundaries: when every node has passed the step's mark
@@ -98,7 +98,7 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         "link": {"msg_bits": ccfg.link.msg_bits, "phit_bits": ccfg.link.phit_bits,
                  "latency": ccfg.link.latency, "credits": ccfg.link.credits,
                  "elements_per_cycle": link_rate},
-        "clock_mhz": ccfg.clock_mhz, "batch": batch, "steps": steps,
+        "clock_mhz": ccfg.clock.mhz, "clock": ccfg.clock.to_dict(), "batch": batch, "steps": steps,
         "engine_pipelines": [p for p in PIPELINES if getattr(ccfg.engines[0], f"pipelined_{p}")],
         "partition": {"method": part.method, "cuts": part.cuts, "split_layers": part.split_layers(),
                       "nodes": part.describe(), "balance_max_over_mean": part.balance,
@@ -179,7 +179,7 @@ def _energy(ccfg, cprog, routers, rcfgs, cycles, steps, batch) -> dict:
     rcfgs = rcfgs or [router_config_for(e) for e in ccfg.engines]
     acts = [node_activity(j, ccfg.engines[j], cprog.nodes[j], routers[j], steps, cycles, ccfg.link.msg_bits,
                           ccfg.engines[j].beat_bits) for j in range(ccfg.n)]  # (a message is a beat)
-    return run_energy(acts, list(ccfg.engines), list(rcfgs), ccfg.fpga_family, ccfg.clock_mhz, steps=steps,
+    return run_energy(acts, list(ccfg.engines), list(rcfgs), ccfg.fpga_family, ccfg.clock.mhz, steps=steps,
                       images=steps * batch)
 
 
@@ -280,7 +280,8 @@ def format_report(rep: dict) -> str:
     cps = rep["cycles_per_step"]
     cps_text = str(cps) if len(cps) <= 8 else f"[{cps[0]}, {cps[1]}, ..., {cps[-1]}] ({len(cps)} steps)"
     lines.append(f"cycles per step: {cps_text} (total {rep['cycles_total']}); "
-                 f"{rep['images_per_s']:.0f} images/s at {rep['clock_mhz']:.0f} MHz")
+                 f"{rep['images_per_s']:.0f} images/s at {rep['clock_mhz']:.1f} MHz")
+    lines.append(f"clock: {rep['clock']['text']}")
     lines.append(f"analytical bound per step: slowest node compute {b['node_compute_cycles_per_step']}, "
                  f"slowest node compute+stream I/O one after the other {b['node_serial_cycles_per_step']}, busiest link "
                  f"{b['busiest_link_cycles_per_step']:.0f} -> bound {b['cycles_per_step']:.0f}; measured {steady}: "

@@ -257,7 +257,7 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
 
         doc = chrome_trace([(cl[j].trace, ccfg.engines[j]) for j in range(ccfg.n)], cprog,
                            [lk.trace for lk in top.cnet.links], top.cnet.link_names, top.host.model.logit_cycles,
-                           cycles, ccfg.clock_mhz, ccfg.link.msg_bits, logs[0].marks)
+                           cycles, ccfg.clock.mhz, ccfg.link.msg_bits, logs[0].marks)
     return ClusterRun(new_params, list(top.host.model.losses), cycles, report, list(top.host.model.logits), doc)
 
 

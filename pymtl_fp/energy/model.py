@@ -103,7 +103,7 @@ def run_energy(activities: list, engines: list, routers: list, family: str, cloc
 def format_energy(e: dict, steps: int) -> list:
     """The report's energy lines."""
     tot = e["total_joules"]
-    lines = [f"energy ({e['family_title']}, {e['clock_mhz']:g} MHz; constants' low..high in brackets): "
+    lines = [f"energy ({e['family_title']}, {e['clock_mhz']:.4g} MHz; constants' low..high in brackets): "
              f"{_j(tot['value'] / steps)} per step [{_j(tot['low'] / steps)}..{_j(tot['high'] / steps)}]; "
              f"{_eff(e['gops_per_joule'])} GOPs/J ({_eff(e['gops_per_joule_dynamic'])} GOPs/J without static "
              f"power), {_eff(e['images_per_joule'], '.3g')} images/J"]

@@ -126,7 +126,8 @@ def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1) -
     _, _, passes, steps, links = _timing(net, part, ccfg, batch)
     node = max(p.fwd + p.bwd + p.wg / batch for p in passes)
     link = max(transfer_cycles(v / batch, ccfg.lanes, ccfg.link_cfg(k).throughput_msgs) for k, v in links.items())
-    clock = ccfg.clock_mhz * 1e6
+    clock = ccfg.clock.mhz * 1e6
     return {"nodes": nodes, "flits": flits, "batch": batch, "cycles_per_step": steps.cycles_per_step,
             "images_s": batch * clock / steps.cycles_per_step, "bound_images_s": clock / max(node, link),
-            "bound": "link" if link > node else "compute", "clock_mhz": ccfg.clock_mhz}
+            "bound": "link" if link > node else "compute", "clock_mhz": ccfg.clock.mhz,
+            "clock": ccfg.clock.describe()}

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.clock import assumed
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules, phase_macs
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
@@ -307,7 +308,7 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
     assumptions = [
         (f"device {device.name}: {device.dsp} DSPs ({device.dsp_fraction:.0%} usable), "
          f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM ({RAM_FRACTION:.0%} usable), "
-         f"clock {device.clock_mhz:g} MHz, DRAM {dram_bps / 8e9:.1f} GB/s"),
+         f"clock {assumed(device.clock_mhz, 32)}, DRAM {dram_bps / 8e9:.1f} GB/s"),
         (f"precision {prec.act_bits}/{prec.weight_bits}/{prec.grad_bits}-bit act/weight/grad, "
          f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
          f"mini-batch {batch}"),

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.clock import assumed
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
 from pymtl_fp.explore.links import Link
@@ -149,7 +150,7 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
                     best[(n, b)] = r
     seconds = time.perf_counter() - t0
     assumptions = [
-        (f"device {device.name}: {arr.E} engines of {arr.P} x {arr.P} at {device.clock_mhz:g} MHz, "
+        (f"device {device.name}: {arr.E} engines of {arr.P} x {arr.P} at {assumed(device.clock_mhz, arr.P)}, "
          f"{onchip / 1e6:.1f} Mb on chip; engine cycles from pymtl_fp.timing (FP+BP+WG per image, weight "
          "gradients over the images an FPGA trains per step)"),
         (f"link {link.name}: {link.gbps:.1f} Gb/s per direction, {link.latency_ns:g} ns per hop; all-reduce "

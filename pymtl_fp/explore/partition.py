@@ -68,7 +68,7 @@ class Cluster:
         between nodes ``j`` and ``j + 1`` (``throughput_bits`` per cycle at that clock) and their
         zero-load latency; the word widths are node 0's engine's.  The device stands for what a
         ``ClusterConfig`` does not describe (DSPs, memories, transceivers of the part)."""
-        mhz = ccfg.clock_mhz
+        mhz = ccfg.clock.mhz
         devices = [replace(device, clock_mhz=mhz).with_array(EngineArray.of_engine(e)) for e in ccfg.engines]
         links = []
         for j in range(ccfg.n - 1):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymtl_fp.clock import assumed
 from pymtl_fp.cluster.compiler.partition import nearest_positions
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy, phase_macs
 from pymtl_fp.explore.chain import Chain
@@ -210,7 +211,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     assumptions = [
         (f"device {device.name} ({device.family}): {device.dsp} DSPs, "
          f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; {arr.E} engines of {arr.P} x {arr.P} "
-         f"({arr.lanes} lanes) at {device.clock_mhz:g} MHz"),
+         f"({arr.lanes} lanes) at {assumed(device.clock_mhz, arr.P)}"),
         (f"precision: {precision.act_bits}-bit activations, {precision.weight_bits}-bit "
          f"weights, {precision.grad_bits}-bit gradients, {precision.acc_bits}-bit "
          f"weight-gradient accumulators; mini-batch {batch}"),

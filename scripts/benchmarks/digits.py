@@ -103,5 +103,5 @@ def last_step_figures(run, ccfg, batch: int) -> dict:
     last = rep["cycles_per_step"][-1]
     peak = sum(e.P * e.P for e in ccfg.engines)
     macs = sum(nd["macs"] for nd in rep["node"])
-    return {"cycles_per_step": last, "images_per_s": batch * ccfg.clock_mhz * 1e6 / last,
-            "mac_utilization": macs / (peak * run.cycles), "clock_mhz": ccfg.clock_mhz}
+    return {"cycles_per_step": last, "images_per_s": batch * ccfg.clock.mhz * 1e6 / last,
+            "mac_utilization": macs / (peak * run.cycles), "clock_mhz": ccfg.clock.mhz}

@@ -9,11 +9,11 @@ or the busiest link); at the ``--nodes`` given, the cluster (``--level cl`` or `
 trains ``--steps`` steps, checked bit for bit against the golden model, and its last step is
 measured.  ``--link-flits 1,4``: links of one message a cycle (as fast as the engines' streams)
 and four times slower, so that the link-bound knee (the node count from which the busiest link,
-not compute, bounds the pipeline) falls inside the range.  Throughput is at the cluster's
-configured clock (``ClusterConfig.clock_mhz``, 200 MHz; the node's RTL does not close timing there
-yet: docs/verilog.md), so the figures compare node counts and links, not absolute speeds.
+not compute, bounds the pipeline) falls inside the range.  Throughput is at the clock the nodes'
+RTL reaches (:mod:`pymtl_fp.clock`, stated in the output), the same for every point.
 ``--simulated`` redraws the figure and the table from the points an earlier run recorded (when
-only the model changed).  Figures only: nothing passes or fails on time.
+only the model changed; their images/s from their recorded cycles at that clock).  Figures only:
+nothing passes or fails on time.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _simulate(job) -> dict:
         raise UserError(f"bench scaling: {net_name} on {n} nodes ({level}) differs from the golden model")
     rep = run.report
     return {"nodes": n, "flits": flits, "level": level, "batch": batch, "cycles_per_step": rep["cycles_per_step"][-1],
-            "images_s": batch * ccfg.clock_mhz * 1e6 / rep["cycles_per_step"][-1],
+            "images_s": batch * ccfg.clock.mhz * 1e6 / rep["cycles_per_step"][-1],
             "build_s": rep["wall_seconds"]["build"], "simulate_s": rep["wall_seconds"]["simulate"],
             "node_cycles_per_s": rep["cycles_total"] * n / max(rep["wall_seconds"]["simulate"], 1e-9)}
 
@@ -132,7 +132,7 @@ def _plot(path, curve, sims, net, batch, level):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("nodes (layer pipeline)")
-    ax.set_ylabel(f"images/s at {curve[0]['clock_mhz']:g} MHz")
+    ax.set_ylabel(f"images/s at {curve[0]['clock_mhz']:.1f} MHz (the RTL's clock)")
     ax.set_title(f"{net}: training throughput against nodes (dashed: the link-bound knee)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
@@ -173,9 +173,9 @@ def main(args) -> int:
     print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
           f"(model) and {','.join(map(str, nodes))} ({level}, "
           + (f"recorded in {args.simulated}" if recorded else f"{args.steps} steps, the last measured")
-          + f"); images/s at the configured {curve[0]['clock_mhz']:g} MHz")
+          + f"); images/s at {curve[0]['clock']}")
     if recorded:
-        sims = recorded
+        sims = [dict(p, images_s=args.batch * curve[0]["clock_mhz"] * 1e6 / p["cycles_per_step"]) for p in recorded]
     else:
         jobs = [(net.name, args.precision, n, args.batch, f, args.level, args.steps,
                  _fitted(net, args.precision, n, args.batch, f, args.steps)) for f in flits for n in nodes]
