@@ -24,6 +24,7 @@ from pymtl_fp.cli.explore_options import (
     read_precision,
 )
 from pymtl_fp.clock import assumed, rtl_note
+from pymtl_fp.explore.fpga_fit import describe as fit_describe
 
 
 def scaling(args) -> int:
@@ -128,6 +129,8 @@ def partition(args) -> int:
               f"{d.name} {a} @{d.clock_mhz:g} MHz" for d, a in
               zip(cluster.devices, cluster.arrays)),
           f"* clocks: each part's nominal clock, assumed ({rtl_note(max(a.P for a in cluster.arrays))})",
+          "* engines: " + "; ".join(sorted({f"{d.name} {fit_describe(d, prec, a)}" for d, a in
+                                            zip(cluster.devices, cluster.arrays)})),
           "* links (Gb/s per direction): " + ", ".join(f"{lk.gbps:.1f}" for lk in cluster.links),
           (f"* precision {prec.act_bits}-bit, mini-batch {args.batch}, up to {args.pieces} "
            f"pieces per layer, split={args.split}, engine cycles from pymtl_fp.timing, memory limit "

@@ -16,6 +16,7 @@ from pymtl_fp.explore.devices import (
     device_from_dict,
     get_device,
 )
+from pymtl_fp.explore.fpga_fit import over_budget
 from pymtl_fp.explore.fpga_model import (
     EngineArray,
     engines_for,
@@ -124,15 +125,34 @@ def test_devices_match_datasheets():
     vu9p = get_device("vu9p")
     assert (vu9p.dsp, vu9p.bram36, vu9p.uram, vu9p.transceivers) == (6840, 2160, 960, 120)
     assert math.isclose(vu9p.onchip_bits / 1024 / 1024, 75.9375 + 270, rel_tol=1e-9)
+    assert (v7.luts, v7.ffs, vu9p.luts, vu9p.ffs) == (433_200, 866_400, 1_182_240, 2_364_480)
     for dev in DEVICES.values():
         for bits in (16, 8):
             p = Precision.bits(bits)
-            arr = dev.default_array(p)
+            fit = dev.fit(p)
+            arr, dsp_arr = fit.array, fit.dsp_array
+            assert arr == dev.default_array(p) and arr.lanes <= dsp_arr.lanes
             budget = dev.lane_budget(p)
-            if budget >= 32 * 32:     # as many 32x32 engines as fit
-                assert arr.P == 32 and budget - 32 * 32 < arr.lanes <= budget
+            if budget >= 32 * 32:     # the DSPs: as many 32x32 engines as fit
+                assert dsp_arr.P == 32 and budget - 32 * 32 < dsp_arr.lanes <= budget
             else:                     # one engine, the largest square that fits
-                assert arr.E == 1 and arr.P ** 2 <= budget < (arr.P + 1) ** 2
+                assert dsp_arr.E == 1 and dsp_arr.P ** 2 <= budget < (dsp_arr.P + 1) ** 2
+            # the logic fits, and one engine more (or a side one larger) would not: it binds
+            assert over_budget(dev, p, arr) is None
+            if arr != dsp_arr:
+                bigger = EngineArray(arr.P, arr.E + 1) if arr.E > 1 or arr.P == dsp_arr.P else EngineArray(arr.P + 1)
+                assert over_budget(dev, p, bigger) is not None and fit.binding in ("LUTs", "FFs")
+                assert fit.binding in fit.note and str(dsp_arr) in fit.note
+
+
+def test_the_690t_holds_one_32x32_engine_of_todays_structure():
+    """At 16 bits a 32x32 engine takes about 280k logic LUTs (accumulators, adder trees and
+    requantizers in the fabric), so the 690T whose DSPs would hold three fits one; a part without
+    LUT/FF counts keeps its DSP array and says it was not checked."""
+    fit = get_device("xc7vx690t").fit(Precision())
+    assert fit.array == EngineArray(32, 1) and fit.dsp_array == EngineArray(32, 3) and fit.binding == "LUTs"
+    mine = device_from_dict({"name": "mine", "dsp": 3600, "bram36": 10})
+    assert mine.fit(Precision()).array == EngineArray(32, 3) and "not checked" in mine.fit(Precision()).note
 
 
 def test_device_file_entries():

@@ -78,20 +78,41 @@ def image_energy(fam, prec, P: int, **kw) -> dict:
 
 
 @cache
-def fpga_logic(prec, P: int, E: int) -> tuple:
-    """``(logic LUTs, FFs)`` of ``E`` engines of ``P x P`` and one router on one FPGA, from the
-    calibrated resource model (:mod:`pymtl_fp.resources`); LUTs used as RAM are left out (their
-    reads and writes are priced as buffer traffic)."""
-    from pymtl_fp.cluster.hw.router_config import RouterConfig
+def engine_build(prec, P: int):
+    """The engine build a precision and array side are priced as: the word widths, accumulators of
+    ``max(32, acc_bits, 2 * data + 2)`` bits (at most 64) and the stream width they need."""
     from pymtl_fp.engine.config import EngineConfig
-    from pymtl_fp.resources import engine_resources, router_resources
 
     data = max(prec.act_bits, prec.weight_bits, prec.grad_bits)
     acc = min(64, max(32, prec.acc_bits, 2 * data + 2))
-    ecfg = EngineConfig(rows=P, cols=P, act_bits=prec.act_bits, weight_bits=prec.weight_bits,
+    return EngineConfig(rows=P, cols=P, act_bits=prec.act_bits, weight_bits=prec.weight_bits,
                         grad_bits=prec.grad_bits, acc_bits=acc, stream_bits=32 if acc <= 32 else 64)
-    e, r = engine_resources(ecfg), router_resources(RouterConfig(stream_bits=ecfg.stream_bits))
-    return E * (e.luts - e.lutram_luts) + r.luts - r.lutram_luts, E * e.ffs + r.ffs
+
+
+@cache
+def _unit_resources(prec, P: int) -> tuple:
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
+    from pymtl_fp.resources import engine_resources, router_resources
+
+    ecfg = engine_build(prec, P)
+    return engine_resources(ecfg), router_resources(RouterConfig(stream_bits=ecfg.stream_bits))
+
+
+def array_logic(prec, P: int, E: int) -> dict:
+    """``{"luts", "ffs", "logic_luts"}`` of ``E`` engines of ``P x P`` and one router on one FPGA, from
+    the calibrated resource model (:mod:`pymtl_fp.resources`); ``logic_luts`` leaves out LUTs used as
+    RAM."""
+    e, r = _unit_resources(prec, P)
+    return {"luts": E * e.luts + r.luts, "ffs": E * e.ffs + r.ffs,
+            "logic_luts": E * (e.luts - e.lutram_luts) + r.luts - r.lutram_luts}
+
+
+def fpga_logic(prec, P: int, E: int) -> tuple:
+    """``(logic LUTs, FFs)`` of ``E`` engines of ``P x P`` and one router on one FPGA
+    (:func:`array_logic`); LUTs used as RAM are left out (their reads and writes are priced as buffer
+    traffic)."""
+    u = array_logic(prec, P, E)
+    return u["logic_luts"], u["ffs"]
 
 
 def chain_energy(network, cluster, ev, batch: int) -> dict:

@@ -30,8 +30,11 @@ WG     input x ``B`` x ``ceil(K/Tk)`` x halo; output gradient x ``B`` x ``ceil(C
 (``halo`` = ``((Th-1)*stride + R) / (Th*stride)``: input rows re-read between row tiles.)
 
 **Resources.**  DSPs = lanes / MACs per DSP; on-chip bits = double-buffered input, weight and
-output tiles (accumulators at ``acc_bits``), the largest over layers and operations.  A point is
-feasible when both fit the device (DSPs within ``dsp_fraction``, RAM within 90 %).
+output tiles (accumulators at ``acc_bits``), the largest over layers and operations; LUTs and FFs
+of the engines and a router from the Yosys-calibrated resource model
+(:mod:`.fpga_fit`).  A point is feasible when all fit the device (DSPs within ``dsp_fraction``,
+RAM within 90 %, LUTs and FFs within :data:`.fpga_fit.LOGIC_FRACTION`); an array whose logic does
+not fit is refused, and the assumptions name it and the resource.
 
 **Energy.**  Joules per image of every point (:mod:`pymtl_fp.energy.estimate`: the MACs, the
 lanes' idle cycles, operand reads, DRAM traffic, the engines' control logic and the device's
@@ -53,6 +56,7 @@ import numpy as np
 from pymtl_fp.clock import assumed
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_joules, phase_macs
 from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.fpga_fit import LOGIC_FRACTION, most_engines, over_budget
 from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, tiled_layer_cycles
 from pymtl_fp.explore.layers import Layer
 from pymtl_fp.explore.modes import MODES
@@ -116,7 +120,8 @@ def _pow2_upto(n: int, start: int = 1) -> list:
 
 def candidate_arrays(device: Device, precision: Precision) -> list:
     """Engine arrays: ``P`` in 8, 16, 32 (the engine's limit); ``E`` a quarter, half, three
-    quarters and all of the engines of that ``P`` the lane budget holds."""
+    quarters and all of the engines of that ``P`` the lane budget holds, and the most of them the
+    part's LUTs and FFs fit (:func:`.fpga_fit.most_engines`)."""
     budget = device.lane_budget(precision)
     shapes = set()
     for P in (8, 16, P_MAX):
@@ -125,6 +130,8 @@ def candidate_arrays(device: Device, precision: Precision) -> list:
             E = int(full * frac)
             if E >= 1:
                 shapes.add((P, E))
+        if full >= 1:
+            shapes.add((P, most_engines(device, precision, P, full)))
     return [EngineArray(P, E) for P, E in sorted(shapes)]
 
 
@@ -273,6 +280,8 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
                                                      indexing="ij"))
     TB, TK, TC, TH = (x.astype(float) for x in (TB, TK, TC, TH))
     arrays = arrays or candidate_arrays(device, prec)
+    refused = {a: why for a in arrays if (why := over_budget(device, prec, a))}
+    arrays = [a for a in arrays if a not in refused]
     ram_budget = device.onchip_bits * RAM_FRACTION
     dsp_budget = int(device.dsp * device.dsp_fraction)
     train_ops = 2.0 * network.macs()["train"]
@@ -318,6 +327,11 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
                       "batch": "batch-parallel (a forward pass, the engine's bp mode)"}[m] for m in modes)),
         (f"energy: pymtl_fp.energy constants of family {family_of(device)} (derived figures, x0.3..x3); "
          "the Pareto front is over GOPS, DSPs, on-chip RAM and mJ per image"),
+        (f"logic: every array within {LOGIC_FRACTION:.0%} of the part's {device.luts / 1e3:.0f}k LUTs and "
+         f"{device.ffs / 1e3:.0f}k FFs (pymtl_fp.explore.fpga_fit, the Yosys-calibrated resource model); "
+         + (f"refused {len(refused)} of {len(refused) + len(arrays)}: "
+            + "; ".join(f"{a}: {why}" for a, why in refused.items()) if refused else "every candidate fits")
+         if device.luts or device.ffs else "logic: the part gives no LUT/FF counts, not budgeted"),
     ]
     return DesignResult(network.name, device, prec, batch, points, pareto,
                         len(TB) * len(arrays), seconds, assumptions)

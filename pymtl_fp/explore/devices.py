@@ -3,9 +3,14 @@
 Resource figures are the device totals of the vendors' product tables:
 
 * AMD/Xilinx DS180, "7 Series FPGAs Data Sheet: Overview" (XC7K325T, XC7VX690T): DSP48E1
-  slices, 36 Kb block RAMs, GTX/GTH transceivers and their maximum line rate;
+  slices, 36 Kb block RAMs, CLB LUTs and flip-flops, GTX/GTH transceivers and their maximum line
+  rate;
 * AMD/Xilinx DS890, "UltraScale Architecture and Product Data Sheet: Overview" (XCKU115,
-  XCVU9P, XCVU13P): DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs, GTH/GTY transceivers.
+  XCVU9P, XCVU13P): DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs, CLB LUTs and
+  flip-flops, GTH/GTY transceivers.
+
+A node's engines are as many as the DSPs hold and the LUTs and FFs fit
+(:mod:`pymtl_fp.explore.fpga_fit`, the resource model calibrated on Yosys).
 
 What is *not* a datasheet figure, and is an assumption of this model, stated in every report:
 
@@ -27,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from pymtl_fp.explore.fpga_model import EngineArray, engines_for
+from pymtl_fp.explore.fpga_model import EngineArray
 
 
 class DeviceError(ValueError):
@@ -72,6 +77,8 @@ class Device:
     dsp: int
     bram36: int                 #: 36 Kb block RAMs
     uram: int = 0               #: 288 Kb UltraRAMs
+    luts: int = 0               #: CLB LUTs (0: not known, not budgeted)
+    ffs: int = 0                #: CLB flip-flops (0: not known, not budgeted)
     transceivers: int = 0
     transceiver_gbps: float = 0.0
     clock_mhz: float = 200.0
@@ -81,7 +88,7 @@ class Device:
     array: EngineArray | None = field(default=None, compare=False)
 
     def __post_init__(self):
-        if self.dsp < 1 or self.bram36 < 0 or self.uram < 0:
+        if self.dsp < 1 or self.bram36 < 0 or self.uram < 0 or self.luts < 0 or self.ffs < 0:
             raise DeviceError(f"device {self.name!r}: resource counts must be positive")
         if self.clock_mhz <= 0 or self.dram_gbs <= 0:
             raise DeviceError(f"device {self.name!r}: clock and DRAM bandwidth must be > 0")
@@ -103,11 +110,18 @@ class Device:
         return int(self.dsp * self.dsp_fraction) * precision.macs_per_dsp
 
     def default_array(self, precision: Precision = Precision()) -> EngineArray:
-        """The engines a node of this part gets unless told otherwise:
-        :func:`pymtl_fp.explore.fpga_model.engines_for` of :meth:`lane_budget`."""
+        """The engines a node of this part gets unless told otherwise: the largest array of the DSP
+        budget (:func:`pymtl_fp.explore.fpga_model.engines_for` of :meth:`lane_budget`) that also fits
+        the part's LUTs and FFs (:func:`pymtl_fp.explore.fpga_fit.fit_array`)."""
         if self.array is not None:
             return self.array
-        return engines_for(self.lane_budget(precision))
+        return self.fit(precision).array
+
+    def fit(self, precision: Precision = Precision()):
+        """:func:`pymtl_fp.explore.fpga_fit.fit_array`: the array, the resource that bound it, a note."""
+        from pymtl_fp.explore.fpga_fit import fit_array
+
+        return fit_array(self, precision)
 
     def peak_macs_per_s(self, precision: Precision = Precision(),
                         array: EngineArray | None = None) -> float:
@@ -122,16 +136,16 @@ _DS180 = "AMD/Xilinx DS180 7 Series FPGAs Data Sheet: Overview"
 _DS890 = "AMD/Xilinx DS890 UltraScale Architecture and Product Data Sheet: Overview"
 
 DEVICES = {
-    "xc7k325t": Device("xc7k325t", "Kintex-7", dsp=840, bram36=445, transceivers=16,
+    "xc7k325t": Device("xc7k325t", "Kintex-7", dsp=840, bram36=445, luts=203800, ffs=407600, transceivers=16,
                        transceiver_gbps=12.5, clock_mhz=200, dram_gbs=12.8, source=_DS180),
-    "xc7vx690t": Device("xc7vx690t", "Virtex-7", dsp=3600, bram36=1470, transceivers=80,
+    "xc7vx690t": Device("xc7vx690t", "Virtex-7", dsp=3600, bram36=1470, luts=433200, ffs=866400, transceivers=80,
                         transceiver_gbps=13.1, clock_mhz=200, dram_gbs=29.9, source=_DS180),
-    "xcku115": Device("xcku115", "Kintex UltraScale", dsp=5520, bram36=2160, transceivers=64,
+    "xcku115": Device("xcku115", "Kintex UltraScale", dsp=5520, bram36=2160, luts=663360, ffs=1326720, transceivers=64,
                       transceiver_gbps=16.3, clock_mhz=250, dram_gbs=38.4, source=_DS890),
-    "xcvu9p": Device("xcvu9p", "Virtex UltraScale+", dsp=6840, bram36=2160, uram=960,
+    "xcvu9p": Device("xcvu9p", "Virtex UltraScale+", dsp=6840, bram36=2160, luts=1182240, ffs=2364480, uram=960,
                      transceivers=120, transceiver_gbps=32.75, clock_mhz=250, dram_gbs=68.3,
                      source=_DS890),
-    "xcvu13p": Device("xcvu13p", "Virtex UltraScale+", dsp=12288, bram36=2688, uram=1280,
+    "xcvu13p": Device("xcvu13p", "Virtex UltraScale+", dsp=12288, bram36=2688, luts=1728000, ffs=3456000, uram=1280,
                       transceivers=128, transceiver_gbps=32.75, clock_mhz=250, dram_gbs=68.3,
                       source=_DS890),
 }
@@ -151,13 +165,14 @@ def get_device(name: str) -> Device:
     return DEVICES[key]
 
 
-_FIELDS = {"name": str, "family": str, "dsp": int, "bram36": int, "uram": int,
+_FIELDS = {"name": str, "family": str, "dsp": int, "bram36": int, "uram": int, "luts": int, "ffs": int,
            "transceivers": int, "transceiver_gbps": float, "clock_mhz": float,
            "dram_gbs": float, "dsp_fraction": float, "source": str}
 
 #: the range of every numeric field a devices file may give: (low, high, low end open); far above any
 #: real part (the largest AMD parts have ~12 000 DSPs, ~4 000 BRAM36, 1 000 URAM, 128 transceivers)
 FIELD_RANGES = {"dsp": (1, 1_000_000, False), "bram36": (0, 1_000_000, False), "uram": (0, 100_000, False),
+                "luts": (0, 100_000_000, False), "ffs": (0, 100_000_000, False),
                 "transceivers": (0, 10_000, False), "transceiver_gbps": (0, 1_000, False),
                 "clock_mhz": (0, 10_000, True), "dram_gbs": (0, 100_000, True), "dsp_fraction": (0, 1, True)}
 

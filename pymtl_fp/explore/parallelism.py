@@ -42,6 +42,7 @@ import numpy as np
 from pymtl_fp.clock import assumed
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.fpga_fit import describe as fit_describe
 from pymtl_fp.explore.links import Link
 from pymtl_fp.explore.partition import work_curve
 from pymtl_fp.explore.scaling import fpdeep_cuts
@@ -151,7 +152,8 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
     seconds = time.perf_counter() - t0
     assumptions = [
         (f"device {device.name}: {arr.E} engines of {arr.P} x {arr.P} at {assumed(device.clock_mhz, arr.P)}, "
-         f"{onchip / 1e6:.1f} Mb on chip; engine cycles from pymtl_fp.timing (FP+BP+WG per image, weight "
+         f"{onchip / 1e6:.1f} Mb on chip ({fit_describe(device, precision, arr)}); "
+         "engine cycles from pymtl_fp.timing (FP+BP+WG per image, weight "
          "gradients over the images an FPGA trains per step)"),
         (f"link {link.name}: {link.gbps:.1f} Gb/s per direction, {link.latency_ns:g} ns per hop; all-reduce "
          f"of {weights / 1e6:.1f} M weights at {grad_bits} bits per gradient (ring over the chain's two "

@@ -36,6 +36,7 @@ from pymtl_fp.cluster.compiler.partition import nearest_positions
 from pymtl_fp.energy.estimate import family_of, fpga_logic, image_energy, phase_macs
 from pymtl_fp.explore.chain import Chain
 from pymtl_fp.explore.devices import Device, Precision
+from pymtl_fp.explore.fpga_fit import describe as fit_describe
 from pymtl_fp.explore.partition import work_curve
 from pymtl_fp.explore.weight_balance import balance, staging_bits, stream_bits
 
@@ -211,7 +212,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     assumptions = [
         (f"device {device.name} ({device.family}): {device.dsp} DSPs, "
          f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; {arr.E} engines of {arr.P} x {arr.P} "
-         f"({arr.lanes} lanes) at {assumed(device.clock_mhz, arr.P)}"),
+         f"({arr.lanes} lanes) at {assumed(device.clock_mhz, arr.P)}; {fit_describe(device, precision, arr)}"),
         (f"precision: {precision.act_bits}-bit activations, {precision.weight_bits}-bit "
          f"weights, {precision.grad_bits}-bit gradients, {precision.acc_bits}-bit "
          f"weight-gradient accumulators; mini-batch {batch}"),
