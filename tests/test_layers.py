@@ -37,7 +37,7 @@ ROOTS = {"pymtl_fp.cluster": "cluster", "pymtl_fp.cli": "scripts", "pymtl_fp.tb"
 #: module prefix -> layer; the longest matching prefix wins
 LAYERS = {
     "pymtl_fp": 0,
-    "pymtl_fp.engine": 1, "pymtl_fp.link": 1, "pymtl_fp.primitives": 1,
+    "pymtl_fp.engine": 1, "pymtl_fp.link": 1, "pymtl_fp.primitives": 1, "pymtl_fp.clock": 1.5,
     "pymtl_fp.cluster": 2, "pymtl_fp.cluster.hw": 2.1, "pymtl_fp.cluster.compiler": 2.1,
     "pymtl_fp.energy": 2.2, "pymtl_fp.energy.constants": 2, "pymtl_fp.cluster.run": 2.3,
     "pymtl_fp.explore": 3,

@@ -151,7 +151,8 @@ def crossover(network, device: Device, fpgas, batches, link: Link, precision: Pr
                     best[(n, b)] = r
     seconds = time.perf_counter() - t0
     assumptions = [
-        (f"device {device.name}: {arr.E} engines of {arr.P} x {arr.P} at {assumed(device.clock_mhz, arr.P)}, "
+        (f"device {device.name}: {arr.E} engine{'s' if arr.E > 1 else ''} of {arr.P} x {arr.P} at "
+         f"{assumed(device.clock_mhz, arr.P)}, "
          f"{onchip / 1e6:.1f} Mb on chip ({fit_describe(device, precision, arr)}); "
          "engine cycles from pymtl_fp.timing (FP+BP+WG per image, weight "
          "gradients over the images an FPGA trains per step)"),

@@ -211,7 +211,7 @@ def sweep(network, device: Device, fpgas, links, precision: Precision | None = N
     seconds = time.perf_counter() - t0
     assumptions = [
         (f"device {device.name} ({device.family}): {device.dsp} DSPs, "
-         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; {arr.E} engines of {arr.P} x {arr.P} "
+         f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM; {arr.E} engine{'s' if arr.E > 1 else ''} of {arr.P} x {arr.P} "
          f"({arr.lanes} lanes) at {assumed(device.clock_mhz, arr.P)}; {fit_describe(device, precision, arr)}"),
         (f"precision: {precision.act_bits}-bit activations, {precision.weight_bits}-bit "
          f"weights, {precision.grad_bits}-bit gradients, {precision.acc_bits}-bit "

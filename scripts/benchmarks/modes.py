@@ -31,7 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--layer", default=None, metavar="NET:LAYER",
                    help="a zoo network's conv layer at full size, as explore design deals it (e.g. vgg-cifar:conv1_1)")
     p.add_argument("--array", type=int, default=32, help="with --layer: the array side P (default 32)")
-    p.add_argument("--engines", type=int, default=12, help="with --layer: engines sharing the layer (default 12)")
+    p.add_argument("--engines", type=int, default=4,
+                   help="with --layer: engines sharing the layer (default 4: the design search's best on a VU9P "
+                        "at 8 bits, the most 32x32 engines its LUTs fit)")
     p.add_argument("--config", default="medium", help="engine preset (default medium: P = 8)")
     p.add_argument("--batch", type=int, default=None, help="images (default P: one image tile)")
     p.add_argument("--seed", type=int, default=7)
@@ -126,7 +128,7 @@ def main(args) -> int:
 
     validate.integer(args.seed, "--seed", 0, 2**32 - 1)
     if not args.layer:
-        given = [flag for flag, value, default in (("--array", args.array, 32), ("--engines", args.engines, 12))
+        given = [flag for flag, value, default in (("--array", args.array, 32), ("--engines", args.engines, 4))
                  if value != default]
         if given:
             raise UserError(f"{', '.join(given)}: option(s) of --layer (a zoo layer's share); the engine preset's "
