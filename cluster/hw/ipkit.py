@@ -227,7 +227,7 @@ def kit_reference(top: str, wrapper: str, prefix: str, cfg) -> str:
     out += ["| running | out | 1 | the node is out of reset (a start frame was taken) |",
             "| load_err | out | 1 | sticky: a malformed program frame (the rest of it dropped) |",
             "| cmd_err | out | 1 | sticky: an ENG, LOAD or STORE instruction was refused (not written) |",
-            "| cmd_err_code | out | 8 | the first refused instruction's `cmd_check()` code |"]
+            "| cmd_err_code | out | 8 | the first refused instruction's code (the engine kit's `cmd_check()` codes) |"]
     for flat, node, bits in kit_axi.flat_status():
         base = node.split("[")[0]
         out.append(f"| {flat} | out | {bits} | `{node}`: {STATUS_DOC[base]} |")

@@ -21,7 +21,7 @@ the node ``T`` with flat ports and short names, generated SystemVerilog (no PyMT
   start frame with a payload, type 3, non-zero reserved header bits, an address past the memory, a
   program frame while running; the rest of the frame is dropped) and ``cmd_err`` with
   ``cmd_err_code`` (an ENG, LOAD or STORE instruction whose engine command breaks one of the rules of
-  ``T_cmd_check()`` a LOAD or STORE can break -- an op or target that does not exist, words past the
+  the engine kit's ``cmd_check()`` a LOAD or STORE can break -- an op or target that does not exist, words past the
   target buffer -- is not written; the first one's code).  The node's engine wraps such an address to
   word 0 and its router has no error for it (its ``st_error`` is a buffer overflow): engine commands
   come only from the program, whose addresses do not change at run time, so checking each instruction
@@ -138,7 +138,7 @@ def axi_wrapper(top: str, wrapper: str, prefix: str, cfg) -> str:
     ports += ["  output logic        running,     // the node is out of reset (a start frame was taken)",
               "  output logic        load_err,    // sticky: a malformed program frame (dropped)",
               "  output logic        cmd_err,     // sticky: an instruction was refused (not written)",
-              "  output logic [7:0]  cmd_err_code,  // the first refused instruction's T_cmd_check() code"]
+              "  output logic [7:0]  cmd_err_code,  // the first refused one's code (engine cmd_check() codes)"]
     ports += [f"  output logic [{b - 1}:0] {name}," if b > 1 else f"  output logic        {name},"
               for name, _, b in flat_status()]
     ports[-1] = ports[-1].rstrip(",")
@@ -190,7 +190,7 @@ def axi_wrapper(top: str, wrapper: str, prefix: str, cfg) -> str:
 // or one word per table entry; a start frame (the header alone) releases the node from reset.  Streams:
 // {bw}-bit beats in {db // 8}-byte tdata, behind register slices (registered tready and tvalid, one cycle).
 // load_err, cmd_err (sticky): a malformed frame; an ENG/LOAD/STORE instruction refused by the rules of
-// {prefix}_cmd_check() a LOAD or STORE can break (code in cmd_err_code).  aclk rising edge; aresetn
+// the engine kit's cmd_check() a LOAD or STORE can break (code in cmd_err_code).  aclk rising edge; aresetn
 // synchronous, active low.
 module {wrapper} (
 {chr(10).join(ports)}
