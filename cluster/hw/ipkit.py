@@ -273,8 +273,9 @@ def kit_reference(top: str, wrapper: str, prefix: str, cfg) -> str:
                 "`bwd_in.hex` (each image's loss gradient, sent once its logits are out), `fwd_out.hex` (the "
                 "expected logits), `host_out.hex` (the expected trained weights and biases) and `case.txt` "
                 "(`images`, `max_cycles`, `what`).", "",
-                "The bench first loads a LOAD past the end of X (packed with the header's "
-                f"`{prefix}_instr_pack()`) and checks it is refused with code {CODE['STREAM_RANGE']}; then it "
+                "The bench first sends a frame that ends inside an instruction (`load_err` must rise) and a "
+                f"LOAD past the end of X (packed with the header's `{prefix}_instr_pack()`), which must be "
+                f"refused with code {CODE['STREAM_RANGE']}, and checks the node stays in reset; then it "
                 "resets, loads the case's program, starts the node, streams the images, weights and gradients "
                 "(sources pause one offer in five, sinks are not ready one cycle in four), and compares every "
                 "`fwd_out` and `host_out` beat as it arrives (nothing may come out of `bwd_out`).  It prints "

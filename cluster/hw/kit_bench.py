@@ -4,9 +4,9 @@ on the node's AXI4-Stream wrapper ``W`` (:mod:`pymtl_fp.cluster.hw.kit_axi`), wi
 The bench, built with ``verilator --cc --exe --build -Wall K_waivers.vlt -f K.f K_bench.cpp --top-module W``
 and run as ``./obj_dir/VW CASE_DIR``:
 
-1. sends a program frame holding one LOAD past the end of buffer X (packed with the kit header's
-   ``K_instr_pack()``) and a start frame: the wrapper must refuse the instruction (``cmd_err``, code
-   ``STREAM_RANGE``) and keep the node in reset;
+1. sends a program frame that ends inside an instruction (``load_err`` must rise), one holding a LOAD
+   past the end of buffer X (packed with the kit header's ``K_instr_pack()``) and a start frame: the
+   wrapper must refuse the instruction (``cmd_err``, code ``STREAM_RANGE``) and keep the node in reset;
 2. resets, sends the case's program (one frame; the gather table in another) and a start frame;
 3. streams the images on ``fwd_in`` and the initial weights on ``host_in``, answers each image's
    logits on ``fwd_out`` with that image's loss gradient on ``bwd_in``, and takes ``host_out``; the
@@ -215,8 +215,11 @@ int main(int argc, char **argv) {{
 
   top = new V{W};
 
-  // 1. a LOAD past the end of X must be refused, and the node kept in reset
+  // 1. a frame ending inside an instruction must set load_err; a LOAD past the end of X must be refused
+  // (cmd_err); the node must stay in reset
   reset();
+  send_frame({{header({FRAME_PROG}, 0), 1, 2, 3}});
+  if (!top->load_err || top->cmd_err) fail("a frame ending inside an instruction did not set load_err alone");
   {K}_instr_t bad;
   std::memset(&bad, 0, sizeof bad);
   bad.kind = {K}_KIND_LOAD;
@@ -231,7 +234,7 @@ int main(int argc, char **argv) {{
   frame.insert(frame.end(), w, w + {K}_INSTR_WORDS);
   send_frame(frame);
   send_frame({{header({FRAME_START}, 0)}});
-  if (!top->cmd_err || top->cmd_err_code != {CODE["STREAM_RANGE"]} || top->running)
+  if (!top->load_err || !top->cmd_err || top->cmd_err_code != {CODE["STREAM_RANGE"]} || top->running)
     fail("the LOAD past X was not refused: cmd_err " + std::to_string(top->cmd_err) + ", code " +
          std::to_string(top->cmd_err_code) + ", running " + std::to_string(top->running));
 
@@ -288,7 +291,8 @@ int main(int argc, char **argv) {{
   if (top->st_error || top->load_err || top->cmd_err) fail("an error status is set at the end");
   if (!fwd_in.q.empty() || !host_in.q.empty() || !bwd_in.q.empty()) fail("input beats were left untaken");
   std::printf("PASS: %s: %zu fwd_out beats (the logits) and %zu host_out beats (the trained weights and biases) "
-              "equal the golden model's, in %llu cycles after start; a LOAD past X was refused (cmd_err code %d)\\n",
+              "equal the golden model's, in %llu cycles after start; a LOAD past X was refused (cmd_err code %d), "
+              "a frame ending inside an instruction set load_err\\n",
               what.c_str(), fwd_out.got, host_out.got, (unsigned long long)(cycle - start), {CODE["STREAM_RANGE"]});
   top->final();
   delete top;
