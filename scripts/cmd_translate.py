@@ -165,12 +165,19 @@ def main(args) -> int:
     case = None
     if case_dir is not None:  # compiled before anything is translated: a net that does not fit is refused first
         from pymtl_fp.cluster.config import ClusterError
+        from pymtl_fp.cluster.hw.kit_bench import supported
         from pymtl_fp.cluster.run.kit_case import write_case
+
+        if not supported(cfg[1]):
+            raise UserError(f"--case: the kit's C++ bench drives stream tdata of at most 64 bits; this node's beats "
+                            f"are {cfg[0].beat_bits} bits (fewer --stream-lanes)")
 
         try:
             case = write_case(case_dir, cfg)
         except ClusterError as exc:
-            raise UserError(f"--case: {exc}") from None
+            why = str(exc).split(". Use a smaller batch")[0]  # (the compiler's advice is for a cluster run)
+            raise UserError(f"--case: the case's net does not fit node {args.config}: {why}; the medium preset "
+                            "holds it") from None
     try:
         info = setup_verilator()
     except ToolchainError as exc:
