@@ -60,7 +60,7 @@ def node_case(cfg) -> dict:
     images, labels = quantize_images(split.x_train[:BATCH], fmt.act), split.y_train[:BATCH]
     params = quantize_params(net, init_params_float64(net, SEED), PRECISION)
     tcfg = TrainConfig(PRECISION)
-    ccfg = ClusterConfig((ecfg,), default_link(ecfg.stream_bits, 8))
+    ccfg = ClusterConfig((ecfg,), default_link(ecfg.stream_bits, 8, ecfg.stream_lanes))
     ccfg2, part, _, cprog = compile_run(net, ccfg, params, tcfg, steps=1, batch=BATCH)
     if ccfg2.engines[0] != ecfg:
         raise ClusterError(f"{NET} at batch {BATCH} needs deeper engine buffers than this node's")
