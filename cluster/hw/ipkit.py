@@ -229,8 +229,8 @@ def kit_reference(top: str, wrapper: str, prefix: str, cfg) -> str:
             "| cmd_err | out | 1 | sticky: an ENG, LOAD or STORE instruction was refused (not written) |",
             "| cmd_err_code | out | 8 | the first refused instruction's code (the engine kit's `cmd_check()` codes) |"]
     for flat, node, bits in kit_axi.flat_status():
-        base = node.split("[")[0]
-        out.append(f"| {flat} | out | {bits} | `{node}`: {STATUS_DOC[base]} |")
+        meaning = STATUS_DOC[node.split("[")[0]].replace("codes below", "codes under Interface")
+        out.append(f"| {flat} | out | {bits} | `{node}`: {meaning} |")
     out += ["", f"Every stream passes a two-entry register slice (`{wrapper}_skid`): the wrapper's `tready` and "
             f"`tvalid` outputs are registers (no input reaches them in the same cycle), a beat takes one cycle "
             f"more each way, and a stream keeps one beat a cycle.  `tdata` is a beat of {bw} bits "
