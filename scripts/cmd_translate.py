@@ -41,6 +41,7 @@ from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cli.translate_build import build_model, plain_build
 from pymtl_fp.cli.translate_units import UNITS, cluster_config, get_unit, resolve_config
+from pymtl_fp.cluster.hw.ipkit import kit_names
 from pymtl_fp.sta import describe as describe_timing
 from pymtl_fp.synth import synth_note, synthesize
 from pymtl_fp.verilog_names import prefix_names
@@ -81,6 +82,15 @@ def add_arguments(parser):
     parser.add_argument("--synth-timeout", type=float, default=DEFAULT_SYNTH_TIMEOUT,
                         help="seconds allowed for Yosys (default 900; the engine and node presets take 1-4 min, "
                              "the larger link presets longer)")
+    grp = parser.add_argument_group("--unit node (the IP kit)")
+    grp.add_argument("--name", metavar="NAME",
+                     help="name the kit: the AXI4-Stream wrapper module NAME in NAME.sv, its package NAME_pkg, "
+                          "header NAME.h, reference NAME.md, bench NAME_bench.cpp, filelist NAME.f and waivers "
+                          "NAME_waivers.vlt (default: the node's module name, the wrapper <module>_axi)")
+    grp.add_argument("--case", metavar="DIR",
+                     help="also write a test case for the kit's C++ bench: one training step of lenet-digits "
+                          "(8-bit) on this node, the expected outputs from the golden model (the node must hold "
+                          "the whole net: --config medium)")
     grp = parser.add_argument_group("--unit cluster (lenet-digits nodes, 8-bit)")
     grp.add_argument("--nodes", type=int, default=2, metavar="N", help="nodes (default 2)")
     grp.add_argument("--arrays", metavar="P0,P1,...", help="MAC array side per node (default 4 each)")
@@ -119,6 +129,11 @@ def main(args) -> int:
         if given:
             raise UserError(f"{', '.join(given)}: option{'s' if len(given) > 1 else ''} of --unit cluster, "
                             f"not of --unit {unit.name}")
+    for flag, value in (("--name", getattr(args, "name", None)), ("--case", getattr(args, "case", None))):
+        if value is not None and unit.name != "node":
+            raise UserError(f"{flag} is a --unit node option, not for --unit {unit.name}")
+    kit_name = validate.module_identifier(args.name, "--name") if getattr(args, "name", None) is not None else None
+    case_dir = validate.output_dir(args.case, "--case") if getattr(args, "case", None) is not None else None
     if unit.name == "cluster":
         if args.config not in (None, "lenet8"):
             raise UserError(f"--unit cluster takes --nodes/--arrays/--topology, not --config {args.config}")
@@ -147,6 +162,22 @@ def main(args) -> int:
             raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
+    case = None
+    if case_dir is not None:  # compiled before anything is translated: a net that does not fit is refused first
+        from pymtl_fp.cluster.config import ClusterError
+        from pymtl_fp.cluster.hw.kit_bench import supported
+        from pymtl_fp.cluster.run.kit_case import write_case
+
+        if not supported(cfg[1]):
+            raise UserError(f"--case: the kit's C++ bench drives stream tdata of at most 64 bits; this node's beats "
+                            f"are {cfg[0].beat_bits} bits (fewer --stream-lanes)")
+
+        try:
+            case = write_case(case_dir, cfg)
+        except ClusterError as exc:
+            why = str(exc).split(". Use a smaller batch")[0]  # (the compiler's advice is for a cluster run)
+            raise UserError(f"--case: the case's net does not fit node {args.config}: {why}; the medium preset "
+                            "holds it") from None
     try:
         info = setup_verilator()
     except ToolchainError as exc:
@@ -189,14 +220,18 @@ def main(args) -> int:
     lines = verilog.read_text().count("\n")
     print(f"translated {unit.name} {args.config} -> {verilog} ({lines} lines, {report['translate_seconds']} s; "
           f"sub-modules and typedefs named {name}__*)")
-    kit = unit.kit(out, name, cfg) if unit.kit else []
-    filelist = write_filelist(out, name, kit)
+    kit = (unit.kit(out, name, cfg, kit_name) if unit.name == "node" else unit.kit(out, name, cfg)) if unit.kit else []
+    prefix, wrapper = kit_names(name, kit_name) if unit.name == "node" else (name, None)
+    filelist = write_filelist(out, name, kit, prefix)
     print(f"filelist -> {filelist} (SystemVerilog sources in compile order)")
     if kit:
         report["kit"] = [p.name for p in kit]
         print("IP kit -> " + ", ".join(p.name for p in kit) + " (SystemVerilog package, C header, "
-              + ("AXI-Stream wrappers, " if unit.kit_top else "") + "reference"
-              + (", self-checking testbench" if any(p.name.endswith("_tb.sv") for p in kit) else "") + ")")
+              + ("AXI-Stream wrappers, " if unit.kit_top or wrapper else "") + "reference"
+              + (", self-checking testbench" if any(p.name.endswith("_tb.sv") for p in kit) else "")
+              + (", C++ bench" if any(p.name.endswith("_bench.cpp") for p in kit) else "") + ")")
+    if case is not None:
+        print(f"case -> {case_dir} ({case}; expected outputs from the golden model)")
 
     model = None
     if unit.resource_key:
@@ -215,11 +250,11 @@ def main(args) -> int:
                           waivers={lintmod.waiver_label(k): v for k, v in res.waivers.items()},
                           seconds=round(res.seconds, 2), command=" ".join(res.command))
     print(res.report())
-    vlt = lintmod.lint_waiver_file(out / f"{name}_waivers.vlt", res.waivers)  # every waiver, for a plain build
+    vlt = lintmod.lint_waiver_file(out / f"{prefix}_waivers.vlt", res.waivers)  # every waiver, for a plain build
     print(f"waivers -> {vlt} (every waiver with its reason: a plain verilator run needs only this file)")
 
     if unit.plain_build and (args.vcd or args.build):
-        report["build"] = plain_build([vlt] + [p for p in kit if p.name.endswith("_pkg.sv")] + [verilog], name, out)
+        report["build"] = plain_build([vlt] + [out / n for n in filelist_sources(name, kit, prefix)], wrapper or name, out)
         what = unit.smoke(*cfg) if unit.name == "cluster" else unit.smoke(None, cfg, args.cycles)
         report["build"]["smoke"] = what
         print(what)
@@ -242,18 +277,20 @@ def main(args) -> int:
     return 0 if res.clean else 1
 
 
-def filelist_sources(name: str, kit: list) -> list:
+def filelist_sources(name: str, kit: list, prefix: str | None = None) -> list:
     """The SystemVerilog sources of a translated unit in compile order: the kit's package, the design,
-    the kit's wrapper (a testbench ``<name>_tb.sv`` is not a design source)."""
+    the kit's wrappers (a testbench ``<name>_tb.sv`` is not a design source).  ``prefix``: the kit's
+    names (``translate --name``; default ``name``), its wrapper ``<prefix>.sv``."""
+    prefix = prefix or name
     names = [p.name for p in kit]
-    return [n for n in names if n == f"{name}_pkg.sv"] + [f"{name}.sv"] + \
-        [n for n in names if n.endswith(("_axis.sv", "_axi.sv"))]
+    return [n for n in names if n == f"{prefix}_pkg.sv"] + [f"{name}.sv"] + \
+        [n for n in names if n.endswith(("_axis.sv", "_axi.sv")) or (prefix != name and n == f"{prefix}.sv")]
 
 
-def write_filelist(out, name: str, kit: list):
-    """``<name>.f``: :func:`filelist_sources`, one file a line, relative to the folder (``-f <name>.f``)."""
-    path = out / f"{name}.f"
-    path.write_text("".join(f"{n}\n" for n in filelist_sources(name, kit)))
+def write_filelist(out, name: str, kit: list, prefix: str | None = None):
+    """``<prefix>.f``: :func:`filelist_sources`, one file a line, relative to the folder (``-f <prefix>.f``)."""
+    path = out / f"{prefix or name}.f"
+    path.write_text("".join(f"{n}\n" for n in filelist_sources(name, kit, prefix)))
     return path
 
 

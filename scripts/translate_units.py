@@ -170,7 +170,8 @@ def cluster_config(args):
 
 
 def _node_smoke(sim, cfg, cycles) -> str:
-    return "built (a node runs its program inside a cluster: see --unit cluster --build)"
+    return ("built: the kit's AXI4-Stream wrapper over the node (a training step runs in the kit's C++ bench on a "
+            "--case, or inside a cluster: --unit cluster --build)")
 
 
 def _cluster_smoke(ccfg, rcfgs, faults) -> str:

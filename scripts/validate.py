@@ -64,6 +64,17 @@ def environment(env=None) -> None:
         raise UserError(f"$PYMTL_FP_SIM_THREADS {threads[:100]!r}: give a number of threads >= 1 (2: two threads)")
 
 
+def module_identifier(text, option: str) -> str:
+    """A short Verilog module name (the kit's prefix): a letter, then letters, digits or single
+    underscores (Verilator renames names with ``__``), at most 40 characters."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,39}", text) or "__" in text or text.endswith("_"):
+        raise UserError(f"{option} {text!r}: a module name of a letter then at most 39 letters, digits or single "
+                        "underscores (not ending in one)")
+    return text
+
+
 def integer(value, option: str, lo: int | None = None, hi: int | None = None):
     """``value`` (an int or None) within ``lo..hi``; the message names the option and the range."""
     if value is None:

@@ -128,6 +128,12 @@ ROWS = [
     ("translate-cycles-no-build", T + ["--cycles", "100"], r"--cycles sets the smoke run of --build"),
     ("translate-synth-timeout-no-synth", T + ["--no-synth", "--synth-timeout", "5"], r"--synth-timeout .*--no-synth"),
     ("translate-pipeline-empty", T + ["--pipeline", ""], r"--pipeline '': an empty value"),
+    ("translate-engine-name", T + ["--name", "eng"], r"--name is a --unit node option, not for --unit engine"),
+    ("translate-engine-case", T + ["--case", "{tmp}/c"], r"--case is a --unit node option"),
+    ("translate-node-name-bad", ["translate", "--unit", "node", "--config", "tiny", "--out", "{tmp}/t", "--name", "9x"],
+     r"--name '9x': a module name of a letter"),
+    ("translate-node-case-too-small", ["translate", "--unit", "node", "--config", "tiny", "--out", "{tmp}/t", "--case",
+                                       "{tmp}/c", "--no-synth"], r"--case: the case's net does not fit node tiny"),
     # devices files: every field checked, the file and field named
     ("devices-links-number", EP + ["{f:links_number.json}"], r"links_number\.json: links must be a list"),
     ("devices-links-text", EP + ["{f:links_text.json}"], r"links_text\.json: links must be a list"),

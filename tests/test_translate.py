@@ -67,8 +67,10 @@ def test_node_translates_lint_clean_and_builds_plainly_with_its_waiver_file_alon
     vlt = next(tmp_path.glob("*_waivers.vlt")).read_text()
     assert "lint_off -rule DECLFILENAME" in vlt and vlt.count("// ") >= len(rep["lint"]["waivers"])
     assert "LUTs" in out  # the resource estimate
-    # the ISA kit is written beside the Verilog, and the plain build compiles its package too
-    assert sorted(Path(p).suffix for p in rep["kit"]) == [".h", ".md", ".sv"] and "_pkg.sv" in rep["build"]["command"]
+    # the kit is written beside the Verilog (package, header, AXI4-Stream wrapper, C++ bench, reference), and the
+    # plain build compiles the package and the wrapper too, the wrapper as its top
+    assert sorted(Path(p).suffix for p in rep["kit"]) == [".cpp", ".h", ".md", ".sv", ".sv"]
+    assert "_pkg.sv" in rep["build"]["command"] and rep["build"]["command"].endswith("_axi")
 
 
 def test_missing_verilator_is_reported_with_install_advice(tmp_path, capsys, monkeypatch):

@@ -405,6 +405,30 @@ def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
     return out
 
 
+def host_out_elements(net, part, prog: NodeProgram, P: int, params: dict) -> list:
+    """What node ``prog.node`` (array side ``P``) streams to the host when its layers hold ``params``,
+    in order: each ``prog.host_out`` piece packed as the compiler packs the initial weights (the
+    inverse of :func:`unpack_params` for one node; an exported case's expected ``host_out``)."""
+    from pymtl_fp.engine import packing
+    from pymtl_fp.engine.msgs import pack_bias, pack_weight
+
+    out = []
+    for key, n in prog.host_out:
+        kind, li, k0, k1 = key
+        name = net.layers[li].name
+        if kind == "w":
+            w = np.asarray(params[name]["w"])
+            if li in part.packed:  # kept in the packed layout (K, C*R*S, 1, 1) on the node
+                w = packing.pack_weight(w)
+            vals = pack_weight(w[k0:k1], P).reshape(-1)
+        else:
+            vals = pack_bias(np.asarray(params[name]["b"])[k0:k1], P).reshape(-1)
+        if len(vals) != n:
+            raise ClusterError(f"node {prog.node} stores {n} elements of {key} to the host; they pack to {len(vals)}")
+        out += [int(v) for v in vals]
+    return out
+
+
 def params_equal(a: dict, b: dict) -> bool:
     """Two ``{layer: {"w", "b"}}`` parameter sets hold the same integers."""
     return all(np.array_equal(a[n][k], b[n][k]) for n in a for k in ("w", "b"))

