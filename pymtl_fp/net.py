@@ -1,17 +1,27 @@
 """Network descriptions: layers, shapes, MAC counts, number formats and per-layer shifts.
 
-What it models: a *sequential* CNN (``Conv`` / ``Pool`` / ``Fc`` layers, ReLU fused into the
-conv/fc layer that precedes it) as the golden model, the hardware cluster and the design-space
-tools all see it.  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``; presets are
-loaded by name with :func:`load_net`; :func:`save_net` writes one).
+What it models: a CNN as a *sequence* of layers (``Conv`` / ``Pool`` / ``Fc``, ReLU fused into the
+layer that precedes it) as the golden model, the hardware cluster and the design-space tools all
+see it, plus residual networks: an ``Add`` layer adds to the previous layer's output the output
+of an *earlier* layer it names (``from = "name"``; optionally through a 1x1 strided projection
+conv with its own weights), and ``GlobalAvgPool`` averages each channel's map.  The list stays
+sequential (each layer reads the previous one's output; only an add reads a second, earlier
+tensor), so cutting the list into a chain of pieces stays what it is; the skip is the one tensor
+that may cross a cut.  Residual nets run on the golden engine; the cluster refuses them
+(:func:`check_chain`).  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``;
+presets are loaded by name with :func:`load_net`; :func:`save_net` writes one).
 
 Shapes: activations are ``(C, H, W)`` per sample; a conv maps ``(C, H, W)`` to
 ``(K, Ho, Wo)`` (:mod:`pymtl_fp.golden.geometry`); ``Pool(k)`` is a ``k x k`` max pool of stride
-``k``; ``Fc(K)`` is a conv whose kernel covers its whole input (output ``(K, 1, 1)``).
+``k``; ``Fc(K)`` is a conv whose kernel covers its whole input (output ``(K, 1, 1)``); an add keeps
+its main branch's shape (the skip, after its projection, must have the same: a one-line error
+naming the add otherwise); a global average pool gives ``(C, 1, 1)``.
 
-MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every conv/fc layer; ``wg`` the
-same; ``bp`` the same, except 0 for the first parameterized layer (nothing before it needs an
-input gradient).  Pools do no MACs.
+MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every layer with weights (conv,
+fc, an add's projection: ``K*C_skip*Ho*Wo``); ``wg`` the same; ``bp`` the same, except 0 when the
+layer's input needs no gradient (no layer with weights before it).  Pools and adds do no MACs.
+Layer options: ``init_scale`` (conv, fc, add) multiplies the He-normal initial weights (0: the
+layer starts at zero, as Fixup starts each residual branch's last conv).
 
 Number formats (:class:`Formats`, one set per precision name such as ``"16"`` or ``"8"``):
 ``act`` (activations, logits), ``weight``, ``grad`` (activation gradients dy/dx and dlogits),
@@ -82,6 +92,13 @@ def _name(value, what: str) -> str:
     return value
 
 
+def _init_scale(layer) -> None:
+    v = layer.init_scale
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 16.0:
+        raise NetError(f"{layer.name}: init_scale must be a number in 0..16, got {v!r}")
+    object.__setattr__(layer, "init_scale", float(v))
+
+
 @dataclass(frozen=True)
 class Conv:
     """Convolution (+ bias, + optional ReLU): ``out_channels`` filters of ``kernel`` (R, S)."""
@@ -92,9 +109,11 @@ class Conv:
     stride: int = 1
     pad: int = 0
     relu: bool = False
+    init_scale: float = 1.0
 
     def __post_init__(self):
         _name(self.name, "conv name")
+        _init_scale(self)
         _int(self.out_channels, f"{self.name}: out_channels", hi=MAX_CHANNELS)
         kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
         if len(kernel) != 2:
@@ -129,15 +148,72 @@ class Fc:
     name: str
     out_features: int
     relu: bool = False
+    init_scale: float = 1.0
 
     def __post_init__(self):
         _name(self.name, "fc name")
+        _init_scale(self)
         _int(self.out_features, f"{self.name}: out_features", hi=MAX_CHANNELS)
         if not isinstance(self.relu, bool):
             raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
 
 
-LAYER_TYPES = {"conv": Conv, "pool": Pool, "fc": Fc}
+@dataclass(frozen=True)
+class Add:
+    """Residual add: the previous layer's output (the *main* branch) plus the output of the earlier
+    layer ``source`` (the *skip*; ``from = "name"`` in a net file), then an optional ReLU.  With
+    ``project`` the skip first goes through a 1x1 conv of stride ``stride`` (its own weights and
+    bias, as many filters as the main branch has channels: a layer with weights, named after the
+    add); without it the two shapes must be equal (an identity skip)."""
+
+    name: str
+    source: str
+    project: bool = False
+    stride: int = 1
+    relu: bool = False
+    init_scale: float = 1.0
+
+    def __post_init__(self):
+        _name(self.name, "add name")
+        _name(self.source, f"{self.name}: from")
+        for flag in ("project", "relu"):
+            if not isinstance(getattr(self, flag), bool):
+                raise NetError(f"{self.name}: {flag} must be true or false, got {getattr(self, flag)!r}")
+        _int(self.stride, f"{self.name}: stride", hi=MAX_SIDE)
+        if self.stride != 1 and not self.project:
+            raise NetError(f"{self.name}: stride {self.stride} needs project = true (an identity skip has stride 1)")
+        _init_scale(self)
+
+    @property
+    def kernel(self) -> tuple:
+        return (1, 1)
+
+    @property
+    def pad(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class GlobalAvgPool:
+    """Global average pool: ``(C, H, W)`` to ``(C, 1, 1)``, the mean of each channel's map
+    (:mod:`pymtl_fp.golden.residual` defines its rounding)."""
+
+    name: str = ""
+
+    def __post_init__(self):
+        if self.name:
+            _name(self.name, "global_avg_pool name")
+
+
+#: most elements a global average pool averages (its reciprocal's 16 significant bits and its
+#: shift, at most :data:`~pymtl_fp.numerics.MAX_SHIFT`, stay exact)
+MAX_GAP_AREA = 2**16
+
+LAYER_TYPES = {"conv": Conv, "pool": Pool, "fc": Fc, "add": Add, "global_avg_pool": GlobalAvgPool}
+#: the net-file key of a field whose Python name differs
+FILE_KEYS = {"source": "from"}
+PY_KEYS = {v: k for k, v in FILE_KEYS.items()}
+LAYER_CLASSES = tuple(LAYER_TYPES.values())
 SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
 
 
@@ -241,12 +317,18 @@ class Net:
             raise NetError(f"{len(self.layers)} layers; a net has at most {MAX_LAYERS}")
         named, seen = [], set()
         for i, layer in enumerate(self.layers):
-            if not isinstance(layer, (Conv, Pool, Fc)):
-                raise NetError(f"layer {i} is not a Conv, Pool or Fc: {layer!r}")
-            if isinstance(layer, Pool) and not layer.name:
-                layer = replace(layer, name=f"pool{i}")
+            if not isinstance(layer, LAYER_CLASSES):
+                raise NetError(f"layer {i} is not a Conv, Pool, Fc, Add or GlobalAvgPool: {layer!r}")
+            if isinstance(layer, (Pool, GlobalAvgPool)) and not layer.name:
+                layer = replace(layer, name=f"{'pool' if isinstance(layer, Pool) else 'gap'}{i}")
             if layer.name in seen:
                 raise NetError(f"duplicate layer name {layer.name!r}")
+            if isinstance(layer, Add) and layer.source not in seen:
+                later = any(other.name == layer.source for other in self.layers[i:])
+                raise NetError(f"{layer.name}: from {layer.source!r} names "
+                               + ("itself" if layer.source == layer.name else "a later layer" if later
+                                  else "no layer of the net")
+                               + "; an add adds the output of an earlier layer")
             seen.add(layer.name)
             named.append(layer)
         object.__setattr__(self, "layers", tuple(named))
@@ -255,11 +337,8 @@ class Net:
             if c * h * w > MAX_ACTIVATION:
                 raise NetError(f"{layer.name}: output {c}x{h}x{w} has {c * h * w} values per image; "
                                f"at most {MAX_ACTIVATION}")
-        for layer, (c, h, w) in zip(self.layers, shapes):
-            if isinstance(layer, Pool):
-                continue
-            n = layer.out_channels * c * math.prod(layer.kernel) if isinstance(layer, Conv) else \
-                layer.out_features * c * h * w
+        for layer in self.param_layers():
+            n = math.prod(self.conv_geometry(layer)["w_shape"])
             if n > MAX_LAYER_WEIGHTS:
                 raise NetError(f"{layer.name}: {n} weights; at most {MAX_LAYER_WEIGHTS} per layer")
         for pname, fmt in self.formats.items():
@@ -289,6 +368,13 @@ class Net:
                 elif isinstance(layer, Pool):
                     out = (c, pool_out_size(h, layer.k, "input height"),
                            pool_out_size(w, layer.k, "input width"))
+                elif isinstance(layer, Add):
+                    out = (c, h, w)
+                    _check_skip(layer, shapes, self.layers)
+                elif isinstance(layer, GlobalAvgPool):
+                    if h * w > MAX_GAP_AREA:
+                        raise ValueError(f"averages {h * w} elements per channel; at most {MAX_GAP_AREA}")
+                    out = (c, 1, 1)
                 else:
                     out = (layer.out_features, 1, 1)
             except ValueError as exc:
@@ -298,7 +384,35 @@ class Net:
         return shapes
 
     def param_layers(self) -> list:
-        return [layer for layer in self.layers if not isinstance(layer, Pool)]
+        """The layers with weights: conv, fc, and an add's 1x1 projection (named after the add)."""
+        return [layer for layer in self.layers if _has_weights(layer)]
+
+    @property
+    def residual(self) -> bool:
+        """Whether the net has a skip connection or a global average pool (layers the golden engine
+        runs and the cluster's chain does not yet)."""
+        return any(isinstance(layer, (Add, GlobalAvgPool)) for layer in self.layers)
+
+    def source_index(self, layer) -> int:
+        """The index, in :meth:`shapes`, of the tensor an add's skip reads: its source's output."""
+        return 1 + [ly.name for ly in self.layers].index(layer.source)
+
+    def rectified(self, t: int) -> bool:
+        """Whether tensor ``t`` of :meth:`shapes` (the input of ``layers[t]``; ``t = len(layers)``:
+        the logits) comes out of a ReLU: its producer has ``relu``, or is a max pool of a tensor that
+        does (a max pool keeps the sign; a global average pool is linear: its output is not)."""
+        while t > 0:
+            layer = self.layers[t - 1]
+            if not isinstance(layer, Pool):
+                return bool(getattr(layer, "relu", False))
+            t -= 1
+        return False
+
+    def needs_grad(self, t: int) -> bool:
+        """Whether tensor ``t`` needs a gradient: some layer before it has weights (the input and
+        the pools that only follow it need none)."""
+        first = next(i for i, layer in enumerate(self.layers) if _has_weights(layer))
+        return t > first
 
     def layer(self, name: str):
         for layer in self.layers:
@@ -310,6 +424,9 @@ class Net:
         """``{"w_shape": (K, C, R, S), "stride": .., "pad": ..}`` of a conv or fc layer."""
         idx = self.layers.index(layer)
         c, h, w = self.shapes()[idx]
+        if isinstance(layer, Add) and layer.project:
+            c_src = self.shapes()[self.source_index(layer)][0]
+            return {"w_shape": (c, c_src, 1, 1), "stride": layer.stride, "pad": 0}
         if isinstance(layer, Conv):
             return {"w_shape": (layer.out_channels, c) + layer.kernel, "stride": layer.stride,
                     "pad": layer.pad}
@@ -322,16 +439,18 @@ class Net:
         return math.prod(self.shapes()[-1])
 
     def macs(self) -> list:
-        """Per conv/fc layer, the MACs of one sample for FP, BP (data gradient) and WG."""
-        out, shapes, first = [], self.shapes(), True
+        """Per layer with weights (:meth:`param_layers`), the MACs of one sample for FP, BP (data
+        gradient: 0 when its input needs none, :meth:`needs_grad`) and WG.  A projection's MACs are
+        those of its 1x1 conv over the skip; adds and pools do no MACs."""
+        out, shapes = [], self.shapes()
         for i, layer in enumerate(self.layers):
-            if isinstance(layer, Pool):
+            if not _has_weights(layer):
                 continue
             k, c, r, s = self.conv_geometry(layer)["w_shape"]
             _, ho, wo = shapes[i + 1]
             n = k * c * r * s * ho * wo
-            out.append(LayerMacs(layer.name, fp=n, bp=0 if first else n, wg=n))
-            first = False
+            src = self.source_index(layer) if isinstance(layer, Add) else i
+            out.append(LayerMacs(layer.name, fp=n, bp=n if self.needs_grad(src) else 0, wg=n))
         return out
 
     # ---- numerics -------------------------------------------------------------------------
@@ -360,10 +479,11 @@ class Net:
 
     def to_dict(self) -> dict:
         """A JSON-able description that :func:`net_from_dict` turns back into an equal Net."""
-        layers = []
+        layers, types = [], {cls: kind for kind, cls in LAYER_TYPES.items()}
         for layer in self.layers:
-            d = {"type": {Conv: "conv", Pool: "pool", Fc: "fc"}[type(layer)]}
-            d.update({f.name: getattr(layer, f.name) for f in fields(layer)})
+            d = {"type": types[type(layer)]}
+            d.update({FILE_KEYS.get(f.name, f.name): getattr(layer, f.name) for f in fields(layer)
+                      if not (f.name == "init_scale" and layer.init_scale == 1.0)})
             if isinstance(layer, Conv):
                 d["kernel"] = list(layer.kernel)
             layers.append(d)
@@ -381,6 +501,26 @@ class Net:
 
 
 # ---- loading ------------------------------------------------------------------------------
+
+def _has_weights(layer) -> bool:
+    return isinstance(layer, (Conv, Fc)) or (isinstance(layer, Add) and layer.project)
+
+
+def _check_skip(add: Add, shapes: list, layers: tuple) -> None:
+    """``ValueError`` unless the skip of ``add`` (after its projection) has the main branch's shape."""
+    main = shapes[-1]
+    src = shapes[1 + [ly.name for ly in layers].index(add.source)]
+    skip = src
+    if add.project:
+        skip = (main[0], conv_out_size(src[1], 1, add.stride, 0, "skip height"),
+                conv_out_size(src[2], 1, add.stride, 0, "skip width"))
+    if skip != main:
+        how = (f"its 1x1 projection of stride {add.stride} gives {'x'.join(map(str, skip))}" if add.project
+               else "give project = true (and its stride) for a 1x1 projection")
+        raise ValueError(f"the residual branches' shapes disagree: the main branch is "
+                         f"{'x'.join(map(str, main))}, the skip from {add.source!r} is "
+                         f"{'x'.join(map(str, src))}; {how}")
+
 
 def _qformat(value, what: str) -> QFormat:
     if isinstance(value, dict):
@@ -439,7 +579,8 @@ def net_from_dict(d: dict) -> Net:
         if kind not in LAYER_TYPES:
             raise NetError(f"layer {i}: unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
         cls = LAYER_TYPES[kind]
-        _take(entry, {f.name for f in fields(cls)}, f"layer {i} ({kind})")
+        _take(entry, {FILE_KEYS.get(f.name, f.name) for f in fields(cls)}, f"layer {i} ({kind})")
+        entry = {PY_KEYS.get(k, k): v for k, v in entry.items()}
         try:
             layers.append(cls(**entry))
         except TypeError as exc:
@@ -458,6 +599,14 @@ def net_from_dict(d: dict) -> Net:
     return Net(name=d["name"], input_shape=d["input_shape"], layers=tuple(layers),
                formats={str(k): _formats_from_dict(str(k), v) for k, v in formats.items()},
                train=TrainDefaults(**train))
+
+
+def check_chain(net: Net, what: str = "the cluster") -> None:
+    """``NetError`` (one line) if ``net`` has residual layers, which ``what`` cannot run yet."""
+    if net.residual:
+        kinds = sorted({type(layer).__name__ for layer in net.layers if isinstance(layer, (Add, GlobalAvgPool))})
+        raise NetError(f"{net.name} is a residual net ({', '.join(kinds)} layers): residual nets run on the "
+                       f"golden engine only (--engine golden); {what} runs chains of conv, pool and fc layers")
 
 
 def save_net(net: Net, path) -> Path:
