@@ -601,12 +601,16 @@ def net_from_dict(d: dict) -> Net:
                train=TrainDefaults(**train))
 
 
-def check_chain(net: Net, what: str = "the cluster") -> None:
-    """``NetError`` (one line) if ``net`` has residual layers, which ``what`` cannot run yet."""
+#: why a residual net cannot run on the cluster (the end of :func:`check_chain`'s message)
+CHAIN_ONLY = "the cluster's nodes run chains of conv, pool and fc layers (no skip connections yet)"
+
+
+def check_chain(net: Net, why: str = CHAIN_ONLY) -> None:
+    """``NetError`` (one line) if ``net`` has residual layers: they run on the golden engine only."""
     if net.residual:
         kinds = sorted({type(layer).__name__ for layer in net.layers if isinstance(layer, (Add, GlobalAvgPool))})
         raise NetError(f"{net.name} is a residual net ({', '.join(kinds)} layers): residual nets run on the "
-                       f"golden engine only (--engine golden); {what} runs chains of conv, pool and fc layers")
+                       f"golden engine only (--engine golden): {why}")
 
 
 def save_net(net: Net, path) -> Path:
