@@ -274,3 +274,26 @@ def test_the_resnet_trains_a_step_at_every_precision():
         new, loss = T.train_step(net, params, images, split.y_train[:8], T.TrainConfig(prec, lr_log2=3))
         assert np.isfinite(loss)
         assert not np.array_equal(new["b1b"]["w"], params["b1b"]["w"])
+
+
+def test_the_per_image_and_data_parallel_steps_keep_their_identities_on_a_residual_net():
+    """The walk's seeds index a projection's data gradient by the skip's own tensor: per-image SGD of
+    one image is the mini-batch step of that image, and a data-parallel step over any split of the
+    batch is the mini-batch step, bit for bit, on a residual net too."""
+    from pymtl_fp.golden.data_parallel import train_step_data_parallel
+    from pymtl_fp.golden.per_image import train_step_per_image
+
+    net, prec = _tiny(), "8"
+    rng = np.random.default_rng(4)
+    params = T.quantize_params(net, {k: {"w": v["w"] * 3, "b": rng.normal(0, 0.2, v["b"].shape)}
+                                     for k, v in T.init_params_float64(net, 1).items()}, prec)
+    images = rng.integers(0, 16, size=(4, 1, 4, 4))
+    labels = np.array([0, 2, 1, 1])
+    cfg = T.TrainConfig(prec, seed=11)
+    one, _ = T.train_step(net, params, images[:1], labels[:1], cfg)
+    per, _ = train_step_per_image(net, params, images[:1], labels[:1], cfg)
+    assert all(np.array_equal(one[k][x], per[k][x]) for k in one for x in ("w", "b"))
+    whole, _ = T.train_step(net, params, images, labels, cfg)
+    split, _ = train_step_data_parallel(net, params, images, labels, cfg, [1, 3])
+    assert all(np.array_equal(whole[k][x], split[k][x]) for k in whole for x in ("w", "b"))
+    assert any(not np.array_equal(whole[k]["w"], params[k]["w"]) for k in whole)

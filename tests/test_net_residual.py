@@ -155,3 +155,12 @@ def test_a_residual_net_file_trains_on_the_golden_engine_end_to_end(tmp_path, ca
     assert set(results) == {"float64", "8"}
     assert all(r["steps"] == 2 * (1437 // 32) for r in results.values())
     assert all(r["final_test_accuracy"] > 0.3 for r in results.values())  # ten classes: chance is 0.1
+
+
+def test_the_pytorch_export_refuses_a_residual_net_in_one_line():
+    pytest.importorskip("torch")
+    from pymtl_fp.interop.chain import InteropError
+    from pymtl_fp.interop.torch_net import torch_from_net
+
+    with pytest.raises(InteropError, match=r"^resnet8-mnist is a residual net: torch_from_net exports chains"):
+        torch_from_net(load_net(RESNET))
