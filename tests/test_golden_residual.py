@@ -304,3 +304,11 @@ def test_the_per_image_and_data_parallel_steps_keep_their_identities_on_a_residu
     split, _ = train_step_data_parallel(net, params, images, labels, cfg, [1, 3])
     assert all(np.array_equal(whole[k][x], split[k][x]) for k in whole for x in ("w", "b"))
     assert any(not np.array_equal(whole[k]["w"], params[k]["w"]) for k in whole)
+
+
+def test_the_average_pool_refuses_operands_its_accumulator_cannot_hold():
+    x = np.full((1, 1, 4, 4), 2**47, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"^average pool accumulator could reach \d+ >= 2\*\*62"):
+        gap_fwd(x, out_bits=48)
+    with pytest.raises(ValueError, match=r"^average pool backward accumulator could reach"):
+        gap_bwd(np.full((1, 1, 1, 1), 2**47, dtype=np.int64), x, out_bits=48)

@@ -59,12 +59,14 @@ from __future__ import annotations
 import numpy as np
 
 from pymtl_fp.numerics import (
+    ACC_LIMIT,
     MAX_SHIFT,
     QFormat,
     as_int_array,
     check_bits,
     check_in_bits,
     check_mode,
+    max_abs,
     requantize,
     saturate,
 )
@@ -81,6 +83,12 @@ def gap_reciprocal(area: int) -> tuple:
     if f > MAX_SHIFT:
         raise ValueError(f"average pool area {area} too large: at most {2**(MAX_SHIFT - RECIPROCAL_BITS)}")
     return (2 * 2**f + area) // (2 * area), f  # floor(2**F / A + 1/2)
+
+
+def _check_product(bound: int, m: int, what: str) -> None:
+    """``ValueError`` unless ``bound * m`` (a bound on the accumulator) stays below ``ACC_LIMIT``."""
+    if bound * m >= ACC_LIMIT:
+        raise ValueError(f"{what} accumulator could reach {bound * m} >= 2**62: operands too wide")
 
 
 def _array4(a, what: str) -> np.ndarray:
@@ -124,6 +132,7 @@ def gap_fwd(x, *, out_bits, mode="nearest", seed=0, tensor_id=0):
     """Global average pool of ``x`` (N, C, H, W): (N, C, 1, 1), rounded as the module doc defines."""
     x = _array4(x, "x")
     m, f = gap_reciprocal(x.shape[2] * x.shape[3])
+    _check_product(max_abs(x) * x.shape[2] * x.shape[3], m, "average pool")
     acc = x.sum(axis=(2, 3), keepdims=True) * np.int64(m)
     return requantize(acc, f, check_bits(out_bits, "out_bits"), check_mode(mode), seed=seed, tensor_id=tensor_id)
 
@@ -137,6 +146,7 @@ def gap_bwd(dy, x, *, out_bits, relu=False, mode="nearest", seed=0, tensor_id=0)
     if dy.shape != (n, c, 1, 1):
         raise ValueError(f"dy shape {dy.shape} does not match the pool's output shape {(n, c, 1, 1)}")
     m, f = gap_reciprocal(h * w)
+    _check_product(max_abs(dy), m, "average pool backward")
     acc = np.broadcast_to(dy * np.int64(m), x.shape)
     dx = requantize(acc, f, check_bits(out_bits, "out_bits"), check_mode(mode), seed=seed, tensor_id=tensor_id)
     return np.where(x > 0, dx, 0) if relu else dx
