@@ -1,4 +1,5 @@
-"""One training step of a sequential CNN, in bit-exact fixed point and in float64.
+"""One training step of a CNN (a chain of layers, residual adds included), in bit-exact fixed point
+and in float64.
 
 What it models: the whole cluster's work for one mini-batch — forward through every layer,
 softmax cross-entropy at the host, backward (data and weight gradients), SGD update — composed
@@ -15,11 +16,19 @@ Conventions the hardware must follow:
   layer's forward input ``x <= 0``.  Max pools in between do not change the mask: a pooled value
   is ``<= 0`` exactly when the element it routes its gradient to is.  If the last conv/fc layer has
   a ReLU, dlogits are masked where the logits are ``<= 0``.  The first conv/fc layer computes no
-  data gradient.
+  data gradient.  Generally (:meth:`~pymtl_fp.net.Net.rectified`): every reader of a tensor that
+  comes out of a ReLU masks the gradient it sends back to it -- a conv's ``bwd_data``, an add's
+  two branches, a global average pool's backward.
+* **Residual adds** (:mod:`pymtl_fp.golden.residual`): an add's output gradient goes to both
+  branches; a tensor read by two layers (a skip's source) gets the exact sum of their gradients,
+  saturated once.  An add's projection is a layer with weights (the ``p``-th of
+  :meth:`~pymtl_fp.net.Net.param_layers`) whose data gradient goes to the skip's source.
 * **Stochastic-rounding streams.** Step ``t`` rounds with seed ``(cfg.seed + t) mod 2**32``.
   The ``p``-th conv/fc layer (0-based) uses ``tensor_id = 8*p + role`` with role
   ``FWD=0, DX=1, DW=2, DB=3, UPDATE_W=4, UPDATE_B=5, VELOCITY_W=6, VELOCITY_B=7``
   (so at most 32 conv/fc layers).  Element indices are flat C-order indices of the full tensor.
+  The ``g``-th global average pool uses ``255 - 2*g`` (forward) and ``254 - 2*g`` (backward)
+  (:func:`gap_tensor_id`).
 * **Rounding modes** (``TrainConfig``): forward ``nearest``, gradients and updates
   ``stochastic`` by default.
 * **Momentum** ``m`` (``mu = 1 - 2**-m``): velocities (weights and biases alike) are kept in
