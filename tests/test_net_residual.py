@@ -31,17 +31,18 @@ def test_the_preset_has_its_blocks_shapes_and_macs():
     assert RESNET in presets()
     by_name = dict(zip([ly.name for ly in net.layers], net.shapes()[1:]))
     assert by_name["pool1"] == by_name["add1"] == (8, 14, 14)
-    assert by_name["add2"] == (16, 7, 7) and by_name["add3"] == (32, 4, 4)
-    assert by_name["gap"] == (32, 1, 1) and net.classes == 10
+    assert by_name["add2"] == (32, 7, 7) and by_name["add3"] == (64, 4, 4)
+    assert by_name["gap"] == (64, 1, 1) and net.classes == 10
     assert [ly.name for ly in net.layers if isinstance(ly, Add) and ly.project] == ["add2", "add3"]
-    assert net.conv_geometry(net.layer("add2")) == {"w_shape": (16, 8, 1, 1), "stride": 2, "pad": 0}
+    assert net.conv_geometry(net.layer("add2")) == {"w_shape": (32, 8, 1, 1), "stride": 2, "pad": 0}
     macs = {m.name: (m.fp, m.bp, m.wg) for m in net.macs()}
     # by hand: K*C*R*S*Ho*Wo; conv1 reads the image (no data gradient)
     assert macs["conv1"] == (8 * 9 * 28 * 28, 0, 8 * 9 * 28 * 28)
     assert macs["b1b"] == (8 * 8 * 9 * 14 * 14,) * 3
-    assert macs["add2"] == (16 * 8 * 7 * 7,) * 3  # the projection's 1x1 conv over the skip
-    assert macs["add3"] == (32 * 16 * 4 * 4,) * 3
-    assert macs["fc"] == (10 * 32,) * 3
+    assert macs["add2"] == (32 * 8 * 7 * 7,) * 3  # the projection's 1x1 conv over the skip
+    assert macs["b3b"] == (64 * 64 * 9 * 4 * 4,) * 3
+    assert macs["add3"] == (64 * 32 * 4 * 4,) * 3
+    assert macs["fc"] == (10 * 64,) * 3
     assert "add1" not in macs and "gap" not in macs  # an identity add and a pool have no weights
     assert set(net.shifts("8")) == set(macs)
     assert net.residual and not load_net("lenet5-mnist").residual
