@@ -263,9 +263,20 @@ class Net:
         runs and the cluster's chain does not yet)."""
         return any(isinstance(layer, (Add, GlobalAvgPool)) for layer in self.layers)
 
+    def _index(self, layer) -> int:
+        """``self.layers.index(layer)``, from a name -> position table made once."""
+        table = self.__dict__.get("_positions")
+        if table is None:
+            table = {ly.name: i for i, ly in enumerate(self.layers)}
+            object.__setattr__(self, "_positions", table)
+        i = table.get(getattr(layer, "name", None))
+        if i is None or self.layers[i] != layer:
+            raise ValueError(f"{layer!r} is not a layer of {self.name}")
+        return i
+
     def source_index(self, layer) -> int:
         """The index, in :meth:`shapes`, of the tensor an add's skip reads: its source's output."""
-        return 1 + [ly.name for ly in self.layers].index(layer.source)
+        return 1 + self._index(self.layer(layer.source))
 
     def rectified(self, t: int) -> bool:
         """Whether tensor ``t`` of :meth:`shapes` (the input of ``layers[t]``; ``t = len(layers)``:
@@ -292,7 +303,7 @@ class Net:
 
     def conv_geometry(self, layer) -> dict:
         """``{"w_shape": (K, C, R, S), "stride": .., "pad": ..}`` of a conv or fc layer."""
-        idx = self.layers.index(layer)
+        idx = self._index(layer)
         c, h, w = self.shapes()[idx]
         if isinstance(layer, Add) and layer.project:
             c_src = self.shapes()[self.source_index(layer)][0]
