@@ -60,6 +60,17 @@ class ClusterError(ValueError):
     """A cluster description, partition or mapping that cannot run (raised before simulation)."""
 
 
+def check_chain_net(net) -> None:
+    """A one-line :class:`ClusterError` if ``net`` is a residual net (:func:`pymtl_fp.net.check_chain`):
+    the cluster's nodes run chains of conv, pool and fc layers."""
+    from pymtl_fp.net import NetError, check_chain
+
+    try:
+        check_chain(net)
+    except NetError as exc:
+        raise ClusterError(str(exc)) from None
+
+
 def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:
     """One beat of ``lanes`` elements (``lanes * stream_bits``) per cycle, ``latency`` cycles, enough
     credits for full rate, CRC on."""
@@ -86,7 +97,9 @@ def link_flits(ccfg, flits: int):
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_DEPTHS["act_depth"],
                    weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
                    stochastic: bool = True) -> EngineConfig:
-    """An engine whose word widths are the net's formats at ``precision``."""
+    """An engine whose word widths are the net's formats at ``precision`` (a residual net is refused:
+    :func:`check_chain_net`)."""
+    check_chain_net(net)
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:
         raise ClusterError(

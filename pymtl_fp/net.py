@@ -1,17 +1,27 @@
 """Network descriptions: layers, shapes, MAC counts, number formats and per-layer shifts.
 
-What it models: a *sequential* CNN (``Conv`` / ``Pool`` / ``Fc`` layers, ReLU fused into the
-conv/fc layer that precedes it) as the golden model, the hardware cluster and the design-space
-tools all see it.  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``; presets are
-loaded by name with :func:`load_net`; :func:`save_net` writes one).
+What it models: a CNN as a *sequence* of layers (``Conv`` / ``Pool`` / ``Fc``, ReLU fused into the
+layer that precedes it) as the golden model, the hardware cluster and the design-space tools all
+see it, plus residual networks: an ``Add`` layer adds to the previous layer's output the output
+of an *earlier* layer it names (``from = "name"``; optionally through a 1x1 strided projection
+conv with its own weights), and ``GlobalAvgPool`` averages each channel's map.  The list stays
+sequential (each layer reads the previous one's output; only an add reads a second, earlier
+tensor), so cutting the list into a chain of pieces stays what it is; the skip is the one tensor
+that may cross a cut.  Residual nets run on the golden engine; the cluster refuses them
+(:func:`check_chain`).  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``;
+presets are loaded by name with :func:`load_net`; :func:`save_net` writes one).
 
 Shapes: activations are ``(C, H, W)`` per sample; a conv maps ``(C, H, W)`` to
 ``(K, Ho, Wo)`` (:mod:`pymtl_fp.golden.geometry`); ``Pool(k)`` is a ``k x k`` max pool of stride
-``k``; ``Fc(K)`` is a conv whose kernel covers its whole input (output ``(K, 1, 1)``).
+``k``; ``Fc(K)`` is a conv whose kernel covers its whole input (output ``(K, 1, 1)``); an add keeps
+its main branch's shape (the skip, after its projection, must have the same: a one-line error
+naming the add otherwise); a global average pool gives ``(C, 1, 1)``.
 
-MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every conv/fc layer; ``wg`` the
-same; ``bp`` the same, except 0 for the first parameterized layer (nothing before it needs an
-input gradient).  Pools do no MACs.
+MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every layer with weights (conv,
+fc, an add's projection: ``K*C_skip*Ho*Wo``); ``wg`` the same; ``bp`` the same, except 0 when the
+layer's input needs no gradient (no layer with weights before it).  Pools and adds do no MACs.
+Layer options: ``init_scale`` (conv, fc, add) multiplies the He-normal initial weights (0: the
+layer starts at zero, as Fixup starts each residual branch's last conv).
 
 Number formats (:class:`Formats`, one set per precision name such as ``"16"`` or ``"8"``):
 ``act`` (activations, logits), ``weight``, ``grad`` (activation gradients dy/dx and dlogits),
@@ -39,23 +49,31 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from pymtl_fp.documents import DocumentError, read_document
-from pymtl_fp.golden.geometry import check_stride_pad, conv_out_size, pool_out_size
+from pymtl_fp.golden.geometry import conv_out_size, pool_out_size
+from pymtl_fp.net_layers import (  # the layer types are part of this module's interface
+    FILE_KEYS,
+    LAYER_CLASSES,
+    LAYER_TYPES,
+    MAX_ACTIVATION,
+    MAX_CHANNELS,
+    MAX_GAP_AREA,
+    MAX_LAYER_WEIGHTS,
+    MAX_SIDE,
+    PY_KEYS,
+    Add,
+    Conv,
+    Fc,
+    GlobalAvgPool,
+    NetError,
+    Pool,
+    _int,
+    _name,
+)
 from pymtl_fp.numerics import MAX_SHIFT, QFormat, _is_int, check_bits
 
 NETS_DIR = Path(__file__).with_name("nets")
 
 
-class NetError(ValueError):
-    """A malformed or inconsistent network description."""
-
-
-#: limits of a description, checked when it is built (before any array is allocated): wider than
-#: any network the studies use (VGG-16: 4096 features, 102.8 M weights in fc6, 3.2 M activations
-#: per image), far below what would exhaust the machine's memory or the hardware's address fields
-MAX_CHANNELS = 16384
-MAX_SIDE = 4096
-MAX_LAYER_WEIGHTS = 2**27
-MAX_ACTIVATION = 2**26
 #: most layers of a net (ResNet-152 has 155 with its pools): every pass walks the layers, the
 #: partition studies try cuts between them, and the golden trainer recurses over them
 MAX_LAYERS = 1024
@@ -66,78 +84,6 @@ TRAIN_RANGES = {"epochs": (1, MAX_EPOCHS), "batch": (1, 65536), "lr_log2": (0, 1
                 "lr_halve_every": (1, MAX_EPOCHS), "seed": (0, 2**32 - 1)}
 
 
-def _int(value, what: str, lo: int = 1, hi: int | None = None) -> int:
-    if not _is_int(value):
-        raise NetError(f"{what} must be an integer, got {value!r}")
-    if value < lo:
-        raise NetError(f"{what} must be >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise NetError(f"{what} must be at most {hi}, got {value}")
-    return int(value)
-
-
-def _name(value, what: str) -> str:
-    if not isinstance(value, str) or not value or not value.replace("_", "").replace("-", "").isalnum():
-        raise NetError(f"{what} must be a non-empty name of letters, digits, '_' or '-', got {value!r}")
-    return value
-
-
-@dataclass(frozen=True)
-class Conv:
-    """Convolution (+ bias, + optional ReLU): ``out_channels`` filters of ``kernel`` (R, S)."""
-
-    name: str
-    out_channels: int
-    kernel: int | tuple
-    stride: int = 1
-    pad: int = 0
-    relu: bool = False
-
-    def __post_init__(self):
-        _name(self.name, "conv name")
-        _int(self.out_channels, f"{self.name}: out_channels", hi=MAX_CHANNELS)
-        kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
-        if len(kernel) != 2:
-            raise NetError(f"{self.name}: kernel must be an int or [R, S], got {self.kernel!r}")
-        kernel = tuple(_int(k, f"{self.name}: kernel size", hi=MAX_SIDE) for k in kernel)
-        object.__setattr__(self, "kernel", kernel)
-        try:
-            check_stride_pad(self.stride, self.pad, kernel)
-        except (TypeError, ValueError) as exc:
-            raise NetError(f"{self.name}: {exc}") from None
-        if not isinstance(self.relu, bool):
-            raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
-
-
-@dataclass(frozen=True)
-class Pool:
-    """Max pool with ``k x k`` windows and stride ``k``."""
-
-    k: int = 2
-    name: str = ""
-
-    def __post_init__(self):
-        _int(self.k, "pool k", hi=MAX_SIDE)
-        if self.name:
-            _name(self.name, "pool name")
-
-
-@dataclass(frozen=True)
-class Fc:
-    """Fully connected (+ bias, + optional ReLU): a conv whose kernel covers the whole input."""
-
-    name: str
-    out_features: int
-    relu: bool = False
-
-    def __post_init__(self):
-        _name(self.name, "fc name")
-        _int(self.out_features, f"{self.name}: out_features", hi=MAX_CHANNELS)
-        if not isinstance(self.relu, bool):
-            raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
-
-
-LAYER_TYPES = {"conv": Conv, "pool": Pool, "fc": Fc}
 SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
 
 
@@ -241,12 +187,18 @@ class Net:
             raise NetError(f"{len(self.layers)} layers; a net has at most {MAX_LAYERS}")
         named, seen = [], set()
         for i, layer in enumerate(self.layers):
-            if not isinstance(layer, (Conv, Pool, Fc)):
-                raise NetError(f"layer {i} is not a Conv, Pool or Fc: {layer!r}")
-            if isinstance(layer, Pool) and not layer.name:
-                layer = replace(layer, name=f"pool{i}")
+            if not isinstance(layer, LAYER_CLASSES):
+                raise NetError(f"layer {i} is not a Conv, Pool, Fc, Add or GlobalAvgPool: {layer!r}")
+            if isinstance(layer, (Pool, GlobalAvgPool)) and not layer.name:
+                layer = replace(layer, name=f"{'pool' if isinstance(layer, Pool) else 'gap'}{i}")
             if layer.name in seen:
                 raise NetError(f"duplicate layer name {layer.name!r}")
+            if isinstance(layer, Add) and layer.source not in seen:
+                later = any(other.name == layer.source for other in self.layers[i:])
+                raise NetError(f"{layer.name}: from {layer.source!r} names "
+                               + ("itself" if layer.source == layer.name else "a later layer" if later
+                                  else "no layer of the net")
+                               + "; an add adds the output of an earlier layer")
             seen.add(layer.name)
             named.append(layer)
         object.__setattr__(self, "layers", tuple(named))
@@ -255,11 +207,8 @@ class Net:
             if c * h * w > MAX_ACTIVATION:
                 raise NetError(f"{layer.name}: output {c}x{h}x{w} has {c * h * w} values per image; "
                                f"at most {MAX_ACTIVATION}")
-        for layer, (c, h, w) in zip(self.layers, shapes):
-            if isinstance(layer, Pool):
-                continue
-            n = layer.out_channels * c * math.prod(layer.kernel) if isinstance(layer, Conv) else \
-                layer.out_features * c * h * w
+        for layer in self.param_layers():
+            n = math.prod(self.conv_geometry(layer)["w_shape"])
             if n > MAX_LAYER_WEIGHTS:
                 raise NetError(f"{layer.name}: {n} weights; at most {MAX_LAYER_WEIGHTS} per layer")
         for pname, fmt in self.formats.items():
@@ -289,6 +238,13 @@ class Net:
                 elif isinstance(layer, Pool):
                     out = (c, pool_out_size(h, layer.k, "input height"),
                            pool_out_size(w, layer.k, "input width"))
+                elif isinstance(layer, Add):
+                    out = (c, h, w)
+                    _check_skip(layer, shapes, self.layers)
+                elif isinstance(layer, GlobalAvgPool):
+                    if h * w > MAX_GAP_AREA:
+                        raise ValueError(f"averages {h * w} elements per channel; at most {MAX_GAP_AREA}")
+                    out = (c, 1, 1)
                 else:
                     out = (layer.out_features, 1, 1)
             except ValueError as exc:
@@ -298,7 +254,46 @@ class Net:
         return shapes
 
     def param_layers(self) -> list:
-        return [layer for layer in self.layers if not isinstance(layer, Pool)]
+        """The layers with weights: conv, fc, and an add's 1x1 projection (named after the add)."""
+        return [layer for layer in self.layers if _has_weights(layer)]
+
+    @property
+    def residual(self) -> bool:
+        """Whether the net has a skip connection or a global average pool (layers the golden engine
+        runs and the cluster's chain does not yet)."""
+        return any(isinstance(layer, (Add, GlobalAvgPool)) for layer in self.layers)
+
+    def _index(self, layer) -> int:
+        """``self.layers.index(layer)``, from a name -> position table made once."""
+        table = self.__dict__.get("_positions")
+        if table is None:
+            table = {ly.name: i for i, ly in enumerate(self.layers)}
+            object.__setattr__(self, "_positions", table)
+        i = table.get(getattr(layer, "name", None))
+        if i is None or self.layers[i] != layer:
+            raise ValueError(f"{layer!r} is not a layer of {self.name}")
+        return i
+
+    def source_index(self, layer) -> int:
+        """The index, in :meth:`shapes`, of the tensor an add's skip reads: its source's output."""
+        return 1 + self._index(self.layer(layer.source))
+
+    def rectified(self, t: int) -> bool:
+        """Whether tensor ``t`` of :meth:`shapes` (the input of ``layers[t]``; ``t = len(layers)``:
+        the logits) comes out of a ReLU: its producer has ``relu``, or is a max pool of a tensor that
+        does (a max pool keeps the sign; a global average pool is linear: its output is not)."""
+        while t > 0:
+            layer = self.layers[t - 1]
+            if not isinstance(layer, Pool):
+                return bool(getattr(layer, "relu", False))
+            t -= 1
+        return False
+
+    def needs_grad(self, t: int) -> bool:
+        """Whether tensor ``t`` needs a gradient: some layer before it has weights (the input and
+        the pools that only follow it need none)."""
+        first = next(i for i, layer in enumerate(self.layers) if _has_weights(layer))
+        return t > first
 
     def layer(self, name: str):
         for layer in self.layers:
@@ -308,8 +303,11 @@ class Net:
 
     def conv_geometry(self, layer) -> dict:
         """``{"w_shape": (K, C, R, S), "stride": .., "pad": ..}`` of a conv or fc layer."""
-        idx = self.layers.index(layer)
+        idx = self._index(layer)
         c, h, w = self.shapes()[idx]
+        if isinstance(layer, Add) and layer.project:
+            c_src = self.shapes()[self.source_index(layer)][0]
+            return {"w_shape": (c, c_src, 1, 1), "stride": layer.stride, "pad": 0}
         if isinstance(layer, Conv):
             return {"w_shape": (layer.out_channels, c) + layer.kernel, "stride": layer.stride,
                     "pad": layer.pad}
@@ -322,16 +320,18 @@ class Net:
         return math.prod(self.shapes()[-1])
 
     def macs(self) -> list:
-        """Per conv/fc layer, the MACs of one sample for FP, BP (data gradient) and WG."""
-        out, shapes, first = [], self.shapes(), True
+        """Per layer with weights (:meth:`param_layers`), the MACs of one sample for FP, BP (data
+        gradient: 0 when its input needs none, :meth:`needs_grad`) and WG.  A projection's MACs are
+        those of its 1x1 conv over the skip; adds and pools do no MACs."""
+        out, shapes = [], self.shapes()
         for i, layer in enumerate(self.layers):
-            if isinstance(layer, Pool):
+            if not _has_weights(layer):
                 continue
             k, c, r, s = self.conv_geometry(layer)["w_shape"]
             _, ho, wo = shapes[i + 1]
             n = k * c * r * s * ho * wo
-            out.append(LayerMacs(layer.name, fp=n, bp=0 if first else n, wg=n))
-            first = False
+            src = self.source_index(layer) if isinstance(layer, Add) else i
+            out.append(LayerMacs(layer.name, fp=n, bp=n if self.needs_grad(src) else 0, wg=n))
         return out
 
     # ---- numerics -------------------------------------------------------------------------
@@ -360,10 +360,11 @@ class Net:
 
     def to_dict(self) -> dict:
         """A JSON-able description that :func:`net_from_dict` turns back into an equal Net."""
-        layers = []
+        layers, types = [], {cls: kind for kind, cls in LAYER_TYPES.items()}
         for layer in self.layers:
-            d = {"type": {Conv: "conv", Pool: "pool", Fc: "fc"}[type(layer)]}
-            d.update({f.name: getattr(layer, f.name) for f in fields(layer)})
+            d = {"type": types[type(layer)]}
+            d.update({FILE_KEYS.get(f.name, f.name): getattr(layer, f.name) for f in fields(layer)
+                      if not (f.name == "init_scale" and layer.init_scale == 1.0)})
             if isinstance(layer, Conv):
                 d["kernel"] = list(layer.kernel)
             layers.append(d)
@@ -381,6 +382,26 @@ class Net:
 
 
 # ---- loading ------------------------------------------------------------------------------
+
+def _has_weights(layer) -> bool:
+    return isinstance(layer, (Conv, Fc)) or (isinstance(layer, Add) and layer.project)
+
+
+def _check_skip(add: Add, shapes: list, layers: tuple) -> None:
+    """``ValueError`` unless the skip of ``add`` (after its projection) has the main branch's shape."""
+    main = shapes[-1]
+    src = shapes[1 + [ly.name for ly in layers].index(add.source)]
+    skip = src
+    if add.project:
+        skip = (main[0], conv_out_size(src[1], 1, add.stride, 0, "skip height"),
+                conv_out_size(src[2], 1, add.stride, 0, "skip width"))
+    if skip != main:
+        how = (f"its 1x1 projection of stride {add.stride} gives {'x'.join(map(str, skip))}" if add.project
+               else "give project = true (and its stride) for a 1x1 projection")
+        raise ValueError(f"the residual branches' shapes disagree: the main branch is "
+                         f"{'x'.join(map(str, main))}, the skip from {add.source!r} is "
+                         f"{'x'.join(map(str, src))}; {how}")
+
 
 def _qformat(value, what: str) -> QFormat:
     if isinstance(value, dict):
@@ -439,7 +460,8 @@ def net_from_dict(d: dict) -> Net:
         if kind not in LAYER_TYPES:
             raise NetError(f"layer {i}: unknown type {kind!r}; known: {sorted(LAYER_TYPES)}")
         cls = LAYER_TYPES[kind]
-        _take(entry, {f.name for f in fields(cls)}, f"layer {i} ({kind})")
+        _take(entry, {FILE_KEYS.get(f.name, f.name) for f in fields(cls)}, f"layer {i} ({kind})")
+        entry = {PY_KEYS.get(k, k): v for k, v in entry.items()}
         try:
             layers.append(cls(**entry))
         except TypeError as exc:
@@ -458,6 +480,18 @@ def net_from_dict(d: dict) -> Net:
     return Net(name=d["name"], input_shape=d["input_shape"], layers=tuple(layers),
                formats={str(k): _formats_from_dict(str(k), v) for k, v in formats.items()},
                train=TrainDefaults(**train))
+
+
+#: why a residual net cannot run on the cluster (the end of :func:`check_chain`'s message)
+CHAIN_ONLY = "the cluster's nodes run chains of conv, pool and fc layers (no skip connections yet)"
+
+
+def check_chain(net: Net, why: str = CHAIN_ONLY) -> None:
+    """``NetError`` (one line) if ``net`` has residual layers: they run on the golden engine only."""
+    if net.residual:
+        kinds = sorted({type(layer).__name__ for layer in net.layers if isinstance(layer, (Add, GlobalAvgPool))})
+        raise NetError(f"{net.name} is a residual net ({', '.join(kinds)} layers): residual nets run on the "
+                       f"golden engine only (--engine golden): {why}")
 
 
 def save_net(net: Net, path) -> Path:

@@ -484,11 +484,21 @@ def _net(name: str):
         raise UserError(f"--net {name}: {exc}") from None
 
 
+def _check_chain(net, why: str | None = None) -> None:
+    from pymtl_fp.net import NetError, check_chain
+
+    try:
+        check_chain(net, *([why] if why else []))
+    except NetError as exc:
+        raise UserError(str(exc)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     if args.engine not in ENGINES:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
         net = _net(args.net)
+        _check_chain(net)
         return _run_cluster(args, net, train_data.dataset(args, net))
     schedule = "minibatch" if args.schedule in (None, "1f1b", "gpipe") else args.schedule
     allowed = ("nodes",) if schedule == "cp" else ()  # the pipeline depth behind cp's staleness
@@ -503,6 +513,9 @@ def main(args: argparse.Namespace) -> int:
     dataset = train_data.dataset(args, net)
     settings = _settings(args, net)
     precisions = _precisions(args.precision, net)
+    if schedule == "cp":
+        _check_chain(net, "--schedule cp takes its staleness from the cluster's pipeline, which runs chains of "
+                          "conv, pool and fc layers; train it with --schedule minibatch or sgd")
     if schedule != "minibatch":
         if precisions == [FLOAT64]:
             raise UserError(f"--schedule {schedule} is defined in fixed point; choose --precision "

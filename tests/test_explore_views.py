@@ -13,17 +13,21 @@ from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.layers import Network
 from pymtl_fp.explore.partition import Cluster, evaluate
 from pymtl_fp.explore.zoo import get_network
-from pymtl_fp.net import load_net, presets
+from pymtl_fp.net import Add, load_net, presets
 
 
 @pytest.mark.parametrize("name", presets())
 def test_network_from_net_has_the_nets_shapes_and_macs(name):
     net = load_net(name)
     view = Network.from_net(net)
-    assert [ly.name for ly in view.layers] == [ly.name for ly in net.layers]
+    # an add with a projection is two layers of the view: the projection's conv (<add>_proj) and the add
+    twice = {ly.name for ly in net.layers if isinstance(ly, Add) and ly.project}
+    names = [n for ly in net.layers for n in ((ly.name + "_proj", ly.name) if ly.name in twice else (ly.name,))]
+    shapes = [tuple(s) for ly, s in zip(net.layers, net.shapes()[1:]) for _ in range(1 + (ly.name in twice))]
+    assert [ly.name for ly in view.layers] == names
     assert tuple(view.input_shape) == net.shapes()[0]
-    assert [tuple(ly.out_shape) for ly in view.layers] == [tuple(s) for s in net.shapes()[1:]]
-    theirs = {m.name: (m.fp, m.bp, m.wg) for m in net.macs()}
+    assert [tuple(ly.out_shape) for ly in view.layers] == shapes
+    theirs = {m.name + "_proj" * (m.name in twice): (m.fp, m.bp, m.wg) for m in net.macs()}
     assert {ly.name: tuple(view.layer_macs(ly).values()) for ly in view.mac_layers} == theirs
 
 

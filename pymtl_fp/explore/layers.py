@@ -178,14 +178,26 @@ class Network:
     @classmethod
     def from_net(cls, net, description: str | None = None) -> Network:
         """The shape-level view of a :class:`pymtl_fp.net.Net` (the simulated hardware's nets: a
-        sequence of ``Conv`` / ``Pool`` / ``Fc``), so that the design-space tools and the cluster
-        simulation run on one description: a conv keeps its kernel, stride, padding and ReLU, a max
-        pool of ``k`` is a ``k x k`` window of stride ``k``, an fc layer keeps its ReLU.  What a
-        ``Net`` has beyond shapes (number formats, training defaults) is not part of the view."""
+        sequence of ``Conv`` / ``Pool`` / ``Fc``, and the residual ``Add`` / ``GlobalAvgPool``), so
+        that the design-space tools and the cluster simulation run on one description: a conv keeps
+        its kernel, stride, padding and ReLU, a max pool of ``k`` is a ``k x k`` window of stride
+        ``k``, an fc layer keeps its ReLU, a global average pool is an ``avg`` pool over the whole
+        map; an add reads the previous layer and its ``from`` layer, and an add with a projection
+        becomes the projection's 1x1 conv, named ``<add>_proj``, and the add.  What a ``Net`` has
+        beyond shapes (number formats, training defaults) is not part of the view."""
+        from pymtl_fp.net import Add, GlobalAvgPool
+
         b = NetBuilder(net.name, tuple(net.input_shape))
         for i, layer in enumerate(net.layers):
             name = getattr(layer, "name", "") or f"layer{i}"
-            if hasattr(layer, "out_channels"):
+            if isinstance(layer, Add):
+                main, short = b.cur, layer.source
+                if layer.project:
+                    short = b.conv(f"{name}_proj", b.shape(main)[0], 1, layer.stride, relu=False, src=short)
+                b.add(name, main, short, relu=layer.relu)
+            elif isinstance(layer, GlobalAvgPool):
+                b.global_pool(name)
+            elif hasattr(layer, "out_channels"):
                 b.conv(name, layer.out_channels, tuple(layer.kernel), layer.stride, layer.pad,
                        relu=bool(layer.relu))
             elif hasattr(layer, "out_features"):

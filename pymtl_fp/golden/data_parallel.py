@@ -57,7 +57,7 @@ def replica_partials(net: Net, params: dict, images, labels, cfg: TrainConfig, b
                    seed=lambda i: slice_seed(seed, b0 * int(np.prod(shapes[i + 1]))))
     logits = acts[-1][0] if isinstance(acts[-1], tuple) else acts[-1]
     rows = logits.reshape(len(images), -1)
-    relu_last = net.param_layers()[-1].relu
+    relu_last = net.rectified(len(net.layers))
     g = np.stack([row_loss_grad(row, lab, batch, fmt, relu_last) for row, lab in zip(rows, labels)])
     partials = backward(net, params, acts, g.reshape(logits.shape), cfg, None,
                         lambda i, layer: slice_seed(seed, b0 * int(np.prod(shapes[i]))), raw=True)

@@ -84,7 +84,7 @@ def train_step_per_image(net: Net, params: dict, images, labels, cfg: TrainConfi
     vers = check_versions(net, fwd_versions, batch)
     fmt = net.precision(cfg.precision)
     seed = step_seed(cfg.seed, cfg.step)
-    relu_last = net.param_layers()[-1].relu
+    relu_last = net.rectified(len(net.layers))
     shapes = net.shapes()
     hist = {name: [prm] for name, prm in params.items()}  # version v = after v updates this step
     rows = []

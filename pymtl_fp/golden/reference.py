@@ -96,3 +96,20 @@ def sgd_update(w, dw, *, lr, momentum=None, velocity=None):
         return w - lr * dw
     v = momentum * (np.zeros_like(w) if velocity is None else velocity) + dw
     return w - lr * v, v
+
+
+def add_fwd(main, skip, *, relu=False):
+    """The residual add ``main + skip`` (then ReLU)."""
+    y = np.asarray(main, dtype=np.float64) + np.asarray(skip, dtype=np.float64)
+    return np.maximum(y, 0.0) if relu else y
+
+
+def gap_fwd(x):
+    """Global average pool: the mean of each channel's map, (N, C, 1, 1)."""
+    return np.asarray(x, dtype=np.float64).mean(axis=(2, 3), keepdims=True)
+
+
+def gap_bwd(dy, x_shape):
+    """The global average pool's input gradient: ``dy / (H*W)`` on every element of the map."""
+    h, w = x_shape[2:]
+    return np.broadcast_to(np.asarray(dy, dtype=np.float64) / (h * w), tuple(x_shape)).copy()

@@ -243,7 +243,11 @@ def torch_from_net(net: Net):
     """An ``nn.Sequential`` computing ``net``'s float forward pass: ``Conv2d``/``Linear`` named as the
     net's layers, a ``ReLU`` after each layer with ``relu`` (``<name>_relu``), ``MaxPool2d(k)`` named
     as the pool, and a ``Flatten`` (``flatten``) before the first fc layer.  Its weights are
-    PyTorch's initial ones; load trained ones with :func:`state_dict_from_params`."""
+    PyTorch's initial ones; load trained ones with :func:`state_dict_from_params`.  A residual net
+    (``add``, ``global_avg_pool``) is no ``nn.Sequential``: refused in one line."""
+    if net.residual:
+        raise InteropError(f"{net.name} is a residual net: torch_from_net exports chains of conv, pool and fc "
+                           "layers (an nn.Sequential)")
     nn = _torch().nn
     mods, shapes, flat = OrderedDict(), net.shapes(), False
     for layer, (c, h, w) in zip(net.layers, shapes):
