@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import json
+import re
 import tomllib
 from importlib import resources as ir
 from pathlib import Path
@@ -66,9 +67,9 @@ PARTS = {"ecp5": Part("ecp5", "LFE5U-85F-6 (CABGA381)", ("--85k", "--speed", "6"
 #: nextpnr's seed (placement is seeded: a fixed seed gives the same result from the same netlist)
 SEED = 1
 
-#: ECP5 LUT4s per 7-series LUT6 of the analytical model, for the fit check: synth_ecp5 of the
-#: tiny engine in its wrapper took 2.0 LUT4s per LUT of synth_xilinx (docs/verilog.md)
-LUT4_PER_LUT6 = 2.0
+#: ECP5 LUT4s per 7-series LUT of the analytical model, for the fit check: the routed tiny engine
+#: used 14 518 LUT4s (TRELLIS_COMB, the wrapper's 36 left out) where synth_xilinx gives 8 615 LUTs: 1.69
+LUT4_PER_LUT6 = 1.7
 
 #: the ECP5 resources reported, nextpnr's name -> the report's key
 UTILIZATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "TRELLIS_SLICE": "slice", "MULT18X18D": "dsp",
@@ -105,11 +106,23 @@ def check_fits(family: str, model: dict | None) -> Part:
     return part
 
 
+_CELL_SUFFIX = re.compile(r"_(?:TRELLIS|LUT4|CCU2C|MULT18X18D|PFUMX|L6MUX21|DP16KD)|\$|\[")
+
+
+def _instance(net: str) -> str:
+    """The unit's instance a routed net belongs to, from its name: ``dut.rq.lane__0.x_LUT4_Z[3]`` ->
+    ``rq.lane__0`` (at most two levels below the unit; the wrapper's nets keep their own name)."""
+    parts = net.split(".")
+    parts = parts[1:] if parts[0] == "dut" and len(parts) > 1 else parts
+    return ".".join(_CELL_SUFFIX.split(p)[0] for p in parts[:2])
+
+
 def parse_report(report: dict, clock: str = "clk") -> dict:
     """nextpnr's ``--report`` JSON -> ``{"fmax_mhz", "constraint_mhz", "path_ns", "logic_ns",
-    "routing_ns", "path": [(type, ns, net or cell)], "from", "to", "utilization": {key: [used,
-    available]}}``, the clock chosen as the one whose net names ``clock``; ``{"error": ...}`` when
-    the report has no such clock."""
+    "routing_ns", "path": [(type, ns, net or cell)], "start", "end" (cells), "through" (the
+    instances its nets belong to, in order), "utilization": {key: [used, available]}}``, the clock
+    chosen as the one whose net names ``clock``; ``{"error": ...}`` when the report has no such
+    clock."""
     fmax = report.get("fmax", {})
     names = [n for n in fmax if clock in n] or list(fmax)
     if not names:
@@ -126,6 +139,13 @@ def parse_report(report: dict, clock: str = "clk") -> dict:
                    path=[(s["type"], round(s["delay"], 3), s.get("net") or s.get("to", {}).get("cell", ""))
                          for s in steps],
                    start=steps[0].get("from", {}).get("cell", ""), end=steps[-1].get("to", {}).get("cell", ""))
+        through: list = []
+        for s in steps:
+            if s["type"] == "routing" and s.get("net"):
+                inst = _instance(s["net"])
+                if not through or through[-1] != inst:
+                    through.append(inst)
+        out["through"] = through
     out["utilization"] = {UTILIZATION[k]: [v["used"], v["available"]] for k, v in report.get("utilization", {}).items()
                           if k in UTILIZATION}
     return out
@@ -196,7 +216,8 @@ def describe(res: dict) -> list:
     if "path_ns" in res:
         share = 100.0 * res["routing_ns"] / res["path_ns"] if res["path_ns"] else 0.0
         lines.append(f"  critical path {res['path_ns']:.1f} ns: {res['logic_ns']:.1f} ns logic + "
-                     f"{res['routing_ns']:.1f} ns routing ({share:.0f}% routing), {res['start']} -> {res['end']}")
+                     f"{res['routing_ns']:.1f} ns routing ({share:.0f}% routing), through "
+                     + " -> ".join(res["through"]))
     lines.append(f"  utilization: {used} (with the out-of-context wrapper's {w['ffs']} FFs and {w['luts']} LUT4s)")
     lines.append(f"  synth_ecp5 {res['seconds'].get('synth', 0):.0f} s, nextpnr {res['seconds'].get('pnr', 0):.0f} s; "
                  f"report: {res['files']['nextpnr_report']}")

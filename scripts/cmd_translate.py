@@ -124,7 +124,7 @@ def main(args) -> int:
     if args.cycles != DEFAULT_SMOKE_CYCLES and not (args.build or args.vcd):
         raise UserError("--cycles sets the smoke run of --build (or --vcd): give --build too")
     validate.number(args.clock_ns, "--clock-ns", 0, 1e6, lo_open=True)
-    if args.synth_timeout != DEFAULT_SYNTH_TIMEOUT and args.no_synth and not args.pnr:
+    if args.synth_timeout != DEFAULT_SYNTH_TIMEOUT and args.no_synth and args.pnr is None:
         raise UserError("--synth-timeout bounds the synthesis that --no-synth leaves out: give one of them")
     out = validate.output_dir(args.out, "--out")
     if unit.name != "cluster":
@@ -188,7 +188,7 @@ def main(args) -> int:
             model = resources.estimate(unit.resource_key, model_cfg)
         except Exception as exc:
             print(f"analytical resource model failed: {exc}")
-    if args.pnr:
+    if args.pnr is not None:
         from pymtl_fp import pnr
 
         try:  # before translating: a unit that cannot be routed is refused at once
@@ -261,7 +261,7 @@ def main(args) -> int:
         _print_resources(model, syn)
     elif model:
         _print_resources(model, None)
-    if args.pnr:
+    if args.pnr is not None:
         print(f"place and route: {pnr.PARTS[args.pnr].synth} and {pnr.PARTS[args.pnr].tool} "
               f"({pnr.PARTS[args.pnr].name}, seed {pnr.SEED}) ...", flush=True)
         t1 = time.perf_counter()
