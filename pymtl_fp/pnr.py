@@ -16,7 +16,8 @@ PyPI).  The flow, run in the output folder (:mod:`pymtl_fp.yowasp_run`, each ste
 4. :func:`parse_report`: the achieved Fmax of the clock, the critical path's delay split the way
    nextpnr's log splits it (logic: clock-to-output, cells and setup; routing: the nets), and the
    used/available count of each ECP5 resource (LUT4s in ``TRELLIS_COMB``, flip-flops in
-   ``TRELLIS_FF``, ``TRELLIS_SLICE``, ``MULT18X18D``, ``DP16KD``).
+   ``TRELLIS_FF``, ``MULT18X18D``, ``DP16KD``; nextpnr 0.11 places LUTs and flip-flops as these
+   cells and reports no ``TRELLIS_SLICE`` count).
 
 The wrapper's own flip-flops and LUTs are counted in the utilization (stated beside it).  ECP5
 timing in nextpnr does not model the DSP blocks' optional register stages (nextpnr issue 435):
@@ -41,7 +42,7 @@ from pathlib import Path
 from pymtl_fp import pnr_wrapper
 from pymtl_fp.synth import find_yosys, parse_yosys_stat, yosys_banner
 from pymtl_fp.verilog_ports import module_ports
-from pymtl_fp.yowasp_run import banner, child_argv, how_it_ended, run_logged, tail
+from pymtl_fp.yowasp_run import child_argv, how_it_ended, run_logged, tail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +73,7 @@ SEED = 1
 LUT4_PER_LUT6 = 1.7
 
 #: the ECP5 resources reported, nextpnr's name -> the report's key
-UTILIZATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "TRELLIS_SLICE": "slice", "MULT18X18D": "dsp",
+UTILIZATION = {"TRELLIS_COMB": "lut4", "TRELLIS_FF": "ff", "MULT18X18D": "dsp",
                "DP16KD": "bram", "TRELLIS_IO": "io", "TRELLIS_RAMW": "lutram_w", "DCCA": "global_clock"}
 
 
@@ -159,9 +160,12 @@ def place_and_route(verilog: Path, top: str, family: str, clock_ns: float, timeo
     part = PARTS[family]
     verilog = Path(verilog)
     folder = verilog.parent
-    ports = module_ports(verilog.read_text(), top)
     ooc = folder / f"{top}_ooc.sv"
-    ooc.write_text(pnr_wrapper.write(ports, top))
+    try:
+        ports = module_ports(verilog.read_text(), top)
+        ooc.write_text(pnr_wrapper.write(ports, top))
+    except ValueError as exc:
+        return dict(error=f"cannot wrap {top}: {exc}")
     wrapper = pnr_wrapper.wrapper_name(top)
     netlist, stat = folder / f"{top}_{family}.json", folder / f"{top}_{family}_stat.txt"
     ylog, plog = folder / f"{top}_{family}_yosys.log", folder / f"{top}_nextpnr.log"
@@ -195,9 +199,8 @@ def place_and_route(verilog: Path, top: str, family: str, clock_ns: float, timeo
         return dict(error=f"{part.tool} failed ({how_it_ended(run['returncode'])}): {tail(plog)[:400]} "
                           f"(log: {plog.name})")
     out["seconds"]["pnr"] = run["seconds"]
-    seen = banner(plog, r"nextpnr-\d+\.\d+\S*", lambda m: m.group(0))
     out["tools"] = dict(yosys=yosys.version + (f" ({yosys_banner(ylog)})" if yosys_banner(ylog) else ""),
-                        nextpnr=(tool_version(part) or part.tool) + (f" ({seen})" if seen else ""))
+                        nextpnr=tool_version(part) or part.tool)
     parsed = parse_report(json.loads(report.read_text()))
     if "error" in parsed:
         return dict(parsed, error=f"{parsed['error']} (report: {report.name})")
@@ -209,7 +212,7 @@ def describe(res: dict) -> list:
     if "error" in res:
         return [f"place and route: {res['error']}"]
     u = res["utilization"]
-    used = ", ".join(f"{k} {u[k][0]}/{u[k][1]}" for k in ("lut4", "ff", "slice", "dsp", "bram") if k in u)
+    used = ", ".join(f"{k} {u[k][0]}/{u[k][1]}" for k in ("lut4", "ff", "dsp", "bram") if k in u)
     w = res["wrapper"]
     lines = [f"place and route ({res['tools']['nextpnr']}, {res['part']}, seed {res['seed']}): "
              f"{res['fmax_mhz']:.1f} MHz post-route (constraint {res['constraint_mhz']:.0f} MHz)"]
