@@ -143,6 +143,33 @@ def test_constraint_files_run_in_tcl_and_constrain_every_port_bit(tiny):
         SdcChecker(sdc_bits, regexp=False).run(bad)
 
 
+def test_nextpnr_reads_the_sdc_clock(tiny, tmp_path):
+    """nextpnr (0.11: ``create_clock``, ``set_false_path`` and ``get_*`` only) reads the SDC's clock
+    line on a one-flip-flop ECP5 netlist with a ``clk`` port and constrains that clock to the period
+    given; the I/O delays it cannot read (``Unsupported SDC command``), so they are left out."""
+    import subprocess
+    import sys
+
+    out, top, _ = tiny
+    clock = [ln for ln in (out / f"{top}.sdc").read_text().splitlines() if ln.startswith("create_clock")]
+    (tmp_path / "clk.sdc").write_text("\n".join(clock) + "\n")
+    net = {"modules": {"top": {
+        "attributes": {"top": "00000000000000000000000000000001"},
+        "ports": {"clk": {"direction": "input", "bits": [2]}, "d": {"direction": "input", "bits": [3]},
+                  "q": {"direction": "output", "bits": [4]}},
+        "cells": {"ff": {"hide_name": 0, "type": "TRELLIS_FF", "parameters": {}, "attributes": {},
+                         "port_directions": {"CLK": "input", "DI": "input", "Q": "output"},
+                         "connections": {"CLK": [2], "DI": [3], "Q": [4]}}},
+        "netnames": {n: {"hide_name": 0, "bits": [b], "attributes": {}} for n, b in (("clk", 2), ("d", 3), ("q", 4))}}}}
+    (tmp_path / "ff.json").write_text(json.dumps(net))
+    proc = subprocess.run([sys.executable, "-m", "pymtl_fp.yowasp_run", "nextpnr-ecp5", "--85k", "--json", "ff.json",
+                           "--lpf-allow-unconstrained", "--sdc", "clk.sdc", "--pack-only", "-q", "-l", "pack.log"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    log = (tmp_path / "pack.log").read_text()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "constraining clock net 'clk' to 250.00 MHz" in log  # --clock-ns 4
+
+
 def test_port_reader_resolves_struct_widths_and_arrays():
     text = """
 typedef struct packed {
