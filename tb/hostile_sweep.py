@@ -261,6 +261,7 @@ def _option_sweep() -> list:
         (TC, "--seed", "seed"), (TC, "--lr-log2", "nonneg"), (TC, "--max-memory", "word"),
         (TX, "--config", "word"), (TX, "--unit", "word"), (TX, "--stream-lanes", "pos"), (TX, "--pipeline", "word"),
         (["translate"], "--out", "outdir"), (TX + ["--build"], "--cycles", "pos"), (TX, "--synth-timeout", "float+"),
+        (TX, "--clock-ns", "float+"), (TX + ["--no-synth"], "--pnr", "word"),
         (TX + ["--unit", "cluster"], "--nodes", "pos"), (TX + ["--unit", "cluster"], "--arrays", "list"),
         (FZ, "--seconds", "float+"), (FZR + ["--out", "{tmp}/o", "--db", "{tmp}/db"], "--minutes", "float+"),
         (FZ, "--max-examples", "pos"), (FZ, "--workers", "pos"), (FZ, "--seed", "seed"), (FZ, "--out", "outdir"),

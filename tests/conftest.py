@@ -1,6 +1,7 @@
 """pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
 routers' smallest depths (shared Verilator builds), the compiled cluster benches' quick builds, the order
-in which pytest-xdist hands out the test files.
+in which pytest-xdist hands out the test files, and ``--run-pnr`` (the place-and-route tests, marked
+``pnr``, run only when it is given: each takes several minutes).
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
 ``--dump-textwave`` and ``--max-cycles`` and the ``cmdline_opts`` fixture; when one of its options
@@ -27,6 +28,11 @@ LONGEST_FIRST = (
 )
 
 PROFILE = hypothesis_profiles.load()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-pnr", action="store_true",
+                     help="also run the place-and-route tests (marker pnr; several minutes each)")
 
 
 def pytest_configure(config):
@@ -62,6 +68,11 @@ def pytest_collection_modifyitems(config, items):
 
     from pymtl_fp.levels import LEVELS
 
+    if not config.getoption("--run-pnr"):
+        skip = pytest.mark.skip(reason="place and route takes minutes: run with --run-pnr")
+        for item in items:
+            if item.get_closest_marker("pnr"):
+                item.add_marker(skip)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable: collection order otherwise)
     for item in items:

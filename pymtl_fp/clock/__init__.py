@@ -8,15 +8,18 @@ rests on an assumed 200 MHz:
   ``sta`` reports it after ``synth_xilinx`` (7-series cell delays, no routing; :mod:`pymtl_fp.sta`),
   one record per unit (``engine``, ``node``), preset and set of engine pipelines, taken from
   ``pymtl-fp translate`` runs (``python -m pymtl_fp.cli.record_clock DIR`` records one);
-* **routing allowance** (``routing.toml``): post-route path / logic delay of a placed-and-routed
-  unit (nextpnr on an ECP5), the factor by which routing lengthens the cell delays;
+* **routing allowance**: post-route path / logic delay of a placed-and-routed unit
+  (``pymtl-fp translate --pnr ecp5``: nextpnr on an ECP5-85F; the runs in
+  ``pymtl_fp/pnr_records.toml``, :func:`pymtl_fp.pnr.recorded`), the factor by which routing
+  lengthens the cell delays;
 * the estimate: ``mhz = 1000 / (pre_route_ns * allowance)``.
 
 A cluster's node is looked up by its engine's array side (2: ``tiny``, 4: ``small``, 8:
 ``medium``; another side: the nearest recorded preset, said so) and its pipelines; a set of
 pipelines with no record of its own takes the slowest record of that unit and preset (said so).
-The allowance is the record with the same unit, preset and pipelines, else the largest recorded
-(the conservative one, said so).  A cluster runs at its slowest node's clock.
+The allowance is the run with the same unit, preset and pipelines, else the engine's of that
+preset and pipelines (a node's engine), else the largest recorded (the conservative one, said
+so).  A cluster runs at its slowest node's clock.
 
 This is an estimate for comparing configurations and stating what a figure assumes, not a
 sign-off: the pre-route delays are 7-series cell delays and the allowance comes from another
@@ -46,9 +49,11 @@ def pre_route_records() -> tuple:
 
 @cache
 def routing_records() -> tuple:
-    """The recorded place-and-route runs (dicts: unit, preset, pipelines, part, post_route_ns, logic_ns,
-    routing_ns)."""
-    return tuple(tomllib.loads((HERE / "routing.toml").read_text())["route"])
+    """The recorded place-and-route runs (:func:`pymtl_fp.pnr.recorded`: dicts with unit, preset,
+    pipelines, part, post_route_ns, logic_ns, routing_ns, ...)."""
+    from pymtl_fp.pnr import recorded
+
+    return tuple(recorded())
 
 
 def pipelines_key(engine) -> str:
@@ -119,14 +124,23 @@ def pre_route(unit: str, side: int, key: str) -> tuple:
     return slow, notes + (f"pipelines {key} not recorded: the slowest record (pipelines {slow['pipelines']})",)
 
 
+def _key(pipelines: str) -> str:
+    return ",".join(PIPELINES) if pipelines == "all" else pipelines
+
+
 def allowance(unit: str, preset: str, key: str) -> tuple:
-    """``(factor, text, notes)``: the routing allowance for a unit/preset/pipelines."""
+    """``(factor, text, notes)``: the routing allowance for a unit/preset/pipelines: its own
+    place-and-route run, else the engine's of the same preset and pipelines (a node's engine), else
+    the largest recorded (said so)."""
     recs = routing_records()
-    exact = [r for r in recs if (r["unit"], r["preset"], r["pipelines"]) == (unit, preset, key)]
-    r = exact[0] if exact else max(recs, key=lambda r: r["post_route_ns"] / r["logic_ns"])
+    exact = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == (unit, preset, key)]
+    engine = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == ("engine", preset, key)]
+    r = (exact or engine or [max(recs, key=lambda r: r["post_route_ns"] / r["logic_ns"])])[0]
     text = (f"{r['part']} place-and-route of the {r['unit']} {r['preset']}, pipelines {r['pipelines']}: "
             f"{r['post_route_ns']:g} ns = {r['logic_ns']:g} logic + {r['routing_ns']:g} routing")
-    notes = () if exact else ("no place-and-route of this unit: the largest recorded allowance",)
+    notes = () if exact else (f"no place-and-route of the {unit}: its engine's" if engine else
+                              f"no place-and-route of the {unit} {preset}, pipelines {key}: the largest "
+                              "allowance recorded",)
     return r["post_route_ns"] / r["logic_ns"], text, notes
 
 

@@ -2,7 +2,7 @@
 
 One row per recorded pre-route path (``pymtl_fp/clock/pre_route.toml``: Yosys ``sta`` after
 ``synth_xilinx``, cell delays only): the path, the routing allowance applied to it (post-route /
-logic delay of a placed-and-routed unit, ``routing.toml``) and the clock that gives; then the
+logic delay of a placed-and-routed unit, ``pymtl_fp/pnr_records.toml``) and the clock that gives; then the
 place-and-route runs themselves.  These are the clocks that turn cycles into time in ``train``'s
 report, the benches and the cluster-scale studies.  Nothing is run: the table is built from the
 records (``python -m pymtl_fp.cli.record_clock DIR`` records a new ``translate`` run).
@@ -37,7 +37,8 @@ def table() -> list:
         lines.append(f"| {r['unit']} {r['preset']} | {r['part']} | {r['pipelines']} | {r['post_route_ns']:g} ns "
                      f"({1000 / r['post_route_ns']:.1f} MHz) | {r['logic_ns']:g} ns | {r['routing_ns']:g} ns "
                      f"| x {r['post_route_ns'] / r['logic_ns']:.2f} |")
-    lines += ["", "A unit with no place-and-route of its own takes the largest allowance recorded."]
+    lines += ["", "A node with no place-and-route of its own takes its engine's allowance (same preset and pipelines), "
+              "else the largest recorded."]
     return lines
 
 
