@@ -118,6 +118,20 @@ def test_router_config_is_validated():
     assert [RouterConfig(out_depth=64, stream_lanes=e).out_beats for e in (1, 2, 4)] == [64, 32, 16]
     assert RouterConfig(stream_lanes=4).module_name() != RouterConfig().module_name()
     assert RouterConfig().module_name().startswith("RouterRTL_") and "__" not in RouterConfig().module_name()
+    # pipelined units: a bool, in the name only when set; a node's router has them with its engine's
+    # pipelined requantizer, and BIAS / REQUANT then take unit_latency cycles more
+    with pytest.raises(RouterConfigError, match="pipelined_units must be a bool"):
+        RouterConfig(pipelined_units=1)
+    assert "pipelined_units" not in RouterConfig().params()
+    assert RouterConfig(pipelined_units=True).module_name() != RouterConfig().module_name()
+    from pymtl_fp.cluster.hw.node import router_config_for
+    from pymtl_fp.engine.config import PRESETS
+
+    assert not router_config_for(PRESETS["small"]).pipelined_units
+    piped = router_config_for(PRESETS["small"].replace(pipelined_requant=True))
+    assert piped.pipelined_units and piped.unit_latency == 17 and RouterConfig().unit_latency == 0
+    ins = isa.bias(5, 5, 2, 0, 0, 0, 8)
+    assert isa.unit_cycles(ins, [], piped.unit_latency) == isa.unit_cycles(ins, []) + 17 == 5 + 2 + 17
 
 
 # ---- CL == RTL -----------------------------------------------------------------------------------
