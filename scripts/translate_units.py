@@ -162,7 +162,8 @@ def cluster_config(args):
         raise UserError(f"--arrays {args.arrays}: {len(arrays)} array sides for --nodes {args.nodes}")
     net = load_net("lenet-digits")
     try:
-        engines = tuple(engine_for_net(net, "8", P=p) for p in arrays)
+        pipes = validate.pipelines(args.pipeline) if getattr(args, "pipeline", None) is not None else {}
+        engines = tuple(engine_for_net(net, "8", P=p).replace(**pipes) for p in arrays)
         ccfg = ClusterConfig(engines, default_link(engines[0].stream_bits, 8), topology=args.topology)
     except (ClusterError, ValueError) as exc:
         raise UserError(str(exc)) from None

@@ -73,8 +73,9 @@ def test_verilated_cluster_equals_golden_and_takes_the_cl_cycles(data, n):
 @pytest.mark.verilator
 def test_a_verilated_node_with_the_four_pipelines_takes_the_cl_cycles(data):
     """Every node's engine with the four pipelines (command register, address stage, pipelined
-    MAC array and requantizer): a Verilated node beside CL and FL nodes is bit-exact and the
-    cluster takes exactly the cycles of the same cluster with that node at CL."""
+    MAC array and requantizer), and so its router's pipelined BIAS / REQUANT units: a Verilated
+    node beside CL and FL nodes is bit-exact and the cluster takes exactly the cycles of the same
+    cluster with that node at CL."""
     run = _run(data, ["verilator", "cl", "fl", "cl"], link_level="cl", engine=PIPELINED)
     cl = _run(data, ["cl", "cl", "fl", "cl"], link_level="cl", engine=PIPELINED)
     assert run.cycles == cl.cycles

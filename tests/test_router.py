@@ -118,12 +118,26 @@ def test_router_config_is_validated():
     assert [RouterConfig(out_depth=64, stream_lanes=e).out_beats for e in (1, 2, 4)] == [64, 32, 16]
     assert RouterConfig(stream_lanes=4).module_name() != RouterConfig().module_name()
     assert RouterConfig().module_name().startswith("RouterRTL_") and "__" not in RouterConfig().module_name()
+    # pipelined units: a bool, in the name only when set; a node's router has them with its engine's
+    # pipelined requantizer, and BIAS / REQUANT then take unit_latency cycles more
+    with pytest.raises(RouterConfigError, match="pipelined_units must be a bool"):
+        RouterConfig(pipelined_units=1)
+    assert "pipelined_units" not in RouterConfig().params()
+    assert RouterConfig(pipelined_units=True).module_name() != RouterConfig().module_name()
+    from pymtl_fp.cluster.hw.node import router_config_for
+    from pymtl_fp.engine.config import PRESETS
+
+    assert not router_config_for(PRESETS["small"]).pipelined_units
+    piped = router_config_for(PRESETS["small"].replace(pipelined_requant=True))
+    assert piped.pipelined_units and piped.unit_latency == 17 and RouterConfig().unit_latency == 0
+    ins = isa.bias(5, 5, 2, 0, 0, 0, 8)
+    assert isa.unit_cycles(ins, [], piped.unit_latency) == isa.unit_cycles(ins, []) + 17 == 5 + 2 + 17
 
 
 # ---- CL == RTL -----------------------------------------------------------------------------------
 
-def _compare(level, seed, n, stall, lanes=1):
-    cfg = CFG.replace(stream_lanes=lanes)
+def _compare(level, seed, n, stall, lanes=1, pipelined=False):
+    cfg = CFG.replace(stream_lanes=lanes, pipelined_units=pipelined)
     prog, table = random_program(random.Random(seed), n, scratch_depth=cfg.scratch_depth)
     a = run_router("cl", cfg, prog, table, seed=seed, stall=stall)
     b = run_router(level, cfg, prog, table, seed=seed, stall=stall)
@@ -134,14 +148,19 @@ def _compare(level, seed, n, stall, lanes=1):
     return a
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["units", "pipelined_units"])
 @pytest.mark.parametrize("level", ["rtl", "verilator"])
 @given(seed=st.integers(0, 2**20), n=st.integers(6, 45), stall=st.sampled_from([0.0, 0.3, 0.6]),
        lanes=st.sampled_from([1, 1, 2, 4]))
 @settings(max_examples=examples(12), deadline=None)
-def test_router_cl_equals_rtl_every_cycle(level, seed, n, stall, lanes):
+def test_router_cl_equals_rtl_every_cycle(level, pipelined, seed, n, stall, lanes):
     """Every port and status output, every cycle; with 1, 2 or 4 elements per beat (moves whose
-    counts are not multiples of the beat end in a partial beat)."""
-    _compare(level, seed, n, stall, lanes)
+    counts are not multiples of the beat end in a partial beat); with the scalar units as they are and
+    pipelined (``RouterConfig.pipelined_units``: BIAS and REQUANT ``unit_latency`` cycles longer, the
+    Verilator builds at one element a beat)."""
+    if pipelined and level == "verilator":
+        lanes = 1
+    _compare(level, seed, n, stall, lanes, pipelined)
 
 
 def test_random_programs_exercise_every_kind():

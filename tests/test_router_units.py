@@ -10,8 +10,8 @@ against a small Python model of its documented behaviour:
 * :class:`RouterDeliverRTL`: the drainer's and a MOVE's beats reach the buffers of their masks,
   in order, and the scratch FIFO's inputs;
 * :class:`RouterMoveRTL`: a MOVE's beats, a REDUCE's sums with the scratch head;
-* :class:`RouterUnitWalkRTL`: the flat index of every element REQUANT rounds
-  (:func:`isa.requant_indices`); :class:`RouterUnitSatRTL`: the saturated BIAS step;
+* :class:`RouterUnitWalkRTL` and :class:`RouterUnitWalkSumRTL` (running sums): the flat index of every
+  element REQUANT rounds (:func:`isa.requant_indices`); :class:`RouterUnitSatRTL`: the saturated BIAS step;
 * :class:`RouterStatusRTL`: the state priority of the status outputs.
 
 The unit class is a parameter of each test where two units share a behaviour.  ``test_*_lints_clean``
@@ -33,8 +33,11 @@ from pymtl_fp.cluster.hw.RouterPendRTL import RouterPendRTL
 from pymtl_fp.cluster.hw.RouterProgMemRTL import RouterProgMemRTL
 from pymtl_fp.cluster.hw.RouterScratchRTL import RouterScratchRTL
 from pymtl_fp.cluster.hw.RouterStatusRTL import RouterStatusRTL
+from pymtl_fp.cluster.hw.RouterUnitPipeRTL import RouterUnitPipeRTL
+from pymtl_fp.cluster.hw.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
+from pymtl_fp.cluster.hw.RouterUnitWalkSumRTL import RouterUnitWalkSumRTL
 from pymtl_fp.primitives.FifoRTL import FifoRTL
 from pymtl_fp.primitives.RingPtrRTL import RingPtrRTL
 from pymtl_fp.sim import build_sim
@@ -280,16 +283,19 @@ def test_a_move_or_reduce_passes_its_beats_and_retires_on_the_last(lanes, red):
 
 # ---- the scalar units' parts -----------------------------------------------------------------------
 
+@pytest.mark.parametrize("cls", [RouterUnitWalkRTL, RouterUnitWalkSumRTL])
 @given(layout=st.sampled_from("GB"), P=st.sampled_from([1, 2, 3]), k=st.integers(1, 5), c=st.integers(1, 4),
        r=st.integers(1, 2), s=st.integers(1, 3))
 @settings(max_examples=examples(25), deadline=None)
-def test_the_walk_gives_the_flat_index_of_every_element(layout, P, k, c, r, s):
+def test_the_walk_gives_the_flat_index_of_every_element(cls, layout, P, k, c, r, s):
+    """Either walk (products of registered strides, or running sums: the pipelined units') gives every
+    element's flat index; the running sums' strides come with the instruction and take an edge more."""
     shape = (k, 1, 1, 1) if layout == "B" else (k, c, r, s)
     kt, ct = -(-shape[0] // P), -(-shape[1] // P)
     n = kt * ct * shape[2] * shape[3] * P * P if layout == "G" else kt * P
     ins = isa.requant(n, layout, shape, P, 0, 0, 0, 0, 8)
     want = [int(i) for i in isa.requant_indices(ins)]
-    m = fresh(RouterUnitWalkRTL)
+    m = fresh(cls)
     m.lanes @= P
     m.glayout @= layout == "G"
     m.ct @= ct
@@ -297,10 +303,15 @@ def test_the_walk_gives_the_flat_index_of_every_element(layout, P, k, c, r, s):
     m.r @= shape[2]
     m.sw @= shape[3]
     m.k @= shape[0]
+    if cls is RouterUnitWalkSumRTL:
+        m.rs @= ins.field("rs")
+        m.crs @= ins.field("crs")
     m.start @= 1
     m.step @= 0
     m.sim_tick()
     m.start @= 0
+    if cls is RouterUnitWalkSumRTL:
+        m.sim_tick()  # (its strides P*rs, P*crs)
     got = []
     for _ in range(n):
         m.step @= 1
@@ -376,6 +387,7 @@ LINT_UNITS = [
     (RingPtrRTL, (16, 3, 5)), (RingPtrRTL, (4, 1, 1, False)), (FifoRTL, (8, 2, False)),
     (RouterDeliverRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)), (RouterPendRTL, (4,)),
     (RouterProgMemRTL, (64, 16)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
+    (RouterUnitWalkSumRTL, ()), (RouterUnitPipeRTL, (32,)), (RouterUnitRTL, (32, 12, 8, True)),
 ]
 
 

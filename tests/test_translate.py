@@ -39,7 +39,7 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert "--stream-lanes is an engine and node option" in capsys.readouterr().err
     assert run("--unit", "requant", "--config", "small", "--pipeline", "mac", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--pipeline is an engine and node option" in err
+    assert "\n" not in err and "--pipeline is an engine, node and cluster option" in err
     assert run("--config", "small", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr, cmd" in err
@@ -53,6 +53,9 @@ def test_node_and_cluster_options_are_checked(tmp_path, capsys):
     assert run("--unit", "cluster", "--nodes", "2", "--arrays", "4", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err
     assert "1 array sides for --nodes 2" in err and "Traceback" not in err
+    assert run("--unit", "cluster", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr, cmd" in err
 
 
 @pytest.mark.verilator
@@ -239,6 +242,31 @@ def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
         assert syn["ffs"] > 6 * 32 and 0.75 * model.ffs <= syn["ffs"] <= 1.25 * model.ffs
 
 
+def test_synthesis_times_each_sub_unit_alone_beside_the_top(tmp_path):
+    """``units``: each named module of the file is synthesized alone too (a Yosys run of its own, the
+    module a root of its own) and gets its own critical path; the top's crosses into it.  A node names
+    its engine and its router so (``sub_units``)."""
+    from pymtl_fp.cli.cmd_translate import sub_units
+
+    v = tmp_path / "top.sv"
+    v.write_text("module top__RouterRTL__ab(input logic clk, input logic [15:0] a, input logic [15:0] b,\n"
+                 "  output logic [15:0] y);\n  logic [15:0] r;\n  always_ff @(posedge clk) r <= a + b;\n"
+                 "  assign y = r;\nendmodule\n"
+                 "module top(input logic clk, input logic [15:0] a, input logic [15:0] b, output logic [15:0] y);\n"
+                 "  logic [15:0] m, q;\n  top__RouterRTL__ab u(.clk(clk), .a(a), .b(b), .y(m));\n"
+                 "  always_ff @(posedge clk) q <= m * b;\n  assign y = q;\nendmodule\n")
+    assert sub_units("node", v) == {"router": "top__RouterRTL__ab"} and sub_units("engine", v) == {}
+    syn = synth.synthesize(v, "top", 300, units={"router": "top__RouterRTL__ab"})
+    assert "error" not in syn, syn
+    top, alone = syn["timing"], syn["unit_timing"]["router"]
+    assert "error" not in alone, alone
+    # the top's path ends in the product (the adder is the DSP's pre-adder there); the sub-unit's own
+    # is its 16-bit adder (four CARRY4) from its inputs
+    assert "error" not in top and top["ns"] > 0 and top["report"] != alone["report"]
+    assert alone["cells"]["CARRY4"] >= 4 and "DSP48E1" not in alone["cells"] and alone["ns"] > 0
+    assert alone["start_cell"] == "a primary input" and (tmp_path / alone["report"]).is_file()
+
+
 # ---- the analytical model and the Yosys parsers ---------------------------------------------
 
 #: the shape of Yosys 0.70's ``sta`` report (end of the path first), cut to a few cells
@@ -302,6 +330,8 @@ YOSYS_RECORDED = {
     ("node", "tiny"): dict(luts=23083, ffs=4801, dsps=44, bram18=71, ns=31.7),
     ("node", "small"): dict(luts=27147, ffs=6132, dsps=73, bram18=83, ns=31.5),
     ("node", "medium"): dict(luts=41295, ffs=10559, dsps=151, bram18=95, ns=31.6),
+    # the engine's four pipelines and so the router's pipelined units (translate --unit node --pipeline all)
+    ("node", "small/armc"): dict(luts=28013, ffs=9404, dsps=63, bram18=83, ns=11.2),
     ("engine", "tiny-e2"): dict(luts=8509, ffs=2234, dsps=21, bram18=0, ns=24.9),
     ("engine", "small-e4"): dict(luts=12453, ffs=3539, dsps=50, bram18=12, ns=25.2),
     ("node", "tiny-e2"): dict(luts=23828, ffs=4937, dsps=44, bram18=71, ns=31.8),
@@ -327,7 +357,8 @@ def _model(unit, name):
                                                                pipelined_addr="a" in pipes,
                                                                pipelined_cmd="c" in pipes))
     if unit == "node":
-        e = preset(base).replace(stream_lanes=int(lanes or 1))
+        e = preset(base).replace(stream_lanes=int(lanes or 1), pipelined_requant="r" in pipes,
+                                 pipelined_mac="m" in pipes, pipelined_addr="a" in pipes, pipelined_cmd="c" in pipes)
         return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))
     if unit == "link":
         return resources.link_resources(link_preset(name))

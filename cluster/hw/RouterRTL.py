@@ -113,7 +113,7 @@ class RouterRTL(Component):
         s.move = RouterMoveRTL(sb, SCB, E)
         s.dlv = RouterDeliverRTL(sb, E, cfg.out_beats)
         s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E)
-        s.unit = RouterUnitRTL(sb, SCB, TAB)
+        s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units)
         s.pend = RouterPendRTL(NPEND)
         s.stat = RouterStatusRTL()
 
@@ -269,6 +269,9 @@ def _wire_units(s, E):
     s.unit.sw //= s.ins.cmd.s
     s.unit.n //= s.count
     s.unit.k //= s.ins.cmd.k
+    if s.cfg.pipelined_units:
+        s.unit.rs //= s.ins.cmd.rs
+        s.unit.crs //= s.ins.cmd.crs
     s.unit.shift //= s.ins.cmd.shift
     s.unit.lshift //= s.ins.cmd.bshift
     s.unit.stoch //= s.ins.cmd.stoch

@@ -23,7 +23,16 @@ then, at the edge after its last element, drops its input from the FIFO's head a
   of BIAS and REQUANT a :class:`~pymtl_fp.cluster.hw.RouterUnitSatRTL.RouterUnitSatRTL`.
 
 So a unit holds the sequencer :func:`~pymtl_fp.cluster.isa.unit_cycles` edges.  Elaboration parameters: ``bits`` (stream
-width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width).
+width), ``count_bits`` (the scratch FIFO's count width), ``table_bits`` (table address width), ``pipelined``
+(``RouterConfig.pipelined_units``).
+
+With ``pipelined``, BIAS and REQUANT compute in a pipeline, for a 200 MHz clock: the edge after ``start``
+computes the walk's strides (a :class:`~pymtl_fp.cluster.hw.RouterUnitWalkSumRTL.RouterUnitWalkSumRTL`, its
+flat index as running sums); from the next edge on the unit issues one element an edge (its scratch reads,
+its index) into a :class:`~pymtl_fp.cluster.hw.RouterUnitPipeRTL.RouterUnitPipeRTL` and appends each result
+when it leaves the pipeline, :data:`~pymtl_fp.cluster.hw.RouterUnitPipeRTL.LATENCY` edges later; it retires at
+the edge after the last one: :data:`~pymtl_fp.cost.latency.UNIT_PIPE_LATENCY` edges more than without.  GATHER
+is the same either way.
 """
 
 from pymtl3 import (
@@ -43,13 +52,16 @@ from pymtl3 import (
     zext,
 )
 
+from pymtl_fp.cluster.hw.RouterUnitPipeRTL import LATENCY as PIPE_LATENCY
+from pymtl_fp.cluster.hw.RouterUnitPipeRTL import RouterUnitPipeRTL
 from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
+from pymtl_fp.cluster.hw.RouterUnitWalkSumRTL import RouterUnitWalkSumRTL
 from pymtl_fp.primitives.RequantRTL import RequantRTL
 
 
 class RouterUnitRTL(Component):
-    def construct(s, bits=32, count_bits=12, table_bits=8):
+    def construct(s, bits=32, count_bits=12, table_bits=8, pipelined=False):
         T = mk_bits(bits)
         CT = mk_bits(count_bits)
         AT = mk_bits(count_bits - 1)  # scratch addresses (count_bits = address bits + 1)
@@ -57,7 +69,9 @@ class RouterUnitRTL(Component):
         N1 = Bits24(1)
         T1 = Bits16(1)
         ZERO_T = T(0)
-        s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits)
+        s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits, pipelined=pipelined)
+        TAIL = mk_bits(5)
+        TAIL_END = TAIL(PIPE_LATENCY)
 
         s.start = InPort()
         s.is_bias = InPort()
@@ -67,6 +81,9 @@ class RouterUnitRTL(Component):
         s.ct, s.c, s.r, s.sw = InPort(16), InPort(16), InPort(16), InPort(16)
         s.n = InPort(24)
         s.k = InPort(16)
+        if pipelined:  # REQUANT: the flat index's strides r*s and c*r*s
+            s.rs = InPort(17)
+            s.crs = InPort(24)
         s.shift = InPort(6)
         s.lshift = InPort(6)
         s.stoch = InPort()
@@ -106,10 +123,19 @@ class RouterUnitRTL(Component):
         s.r_tlen = Wire(16)
         s.req = Wire()        # REQUANT (bias is also set: it shares BIAS's element loop)
 
-        s.rq = RequantRTL(acc_bits=bits, out_bits=bits)
-        s.walk = RouterUnitWalkRTL()
-        s.sat = RouterUnitSatRTL(bits)
-        _wire_parts(s)
+        if pipelined:
+            s.pipe = RouterUnitPipeRTL(bits)
+            s.walk = RouterUnitWalkSumRTL()
+            s.ready = Wire()  # the walk's strides are in place (from the second edge of a run on)
+            s.tail = Wire(5)  # edges since the last element was issued
+            s.last_out = Wire()
+            _wire_pipe(s)
+        else:
+            s.rq = RequantRTL(acc_bits=bits, out_bits=bits)
+            s.walk = RouterUnitWalkRTL()
+            s.sat = RouterUnitSatRTL(bits)
+            _wire_parts(s)
+        _wire_walk(s)
 
         s.zero_run = Wire()
         s.run_len = Wire(8)
@@ -117,53 +143,114 @@ class RouterUnitRTL(Component):
         s.more = Wire()       # the unit pushes an element at this edge
         s.last_run_elem = Wire()
 
-        @update
-        def up_unit_decode():
-            s.zero_run @= s.t_data[31]
-            s.run_len @= s.t_data[23:31]
-            s.run_off @= s.t_data[0:23]
-            s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
-            if s.req:
-                s.rq.index @= s.walk.flat
-            else:
-                s.rq.index @= zext(s.idx, Bits32)
-            s.busy @= s.run
-            if s.bias:
-                s.more @= s.run & (s.idx < s.cnt)
-                s.retire @= s.run & (s.idx == s.cnt)
-            else:
-                s.more @= s.run & (s.tidx < s.r_tlen)
-                s.retire @= s.run & (s.tidx == s.r_tlen)
-            s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
-            if s.req:
-                s.raddr0 @= trunc(s.idx, AT)
-                s.raddr1 @= trunc(s.idx, AT)
-            elif s.bias:
-                s.raddr0 @= trunc(s.idx, AT)
-                s.raddr1 @= trunc(s.idx + s.cnt, AT)
-            else:
-                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
-                s.raddr1 @= AT(0)
-            s.drop @= s.retire
-            if s.bias & ~s.req:
-                s.drop_n @= trunc(s.cnt + s.cnt, CT)
-            else:
-                s.drop_n @= trunc(s.cnt, CT)
+        if pipelined:
+            @update
+            def up_unit_decode_pipe():
+                s.zero_run @= s.t_data[31]
+                s.run_len @= s.t_data[23:31]
+                s.run_off @= s.t_data[0:23]
+                s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+                if s.req:
+                    s.pipe.index @= s.walk.flat
+                    s.pipe.inflag @= s.walk.in_tensor
+                else:
+                    s.pipe.index @= zext(s.idx, Bits32)
+                    s.pipe.inflag @= s.idx < zext(s.r_k, Bits24)
+                s.busy @= s.run
+                s.last_out @= s.tail == TAIL_END
+                if s.bias:
+                    s.more @= s.run & s.ready & (s.idx < s.cnt)
+                    s.retire @= s.run & s.ready & (s.idx == s.cnt) & s.last_out
+                else:
+                    s.more @= s.run & (s.tidx < s.r_tlen)
+                    s.retire @= s.run & (s.tidx == s.r_tlen)
+                s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
+                if s.req:
+                    s.raddr0 @= trunc(s.idx, AT)
+                    s.raddr1 @= trunc(s.idx, AT)
+                elif s.bias:
+                    s.raddr0 @= trunc(s.idx, AT)
+                    s.raddr1 @= trunc(s.idx + s.cnt, AT)
+                else:
+                    s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
+                    s.raddr1 @= AT(0)
+                s.drop @= s.retire
+                if s.bias & ~s.req:
+                    s.drop_n @= trunc(s.cnt + s.cnt, CT)
+                else:
+                    s.drop_n @= trunc(s.cnt, CT)
 
-        @update
-        def up_unit_step():
-            s.sat.in_k @= s.idx < zext(s.r_k, Bits24)
-            s.walk.step @= s.more & s.req & ~s.reset
+            @update
+            def up_unit_out_pipe():
+                s.pipe.issue @= s.more & s.bias
+                s.walk.step @= s.more & s.req & ~s.reset
+                if s.bias:
+                    s.push @= s.pipe.push
+                    s.push_data @= s.pipe.val
+                else:
+                    s.push @= s.more
+                    if s.zero_run:
+                        s.push_data @= ZERO_T
+                    else:
+                        s.push_data @= s.rdata0
 
-        @update
-        def up_unit_out():
-            s.push @= s.more
-            if s.bias:
-                s.push_data @= s.sat.val
-            elif s.zero_run:
-                s.push_data @= ZERO_T
-            else:
-                s.push_data @= s.rdata0
+            @update_ff
+            def up_unit_pipe_ctrl():
+                if s.reset | s.start:
+                    s.ready <<= 0
+                    s.tail <<= TAIL(0)
+                else:
+                    s.ready <<= s.run
+                    if s.run & s.ready & s.bias & (s.idx == s.cnt) & ~s.last_out:
+                        s.tail <<= s.tail + TAIL(1)
+        else:
+            @update
+            def up_unit_decode():
+                s.zero_run @= s.t_data[31]
+                s.run_len @= s.t_data[23:31]
+                s.run_off @= s.t_data[0:23]
+                s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+                if s.req:
+                    s.rq.index @= s.walk.flat
+                else:
+                    s.rq.index @= zext(s.idx, Bits32)
+                s.busy @= s.run
+                if s.bias:
+                    s.more @= s.run & (s.idx < s.cnt)
+                    s.retire @= s.run & (s.idx == s.cnt)
+                else:
+                    s.more @= s.run & (s.tidx < s.r_tlen)
+                    s.retire @= s.run & (s.tidx == s.r_tlen)
+                s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
+                if s.req:
+                    s.raddr0 @= trunc(s.idx, AT)
+                    s.raddr1 @= trunc(s.idx, AT)
+                elif s.bias:
+                    s.raddr0 @= trunc(s.idx, AT)
+                    s.raddr1 @= trunc(s.idx + s.cnt, AT)
+                else:
+                    s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
+                    s.raddr1 @= AT(0)
+                s.drop @= s.retire
+                if s.bias & ~s.req:
+                    s.drop_n @= trunc(s.cnt + s.cnt, CT)
+                else:
+                    s.drop_n @= trunc(s.cnt, CT)
+
+            @update
+            def up_unit_step():
+                s.sat.in_k @= s.idx < zext(s.r_k, Bits24)
+                s.walk.step @= s.more & s.req & ~s.reset
+
+            @update
+            def up_unit_out():
+                s.push @= s.more
+                if s.bias:
+                    s.push_data @= s.sat.val
+                elif s.zero_run:
+                    s.push_data @= ZERO_T
+                else:
+                    s.push_data @= s.rdata0
 
         @update_ff
         def up_unit_state():
@@ -202,14 +289,23 @@ class RouterUnitRTL(Component):
         return f"U{'q' if s.req else 'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."
 
 
-def _wire_parts(s):
-    """The requantizer's, the walk's and the saturation's connections."""
-    s.rq.acc //= s.rdata1
-    s.rq.shift //= s.r_shift
-    s.rq.stochastic //= s.r_stoch
-    s.rq.relu //= Bits1(0)
-    s.rq.seed //= s.r_seed
-    s.rq.tensor_id //= s.r_tid
+def _wire_pipe(s):
+    """The pipelined units' result's connections (its issue, index and flag: ``up_unit_decode_pipe``)."""
+    s.pipe.acc //= s.rdata1
+    s.pipe.b //= s.rdata0
+    s.pipe.req //= s.req
+    s.pipe.shift //= s.r_shift
+    s.pipe.stoch //= s.r_stoch
+    s.pipe.seed //= s.r_seed
+    s.pipe.tid //= s.r_tid
+    s.pipe.lshift //= s.r_lshift
+    s.pipe.sat_bits //= s.r_bits
+    s.walk.rs //= s.rs
+    s.walk.crs //= s.crs
+
+
+def _wire_walk(s):
+    """The layout walk's connections (either walk)."""
     s.walk.start //= s.start
     s.walk.lanes //= s.lanes
     s.walk.glayout //= s.glayout
@@ -218,6 +314,16 @@ def _wire_parts(s):
     s.walk.r //= s.r
     s.walk.sw //= s.sw
     s.walk.k //= s.r_k
+
+
+def _wire_parts(s):
+    """The requantizer's and the saturation's connections."""
+    s.rq.acc //= s.rdata1
+    s.rq.shift //= s.r_shift
+    s.rq.stochastic //= s.r_stoch
+    s.rq.relu //= Bits1(0)
+    s.rq.seed //= s.r_seed
+    s.rq.tensor_id //= s.r_tid
     s.sat.rdata0 //= s.rdata0
     s.sat.rdata1 //= s.rdata1
     s.sat.rq_out //= s.rq.out

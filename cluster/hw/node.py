@@ -39,7 +39,9 @@ BUS = ("prog_we", "prog_sel", "prog_addr", "prog_data", "tab_data")
 
 
 def node_params(ecfg, rcfg: RouterConfig) -> dict:
-    """Every elaboration parameter of a node (engine's and router's, prefixed)."""
+    """Every elaboration parameter of a node (engine's and router's, prefixed; the router's as the
+    node builds it, :func:`router_config_for`)."""
+    rcfg = router_config_for(ecfg, rcfg)
     return {**{f"e{k}": v for k, v in ecfg.params().items()}, **{f"r{k}": v for k, v in rcfg.params().items()}}
 
 
@@ -50,11 +52,15 @@ def node_module_name(ecfg, rcfg: RouterConfig) -> str:
 
 
 def router_config_for(ecfg, rcfg: RouterConfig | None = None) -> RouterConfig:
-    """The router config of a node with engine ``ecfg`` (element width and beat from the engine)."""
+    """The router config of a node with engine ``ecfg``: element width and beat from the engine, and
+    pipelined scalar units when the engine pipelines its requantizer (``pipelined_requant``: the
+    node's every requantizer for the same clock)."""
     rcfg = rcfg or RouterConfig()
-    if (rcfg.stream_bits, rcfg.stream_lanes) == (ecfg.stream_bits, ecfg.stream_lanes):
+    want = (ecfg.stream_bits, ecfg.stream_lanes, ecfg.pipelined_requant)
+    if (rcfg.stream_bits, rcfg.stream_lanes, rcfg.pipelined_units) == want:
         return rcfg
-    return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes)
+    return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes,
+                        pipelined_units=ecfg.pipelined_requant)
 
 
 class _Node(Component):

@@ -4,7 +4,8 @@ on the scratch FIFO, as Python behaviour timed like :class:`~pymtl_fp.cluster.hw
 
 A unit starts when the feeder and drainer are idle, replaces the scratch FIFO's contents with its result at
 once (nothing can read the FIFO while it runs) and retires :func:`~pymtl_fp.cluster.isa.unit_cycles` edges
-later; the scratch FIFO's peak counts the RTL's one appended result per edge.
+later; the scratch FIFO's peak counts the RTL's one appended result per edge (with pipelined units,
+``RouterConfig.pipelined_units``, a BIAS's or REQUANT's from ``unit_latency`` edges later on).
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ class RouterUnitsCL:
             out = isa.apply_requant(vals, ins, s._seed(ins))
         else:
             out = isa.apply_gather(vals, s.table[ins.tbase: ins.tbase + ins.tlen])
-        s.unit_left = isa.unit_cycles(ins, s.table) - 1
-        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), 0
+        lat = 0 if ins.kind == isa.GATHER else s.cfg.unit_latency  # (pipelined units: BIAS and REQUANT)
+        s.unit_left = isa.unit_cycles(ins, s.table, lat) - 1
+        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), -lat
         s.scratch = deque(out)
 
     def _unit_step(s) -> bool:
         """One edge of a running unit; True when it retires at this edge."""
         s.unit_left -= 1
-        s.unit_pushed += 1  # the RTL appends one result per edge before it drops its input
-        if s.unit_pushed <= s.unit_out:
+        s.unit_pushed += 1  # the RTL appends one result per edge (after its pipeline) before it drops its input
+        if 0 < s.unit_pushed <= s.unit_out:
             s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
         return s.unit_left == 0
 

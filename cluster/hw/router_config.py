@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cost.latency import UNIT_PIPE_LATENCY
 
 #: the per-cycle states the router reports (``st_state`` codes 0..5)
 STATES = ("compute", "io", "stall_in", "stall_out", "engine", "done")
@@ -33,6 +34,11 @@ class RouterConfig:
     * ``scratch_depth``: elements of the scratch FIFO (copies, bias updates, relayouts);
     * ``out_depth``: elements of each output buffer (towards ``fwd_out``, ``bwd_out``, the host):
       ``out_beats`` = ``out_depth / E`` beats of ``E`` elements.
+    * ``pipelined_units``: BIAS and REQUANT requantize in a pipeline
+      (:class:`~pymtl_fp.cluster.hw.RouterUnitPipeRTL.RouterUnitPipeRTL`; REQUANT's layout walk with running
+      sums, :class:`~pymtl_fp.cluster.hw.RouterUnitWalkSumRTL.RouterUnitWalkSumRTL`), for a 200 MHz clock:
+      each takes ``unit_latency`` cycles more.  A node's router has it when its engine has
+      ``pipelined_requant`` (:func:`~pymtl_fp.cluster.hw.node.router_config_for`).
     """
 
     stream_bits: int = 32
@@ -41,6 +47,7 @@ class RouterConfig:
     table_depth: int = 256
     scratch_depth: int = 4096
     out_depth: int = 4096
+    pipelined_units: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -50,6 +57,8 @@ class RouterConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
+        if not isinstance(self.pipelined_units, bool):
+            raise RouterConfigError(f"RouterConfig.pipelined_units must be a bool, got {self.pipelined_units!r}")
         E = self.stream_lanes
         if not isinstance(E, int) or isinstance(E, bool) or E < 1 or E & (E - 1) or E > 16:
             raise RouterConfigError(f"RouterConfig.stream_lanes must be a power of two in [1, 16], got {E!r}")
@@ -70,9 +79,16 @@ class RouterConfig:
         """Beats each output buffer holds (``out_depth`` elements, ``E`` a beat)."""
         return max(2, self.out_depth // self.stream_lanes)
 
+    @property
+    def unit_latency(self) -> int:
+        """Cycles a BIAS or REQUANT takes more than ``count + 2`` (0: the units without pipelines)."""
+        return UNIT_PIPE_LATENCY if self.pipelined_units else 0
+
     def params(self) -> dict:
-        """Every elaboration parameter (what the Verilog module name encodes)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "name"}
+        """Every elaboration parameter (what the Verilog module name encodes; ``pipelined_units`` only when
+        set, so the routers without it keep their names and builds)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "name" and (f.name != "pipelined_units" or self.pipelined_units)}
 
     def module_name(self) -> str:
         from pymtl_fp.verilate import module_name

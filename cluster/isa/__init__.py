@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from pymtl_fp.cost.latency import UNIT_PIPE_LATENCY
 from pymtl_fp.engine import encoding
 
 #: the engine command's fields, most significant first: (name, width); PyMTL3-free
@@ -136,9 +137,11 @@ KIND_DOC = {
             "scratch at once, `cmd.count` elements each", "after both streams' last element"),
     REQUANT: ("requantizer: the scratch FIFO's `cmd.count` un-rounded sums of a (`k`, `c`, `r`, `s`) tensor in "
               "buffer `cmd.target`'s layout become saturate(requantize(v, `shift`), `bits`), element (k, c, r, s) "
-              "rounded at its flat index (padding lanes 0)", "after `count` + 2 cycles"),
+              "rounded at its flat index (padding lanes 0); `cmd.rs` = r*s and `cmd.crs` = c*r*s give the index's "
+              "strides", f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
     BIAS: ("scalar unit: the scratch FIFO holds [b, db] (`cmd.count` elements each); replace them with "
-           "b - round(db >> `cmd.shift`) (or << `cmd.bshift`) saturated to `bits`", "after `count` + 2 cycles"),
+           "b - round(db >> `cmd.shift`) (or << `cmd.bshift`) saturated to `bits`",
+           f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
     GATHER: ("relayout unit: replace the scratch FIFO's `cmd.count` elements with the runs of gather-table "
              "entries [`tbase`, `tbase` + `tlen`)", "after the runs' lengths + 2 cycles"),
     HALT: ("the end of the program", "never"),
@@ -289,8 +292,10 @@ def requant(n: int, layout: str, shape: tuple, P: int, shift: int, stoch: int, s
             bits: int) -> Instr:
     """Round ``n`` un-rounded sums of a ``shape = (k, c, r, s)`` tensor laid out as buffer
     ``layout`` of a ``P x P`` engine (``"G"``: ``P*P`` lanes a word, or ``"B"``: ``P``, with
-    ``c = r = s = 1``).  The instruction carries ``P`` in ``cmd.pk`` and the tile counts in
-    ``cmd.kt`` / ``cmd.ct`` (the unit walks the layout with counters)."""
+    ``c = r = s = 1``).  The instruction carries ``P`` in ``cmd.pk``, the tile counts in
+    ``cmd.kt`` / ``cmd.ct`` and the strides of the flat index, ``cmd.rs = r*s`` and ``cmd.crs = c*r*s``
+    (computed here, as an engine command's products: the unit walks the layout with counters and
+    running sums)."""
     if layout not in ("G", "B"):
         raise IsaError(f"REQUANT layout {layout!r}: G or B")
     k, c, r, s = (int(v) for v in shape)
@@ -301,7 +306,8 @@ def requant(n: int, layout: str, shape: tuple, P: int, shift: int, stoch: int, s
     if n != want:
         raise IsaError(f"REQUANT of a {shape} tensor in {layout}'s layout on P = {P} holds {want} elements, not {n}")
     return Instr(REQUANT, _checked_cmd(dict(count=n, target=encoding.BUF[layout], k=k, c=c, r=r, s=s, kt=kt, ct=ct,
-                                            pk=P, shift=shift, stoch=stoch, seed=seed, tid=tid)), bits=bits)
+                                            rs=r * s, crs=c * r * s, pk=P, shift=shift, stoch=stoch, seed=seed,
+                                            tid=tid)), bits=bits)
 
 
 def requant_indices(ins: Instr):
@@ -333,11 +339,12 @@ def apply_requant(values: list, ins: Instr, seed: int) -> list:
     return [int(v) for v in out]
 
 
-def unit_cycles(ins: Instr, table: list) -> int:
-    """Cycles a scalar unit (BIAS, GATHER, REQUANT) holds the sequencer."""
+def unit_cycles(ins: Instr, table: list, latency: int = 0) -> int:
+    """Cycles a scalar unit (BIAS, GATHER, REQUANT) holds the sequencer; ``latency``: the cycles a BIAS or
+    REQUANT takes more on a router with pipelined units (``RouterConfig.unit_latency``)."""
     if ins.kind == GATHER:
         return gather_cycles(table[ins.tbase: ins.tbase + ins.tlen])
-    return bias_cycles(ins.count)  # (REQUANT: one element an edge, as BIAS)
+    return bias_cycles(ins.count) + latency  # (REQUANT: one element an edge, as BIAS)
 
 
 def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:

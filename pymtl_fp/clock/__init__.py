@@ -16,7 +16,8 @@ rests on an assumed 200 MHz:
 
 A cluster's node is looked up by its engine's array side (2: ``tiny``, 4: ``small``, 8:
 ``medium``; another side: the nearest recorded preset, said so) and its pipelines; a set of
-pipelines with no record of its own takes the slowest record of that unit and preset (said so).
+pipelines with no record of its own takes the same pipelines recorded at the nearest preset, else
+the slowest record of that unit and preset (said so).
 The allowance is the run with the same unit, preset and pipelines, else the engine's of that
 preset and pipelines (a node's engine), else the largest recorded (the conservative one, said
 so).  A cluster runs at its slowest node's clock.
@@ -120,6 +121,11 @@ def pre_route(unit: str, side: int, key: str) -> tuple:
     exact = [r for r in same if r["pipelines"] == key]
     if exact:
         return exact[0], notes
+    elsewhere = [r for r in pre_route_records() if r["unit"] == unit and r["pipelines"] == key]
+    if elsewhere:  # the same pipelines at the nearest preset that has them
+        order = list(PRESET_OF_SIDE.values())
+        r = min(elsewhere, key=lambda r: abs(order.index(r["preset"]) - order.index(preset)))
+        return r, notes + (f"{unit} {preset} with pipelines {key} not recorded: recorded at {r['preset']}",)
     slow = max(same, key=lambda r: r["ns"])
     return slow, notes + (f"pipelines {key} not recorded: the slowest record (pipelines {slow['pipelines']})",)
 

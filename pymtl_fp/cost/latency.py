@@ -27,3 +27,9 @@ ISSUE_CYCLES = 1
 #: the router's scalar units (requantizer, bias SGD, relayout gather) retire an instruction of
 #: ``count`` elements ``count + UNIT_OVERHEAD`` cycles after it starts (:data:`pymtl_fp.cluster.isa.KIND_DOC`)
 UNIT_OVERHEAD = 2
+
+#: cycles a BIAS or REQUANT takes more on a router built with pipelined scalar units
+#: (``RouterConfig.pipelined_units``, :class:`~pymtl_fp.cluster.hw.RouterUnitPipeRTL.RouterUnitPipeRTL`): one
+#: edge computing the layout walk's strides, the requantizer's pipeline and three stages of the step and the
+#: saturation
+UNIT_PIPE_LATENCY = 1 + PIPELINE_LATENCY["requant"] + 3
