@@ -4,7 +4,7 @@ nextpnr's subset) beside its Verilog, written by ``pymtl-fp translate``.
 Both say the same thing, for the ports read from the Verilog (:mod:`pymtl_fp.verilog_ports`):
 
 * the clock on the port ``clk`` with the period ``--clock-ns`` (default :data:`DEFAULT_CLOCK_NS`:
-  the 200 MHz the engine's pipelines are built for and every report's images/s assume);
+  the 200 MHz the engine's pipelines are built for);
 * every other input, the reset included, arrives :data:`IO_FRACTION` of the period after the
   clock edge (``set_input_delay``), and every output must be valid that long before the next edge
   (``set_output_delay``): the unit sits between registers of a larger design that use a quarter of

@@ -227,24 +227,6 @@ def describe(res: dict) -> list:
     return lines
 
 
-def record_of(report: dict, pipelines: str) -> dict:
-    """The :func:`recorded` entry of a ``translate --pnr`` run from its ``report.json`` (``pipelines``:
-    what ``--pipeline`` was, ``none`` without it)."""
-    r = report["pnr"]
-    u = r["utilization"]
-    entry = dict(unit=report["unit"], preset=report["preset"], pipelines=pipelines, module=report["module"],
-                 part=r["part"], seed=r["seed"], clock_constraint_ns=r["clock_ns"])
-    if "xc7_pre_route_ns" in r:
-        entry["xc7_pre_route_ns"] = r["xc7_pre_route_ns"]
-    entry.update(post_route_ns=r["path_ns"], logic_ns=r["logic_ns"], routing_ns=r["routing_ns"],
-                 fmax_mhz=r["fmax_mhz"], through=" -> ".join(r.get("through", [])),
-                 lut4=u["lut4"][0], ff=u["ff"][0], dsp=u["dsp"][0], bram=u["bram"][0],
-                 wrapper_ff=r["wrapper"]["ffs"], wrapper_lut4=r["wrapper"]["luts"],
-                 synth_seconds=r["seconds"]["synth"], pnr_seconds=r["seconds"]["pnr"],
-                 yosys=r["tools"]["yosys"], nextpnr=r["tools"]["nextpnr"])
-    return entry
-
-
 def recorded() -> list:
     """The place-and-route runs the project keeps (``pnr_records.toml`` in the package): one dict
     per run with ``unit``, ``preset``, ``pipelines``, ``xc7_pre_route_ns``, ``post_route_ns``,

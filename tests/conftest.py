@@ -1,7 +1,7 @@
 """pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
 routers' smallest depths (shared Verilator builds), the compiled cluster benches' quick builds, the order
 in which pytest-xdist hands out the test files, and ``--run-pnr`` (the place-and-route tests, marked
-``pnr``, run only when it is given: each takes several minutes).
+``pnr``, run only when it is given: each takes 15-30 minutes).
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
 ``--dump-textwave`` and ``--max-cycles`` and the ``cmdline_opts`` fixture; when one of its options
@@ -32,7 +32,7 @@ PROFILE = hypothesis_profiles.load()
 
 def pytest_addoption(parser):
     parser.addoption("--run-pnr", action="store_true",
-                     help="also run the place-and-route tests (marker pnr; several minutes each)")
+                     help="also run the place-and-route tests (marker pnr; 15-30 minutes each)")
 
 
 def pytest_configure(config):

@@ -153,6 +153,8 @@ def test_the_690t_holds_one_32x32_engine_of_todays_structure():
     assert fit.array == EngineArray(32, 1) and fit.dsp_array == EngineArray(32, 3) and fit.binding == "LUTs"
     mine = device_from_dict({"name": "mine", "dsp": 3600, "bram36": 10})
     assert mine.fit(Precision()).array == EngineArray(32, 3) and "not checked" in mine.fit(Precision()).note
+    with pytest.raises(DeviceError, match="its LUTs and FFs hold no engine, not even 1x1"):
+        device_from_dict({"name": "small", "dsp": 3600, "bram36": 10, "luts": 5000}).fit(Precision())
 
 
 def test_device_file_entries():

@@ -1,6 +1,6 @@
 """``pymtl-fp translate --pnr ecp5``: nextpnr's report read back (on a stored report of a real run,
 checked against the summary nextpnr printed in the same run's log), the one-line refusals before
-anything runs, and (``--run-pnr`` only: several minutes) the tiny engine placed and routed."""
+anything runs, and (``--run-pnr`` only: 15-30 minutes) the tiny engine placed and routed."""
 
 import json
 import re
@@ -67,7 +67,7 @@ def test_recorded_runs_read_and_give_a_routing_allowance():
 @pytest.mark.slow
 @pytest.mark.pnr
 def test_tiny_engine_places_and_routes_on_ecp5(tmp_path, capsys):
-    """The whole flow on the tiny engine (several minutes: run with ``pytest --run-pnr``)."""
+    """The whole flow on the tiny engine (15-30 minutes: run with ``pytest --run-pnr``)."""
     assert cli_main(["translate", "--config", "tiny", "--out", str(tmp_path), "--no-synth", "--pnr", "ecp5"]) == 0
     out = capsys.readouterr().out
     res = json.loads((tmp_path / "report.json").read_text())["pnr"]

@@ -20,7 +20,7 @@ from pymtl_fp.cluster.compiler.buffers import BUF_ID
 from pymtl_fp.cluster.compiler.dma import elems, relayout_indices
 from pymtl_fp.cluster.compiler.program import Relayout
 from pymtl_fp.cluster.config import ClusterError
-from pymtl_fp.cost.latency import UNIT_OVERHEAD, UNIT_PIPE_LATENCY
+from pymtl_fp.cost.latency import UNIT_OVERHEAD, router_unit_latency
 from pymtl_fp.engine import encoding, msgs, program
 from pymtl_fp.engine.msgs import tiles
 
@@ -184,7 +184,7 @@ class Emitter:
         """The router's requantizer over the scratch FIFO's ``n`` un-rounded sums (``layout``: G or
         B, the tensor ``shape``)."""
         self.emit(isa.requant(n, layout, shape, self.P, shift, stoch, seed, tid, bits).with_(seedstep=int(self.in_loop)))
-        self.count_io(n + UNIT_OVERHEAD + (UNIT_PIPE_LATENCY if self.ecfg.pipelined_requant else 0))  # (the router's units)
+        self.count_io(n + UNIT_OVERHEAD + router_unit_latency(self.ecfg))  # (the node's router's units)
         self._scratch(0, peak=self.scratch + n)  # (the unit appends its n results before it drops its input)
 
     def load_from(self, buf, addr, src, shape, kind="act"):

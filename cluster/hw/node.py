@@ -32,7 +32,12 @@ from pymtl3 import Component, InPort, OutPort, connect
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.hw.router_config import RouterConfig, declare_status_ports, status_ports
+from pymtl_fp.cluster.hw.router_config import (
+    RouterConfig,
+    declare_status_ports,
+    router_config_for,
+    status_ports,
+)
 from pymtl_fp.engine.msgs import data_type
 
 BUS = ("prog_we", "prog_sel", "prog_addr", "prog_data", "tab_data")
@@ -49,18 +54,6 @@ def node_module_name(ecfg, rcfg: RouterConfig) -> str:
     from pymtl_fp.verilate import module_name
 
     return module_name("NodeRTL", node_params(ecfg, rcfg))
-
-
-def router_config_for(ecfg, rcfg: RouterConfig | None = None) -> RouterConfig:
-    """The router config of a node with engine ``ecfg``: element width and beat from the engine, and
-    pipelined scalar units when the engine pipelines its requantizer (``pipelined_requant``: the
-    node's every requantizer for the same clock)."""
-    rcfg = rcfg or RouterConfig()
-    want = (ecfg.stream_bits, ecfg.stream_lanes, ecfg.pipelined_requant)
-    if (rcfg.stream_bits, rcfg.stream_lanes, rcfg.pipelined_units) == want:
-        return rcfg
-    return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes,
-                        pipelined_units=ecfg.pipelined_requant)
 
 
 class _Node(Component):

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cost.latency import UNIT_PIPE_LATENCY
+from pymtl_fp.cost.latency import UNIT_PIPE_LATENCY, router_units_pipelined
 
 #: the per-cycle states the router reports (``st_state`` codes 0..5)
 STATES = ("compute", "io", "stall_in", "stall_out", "engine", "done")
@@ -128,3 +128,15 @@ def preset(name: str) -> RouterConfig:
     if name not in PRESETS:
         raise RouterConfigError(f"unknown router preset {name!r}; choose one of {', '.join(PRESETS)}")
     return PRESETS[name]
+
+
+def router_config_for(ecfg, rcfg: RouterConfig | None = None) -> RouterConfig:
+    """The router config of a node with engine ``ecfg``: element width and beat from the engine, and
+    pipelined scalar units when the engine pipelines its requantizer (``pipelined_requant``: the
+    node's every requantizer for the same clock)."""
+    rcfg = rcfg or RouterConfig()
+    want = (ecfg.stream_bits, ecfg.stream_lanes, router_units_pipelined(ecfg))
+    if (rcfg.stream_bits, rcfg.stream_lanes, rcfg.pipelined_units) == want:
+        return rcfg
+    return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes,
+                        pipelined_units=router_units_pipelined(ecfg))

@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 
 from pymtl_fp.engine.config import PIPELINES
+from pymtl_fp.pnr import routing_allowance
 
 HERE = Path(__file__).resolve().parent
 #: engine presets by array side (:data:`pymtl_fp.engine.config.PRESETS`)
@@ -141,13 +142,13 @@ def allowance(unit: str, preset: str, key: str) -> tuple:
     recs = routing_records()
     exact = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == (unit, preset, key)]
     engine = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == ("engine", preset, key)]
-    r = (exact or engine or [max(recs, key=lambda r: r["post_route_ns"] / r["logic_ns"])])[0]
+    r = (exact or engine or [max(recs, key=routing_allowance)])[0]
     text = (f"{r['part']} place-and-route of the {r['unit']} {r['preset']}, pipelines {r['pipelines']}: "
             f"{r['post_route_ns']:g} ns = {r['logic_ns']:g} logic + {r['routing_ns']:g} routing")
     notes = () if exact else (f"no place-and-route of the {unit}: its engine's" if engine else
                               f"no place-and-route of the {unit} {preset}, pipelines {key}: the largest "
                               "allowance recorded",)
-    return r["post_route_ns"] / r["logic_ns"], text, notes
+    return routing_allowance(r), text, notes
 
 
 def estimate(unit: str, side: int, key: str) -> ClockEstimate:

@@ -33,3 +33,15 @@ UNIT_OVERHEAD = 2
 #: edge computing the layout walk's strides, the requantizer's pipeline and three stages of the step and the
 #: saturation
 UNIT_PIPE_LATENCY = 1 + PIPELINE_LATENCY["requant"] + 3
+
+
+def router_units_pipelined(ecfg) -> bool:
+    """Whether the router of a node with engine ``ecfg`` has pipelined scalar units: when the engine
+    pipelines its requantizer (the node's every requantizer for the same clock)."""
+    return bool(ecfg.pipelined_requant)
+
+
+def router_unit_latency(ecfg) -> int:
+    """Cycles a BIAS or REQUANT of the router of a node with engine ``ecfg`` takes beyond
+    ``count + UNIT_OVERHEAD``."""
+    return UNIT_PIPE_LATENCY if router_units_pipelined(ecfg) else 0

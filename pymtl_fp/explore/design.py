@@ -317,7 +317,7 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
     assumptions = [
         (f"device {device.name}: {device.dsp} DSPs ({device.dsp_fraction:.0%} usable), "
          f"{device.onchip_bits / 1e6:.1f} Mb on-chip RAM ({RAM_FRACTION:.0%} usable), "
-         f"clock {assumed(device.clock_mhz, 32)}, DRAM {dram_bps / 8e9:.1f} GB/s"),
+         f"clock {assumed(device.clock_mhz, P_MAX)}, DRAM {dram_bps / 8e9:.1f} GB/s"),
         (f"precision {prec.act_bits}/{prec.weight_bits}/{prec.grad_bits}-bit act/weight/grad, "
          f"{prec.acc_bits}-bit accumulators, {prec.macs_per_dsp} MAC(s) per DSP; "
          f"mini-batch {batch}"),
@@ -327,8 +327,10 @@ def search(network, device: Device, batch: int = 128, precision: Precision | Non
                       "batch": "batch-parallel (a forward pass, the engine's bp mode)"}[m] for m in modes)),
         (f"energy: pymtl_fp.energy constants of family {family_of(device)} (derived figures, x0.3..x3); "
          "the Pareto front is over GOPS, DSPs, on-chip RAM and mJ per image"),
-        (f"logic: every array within {LOGIC_FRACTION:.0%} of the part's {device.luts / 1e3:.0f}k LUTs and "
-         f"{device.ffs / 1e3:.0f}k FFs (pymtl_fp.explore.fpga_fit, the Yosys-calibrated resource model); "
+        (f"logic: every array within {LOGIC_FRACTION:.0%} of the part's "
+         + " and ".join(f"{have / 1e3:.0f}k {name}" for have, name in ((device.luts, "LUTs"), (device.ffs, "FFs"))
+                        if have)
+         + " (pymtl_fp.explore.fpga_fit, the Yosys-calibrated resource model); "
          + (f"refused {len(refused)} of {len(refused) + len(arrays)}: "
             + "; ".join(f"{a}: {why}" for a, why in refused.items()) if refused else "every candidate fits")
          if device.luts or device.ffs else "logic: the part gives no LUT/FF counts, not budgeted"),

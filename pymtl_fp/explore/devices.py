@@ -32,11 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from pymtl_fp.explore.fpga_model import EngineArray
-
-
-class DeviceError(ValueError):
-    """An unknown or malformed device description."""
+from pymtl_fp.explore.fpga_model import DeviceError, EngineArray
 
 
 @dataclass(frozen=True)

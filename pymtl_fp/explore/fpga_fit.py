@@ -2,17 +2,17 @@
 
 The studies size a part's engines from its DSPs (:func:`pymtl_fp.explore.fpga_model.engines_for`
 of :meth:`~pymtl_fp.explore.devices.Device.lane_budget`), but the engine's accumulators, row adder
-trees, requantizers and control sit in the fabric: at ``P = 32`` one engine takes about 245k LUTs
-at 16 bits, so a Virtex-7 690T whose DSPs would hold three engines has the LUTs for one.  This
+trees, requantizers and control sit in the fabric: at ``P = 32`` one engine takes about 270k logic
+LUTs at 16 bits, so a Virtex-7 690T whose DSPs would hold three engines has the LUTs for one.  This
 module prices ``E`` engines and one router with the resource model calibrated on Yosys
 (:mod:`pymtl_fp.resources`, within 20 % of ``synth_xilinx`` on every synthesized preset) and keeps
 the largest array that fits every budget:
 
-* **DSPs**: the lane budget (``dsp_fraction`` of the DSPs, MACs per DSP), as before;
+* **DSPs**: the lane budget (``dsp_fraction`` of the DSPs, MACs per DSP);
 * **LUTs** and **FFs**: the model's logic LUTs and FFs within :data:`LOGIC_FRACTION` of the
   part's (placement and routing need slack);
 * **block RAM**: the studies' own storage models (activations, weights, tiles) against the
-  part's on-chip RAM, as before: the engine's buffers are those stores, so the LUTs the model
+  part's on-chip RAM: the engine's buffers are those stores, so the LUTs the model
   gives a default build's small buffers (LUT RAM) are not counted twice.
 
 :func:`fit_array` returns the array and the resource that bound it; :func:`over_budget` names the
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pymtl_fp.energy.estimate import array_logic
-from pymtl_fp.explore.fpga_model import P_MAX, EngineArray, engines_for
+from pymtl_fp.explore.fpga_model import P_MAX, DeviceError, EngineArray, engines_for
 
 #: share of a part's LUTs and FFs the engines and the router may use
 LOGIC_FRACTION = 0.9
@@ -77,8 +77,9 @@ def fit_array(device, prec) -> Fit:
     reason = over_budget(device, prec, arr)
     if reason is None:
         u = usage(prec, arr)
-        return Fit(arr, "DSPs", dsp_arr, f"DSPs bind ({u['logic_luts'] / 1e3:.0f}k LUTs, {u['ffs'] / 1e3:.0f}k FFs "
-                                         f"of {device.luts / 1e3:.0f}k / {device.ffs / 1e3:.0f}k)")
+        used = [f"{u[k] / 1e3:.0f}k of {have / 1e3:.0f}k {name}" for k, have, name in
+                (("logic_luts", device.luts, "LUTs"), ("ffs", device.ffs, "FFs")) if have]
+        return Fit(arr, "DSPs", dsp_arr, f"DSPs bind ({', '.join(used)})")
     first = reason
     arr = EngineArray(arr.P, most_engines(device, prec, arr.P, arr.E))
     reason = over_budget(device, prec, arr)
@@ -87,6 +88,8 @@ def fit_array(device, prec) -> Fit:
         P -= 1
         arr = EngineArray(P, 1)
         reason = over_budget(device, prec, arr)
+    if reason is not None:
+        raise DeviceError(f"device {device.name!r}: its LUTs and FFs hold no engine, not even 1x1 ({reason})")
     binding = first.split(" ", 1)[0]
     return Fit(arr, binding, dsp_arr, f"{binding} bind: {arr} instead of the DSPs' {dsp_arr} ({first})")
 

@@ -24,6 +24,10 @@ __all__ = ["P_MAX", "EngineArray", "engine_share", "engines_for", "layer_cycles"
            "total_cycles"]
 
 
+class DeviceError(ValueError):
+    """An unknown or malformed device description, or a part that holds no engine."""
+
+
 @dataclass(frozen=True)
 class EngineArray:
     """``E`` engines of ``P x P`` MAC lanes on one FPGA."""

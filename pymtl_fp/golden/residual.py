@@ -44,7 +44,7 @@ gradient divided by ``A``, with the same reciprocal::
 
     dx[n, c, h, w] = requantize(M * dy[n, c], F, grad.bits, mode)       # masked where x <= 0 if relu
 
-``mode`` is the gradient rounding (``stochastic`` by default, indexed by the flat C-order index
+``mode`` is the gradient rounding (the training's gradient mode, ``stochastic`` by default; indexed by the flat C-order index
 of ``dx``, so the elements of one map round independently: unbiased, where half up would lose
 every gradient smaller than ``A/2`` units); ``relu``: the pool's input comes out of a ReLU, whose
 derivative is applied here (a mean does not keep the sign of its elements).

@@ -23,6 +23,7 @@ def table() -> list:
     """The tables' Markdown lines."""
     from pymtl_fp import clock
     from pymtl_fp.engine.config import PRESETS
+    from pymtl_fp.pnr import routing_allowance
 
     lines = ["| unit | preset | engine pipelines | pre-route path (Yosys sta, xc7 cells) | routing allowance "
              "| clock | the path passes through |", "|---|---|---|---|---|---|---|"]
@@ -36,7 +37,7 @@ def table() -> list:
     for r in clock.routing_records():
         lines.append(f"| {r['unit']} {r['preset']} | {r['part']} | {r['pipelines']} | {r['post_route_ns']:g} ns "
                      f"({1000 / r['post_route_ns']:.1f} MHz) | {r['logic_ns']:g} ns | {r['routing_ns']:g} ns "
-                     f"| x {r['post_route_ns'] / r['logic_ns']:.2f} |")
+                     f"| x {routing_allowance(r):.2f} |")
     lines += ["", "A node with no place-and-route of its own takes its engine's allowance (same preset and pipelines), "
               "else the largest recorded."]
     return lines
