@@ -16,8 +16,8 @@ def _collect(marker: str) -> str:
 
 def test_level_parameters_become_markers():
     ver, rtl = _collect("verilator"), _collect("rtl")
-    assert "test_router_cl_equals_rtl_every_cycle[verilator]" in ver
-    assert "test_router_cl_equals_rtl_every_cycle[rtl]" not in ver
-    assert "test_router_cl_equals_rtl_every_cycle[rtl]" in rtl
+    assert "test_router_cl_equals_rtl_every_cycle[verilator-units]" in ver
+    assert "test_router_cl_equals_rtl_every_cycle[rtl-units]" not in ver
+    assert "test_router_cl_equals_rtl_every_cycle[rtl-units]" in rtl
     assert "test_encode_decode_round_trip" not in ver  # no level: no marker
     assert "TestLinkRTL::test_in_order_full_rate" in rtl and "TestLinkFL" not in rtl
