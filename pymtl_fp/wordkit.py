@@ -35,7 +35,24 @@ def layout(fields, total: int | None = None) -> list:
 
 
 def words32(bits: int) -> int:
+    """32-bit words holding ``bits``."""
     return -(-bits // 32)
+
+
+def tdata_bytes(bits: int) -> int:
+    """Bytes of an AXI4-Stream ``tdata`` carrying ``bits`` (AXI4-Stream: a whole number of bytes)."""
+    return -(-bits // 8)
+
+
+def sv_last_word_pad(signal: str, used_bits: int, what: str) -> str:
+    """SystemVerilog declaring the bits of the last 32-bit word of ``signal`` above ``used_bits``
+    (the word's ``what``) as ignored, lint-waived; empty when the words end exactly."""
+    top_bits = 32 * words32(used_bits) - used_bits
+    if not top_bits:
+        return ""
+    return (f"  /* verilator lint_off UNUSEDSIGNAL */\n  logic [{top_bits - 1}:0] last_word_pad;  // the last word's bits "
+            f"above {what}: ignored\n  assign last_word_pad = {signal}[31:{32 - top_bits}];\n"
+            "  /* verilator lint_on UNUSEDSIGNAL */\n")
 
 
 def c_common(top: str) -> list:

@@ -65,6 +65,8 @@ HELP = "Verilog of a unit at a preset configuration, linted by Verilator (option
 
 
 def add_arguments(parser):
+    from pymtl_fp.cluster.hw.kit_bench import case_words
+
     parser.add_argument("--config", metavar="PRESET",
                         help="named preset of the unit's configuration (e.g. tiny, small, medium for engine "
                              "and node); the cluster takes --nodes/--arrays instead")
@@ -102,9 +104,8 @@ def add_arguments(parser):
                           "header NAME.h, reference NAME.md, bench NAME_bench.cpp, filelist NAME.f and waivers "
                           "NAME_waivers.vlt (default: the node's module name, the wrapper <module>_axi)")
     grp.add_argument("--case", metavar="DIR",
-                     help="also write a test case for the kit's C++ bench: one training step of lenet-digits "
-                          "(8-bit) on this node, the expected outputs from the golden model (the node must hold "
-                          "the whole net: --config medium)")
+                     help=f"also write a test case for the kit's C++ bench: {case_words()} on this node, the "
+                          "expected outputs from the golden model (the node must hold the whole net: --config medium)")
     grp = parser.add_argument_group("--unit cluster (lenet-digits nodes, 8-bit)")
     grp.add_argument("--nodes", type=int, default=2, metavar="N", help="nodes (default 2)")
     grp.add_argument("--arrays", metavar="P0,P1,...", help="MAC array side per node (default 4 each)")

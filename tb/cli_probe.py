@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 #: the 8-bit formats of the rows' net files
@@ -53,6 +54,18 @@ def kill_session(sid: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def settle(sid: int, tries: int) -> list:
+    """The processes of session ``sid`` still alive after waiting up to ``tries`` tenths of a second
+    for them to exit (a worker's interpreter may take a moment more than its parent)."""
+    left = session_alive(sid)
+    for _ in range(tries):
+        if not left:
+            break
+        time.sleep(0.1)
+        left = session_alive(sid)
+    return left
 
 
 def fill(text: str, tmp: Path) -> str:

@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pymtl_fp.tb.cli_probe import devices_doc, fill, kill_session, net_doc, session_alive
+from pymtl_fp.tb.cli_probe import devices_doc, fill, kill_session, net_doc, settle
 
 #: classes in report order; the ones after ``valid`` are defects
 CLASSES = ("clear", "valid", "rejected", "unclear", "silent", "traceback", "hang", "segfault", "outside")
@@ -630,12 +630,7 @@ def _finish(proc, probe: Probe, started: float) -> tuple:
         timed_out = True
         kill_session(proc.pid)
         out, err = proc.communicate()
-    left = session_alive(proc.pid)
-    for _ in range(30):
-        if not left:
-            break
-        time.sleep(0.1)
-        left = session_alive(proc.pid)
+    left = settle(proc.pid, 30)
     kill_session(proc.pid)
     return proc.returncode, out or "", err or "", timed_out, left
 

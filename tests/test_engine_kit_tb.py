@@ -13,6 +13,7 @@ import pytest
 
 from pymtl_fp.build_dirs import build_once, digest, shared_build_dir
 from pymtl_fp.engine.config import PRESETS
+from pymtl_fp.tb.plain_shell import run_verilator
 
 #: the testbench's build: quick C++ optimization (it runs a few hundred cycles)
 QUICK = "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
@@ -48,12 +49,9 @@ def test_the_sv_testbench_passes_under_verilator_binary_timing(tmp_path):
         """Build in a plain shell set up by the one line `pymtl-fp doctor` prints (no Python environment)."""
         for s in sources + [f"{top}.f"]:
             (d / s).write_text((tmp_path / s).read_text())
-        script = (f"{shell_line(info)}\nexport MAKEFLAGS=\"${{MAKEFLAGS:-}} {QUICK}\"\n"
-                  f"verilator --binary --timing -Wall -j 2 {top}_waivers.vlt -f {top}.f {top}_tb.sv "
-                  f"--top-module {top}_tb")
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
-        proc = subprocess.run(["bash", "-c", script], cwd=d, capture_output=True, text=True, env=env, check=False)
-        warnings = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("%Warning", "%Error"))]
+        command = (f"verilator --binary --timing -Wall -j 2 {top}_waivers.vlt -f {top}.f "
+                   f"{top}_tb.sv --top-module {top}_tb")
+        proc, warnings = run_verilator(shell_line(info), d, command, QUICK)
         assert proc.returncode == 0 and not warnings, warnings or proc.stderr[-2000:]
 
     built = build_once(shared_build_dir("kit_tb") / key, make)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pymtl_fp.cli.main import main as cli_main
-from pymtl_fp.tb.cli_probe import fill, kill_session, listing, session_alive
+from pymtl_fp.tb.cli_probe import fill, kill_session, listing, settle
 
 RQ_VECTOR = {"acc": 300, "shift": 2, "stochastic": False, "relu": False, "seed": 0, "tensor_id": 0, "index": 0}
 RQ = {"acc_bits": 16, "out_bits": 8, "vectors": [RQ_VECTOR]}
@@ -207,13 +207,7 @@ def _finish(proc, timeout: float) -> tuple:
     """``(stdout, stderr, processes of its session still alive)`` once ``proc`` has exited (within
     ``timeout`` seconds: a hang guard); a worker's interpreter may take a moment more to exit."""
     out, err = proc.communicate(timeout=timeout)
-    left = session_alive(proc.pid)
-    for _ in range(50):
-        if not left:
-            break
-        time.sleep(0.1)
-        left = session_alive(proc.pid)
-    return out, err, left
+    return out, err, settle(proc.pid, 50)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from pymtl_fp.build_dirs import build_once, digest, shared_build_dir
+from pymtl_fp.tb.plain_shell import run_verilator
 
 NAME = "nodekit"
 #: the bench's build: quick C++ optimization (a training step is ~13k cycles)
@@ -85,12 +86,9 @@ def test_the_cpp_bench_runs_a_training_step_bit_exact_and_fails_on_a_corrupted_e
         """Build in a plain shell set up by the one line `pymtl-fp doctor` prints (no Python environment)."""
         for s in sources:
             shutil.copy(kit / s, d / s)
-        script = (f"{shell_line(info)}\nexport MAKEFLAGS=\"${{MAKEFLAGS:-}} {QUICK}\"\n"
-                  f"verilator --cc --exe --build -Wall -j 2 {NAME}_waivers.vlt -f {NAME}.f {NAME}_bench.cpp "
-                  f"--top-module {NAME}")
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
-        proc = subprocess.run(["bash", "-c", script], cwd=d, capture_output=True, text=True, env=env, check=False)
-        warnings = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("%Warning", "%Error"))]
+        command = (f"verilator --cc --exe --build -Wall -j 2 {NAME}_waivers.vlt -f "
+                   f"{NAME}.f {NAME}_bench.cpp --top-module {NAME}")
+        proc, warnings = run_verilator(shell_line(info), d, command, QUICK)
         assert proc.returncode == 0 and not warnings, warnings or proc.stderr[-2000:]
 
     exe = build_once(shared_build_dir("node_kit_bench") / key, make) / "obj_dir" / f"V{NAME}"

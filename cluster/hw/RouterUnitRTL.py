@@ -143,20 +143,38 @@ class RouterUnitRTL(Component):
         s.more = Wire()       # the unit pushes an element at this edge
         s.last_run_elem = Wire()
 
+        @update
+        def up_unit_decode():  # (both structures: the gather table's runs, the buffers' reads, the drop)
+            s.zero_run @= s.t_data[31]
+            s.run_len @= s.t_data[23:31]
+            s.run_off @= s.t_data[0:23]
+            s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+            s.busy @= s.run
+            s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
+            if s.req:
+                s.raddr0 @= trunc(s.idx, AT)
+                s.raddr1 @= trunc(s.idx, AT)
+            elif s.bias:
+                s.raddr0 @= trunc(s.idx, AT)
+                s.raddr1 @= trunc(s.idx + s.cnt, AT)
+            else:
+                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
+                s.raddr1 @= AT(0)
+            s.drop @= s.retire
+            if s.bias & ~s.req:
+                s.drop_n @= trunc(s.cnt + s.cnt, CT)
+            else:
+                s.drop_n @= trunc(s.cnt, CT)
+
         if pipelined:
             @update
-            def up_unit_decode_pipe():
-                s.zero_run @= s.t_data[31]
-                s.run_len @= s.t_data[23:31]
-                s.run_off @= s.t_data[0:23]
-                s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+            def up_unit_issue_pipe():
                 if s.req:
                     s.pipe.index @= s.walk.flat
                     s.pipe.inflag @= s.walk.in_tensor
                 else:
                     s.pipe.index @= zext(s.idx, Bits32)
                     s.pipe.inflag @= s.idx < zext(s.r_k, Bits24)
-                s.busy @= s.run
                 s.last_out @= s.tail == TAIL_END
                 if s.bias:
                     s.more @= s.run & s.ready & (s.idx < s.cnt)
@@ -164,21 +182,6 @@ class RouterUnitRTL(Component):
                 else:
                     s.more @= s.run & (s.tidx < s.r_tlen)
                     s.retire @= s.run & (s.tidx == s.r_tlen)
-                s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
-                if s.req:
-                    s.raddr0 @= trunc(s.idx, AT)
-                    s.raddr1 @= trunc(s.idx, AT)
-                elif s.bias:
-                    s.raddr0 @= trunc(s.idx, AT)
-                    s.raddr1 @= trunc(s.idx + s.cnt, AT)
-                else:
-                    s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
-                    s.raddr1 @= AT(0)
-                s.drop @= s.retire
-                if s.bias & ~s.req:
-                    s.drop_n @= trunc(s.cnt + s.cnt, CT)
-                else:
-                    s.drop_n @= trunc(s.cnt, CT)
 
             @update
             def up_unit_out_pipe():
@@ -205,37 +208,17 @@ class RouterUnitRTL(Component):
                         s.tail <<= s.tail + TAIL(1)
         else:
             @update
-            def up_unit_decode():
-                s.zero_run @= s.t_data[31]
-                s.run_len @= s.t_data[23:31]
-                s.run_off @= s.t_data[0:23]
-                s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
+            def up_unit_issue():
                 if s.req:
                     s.rq.index @= s.walk.flat
                 else:
                     s.rq.index @= zext(s.idx, Bits32)
-                s.busy @= s.run
                 if s.bias:
                     s.more @= s.run & (s.idx < s.cnt)
                     s.retire @= s.run & (s.idx == s.cnt)
                 else:
                     s.more @= s.run & (s.tidx < s.r_tlen)
                     s.retire @= s.run & (s.tidx == s.r_tlen)
-                s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
-                if s.req:
-                    s.raddr0 @= trunc(s.idx, AT)
-                    s.raddr1 @= trunc(s.idx, AT)
-                elif s.bias:
-                    s.raddr0 @= trunc(s.idx, AT)
-                    s.raddr1 @= trunc(s.idx + s.cnt, AT)
-                else:
-                    s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
-                    s.raddr1 @= AT(0)
-                s.drop @= s.retire
-                if s.bias & ~s.req:
-                    s.drop_n @= trunc(s.cnt + s.cnt, CT)
-                else:
-                    s.drop_n @= trunc(s.cnt, CT)
 
             @update
             def up_unit_step():
@@ -290,7 +273,7 @@ class RouterUnitRTL(Component):
 
 
 def _wire_pipe(s):
-    """The pipelined units' result's connections (its issue, index and flag: ``up_unit_decode_pipe``)."""
+    """The pipelined units' result's connections (its issue, index and flag: ``up_unit_issue_pipe``)."""
     s.pipe.acc //= s.rdata1
     s.pipe.b //= s.rdata0
     s.pipe.req //= s.req

@@ -265,8 +265,8 @@ def kit_reference(top: str, wrapper: str, prefix: str, cfg) -> str:
                 "A plain Verilator bench, no Python at run time:", "", "```sh",
                 f"verilator --cc --exe --build -Wall {prefix}_waivers.vlt -f {prefix}.f {prefix}_bench.cpp "
                 f"--top-module {wrapper}", f"./obj_dir/V{wrapper} CASE_DIR", "```", "",
-                "`CASE_DIR` is written by `pymtl-fp translate --unit node --config PRESET --case CASE_DIR`: one "
-                "training step of 2 images of `lenet-digits` (8-bit formats) on this one node, the expected "
+                "`CASE_DIR` is written by `pymtl-fp translate --unit node --config PRESET --case CASE_DIR`: "
+                f"{kit_bench.case_words()} on this one node, the expected "
                 "outputs from the golden model.  Its files hold hexadecimal words and beats (`#` lines are "
                 f"comments): `program.hex` (one instruction a line, {IW} words, least significant first), "
                 "`table.hex`, `fwd_in.hex` (the images), `host_in.hex` (the initial weights and biases), "

@@ -38,6 +38,7 @@ from __future__ import annotations
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.hw.router_config import STATES
 from pymtl_fp.engine.kit_axi import check_block
+from pymtl_fp.wordkit import sv_last_word_pad, tdata_bytes, words32
 
 #: the streams: (node port, AXI port, input?)
 STREAMS = (("fwd_in", "s_axis_fwd_in", True), ("bwd_in", "s_axis_bwd_in", True), ("host_in", "s_axis_host_in", True),
@@ -51,12 +52,12 @@ STATUS_STREAMS = ("fwd", "bwd", "host")
 
 def instr_words() -> int:
     """32-bit words of an instruction on ``s_axis_prog``."""
-    return -(-isa.INSTR_BITS // 32)
+    return words32(isa.INSTR_BITS)
 
 
 def data_bytes(rcfg) -> int:
     """Bytes of a stream's ``tdata``."""
-    return -(-(rcfg.stream_bits * rcfg.stream_lanes) // 8)
+    return tdata_bytes(rcfg.stream_bits * rcfg.stream_lanes)
 
 
 def header_word(kind: int, addr: int = 0) -> int:
@@ -145,11 +146,7 @@ def axi_wrapper(top: str, wrapper: str, prefix: str, cfg) -> str:
     words = []
     for i in range(IW - 1):  # (the last word goes straight to the write register)
         words.append(f"            if (wcnt_q == {wc}'d{i}) instr_q[{32 * i + 31}:{32 * i}] <= s_axis_prog_tdata;")
-    top_bits = 32 * IW - ib
-    unused = "" if not top_bits else (
-        f"  /* verilator lint_off UNUSEDSIGNAL */\n  logic [{top_bits - 1}:0] last_word_pad;  // the last word's bits above "
-        f"INSTR_BITS: ignored\n  assign last_word_pad = s_axis_prog_tdata[31:{32 - top_bits}];\n"
-        "  /* verilator lint_on UNUSEDSIGNAL */\n")
+    unused = sv_last_word_pad("s_axis_prog_tdata", ib, "INSTR_BITS")
     slices, node_streams = [], []
     for name, ax, is_in in STREAMS:
         pad_in = f"{ax}_tdata[{bw - 1}:0]" if db != bw else f"{ax}_tdata"

@@ -24,6 +24,15 @@ from __future__ import annotations
 from pymtl_fp.cluster.hw.kit_axi import FRAME_PROG, FRAME_START, FRAME_TABLE, data_bytes
 from pymtl_fp.engine.cmdcheck import CODE
 
+#: the case the bench runs (:mod:`pymtl_fp.cluster.run.kit_case` writes it): one training step of ``BATCH``
+#: digits images of net ``NET`` at precision ``PRECISION``, data and weights drawn with ``SEED``
+NET, PRECISION, BATCH, SEED = "lenet-digits", "8", 2, 0
+
+
+def case_words() -> str:
+    """What the case is, in a reference's or a help text's words."""
+    return f"one training step of {BATCH} images of `{NET}` ({PRECISION}-bit formats)"
+
 
 def supported(rcfg) -> bool:
     """The bench drives ``tdata`` of at most 64 bits."""

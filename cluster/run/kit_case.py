@@ -27,9 +27,10 @@ from pathlib import Path
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, default_link
 from pymtl_fp.cluster.hw.host_side import side_beats
+from pymtl_fp.cluster.hw.kit_bench import BATCH, NET, PRECISION, SEED
+from pymtl_fp.wordkit import words32
 
 #: the case's net, precision, images per step, seeds (weights, data)
-NET, PRECISION, BATCH, SEED = "lenet-digits", "8", 2, 0
 #: cycles the bench allows (a step takes ~20k cycles on the 8x8 preset)
 MAX_CYCLES = 2_000_000
 
@@ -88,7 +89,7 @@ def node_case(cfg) -> dict:
     mask = (1 << (E * bits)) - 1
     what = (f"one training step of {BATCH} images (scikit-learn digits) of {NET} at {PRECISION} bits on one node "
             f"({len(prog.ops)} instructions; golden loss {losses[0]:.4f})")
-    return {"program": [[(isa.encode(ins) >> (32 * i)) & 0xFFFFFFFF for i in range(-(-isa.INSTR_BITS // 32))]
+    return {"program": [[(isa.encode(ins) >> (32 * i)) & 0xFFFFFFFF for i in range(words32(isa.INSTR_BITS))]
                         for ins in prog.ops],
             "table": list(prog.table),
             "fwd_in": host.image_beats(), "host_in": side_beats(prog.host_in, E, bits),

@@ -204,7 +204,7 @@ def reference(top: str, cfg) -> str:
             f"**Wrappers.** `T_axis` (`T_axis.sv`) renames these ports AXI-Stream-like (`cmd_tdata` is the whole "
             f"{enc.CMD_BITS}-bit command in one beat, `cmd_tready` as `cmd__rdy`).  `T_axi` (`T_axi.sv`) is "
             "AXI4-Stream compliant: `aclk`, `aresetn` (synchronous, active low); a command is one frame of "
-            f"CMD_WORDS = {-(-enc.CMD_BITS // 32)} 32-bit words on `s_axis_cmd` (`tdata`, `tvalid`, `tlast`, "
+            f"CMD_WORDS = {wordkit.words32(enc.CMD_BITS)} 32-bit words on `s_axis_cmd` (`tdata`, `tvalid`, `tlast`, "
             "`tready`), least significant word first (the words of `T_cmd_pack()`), `tlast` on the last; the "
             "wrapper assembles it in a register and offers it to the engine, and `s_axis_cmd_tready` is a "
             "register (low while a command is held).  A frame of another length is dropped and sets the sticky "
@@ -212,7 +212,8 @@ def reference(top: str, cfg) -> str:
             "not exist or whose words run past its buffer is dropped instead of executed (no wrap to word 0) and "
             "sets the sticky `cmd_err` with `cmd_err_code`, the first such command's `T_cmd_check()` code (the "
             "data streams are then out of step with the program: reset).  `s_axis_din` / `m_axis_dout` "
-            f"carry the beats above in {-(-cfg.beat_bits // 8)} bytes (`tdata` rounded up to whole bytes: padding "
+            f"carry the beats above in {wordkit.tdata_bytes(cfg.beat_bits)} bytes (`tdata` rounded up to whole "
+            "bytes: padding "
             "ignored on `din`, zero on `dout`); `busy` is high while a command is held or executing.  A command "
             "costs CMD_WORDS command beats and one cycle from its last word to its offer.", "",
             f"**Beats.** `din` and `dout` carry E = STREAM_LANES = {E} element(s) per beat, element `i` in bits "

@@ -31,15 +31,9 @@ from pymtl_fp.explore.fpga_model import P_MAX, DeviceError, EngineArray, engines
 LOGIC_FRACTION = 0.9
 
 
-def usage(prec, arr: EngineArray) -> dict:
-    """``{"luts", "ffs", "logic_luts"}`` of ``arr``'s engines and one router
-    (:func:`pymtl_fp.energy.estimate.array_logic`; ``luts`` counts LUT RAM too)."""
-    return array_logic(prec, arr.P, arr.E)
-
-
 def over_budget(device, prec, arr: EngineArray) -> str | None:
     """The first of LUTs, FFs that ``arr`` exceeds on ``device`` (``"LUTs 735k > 390k"``), or None."""
-    u = usage(prec, arr)
+    u = array_logic(prec, arr.P, arr.E)
     for key, have, name in (("logic_luts", device.luts, "LUTs"), ("ffs", device.ffs, "FFs")):
         if have and u[key] > LOGIC_FRACTION * have:
             return f"{name} {u[key] / 1e3:.0f}k > {LOGIC_FRACTION:.0%} of {have / 1e3:.0f}k"
@@ -76,7 +70,7 @@ def fit_array(device, prec) -> Fit:
     arr = dsp_arr
     reason = over_budget(device, prec, arr)
     if reason is None:
-        u = usage(prec, arr)
+        u = array_logic(prec, arr.P, arr.E)
         used = [f"{u[k] / 1e3:.0f}k of {have / 1e3:.0f}k {name}" for k, have, name in
                 (("logic_luts", device.luts, "LUTs"), ("ffs", device.ffs, "FFs")) if have]
         return Fit(arr, "DSPs", dsp_arr, f"DSPs bind ({', '.join(used)})")
