@@ -180,6 +180,7 @@ def main(args) -> int:
         cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
     case = None
     if case_dir is not None:  # compiled before anything is translated: a net that does not fit is refused first
+        from pymtl_fp.cluster.compiler.compile import BufferFitError
         from pymtl_fp.cluster.config import ClusterError
         from pymtl_fp.cluster.hw.kit_bench import supported
         from pymtl_fp.cluster.run.kit_case import write_case
@@ -190,10 +191,11 @@ def main(args) -> int:
 
         try:
             case = write_case(case_dir, cfg)
-        except ClusterError as exc:
-            why = str(exc).split(". Use a smaller batch")[0]  # (the compiler's advice is for a cluster run)
-            raise UserError(f"--case: the case's net does not fit node {args.config}: {why}; the medium preset "
+        except BufferFitError as exc:
+            raise UserError(f"--case: the case's net does not fit node {args.config}: {exc.what}; the medium preset "
                             "holds it") from None
+        except ClusterError as exc:
+            raise UserError(f"--case: {exc}") from None
     try:
         info = setup_verilator()
     except ToolchainError as exc:

@@ -376,9 +376,18 @@ def check_fit(nodes: list, batch: int, w_hint: str = "") -> None:
             bad.append(f"node {prog.node} buffer {buf} needs {u['used']} words, has {u['depth']}"
                        + (w_hint if buf == "W" else ""))
     if bad:
-        raise ClusterError("the mapping does not fit the nodes' buffers (batch "
-                           f"{batch}): " + "; ".join(bad) +
-                           ". Use a smaller batch, more nodes or deeper buffers.")
+        raise BufferFitError(f"the mapping does not fit the nodes' buffers (batch {batch}): " + "; ".join(bad))
+
+
+class BufferFitError(ClusterError):
+    """Programs whose buffer regions overflow their nodes' buffers: ``what`` says which, and the message
+    adds the advice for a cluster run (another caller, such as ``translate --case``, gives its own)."""
+
+    ADVICE = "Use a smaller batch, more nodes or deeper buffers."
+
+    def __init__(self, what: str):
+        super().__init__(f"{what}. {self.ADVICE}")
+        self.what = what
 
 
 def unpack_params(net, part, P, host_out: dict, like: dict) -> dict:
