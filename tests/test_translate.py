@@ -327,6 +327,9 @@ YOSYS_RECORDED = {
     ("engine", "tiny/armc"): dict(luts=8915, ffs=3962, dsps=24, bram18=0, ns=4.9),
     ("engine", "small/armc"): dict(luts=12934, ffs=6334, dsps=50, bram18=12, ns=4.9),
     ("engine", "medium/armc"): dict(luts=25809, ffs=13706, dsps=128, bram18=24, ns=4.9),
+    # "/armcd": and the MAC pipeline accumulating in the DSPs (translate --pipeline all,dsp); "medium-p16": medium's
+    # buffers with a 16x16 array
+    ("engine", "small/armcd"): dict(luts=12381, ffs=5334, dsps=50, bram18=12, ns=4.9),
     ("node", "tiny"): dict(luts=23083, ffs=4801, dsps=44, bram18=71, ns=31.7),
     ("node", "small"): dict(luts=27147, ffs=6132, dsps=73, bram18=83, ns=31.5),
     ("node", "medium"): dict(luts=41295, ffs=10559, dsps=151, bram18=95, ns=31.6),
@@ -350,12 +353,15 @@ def _model(unit, name):
 
     name, _, pipes = name.partition("/")  # "small/rm": pipelined requantizer and MAC array
     base, _, lanes = name.partition("-e")  # "small-e4": the preset at 4 elements a beat
+    base, _, side = base.partition("-p")  # "medium-p16": the preset's buffers with a 16x16 array
     if unit == "engine":
         return resources.engine_resources(preset(base).replace(stream_lanes=int(lanes or 1),
+                                                               **(dict(rows=int(side), cols=int(side)) if side else {}),
                                                                pipelined_requant="r" in pipes,
                                                                pipelined_mac="m" in pipes,
                                                                pipelined_addr="a" in pipes,
-                                                               pipelined_cmd="c" in pipes))
+                                                               pipelined_cmd="c" in pipes,
+                                                               dsp_mac="d" in pipes))
     if unit == "node":
         e = preset(base).replace(stream_lanes=int(lanes or 1), pipelined_requant="r" in pipes,
                                  pipelined_mac="m" in pipes, pipelined_addr="a" in pipes, pipelined_cmd="c" in pipes)
