@@ -40,9 +40,9 @@ def test_stream_lanes_option_is_checked(tmp_path, capsys):
     assert run("--unit", "requant", "--config", "small", "--pipeline", "mac", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--pipeline is an engine, node and cluster option" in err
-    assert run("--config", "small", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
+    assert run("--config", "small", "--pipeline", "mac,fast", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr, cmd" in err
+    assert "\n" not in err and "--pipeline 'mac,fast': choose from requant, mac, addr, cmd, dsp" in err
 
 
 def test_node_and_cluster_options_are_checked(tmp_path, capsys):
@@ -53,9 +53,9 @@ def test_node_and_cluster_options_are_checked(tmp_path, capsys):
     assert run("--unit", "cluster", "--nodes", "2", "--arrays", "4", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err
     assert "1 array sides for --nodes 2" in err and "Traceback" not in err
-    assert run("--unit", "cluster", "--pipeline", "mac,dsp", "--out", str(tmp_path)) == 1
+    assert run("--unit", "cluster", "--pipeline", "mac,fast", "--out", str(tmp_path)) == 1
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "--pipeline 'mac,dsp': choose from requant, mac, addr, cmd" in err
+    assert "\n" not in err and "--pipeline 'mac,fast': choose from requant, mac, addr, cmd, dsp" in err
 
 
 @pytest.mark.verilator
