@@ -60,7 +60,7 @@ class EngineConfig:
       (:class:`~pymtl_fp.engine.MacArrayDspRTL.MacArrayDspRTL`: each lane's operand, product and
       accumulator registers and its adder are one DSP48E1's; reduce mode sums a row's ``P``
       accumulators when it reads them), the same results in the same cycles as
-      ``MacArrayPipeRTL`` with far fewer LUTs and FFs (docs/verilog.md).
+      ``MacArrayPipeRTL`` with fewer LUTs and far fewer FFs (docs/verilog.md).
     * ``pipelined_addr``: a register stage between the address generator and the buffers
       (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
