@@ -145,6 +145,38 @@ def requant_luts(acc_bits: int, out_bits: int) -> int:
     return w * (3 * 3 + 1) + 2 * out_bits
 
 
+def DSP_MAC_DELAY_LUTS(P: int) -> int:
+    """Shift-register LUTs of the stage-B signals delayed the MAC pipeline's 3 cycles beside a
+    :func:`dsp_mac_array` (the fabric array's ``48 P + 80`` less its bias's ``P x acc`` bits)."""
+    return 16 * P + 80
+
+
+def dsp_mac_array(P: int, db: int, acc: int) -> Resources:
+    """The MAC array accumulating in the DSPs (:class:`~pymtl_fp.engine.MacArrayDspRTL.MacArrayDspRTL`):
+    one DSP48E1 a lane holds the operand, product and accumulator registers and the accumulator's
+    adder with its restart select, so a lane costs only its operand select in the fabric (``2 * db``
+    LUTs: weight, transposed weight, dy or the weight column); each row adds reduce mode's sum of
+    its ``P`` accumulators, two ``acc``-bit start selects (bias or 0) and the result select; the
+    flip-flops are the bias of two stages.  Yosys's ``alumacc`` merges a row's sum into one ``$macc``
+    and ``maccmap`` builds it as a carry-save tree, about ``(2P - 5) x acc`` LUTs (``P - 1``
+    carry-chain adders would be ``(P - 1) x acc``).  Where a product needs more than one DSP
+    (``db > 18``) or the accumulator is wider than the DSP's 48 bits, the pass cannot pack the adder
+    (not measured): the accumulator and its adder are counted in the fabric.
+
+    Measured (Yosys 0.70, the array alone, 8-bit operands, 32-bit accumulators): P = 4: 1 023 LUTs,
+    260 FFs, 16 DSP48E1 (this model: 1 024, 260, 16); P = 16: 18 874 LUTs, 1 028 FFs, 256 DSP48E1
+    (19 456, 1 028, 256), against ``MacArrayPipeRTL``'s 1 514 / 30 896 LUTs and 1 262 / 18 886 FFs
+    with the same DSPs."""
+    lanes = P * P
+    r = Resources(dsps=lanes * multiplier_dsps(db, db),
+                  luts=lanes * 2 * db + P * max(P - 1, 2 * P - 5) * acc + 3 * P * acc,
+                  ffs=2 * P * acc + 4)
+    if multiplier_dsps(db, db) > 1 or acc > 48:
+        r.luts += lanes * 2 * acc
+        r.ffs += lanes * acc
+    return r
+
+
 def engine_resources(cfg) -> Resources:
     """Estimate for :class:`pymtl_fp.engine.config.EngineConfig`.
 
@@ -161,12 +193,16 @@ def engine_resources(cfg) -> Resources:
     P, db, acc = cfg.P, cfg.data_bits, cfg.acc_bits
     lanes = P * P
     r = Resources()
-    mac = Resources(dsps=lanes * multiplier_dsps(db, db),
-                    # measured 117-138 LUTs a lane: accumulator adder, base (accumulator/bias/zero)
-                    # and result selects, operand select (fwd/transposed/outer); row adder trees
-                    luts=lanes * (3 * acc + 2 * db) + P * (P - 1) * acc,
-                    ffs=lanes * acc)  # one accumulator per lane (outer mode needs all P*P)
-    r.add(mac, f"MAC array {P}x{P} ({lanes} lanes, {db}-bit operands, {acc}-bit accumulators)")
+    if cfg.dsp_mac:
+        r.add(dsp_mac_array(P, db, acc), f"MAC array {P}x{P} accumulating in the DSPs ({lanes} lanes, {db}-bit "
+                                         f"operands, {acc}-bit accumulators in the DSPs' P registers)")
+    else:
+        mac = Resources(dsps=lanes * multiplier_dsps(db, db),
+                        # measured 117-138 LUTs a lane: accumulator adder, base (accumulator/bias/zero)
+                        # and result selects, operand select (fwd/transposed/outer); row adder trees
+                        luts=lanes * (3 * acc + 2 * db) + P * (P - 1) * acc,
+                        ffs=lanes * acc)  # one accumulator per lane (outer mode needs all P*P)
+        r.add(mac, f"MAC array {P}x{P} ({lanes} lanes, {db}-bit operands, {acc}-bit accumulators)")
     r.add(memory(db, cfg.act_depth, 3 * P), f"X, D, O buffers ({P} banks each)")
     r.add(memory(db, cfg.weight_depth, 2 * lanes), f"W, G buffers ({lanes} banks each)")
     r.add(memory(acc, cfg.bias_depth, P), f"B buffer ({P} banks)")
@@ -219,7 +255,14 @@ def engine_resources(cfg) -> Resources:
         # 13 cycles without reset), the same DSPs (+3 on tiny) and logic LUTs within 300
         r.add(Resources(ffs=227 * rq_lanes + 101, luts=112 * P + 75, lutram_luts=112 * P + 75),
               f"pipelined requantizer ({cfg.rq_latency} stages) and the write-back's delay lines")
-    if cfg.pipelined_mac:
+    if cfg.dsp_mac:
+        # the drain's and the write-back's stage-B inputs delayed the MAC pipeline's 3 cycles (shift-register
+        # LUTs); the array's own registers are in dsp_mac_array.  Measured (Yosys 0.70, with the other three
+        # pipelines; small / medium): 12 381 / 23 969 LUTs (1 227 / 2 992 LUT RAM), 5 334 / 9 394 FFs, 50 / 128
+        # DSPs -- -553 / -1 840 LUTs and -1 000 / -4 312 FFs against the fabric MAC pipeline, the same DSPs
+        r.add(Resources(luts=DSP_MAC_DELAY_LUTS(P), lutram_luts=DSP_MAC_DELAY_LUTS(P)),
+              f"the drain's delay lines for the MAC pipeline ({cfg.mac_latency} stages, in the DSPs)")
+    elif cfg.pipelined_mac:
         # measured (with the pipelined requantizer, MAC array pipelined minus not): 222 / 756 / 2 788
         # FFs (operand, product and row-sum registers; the DSPs take some), 176 / 271 / 463 LUTs of
         # shift registers (bias and the drain's stage-B inputs, 3 cycles); logic LUTs -183 / -788 /

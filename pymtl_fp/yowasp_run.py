@@ -19,7 +19,8 @@ from pathlib import Path
 
 #: WebAssembly stack for the YoWASP tools: with wasmtime's default the 8x8 engine stops Yosys after 90 s
 #: with "wasm trap: call stack exhausted" (yowasp-runtime 1.96, wasmtime 47); 2 MiB synthesizes every
-#: engine and node preset
+#: engine and node preset, not a 16x16 engine (ABC9's XAIGER2 back end exhausts it after 25 minutes), and
+#: wasmtime refuses more than its asynchronous stack, 2 MiB, which wasmtime-py cannot set
 WASM_STACK_BYTES = 2 << 20
 
 #: tool name -> (Python package, its run function)

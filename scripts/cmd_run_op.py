@@ -35,8 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--config", default="tiny", help="engine preset: tiny (2x2), small (4x4), medium (8x8)")
     parser.add_argument("--op", choices=OPS, required=True)
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all "
-                             "(as translate --pipeline; default none)")
+                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all, and dsp "
+                             "(the mac pipeline accumulating in the DSPs) (as translate --pipeline; default none)")
     parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: docs/engine.md")
     parser.add_argument("--out", type=Path, help="where to write the results (.npz)")
     parser.add_argument("--stall", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("P_CMD", "P_DIN", "P_DOUT"),

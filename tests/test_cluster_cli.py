@@ -74,7 +74,7 @@ def test_pipelined_engines_from_the_command_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,match", [
     (["--level", "gates"], "choose one of"),
-    (["--pipeline", "mac,dsp"], "--pipeline 'mac,dsp': choose from"),
+    (["--pipeline", "mac,fast"], "--pipeline 'mac,fast': choose from"),
     (["--nodes", "20", "--batch", "2"], "at most"),
     (["--act-depth", "128", "--batch", "8"], "does not fit"),
     (["--precision", "float64"], "fixed-point precision"),

@@ -103,6 +103,29 @@ def test_cl_equals_rtl_with_the_four_pipelines(cmdline_opts, op):
 
 
 @pytest.mark.cl
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", ["fwd", "fwd-bp", "bwd_data", "bwd_weight"])
+def test_cl_equals_rtl_with_the_mac_array_accumulating_in_the_dsps(cmdline_opts, op):
+    """``small`` with the four pipelines, its MAC pipeline accumulating in the DSP blocks
+    (``dsp_mac``, MacArrayDspRTL: every lane accumulates its own products, reduce mode sums a row
+    when it reads it), in every mode of the array (reduce with the bias, transposed, outer, and outer
+    with the bias: a batch-parallel ``fwd``): CL and Verilator handshake in the same cycles with and
+    without stalls, the results equal the golden model, and the command takes as many cycles as
+    with the fabric MAC pipeline."""
+    cfg = PIPELINED.replace(dsp_mac=True)
+    name, bp = op.split("-")[0], op.endswith("-bp")
+    case = random_case(cfg, name, np.random.default_rng(13), n=5 if bp else 2, c=5, k=6, h=5, w=5, stride=2, pad=1,
+                       mode="stochastic")
+    if bp:
+        case = dict(case, bp=1)
+    for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
+        _compare("verilator", cfg, name, case, stall, seed)
+    res = run_op("verilator", cfg, name, check=True, **case)
+    assert res["compute_cycles"] == program.op_timing(PIPELINED, name, validate_case(PIPELINED, name, case))[
+        "compute_cycles"]
+
+
+@pytest.mark.cl
 @pytest.mark.rtl
 @pytest.mark.parametrize("op", ["fwd", "bwd_data", "bwd_weight", "pool_fwd"])
 def test_cl_equals_pymtl_rtl(op):
@@ -118,11 +141,12 @@ def _configs(draw):
     dr = draw(st.sampled_from([d for d in range(1, P + 1) if P % d == 0]))
     bits = [draw(st.integers(3, 10)) for _ in range(3)]
     acc = draw(st.integers(2 * max(bits) + 2, 40))
+    mac = draw(st.booleans())
     return EngineConfig(rows=P, cols=P, act_bits=bits[0], weight_bits=bits[1], grad_bits=bits[2], acc_bits=acc,
                         stream_bits=draw(st.integers(acc, 64)), act_depth=draw(st.sampled_from([64, 256])),
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
                         drain_rows=dr, stochastic=draw(st.booleans()), pipelined_requant=draw(st.booleans()),
-                        pipelined_mac=draw(st.booleans()), pipelined_addr=draw(st.booleans()),
+                        pipelined_mac=mac, dsp_mac=mac and draw(st.booleans()), pipelined_addr=draw(st.booleans()),
                         pipelined_cmd=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
@@ -134,8 +158,8 @@ def _configs(draw):
 @given(data=st.data())
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
-    stochastic rounding built or not, each of the four pipelines built or not, elements per
-    stream beat): the
+    stochastic rounding built or not, each of the four pipelines built or not, the MAC pipeline
+    accumulating in the DSP blocks or not, elements per stream beat): the
     PyMTL3 RTL and CL handshake in the same cycles and send the same elements, which equal the
     golden model (and FL's)."""
     cfg = data.draw(_configs())

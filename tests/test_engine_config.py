@@ -5,7 +5,7 @@ import pytest
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.cases import CaseError, validate_case
-from pymtl_fp.engine.config import PRESETS, EngineConfig, preset
+from pymtl_fp.engine.config import PRESETS, EngineConfig, pipeline_fields, preset
 from pymtl_fp.tb.engine_harness import random_case, run_op
 
 CFG = preset("tiny")
@@ -23,6 +23,21 @@ def test_presets_and_derived_fields():
     assert all(cfg.drain_rows == 1 for cfg in PRESETS.values())
     with pytest.raises(ValueError, match="unknown engine preset"):
         preset("huge")
+
+
+def test_dsp_mac_is_an_elaboration_parameter_chosen_by_the_pipeline_option():
+    """``--pipeline dsp`` builds the MAC pipeline accumulating in the DSPs (``dsp_mac``, implying
+    ``pipelined_mac``), with ``all`` too; its module name differs, its latencies do not."""
+    assert pipeline_fields("dsp") == dict(pipelined_mac=True, dsp_mac=True)
+    assert pipeline_fields("all,dsp") == dict(pipeline_fields("all"), dsp_mac=True)
+    assert "dsp_mac" not in pipeline_fields("all")
+    for bad in ("all,mac", "dsp,all,all", "dps"):
+        with pytest.raises(ValueError, match="choose from requant, mac, addr, cmd, dsp"):
+            pipeline_fields(bad)
+    plain = preset("small").replace(**pipeline_fields("all"))
+    dsp = plain.replace(dsp_mac=True)
+    assert dsp.module_name() != plain.module_name() and "__" not in dsp.module_name()
+    assert (dsp.mac_latency, dsp.wb_latency) == (plain.mac_latency, plain.wb_latency)
 
 
 def test_stream_lanes_is_an_elaboration_parameter():
@@ -96,6 +111,8 @@ def test_beats_pack_elements_per_command_and_back():
     (dict(drain_rows=4), "drain_rows must divide the array side P = 2"),
     (dict(rows=4, cols=4, drain_rows=3), "drain_rows must divide the array side P = 4"),
     (dict(drain_rows=True), "int"),
+    (dict(dsp_mac=True), "dsp_mac needs pipelined_mac"),
+    (dict(pipelined_mac=True, dsp_mac=1), "dsp_mac must be a bool"),
 ])
 def test_config_rejects(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):

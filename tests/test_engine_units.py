@@ -44,6 +44,8 @@ from pymtl_fp.engine.EngineStorerRTL import EngineStorerRTL
 from pymtl_fp.engine.EngineUpdateRowsRTL import EngineUpdateRowsRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
+from pymtl_fp.engine.MacArrayDspRTL import LATENCY as DSP_MAC_LATENCY
+from pymtl_fp.engine.MacArrayDspRTL import MacArrayDspRTL
 from pymtl_fp.engine.MacArrayPipeRTL import LATENCY as PIPE_MAC_LATENCY
 from pymtl_fp.engine.MacArrayPipeRTL import MacArrayPipeRTL
 from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
@@ -749,6 +751,49 @@ def test_pipelined_mac_array_equals_the_plain_one_latency_cycles_later(P, db, ac
                 m.sim_tick()
             results.append(out)
         assert results[0] == results[1], (outer, transpose, use_bias)
+
+
+@pytest.mark.parametrize("P,db,acc", [(2, 8, 32), (3, 6, 14), (4, 8, 32)])  # 3x3 at 14 bits: sums wrap
+def test_dsp_mac_array_equals_the_plain_one_latency_cycles_later(P, db, acc):
+    """MacArrayDspRTL against MacArrayRTL on random operands, en, first and weight column, in every mode
+    (reduce, transposed, outer, batch-parallel; with and without bias): LATENCY cycles after every
+    step with ``en``, the results the engine reads (``res[i*P]`` in reduce mode, every lane in outer
+    mode) are the same.  The latency is the pipelined array's, so the engine's cycles do not change."""
+    assert DSP_MAC_LATENCY == PIPE_MAC_LATENCY
+    rng = np.random.default_rng(P + 10)
+    modes = [(o, t, b, bp) for o, t, b, bp in itertools.product((0, 1), (0, 1), (0, 1), (0, 1)) if o or not bp]
+    for outer, transpose, use_bias, bp in modes:
+        steps = [dict(en=rng.random() < 0.8, first=rng.random() < 0.2, wt=rng.integers(0, 2**db, P * P),
+                      u=rng.integers(0, 2**db, P), v=rng.integers(0, 2**db, P), bias=rng.integers(0, 2**acc, P),
+                      col=int(rng.integers(0, P)))
+                 for _ in range(40)]
+        results = []
+        for cls, lat in ((MacArrayRTL, 0), (MacArrayDspRTL, DSP_MAC_LATENCY)):
+            m = fresh(cls, P, db, acc)
+            m.outer @= outer
+            m.transpose @= transpose
+            m.use_bias @= use_bias
+            m.bp @= bp
+            out = []
+            for t in range(len(steps) + lat):
+                x = steps[min(t, len(steps) - 1)]
+                m.en @= int(x["en"]) if t < len(steps) else 0
+                m.first @= int(x["first"])
+                m.col @= x["col"]
+                for k in range(P * P):
+                    m.wt[k] @= int(x["wt"][k])
+                for i in range(P):
+                    m.u[i] @= int(x["u"][i])
+                    m.v[i] @= int(x["v"][i])
+                    m.bias[i] @= int(x["bias"][i])
+                m.sim_eval_combinational()
+                if t >= lat:
+                    read = range(P * P) if outer else range(0, P * P, P)
+                    out.append([int(m.res[k]) for k in read] if steps[t - lat]["en"] else None)
+                m.sim_tick()
+            results.append(out)
+        assert sum(r is not None for r in results[0]) > 20
+        assert results[0] == results[1], (outer, transpose, use_bias, bp)
 
 
 @pytest.mark.parametrize("reset", [False, True])

@@ -78,6 +78,7 @@ from pymtl_fp.engine.EngineStridesRTL import STRIDES, EngineStridesRTL
 from pymtl_fp.engine.EngineUpdateRowsRTL import EngineUpdateRowsRTL
 from pymtl_fp.engine.EngineWritebackRTL import EngineWritebackRTL
 from pymtl_fp.engine.EngineWritePortRTL import EngineWritePortRTL
+from pymtl_fp.engine.MacArrayDspRTL import MacArrayDspRTL
 from pymtl_fp.engine.MacArrayPipeRTL import MacArrayPipeRTL
 from pymtl_fp.engine.MacArrayRTL import MacArrayRTL
 from pymtl_fp.engine.msgs import cmd_type, data_type
@@ -122,7 +123,7 @@ class EngineRTL(Component):
         s.ex = EngineComputeCtrlRTL(P, D, DR, K, L, A2)
         s.ag = AddrGenRTL(P)
         s.strides = EngineStridesRTL(P)
-        s.mac = (MacArrayPipeRTL if cfg.pipelined_mac else MacArrayRTL)(P, D, AB)
+        s.mac = (MacArrayDspRTL if cfg.dsp_mac else MacArrayPipeRTL if cfg.pipelined_mac else MacArrayRTL)(P, D, AB)
         s.pool = EnginePoolRTL(P, D)
         s.rows = EngineUpdateRowsRTL(P, D)
         s.drain = EngineDrainRTL(P, D, AB, DR)

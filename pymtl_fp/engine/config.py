@@ -56,6 +56,11 @@ class EngineConfig:
     * ``pipelined_mac``: the MAC array with registered operands, products and row sums
       (:class:`~pymtl_fp.engine.MacArrayPipeRTL.MacArrayPipeRTL`), its results
       :data:`~pymtl_fp.engine.MacArrayPipeRTL.LATENCY` cycles later (``mac_latency``).
+    * ``dsp_mac`` (needs ``pipelined_mac``): the pipelined MAC array accumulating in the DSP blocks
+      (:class:`~pymtl_fp.engine.MacArrayDspRTL.MacArrayDspRTL`: each lane's operand, product and
+      accumulator registers and its adder are one DSP48E1's; reduce mode sums a row's ``P``
+      accumulators when it reads them), the same results in the same cycles as
+      ``MacArrayPipeRTL`` with fewer LUTs and far fewer FFs (docs/verilog.md).
     * ``pipelined_addr``: a register stage between the address generator and the buffers
       (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
@@ -85,6 +90,7 @@ class EngineConfig:
     pipelined_mac: bool = False
     pipelined_addr: bool = False
     pipelined_cmd: bool = False
+    dsp_mac: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -93,9 +99,12 @@ class EngineConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
-        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr", "pipelined_cmd"):
+        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr", "pipelined_cmd", "dsp_mac"):
             if not isinstance(getattr(self, f), bool):
                 raise TypeError(f"EngineConfig.{f} must be a bool, got {getattr(self, f)!r}")
+        if self.dsp_mac and not self.pipelined_mac:
+            raise ValueError("dsp_mac needs pipelined_mac: the DSP48's input, product and accumulator registers are "
+                             "the MAC pipeline's stages")
         if not 1 <= self.rows <= MAX_ARRAY_SIDE or not 1 <= self.cols <= MAX_ARRAY_SIDE:
             raise ValueError(f"array must be 1..{MAX_ARRAY_SIDE} x 1..{MAX_ARRAY_SIDE}, got {self.rows}x{self.cols}")
         if self.rows != self.cols:
@@ -190,6 +199,8 @@ class EngineConfig:
             short["rqp"] = 1
         if self.pipelined_mac:
             short["mcp"] = 1
+        if self.dsp_mac:
+            short["dsp"] = 1
         if self.pipelined_addr:
             short["adp"] = 1
         if self.pipelined_cmd:
@@ -202,17 +213,25 @@ class EngineConfig:
 
 #: the pipelines an engine can be built with (EngineConfig.pipelined_<name>)
 PIPELINES = tuple(PIPELINE_LATENCY)
+#: ``--pipeline`` parts that choose a pipeline's structure, not a pipeline: their EngineConfig fields
+#: (``dsp``: the MAC pipeline accumulating in the DSP blocks, ``dsp_mac``; the same cycles as ``mac``)
+STRUCTURES = {"dsp": {"pipelined_mac": True, "dsp_mac": True}}
 
 
 def pipeline_fields(text: str) -> dict:
-    """A ``--pipeline`` option (``requant,mac``, ``all``, ...) as EngineConfig fields; ValueError
-    (one line) for anything else."""
+    """A ``--pipeline`` option (``requant,mac``, ``all``, ``all,dsp``, ...) as EngineConfig fields;
+    ValueError (one line) for anything else."""
     parts = [p.strip() for p in str(text).split(",")]
-    if parts == ["all"]:
-        parts = list(PIPELINES)
-    if not parts or any(p not in PIPELINES for p in parts):
-        raise ValueError(f"--pipeline {text!r}: choose from {', '.join(PIPELINES)} (comma-separated) or all")
-    return {f"pipelined_{p}": True for p in parts}
+    known = (*PIPELINES, *STRUCTURES)
+    if "all" in parts and all(p == "all" or p in STRUCTURES for p in parts) and parts.count("all") == 1:
+        parts = [p for p in parts if p != "all"] + list(PIPELINES)
+    if not parts or any(p not in known for p in parts):
+        raise ValueError(f"--pipeline {text!r}: choose from {', '.join(known)} (comma-separated) or all "
+                         f"(with dsp: all,dsp)")
+    fields = {f"pipelined_{p}": True for p in parts if p in PIPELINES}
+    for p in parts:
+        fields.update(STRUCTURES.get(p, {}))
+    return fields
 
 
 PRESETS = {
