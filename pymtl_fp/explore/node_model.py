@@ -83,6 +83,12 @@ class NodeCycles:
     #: pass's input (before its first compute) and of the STOREs that send to a neighbour: what a
     #: link slower than the streams stretches
     link_io: dict = field(default_factory=dict)
+    #: per image and pass (``fwd``, ``bwd``): the busy cycles after its last compute command (0 if it
+    #: computes nothing) and the elements it sends to a neighbour in them: where the compiler puts
+    #: the next forward pass's receiving LOADs after a backward pass
+    #: (:func:`pymtl_fp.cluster.compiler.hoist.beside_weight_gradients`)
+    tail: dict = field(default_factory=dict)
+    tail_sent: dict = field(default_factory=dict)
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -104,6 +110,7 @@ class _Acc:
         """Start counting ``phase``'s busy cycles, what it receives before its first compute and
         what it sends from its first STORE to a neighbour on."""
         self.phase, self.mark, self.fresh, self.send_at = phase, self.c.per_step(), True, None
+        self.computed_at, self.sends = None, []  # the end of its last compute; (start, elements) sent
         self.c.receiving.setdefault(phase, 0)
 
     def end(self):
@@ -111,6 +118,10 @@ class _Acc:
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
+        if self.phase in ("fwd", "bwd"):
+            after = self.computed_at
+            self.c.tail[self.phase] = 0 if after is None else span - after
+            self.c.tail_sent[self.phase] = 0 if after is None else sum(n for at, n in self.sends if at >= after)
 
     def _link(self, way, n, cycles):
         acc = self.c.link_io.setdefault((self.phase, way), [0, 0])
@@ -136,6 +147,7 @@ class _Acc:
                 self.c.weights_sent += n
             if self.send_at is None:
                 self.send_at = self.c.per_step() - self.mark
+            self.sends.append((self.c.per_step() - self.mark, n))
             self._link("send", n, cyc)
         self.fresh = False
         self.c.io += cyc
@@ -149,6 +161,7 @@ class _Acc:
         self.fresh = False
         self.c.compute += cycles
         self.c.commands += 1
+        self.computed_at = self.c.per_step() - self.mark
 
 
 def _conv(P, op, f, n, k, drain_rows=1):
@@ -229,7 +242,8 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                     for t0, t1 in ((0, kt0), (kt0, ct)) + (((0, ct),) if pf["p"] > 0 else ()):
                         c = min(f["c"], t1 * P) - t0 * P
                         a.compute(timing.pool_cycles(P, 1, c, f["ho"], f["wo"], f["pk"]))
-                    a.store(a.act(prev.k0, pf["ho"], pf["wo"]))
+                        if t1 == kt0:  # the first holder's tiles, sent on at once
+                            a.store(a.act(prev.k0, pf["ho"], pf["wo"]))
                     done_dy = prev
                     continue
                 if kd == "pool":
