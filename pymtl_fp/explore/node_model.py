@@ -89,6 +89,9 @@ class NodeCycles:
     #: (:func:`pymtl_fp.cluster.compiler.hoist.beside_weight_gradients`)
     tail: dict = field(default_factory=dict)
     tail_sent: dict = field(default_factory=dict)
+    #: per image and pass: the busy cycles from the end of the last STORE to a neighbour before its
+    #: last compute command to the end of that command (0 if none)
+    early_gap: dict = field(default_factory=dict)
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -121,7 +124,9 @@ class _Acc:
         if self.phase in ("fwd", "bwd"):
             after = self.computed_at
             self.c.tail[self.phase] = 0 if after is None else span - after
-            self.c.tail_sent[self.phase] = 0 if after is None else sum(n for at, n in self.sends if at >= after)
+            self.c.tail_sent[self.phase] = 0 if after is None else sum(n for at, _, n in self.sends if at >= after)
+            early = [done for at, done, _ in self.sends if after is not None and at < after]
+            self.c.early_gap[self.phase] = after - max(early) if early else 0
 
     def _link(self, way, n, cycles):
         acc = self.c.link_io.setdefault((self.phase, way), [0, 0])
@@ -147,7 +152,8 @@ class _Acc:
                 self.c.weights_sent += n
             if self.send_at is None:
                 self.send_at = self.c.per_step() - self.mark
-            self.sends.append((self.c.per_step() - self.mark, n))
+            at = self.c.per_step() - self.mark
+            self.sends.append((at, at + cyc + ISSUE_CYCLES, n))
             self._link("send", n, cyc)
         self.fresh = False
         self.c.io += cyc

@@ -81,6 +81,9 @@ class NodePasses:
     #: sends to a neighbour in them
     bwd_tail: float = 0
     bwd_tail_out: float = 0
+    #: per image, the backward pass's busy cycles from the end of its last STORE to a neighbour
+    #: before its last compute command to the end of that command
+    bwd_early_gap: float = 0
 
     @classmethod
     def of(cls, cyc, batch: int) -> NodePasses:
@@ -90,7 +93,8 @@ class NodePasses:
               for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
-                   cyc.weights_loaded_at, cyc.relays_bwd, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0))
+                   cyc.weights_loaded_at, cyc.relays_bwd, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
+                   cyc.early_gap.get("bwd", 0))
 
 
 @dataclass
@@ -151,17 +155,18 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
         first = nd.fwd_recv if kind == "fwd" else nd.bwd_recv
         n_in, own_in = nd.link_io.get((kind, "recv"), (0, 0))
         loads_at = start + first - own_in
-        # the last word it takes has left the sender's output buffer: the pass's last word, or, if
-        # it takes no more than what the sender sent before its last compute, the last of those
-        drained = src[2]
+        # the last word it takes has left the sender's output buffer after the sender's STORE of it:
+        # the pass's last word, or, if it takes no more than what the sender sent before its last
+        # compute command, the last of those
+        stored, drained = src[1], src[2]
         if src[3] is not None and n_in <= src[3][0]:
-            drained = src[3][1] - xfer(src[3][0] - n_in)
-        return max(start + first, max(loads_at, src[0] + latency) + xfer(n_in), src[1] + latency, drained + latency)
+            stored, drained = src[3][2], src[3][1] - xfer(src[3][0] - n_in)
+        return max(start + first, max(loads_at, src[0] + latency) + xfer(n_in), stored + latency, drained + latency)
 
     def source(j, kind, s, b):
-        """(its STOREs' start, its end, when the link has drained it, and ``(elements, drained)`` of
-        what it sent before its last compute command or None) of the pass this one waits for, or
-        None if not yet evaluated."""
+        """(its STOREs' start, its end, when the link has drained it, and ``(elements, drained, the
+        end of their last STORE)`` of what it sent before its last compute command or None) of the
+        pass this one waits for, or None if not yet evaluated."""
         if kind == "fwd":
             if j == 0:
                 return -np.inf, -np.inf, -np.inf, None
@@ -230,7 +235,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                     drained, early = drain[j][kind], None
                     if out > tail_out:  # sent before its last compute command
                         drained = max(drained, sends_at) + xfer(out - tail_out)
-                        early = (out - tail_out, drained)
+                        early = (out - tail_out, drained, computed - nd.bwd_early_gap if kind == "bwd" else end)
                     if tail_out:
                         drained = max(drained, end - tail) + xfer(tail_out)
                     drain[j][kind] = drained
