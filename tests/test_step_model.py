@@ -154,12 +154,14 @@ def test_bench_scaling_bad_input(capsys):
     assert "command fields" in captured.err and "simulated" not in captured.out
 
 
-def test_a_lone_first_holder_passes_the_data_gradient_on_in_its_dma():
+def test_a_lone_first_holder_passes_the_data_gradient_on_at_the_end_of_its_backward_pass():
     """Node 1 holds only the first piece of a split layer: node 2's data gradient reaches node 0
-    through node 1's DMA, two links after node 2 sent it, whatever node 1's engine is doing."""
-    slow_relay = _node(100, 5000, 10, relays_bwd=True)
-    p = predict_steps([_node(100, 100, 10), slow_relay, _node(100, 100, 10)], 1, latency=7, lanes=1, steps=2)
-    assert p.ends[(0, "bwd", 1, 0)] == p.ends[(2, "bwd", 1, 0)] + 2 * 7 + 100
-    q = predict_steps([_node(100, 100, 10), _node(100, 5000, 10), _node(100, 100, 10)], 1, latency=7, lanes=1,
-                      steps=2)
-    assert q.ends[(0, "bwd", 1, 0)] == q.ends[(1, "bwd", 1, 0)] + 7 + 100
+    through a MOVE at the end of node 1's backward pass (after its own work on what node 2 sent it,
+    one link away), which retires once its last element has gone through at the link's rate; node
+    0 takes it one link later."""
+    relay = 40  # elements an image, at one a cycle
+    for own in (100, 5000):
+        p = predict_steps([_node(100, 100, 10), _node(100, own, 10, relay=relay), _node(100, 100, 10)], 1, latency=7,
+                          lanes=1, steps=2)
+        assert p.ends[(1, "bwd", 1, 0)] == p.ends[(2, "bwd", 1, 0)] + 7 + own + relay
+        assert p.ends[(0, "bwd", 1, 0)] == p.ends[(1, "bwd", 1, 0)] + 7 + 100

@@ -19,8 +19,8 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
   piece's output gradient from a pool on the node: pool_bwd in channel-tile pieces, see
   :mod:`pymtl_fp.cluster.compiler.compile`), biases make a
   STORE/STORE/LOAD round trip through the DMA's scalar unit (a lone first holder's passing of the
-  data gradient from link to link is DMA work beside the engine's: ``dma_moves``, not busy
-  cycles);
+  data gradient from link to link is a MOVE of the router at the end of its backward pass, not
+  engine work: ``dma_moves``, not busy cycles; :mod:`.step_model` times it);
 * one cycle per command for the router to offer the next command (its outputs are registered:
   :data:`pymtl_fp.cost.latency.ISSUE_CYCLES`).
 
@@ -55,8 +55,8 @@ class NodeCycles:
     compute: int = 0   #: compute commands, cycles per step
     io: int = 0        #: LOAD/STORE commands, cycles per step
     commands: int = 0  #: engine commands per step
-    #: elements the DMA moves from link to link per step (a lone first holder passing a data
-    #: gradient on): not engine work, so not in :meth:`per_step`
+    #: elements the router MOVEs from link to link per step (a lone first holder passing a data
+    #: gradient on, at the end of its backward pass): not engine work, so not in :meth:`per_step`
     dma_moves: int = 0
     #: busy cycles (compute, I/O and issue) per step of each phase: ``fwd`` and ``bwd`` (every
     #: image's pass), ``wg`` (the weight gradients over the batch, the updates, the biases and a
@@ -76,7 +76,7 @@ class NodeCycles:
     weights_loaded_at: int = 0
     #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
     weights_sent: int = 0
-    #: what it sends back is node ``j+1``'s data gradient, passed on by its DMA (a lone first
+    #: what it sends back is node ``j+1``'s data gradient, passed on in a MOVE (a lone first
     #: holder), not a result of its own backward pass
     relays_bwd: bool = False
     #: per step, ``(pass, "recv" | "send") -> [elements, cycles]`` of the LOADs that receive a

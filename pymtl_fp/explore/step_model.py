@@ -27,8 +27,9 @@ leaves out, the waits between nodes:
 * node 0's inputs come from the host, which always has them ready;
 * what a pass sends goes into the node's output buffer, which the link drains at its rate; a STORE
   waits only while that buffer is full;
-* a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in its
-  DMA, beside its engine: node ``j-1`` waits for node ``j+1``'s pass and two links;
+* a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in a
+  MOVE at the end of its backward pass: the MOVE retires (and the node's program goes on) once the
+  last element, which node ``j+1`` STOREs last, has gone through;
 * a node holding the second piece of a layer split with node ``j-1`` loads that node's updated
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
   the piece (node ``j-1``'s last STORE of its weight phase, into its output buffer) has crossed
@@ -73,9 +74,10 @@ class NodePasses:
     #: the weight phase LOADs the updated weights node ``j-1`` sends (this node holds the second
     #: piece of a layer split with it): its busy cycles up to the end of that LOAD (0: none)
     weights_loaded_at: float = 0
-    #: what it sends back is node ``j+1``'s data gradient passed on by its DMA (a lone first holder
-    #: of a split layer): node ``j-1`` waits for node ``j+1``, one link further, not for this node
-    relays_bwd: bool = False
+    #: elements per image of node ``j+1``'s data gradient it passes on to node ``j-1`` (a lone first
+    #: holder of a split layer): a MOVE at the end of its backward pass, which retires after the
+    #: last element (node ``j+1``'s last STORE of the pass) has gone through
+    relay: float = 0
     #: per image, the backward pass's busy cycles after its last compute command (its last STOREs,
     #: which the compiler puts behind the next forward pass's receiving LOADs) and the elements it
     #: sends to a neighbour in them
@@ -93,7 +95,7 @@ class NodePasses:
               for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
-                   cyc.weights_loaded_at, cyc.relays_bwd, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
+                   cyc.weights_loaded_at, cyc.dma_moves / batch, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
                    cyc.early_gap.get("bwd", 0))
 
 
@@ -174,9 +176,6 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
         if j == n - 1:
             at = logits.get((s, b))
             return None if at is None else (at + 1 + latency, at + 1 + latency, -np.inf, None)
-        if nodes[j + 1].relays_bwd:  # passed on by node j+1's DMA: one more link (its last words)
-            up = source(j + 1, kind, s, b)
-            return None if up is None else (*(t + latency for t in up[:3]), None)
         return sent.get((j + 1, kind, s, b))
 
     left = sum(len(o) for o in order)
@@ -223,6 +222,11 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                     else:
                         start = max(free[j], src[0] + latency)  # the first words have crossed
                         end = receive(j, kind, start, src) + dur - first
+                    relayed = None
+                    if kind == "bwd" and nd.relay:  # the MOVE passing node j+1's last words on
+                        passed = max(end + xfer(nd.relay), src[1] + latency, src[2] + latency)
+                        relayed = (passed - xfer(nd.relay), passed, passed, None)
+                        end = passed
                     computed = end - tail
                     if ahead is not None:
                         end = receive(j, "fwd", computed, ahead) + tail
@@ -241,7 +245,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                     drain[j][kind] = drained
                     end = max(end, drained - xfer(out_buffer))
                     free[j] = end
-                    sent[(j, kind, s, b)] = (sends_at, end, drained, early)
+                    sent[(j, kind, s, b)] = relayed or (sends_at, end, drained, early)
                     if kind == "fwd" and j == n - 1:  # the host has the last logit once the link drained it
                         logits[(s, b)] = max(end, drained) + latency
                 pos[j] += 1
