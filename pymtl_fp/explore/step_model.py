@@ -40,7 +40,7 @@ leaves out, the waits between nodes:
 The recurrence is evaluated exactly (every pass of every node, a few steps), so fill, drain and
 the bubbles of an unbalanced partition come out of it instead of being assumed: ``(B + N - 1)``
 intervals is what it gives only for equal stages.  It is compared with the CL cluster's
-measurements by ``pymtl-fp explore validate`` (:mod:`.validate`).
+measurements by ``pymtl-fp bench model`` (:mod:`.against_cluster`).
 """
 
 from __future__ import annotations
