@@ -113,7 +113,7 @@ class _Acc:
         """Start counting ``phase``'s busy cycles, what it receives before its first compute and
         what it sends from its first STORE to a neighbour on."""
         self.phase, self.mark, self.fresh, self.send_at = phase, self.c.per_step(), True, None
-        self.computed_at, self.sends = None, []  # the end of its last compute; (start, elements) sent
+        self.computed_at, self.sends = None, []  # the end of its last compute; (start, end, elements) sent
         self.c.receiving.setdefault(phase, 0)
 
     def end(self):
