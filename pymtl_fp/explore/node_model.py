@@ -92,6 +92,10 @@ class NodeCycles:
     #: per image and pass: the busy cycles from the end of the last STORE to a neighbour before its
     #: last compute command to the end of that command (0 if none)
     early_gap: dict = field(default_factory=dict)
+    #: per phase, the cycles of its last command (the router goes on once a command is accepted)
+    last_command: dict = field(default_factory=dict)
+    #: per phase, whether its last command is a compute command
+    ends_computing: dict = field(default_factory=dict)
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -113,12 +117,14 @@ class _Acc:
         """Start counting ``phase``'s busy cycles, what it receives before its first compute and
         what it sends from its first STORE to a neighbour on."""
         self.phase, self.mark, self.fresh, self.send_at = phase, self.c.per_step(), True, None
-        self.computed_at, self.sends = None, []  # the end of its last compute; (start, end, elements) sent
+        self.computed_at, self.sends, self.last = None, [], 0  # the end of its last compute; (start, end, elements) sent
         self.c.receiving.setdefault(phase, 0)
 
     def end(self):
         span = self.c.per_step() - self.mark
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
+        self.c.last_command[self.phase] = self.last
+        self.c.ends_computing[self.phase] = self.computed_at is not None and self.computed_at == span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
         if self.phase in ("fwd", "bwd"):
@@ -134,7 +140,7 @@ class _Acc:
         acc[1] += cycles
 
     def load(self, n):
-        cyc = timing.load_cycles(n)
+        cyc = self.last = timing.load_cycles(n)
         self.c.io += cyc
         self.c.commands += 1
         if self.fresh:  # received before the pass's first compute
@@ -145,7 +151,7 @@ class _Acc:
         """A STORE of ``n`` elements: sent on in the pass's direction (or ``towards``), unless
         ``local`` (a copy between the node's own buffers, a bias round trip)."""
         towards = towards or (self.phase if self.phase in ("fwd", "bwd") else None)
-        cyc = timing.store_cycles(n, lanes or self.P)
+        cyc = self.last = timing.store_cycles(n, lanes or self.P)
         if not local and towards:
             self.c.sent[towards] = self.c.sent.get(towards, 0) + n
             if self.phase == "wg":
@@ -164,7 +170,7 @@ class _Acc:
         self.load(n)
 
     def compute(self, cycles):
-        self.fresh = False
+        self.fresh, self.last = False, cycles
         self.c.compute += cycles
         self.c.commands += 1
         self.computed_at = self.c.per_step() - self.mark

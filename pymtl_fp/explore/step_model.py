@@ -86,6 +86,13 @@ class NodePasses:
     #: per image, the backward pass's busy cycles from the end of its last STORE to a neighbour
     #: before its last compute command to the end of that command
     bwd_early_gap: float = 0
+    #: the cycles of the weight phase's last command (node 0's program reaches the next step, the
+    #: fill's start, once that command is accepted)
+    wg_last: float = 0
+    #: the cycles of the backward pass's last command if it computes (0 if the pass ends with a
+    #: STORE or computes nothing): the router issues the next command, and marks the weight
+    #: phase's start, as soon as the engine has taken it
+    bwd_last_compute: float = 0
 
     @classmethod
     def of(cls, cyc, batch: int) -> NodePasses:
@@ -96,15 +103,18 @@ class NodePasses:
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
                    cyc.weights_loaded_at, cyc.dma_moves / batch, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
-                   cyc.early_gap.get("bwd", 0))
+                   cyc.early_gap.get("bwd", 0), cyc.last_command.get("wg", 0),
+                   cyc.last_command.get("bwd", 0) if cyc.ends_computing.get("bwd") else 0)
 
 
 @dataclass
 class StepPrediction:
     cycles_per_step: float        #: steady state: between the last two step ends
     interval: float               #: node N-1's forward completions in the last step: :func:`steady_interval`
-    fill: float                   #: node 0's start of the last step to its first image's logits
-    weight_phase: float           #: the longest weight phase of a node in the last step, waits included
+    fill: float                   #: node 0's start of the last step (:attr:`NodePasses.wg_last`) to its first image's logits
+    #: the longest weight phase of a node in the last step, waits included: from its mark (the
+    #: last backward pass's last command taken, :attr:`NodePasses.bwd_last_compute`) to its end
+    weight_phase: float
     step_ends: list               #: every step's end
     #: every pass's end: ``(node, "fwd" | "bwd", step, image) -> cycle``; the weight phases'
     #: ends: ``(node, "wg", step, None)``
@@ -186,7 +196,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                 kind, b = order[j][pos[j]]
                 s, nd = step_of[j], nodes[j]
                 if kind == "wg":
-                    wg_start[s, j] = free[j]
+                    wg_start[s, j] = free[j] - nd.bwd_last_compute  # (the weight phase's mark)
                     if nd.weights_loaded_at:
                         if j == 0 or (j - 1, "wg", s, None) not in sent:
                             break
@@ -257,8 +267,9 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     cps = float(ends[-1] - ends[-2]) if steps > 1 else float(ends[0])
     last = steps - 1
     interval = steady_interval([sent[(n - 1, "fwd", last, b)][1] for b in range(batch)])
-    # node 0 starts the last step when its own weight phase of the step before ends
-    start0 = float(wg_end[last - 1, 0]) if steps > 1 else 0.0
+    # node 0 starts the last step when its program reaches it: once the last command of its weight
+    # phase of the step before is accepted
+    start0 = float(wg_end[last - 1, 0] - nodes[0].wg_last) if steps > 1 else 0.0
     fill = logits[(last, 0)] - start0
     return StepPrediction(cps, interval, fill, float((wg_end[last] - wg_start[last]).max()), [float(e) for e in ends],
                           {k: v[1] for k, v in sent.items()})
