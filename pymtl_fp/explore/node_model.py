@@ -76,9 +76,6 @@ class NodeCycles:
     weights_loaded_at: int = 0
     #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
     weights_sent: int = 0
-    #: what it sends back is node ``j+1``'s data gradient, passed on in a MOVE (a lone first
-    #: holder), not a result of its own backward pass
-    relays_bwd: bool = False
     #: per step, ``(pass, "recv" | "send") -> [elements, cycles]`` of the LOADs that receive a
     #: pass's input (before its first compute) and of the STOREs that send to a neighbour: what a
     #: link slower than the streams stretches
@@ -269,10 +266,9 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                         if f["p"] > 0:
                             if idx > 0:
                                 a.load(a.act(f["c"], f["h"], f["w"]))
-                            else:  # link to link in the DMA, beside the engine's work
+                            else:  # link to link in a MOVE of the router (not engine work)
                                 a.c.dma_moves += a.act(f["c"], f["h"], f["w"])
                                 a.c.sent["bwd"] = a.c.sent.get("bwd", 0) + a.act(f["c"], f["h"], f["w"])
-                                a.c.relays_bwd = True
                         continue
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))
