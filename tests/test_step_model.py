@@ -7,6 +7,7 @@ against the simulated runs on small configurations, with split layers (LeNet on 
 on 3): cycles per step within 3 %, every node's buffer words and every link's elements exact."""
 
 import json
+import re
 
 import pytest
 
@@ -86,6 +87,27 @@ def test_bench_model_predicts_the_cl_cluster_within_3_percent(tmp_path, capsys):
     assert "| lenet-digits | 4 | 4 |" in out_md.read_text()
 
 
+@pytest.mark.cl
+def test_bench_model_predicts_the_cl_cluster_with_slow_links_within_3_percent(tmp_path):
+    """Links eight times slower than the streams bound the pipeline: LeNet on 4 nodes, where a node
+    holding only a split layer's first piece passes the data gradient on, a backward pass receives
+    the next input before its last STOREs and a second holder sends its first holder's gradient in
+    the middle of its pass.  Cycles per step and the steady-state interval within 3 % of the
+    simulated cluster (bit-exact: the bench checks), buffer words and link elements exact."""
+    out_json = tmp_path / "slow.json"
+    assert main(["bench", "model", "--nets", "lenet-digits", "--nodes", "4", "--batches", "4", "--link-flits", "8",
+                 "--workers", "1", "--json", str(out_json)]) == 0
+    (r,) = json.loads(out_json.read_text())
+    # (a node whose only item is the first piece of a layer: the one that passes the gradient on)
+    assert any(re.match(r"node \d+: \w+\[0:\d+\] +\(", d) for d in r["partition"]), r["partition"]
+    c = r["compare"]
+    for key in ("cycles_per_step", "interval"):
+        sim, model, _ = c[key]
+        assert sim > 0 and abs(model / sim - 1) <= 0.03, (key, c)
+    assert c["words_exact"][0] == c["words_exact"][1] == 4
+    assert c["links_exact"][0] == c["links_exact"][1]
+
+
 def test_bench_model_bad_input(capsys):
     assert main(["bench", "model", "--nets", "nonet"]) == 1
     assert "nonet" in capsys.readouterr().err
@@ -98,9 +120,8 @@ def test_bench_model_bad_input(capsys):
 @pytest.mark.cl
 def test_bench_scaling_draws_the_simulated_points_on_the_models_curve(tmp_path, capsys):
     """LeNet on 1 and 2 nodes at links of one and of eight cycles a message: every point bit-exact
-    (the bench checks), the model within 3 % of every simulated step at full-rate links and 6 % at
-    the slow ones (the model's regime there: docs/explore.md); the slow links lower the throughput;
-    the figure and the table are written."""
+    (the bench checks), the model within 3 % of every simulated step; the slow links lower the
+    throughput; the figure and the table are written."""
     png, out_json = tmp_path / "scaling.png", tmp_path / "scaling.json"
     assert main(["bench", "scaling", "--net", "lenet-digits", "--nodes", "1,2", "--batch", "4", "--link-flits", "1,8",
                  "--curve-to", "3", "--workers", "1", "--plot", str(png), "--json", str(out_json)]) == 0
@@ -110,8 +131,8 @@ def test_bench_scaling_draws_the_simulated_points_on_the_models_curve(tmp_path, 
     assert sorted((c["nodes"], c["flits"]) for c in doc["curve"]) == [(n, f) for n in (1, 2, 3) for f in (1, 8)]
     sims = {(s["nodes"], s["flits"]): s for s in doc["simulated"]}
     assert set(sims) == {(n, f) for n in (1, 2) for f in (1, 8)}
-    for (_, flits), s in sims.items():
-        assert abs(s["error"]) <= (0.03 if flits == 1 else 0.06), s
+    for s in sims.values():
+        assert abs(s["error"]) <= 0.03, s
     for n in (1, 2):
         assert sims[n, 8]["images_s"] < sims[n, 1]["images_s"]
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
@@ -154,12 +175,14 @@ def test_bench_scaling_bad_input(capsys):
     assert "command fields" in captured.err and "simulated" not in captured.out
 
 
-def test_a_lone_first_holder_passes_the_data_gradient_on_in_its_dma():
+def test_a_lone_first_holder_passes_the_data_gradient_on_at_the_end_of_its_backward_pass():
     """Node 1 holds only the first piece of a split layer: node 2's data gradient reaches node 0
-    through node 1's DMA, two links after node 2 sent it, whatever node 1's engine is doing."""
-    slow_relay = _node(100, 5000, 10, relays_bwd=True)
-    p = predict_steps([_node(100, 100, 10), slow_relay, _node(100, 100, 10)], 1, latency=7, lanes=1, steps=2)
-    assert p.ends[(0, "bwd", 1, 0)] == p.ends[(2, "bwd", 1, 0)] + 2 * 7 + 100
-    q = predict_steps([_node(100, 100, 10), _node(100, 5000, 10), _node(100, 100, 10)], 1, latency=7, lanes=1,
-                      steps=2)
-    assert q.ends[(0, "bwd", 1, 0)] == q.ends[(1, "bwd", 1, 0)] + 7 + 100
+    through a MOVE at the end of node 1's backward pass (after its own work on what node 2 sent it,
+    one link away), which retires once its last element has gone through at the link's rate; node
+    0 takes it one link later."""
+    relay = 40  # elements an image, at one a cycle
+    for own in (100, 5000):
+        p = predict_steps([_node(100, 100, 10), _node(100, own, 10, relay=relay), _node(100, 100, 10)], 1, latency=7,
+                          lanes=1, steps=2)
+        assert p.ends[(1, "bwd", 1, 0)] == p.ends[(2, "bwd", 1, 0)] + 7 + own + relay
+        assert p.ends[(0, "bwd", 1, 0)] == p.ends[(1, "bwd", 1, 0)] + 7 + 100

@@ -19,8 +19,8 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
   piece's output gradient from a pool on the node: pool_bwd in channel-tile pieces, see
   :mod:`pymtl_fp.cluster.compiler.compile`), biases make a
   STORE/STORE/LOAD round trip through the DMA's scalar unit (a lone first holder's passing of the
-  data gradient from link to link is DMA work beside the engine's: ``dma_moves``, not busy
-  cycles);
+  data gradient from link to link is a MOVE of the router at the end of its backward pass, not
+  engine work: ``dma_moves``, not busy cycles; :mod:`.step_model` times it);
 * one cycle per command for the router to offer the next command (its outputs are registered:
   :data:`pymtl_fp.cost.latency.ISSUE_CYCLES`).
 
@@ -55,8 +55,8 @@ class NodeCycles:
     compute: int = 0   #: compute commands, cycles per step
     io: int = 0        #: LOAD/STORE commands, cycles per step
     commands: int = 0  #: engine commands per step
-    #: elements the DMA moves from link to link per step (a lone first holder passing a data
-    #: gradient on): not engine work, so not in :meth:`per_step`
+    #: elements the router MOVEs from link to link per step (a lone first holder passing a data
+    #: gradient on, at the end of its backward pass): not engine work, so not in :meth:`per_step`
     dma_moves: int = 0
     #: busy cycles (compute, I/O and issue) per step of each phase: ``fwd`` and ``bwd`` (every
     #: image's pass), ``wg`` (the weight gradients over the batch, the updates, the biases and a
@@ -76,13 +76,23 @@ class NodeCycles:
     weights_loaded_at: int = 0
     #: of ``sent["fwd"]``, the first pieces' updated weights (sent in the weight phase)
     weights_sent: int = 0
-    #: what it sends back is node ``j+1``'s data gradient, passed on by its DMA (a lone first
-    #: holder), not a result of its own backward pass
-    relays_bwd: bool = False
     #: per step, ``(pass, "recv" | "send") -> [elements, cycles]`` of the LOADs that receive a
     #: pass's input (before its first compute) and of the STOREs that send to a neighbour: what a
     #: link slower than the streams stretches
     link_io: dict = field(default_factory=dict)
+    #: per image and pass (``fwd``, ``bwd``): the busy cycles after its last compute command (0 if it
+    #: computes nothing) and the elements it sends to a neighbour in them: where the compiler puts
+    #: the next forward pass's receiving LOADs after a backward pass
+    #: (:func:`pymtl_fp.cluster.compiler.hoist.beside_weight_gradients`)
+    tail: dict = field(default_factory=dict)
+    tail_sent: dict = field(default_factory=dict)
+    #: per image and pass: the busy cycles from the end of the last STORE to a neighbour before its
+    #: last compute command to the end of that command (0 if none)
+    early_gap: dict = field(default_factory=dict)
+    #: per phase, the cycles of its last command (the router goes on once a command is accepted)
+    last_command: dict = field(default_factory=dict)
+    #: per phase, whether its last command is a compute command
+    ends_computing: dict = field(default_factory=dict)
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -104,13 +114,22 @@ class _Acc:
         """Start counting ``phase``'s busy cycles, what it receives before its first compute and
         what it sends from its first STORE to a neighbour on."""
         self.phase, self.mark, self.fresh, self.send_at = phase, self.c.per_step(), True, None
+        self.computed_at, self.sends, self.last = None, [], 0  # the end of its last compute; (start, end, elements) sent
         self.c.receiving.setdefault(phase, 0)
 
     def end(self):
         span = self.c.per_step() - self.mark
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
+        self.c.last_command[self.phase] = self.last
+        self.c.ends_computing[self.phase] = self.computed_at is not None and self.computed_at == span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
+        if self.phase in ("fwd", "bwd"):
+            after = self.computed_at
+            self.c.tail[self.phase] = 0 if after is None else span - after
+            self.c.tail_sent[self.phase] = 0 if after is None else sum(n for at, _, n in self.sends if at >= after)
+            early = [done for at, done, _ in self.sends if after is not None and at < after]
+            self.c.early_gap[self.phase] = after - max(early) if early else 0
 
     def _link(self, way, n, cycles):
         acc = self.c.link_io.setdefault((self.phase, way), [0, 0])
@@ -118,7 +137,7 @@ class _Acc:
         acc[1] += cycles
 
     def load(self, n):
-        cyc = timing.load_cycles(n)
+        cyc = self.last = timing.load_cycles(n)
         self.c.io += cyc
         self.c.commands += 1
         if self.fresh:  # received before the pass's first compute
@@ -129,13 +148,15 @@ class _Acc:
         """A STORE of ``n`` elements: sent on in the pass's direction (or ``towards``), unless
         ``local`` (a copy between the node's own buffers, a bias round trip)."""
         towards = towards or (self.phase if self.phase in ("fwd", "bwd") else None)
-        cyc = timing.store_cycles(n, lanes or self.P)
+        cyc = self.last = timing.store_cycles(n, lanes or self.P)
         if not local and towards:
             self.c.sent[towards] = self.c.sent.get(towards, 0) + n
             if self.phase == "wg":
                 self.c.weights_sent += n
             if self.send_at is None:
                 self.send_at = self.c.per_step() - self.mark
+            at = self.c.per_step() - self.mark
+            self.sends.append((at, at + cyc + ISSUE_CYCLES, n))
             self._link("send", n, cyc)
         self.fresh = False
         self.c.io += cyc
@@ -146,9 +167,10 @@ class _Acc:
         self.load(n)
 
     def compute(self, cycles):
-        self.fresh = False
+        self.fresh, self.last = False, cycles
         self.c.compute += cycles
         self.c.commands += 1
+        self.computed_at = self.c.per_step() - self.mark
 
 
 def _conv(P, op, f, n, k, drain_rows=1):
@@ -229,7 +251,8 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                     for t0, t1 in ((0, kt0), (kt0, ct)) + (((0, ct),) if pf["p"] > 0 else ()):
                         c = min(f["c"], t1 * P) - t0 * P
                         a.compute(timing.pool_cycles(P, 1, c, f["ho"], f["wo"], f["pk"]))
-                    a.store(a.act(prev.k0, pf["ho"], pf["wo"]))
+                        if t1 == kt0:  # the first holder's tiles, sent on at once
+                            a.store(a.act(prev.k0, pf["ho"], pf["wo"]))
                     done_dy = prev
                     continue
                 if kd == "pool":
@@ -243,10 +266,9 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                         if f["p"] > 0:
                             if idx > 0:
                                 a.load(a.act(f["c"], f["h"], f["w"]))
-                            else:  # link to link in the DMA, beside the engine's work
+                            else:  # link to link in a MOVE of the router (not engine work)
                                 a.c.dma_moves += a.act(f["c"], f["h"], f["w"])
                                 a.c.sent["bwd"] = a.c.sent.get("bwd", 0) + a.act(f["c"], f["h"], f["w"])
-                                a.c.relays_bwd = True
                         continue
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))

@@ -17,12 +17,19 @@ leaves out, the waits between nodes:
 * the LOADs that receive take the words as the link delivers them: a link holds only its
   credits' worth, so the words cross while those LOADs run, at the link's rate, not before the
   sender's first STORE, and the last one not before the sender's last STORE and ``L`` cycles of
-  latency (a link slower than the streams, ``msgs_per_cycle < 1``, stretches them);
+  latency, nor before the sender's link has carried every word the sender put in its output
+  buffer (a link slower than the streams, ``msgs_per_cycle < 1``, stretches them; a sender that
+  STOREs part of what it sends early in its pass and the rest at its end sends the rest only then);
+* a backward pass followed by a forward pass (1F1B after its first backward pass) runs that
+  forward pass's receiving LOADs after its last compute command and before its own last STOREs
+  (the compiler places them there, :func:`pymtl_fp.cluster.compiler.hoist.beside_weight_gradients`):
+  the data gradient it sends back waits for the next input to arrive;
 * node 0's inputs come from the host, which always has them ready;
 * what a pass sends goes into the node's output buffer, which the link drains at its rate; a STORE
   waits only while that buffer is full;
-* a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in its
-  DMA, beside its engine: node ``j-1`` waits for node ``j+1``'s pass and two links;
+* a lone first holder of a split layer passes node ``j+1``'s data gradient on to node ``j-1`` in a
+  MOVE at the end of its backward pass: the MOVE retires (and the node's program goes on) once the
+  last element, which node ``j+1`` STOREs last, has gone through;
 * a node holding the second piece of a layer split with node ``j-1`` loads that node's updated
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
   the piece (node ``j-1``'s last STORE of its weight phase, into its output buffer) has crossed
@@ -33,7 +40,7 @@ leaves out, the waits between nodes:
 The recurrence is evaluated exactly (every pass of every node, a few steps), so fill, drain and
 the bubbles of an unbalanced partition come out of it instead of being assumed: ``(B + N - 1)``
 intervals is what it gives only for equal stages.  It is compared with the CL cluster's
-measurements by ``pymtl-fp explore validate`` (:mod:`.validate`).
+measurements by ``pymtl-fp bench model`` (:mod:`.against_cluster`).
 """
 
 from __future__ import annotations
@@ -67,9 +74,25 @@ class NodePasses:
     #: the weight phase LOADs the updated weights node ``j-1`` sends (this node holds the second
     #: piece of a layer split with it): its busy cycles up to the end of that LOAD (0: none)
     weights_loaded_at: float = 0
-    #: what it sends back is node ``j+1``'s data gradient passed on by its DMA (a lone first holder
-    #: of a split layer): node ``j-1`` waits for node ``j+1``, one link further, not for this node
-    relays_bwd: bool = False
+    #: elements per image of node ``j+1``'s data gradient it passes on to node ``j-1`` (a lone first
+    #: holder of a split layer): a MOVE at the end of its backward pass, which retires after the
+    #: last element (node ``j+1``'s last STORE of the pass) has gone through
+    relay: float = 0
+    #: per image, the backward pass's busy cycles after its last compute command (its last STOREs,
+    #: which the compiler puts behind the next forward pass's receiving LOADs) and the elements it
+    #: sends to a neighbour in them
+    bwd_tail: float = 0
+    bwd_tail_out: float = 0
+    #: per image, the backward pass's busy cycles from the end of its last STORE to a neighbour
+    #: before its last compute command to the end of that command
+    bwd_early_gap: float = 0
+    #: the cycles of the weight phase's last command (node 0's program reaches the next step, the
+    #: fill's start, once that command is accepted)
+    wg_last: float = 0
+    #: the cycles of the backward pass's last command if it computes (0 if the pass ends with a
+    #: STORE or computes nothing): the router issues the next command, and marks the weight
+    #: phase's start, as soon as the engine has taken it
+    bwd_last_compute: float = 0
 
     @classmethod
     def of(cls, cyc, batch: int) -> NodePasses:
@@ -79,15 +102,19 @@ class NodePasses:
               for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
-                   cyc.weights_loaded_at, cyc.relays_bwd)
+                   cyc.weights_loaded_at, cyc.dma_moves / batch, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
+                   cyc.early_gap.get("bwd", 0), cyc.last_command.get("wg", 0),
+                   cyc.last_command.get("bwd", 0) if cyc.ends_computing.get("bwd") else 0)
 
 
 @dataclass
 class StepPrediction:
     cycles_per_step: float        #: steady state: between the last two step ends
     interval: float               #: node N-1's forward completions in the last step: :func:`steady_interval`
-    fill: float                   #: node 0's start of the last step to its first image's logits
-    weight_phase: float           #: the longest weight phase of a node in the last step, waits included
+    fill: float                   #: node 0's start of the last step (:attr:`NodePasses.wg_last`) to its first image's logits
+    #: the longest weight phase of a node in the last step, waits included: from its mark (the
+    #: last backward pass's last command taken, :attr:`NodePasses.bwd_last_compute`) to its end
+    weight_phase: float
     step_ends: list               #: every step's end
     #: every pass's end: ``(node, "fwd" | "bwd", step, image) -> cycle``; the weight phases'
     #: ends: ``(node, "wg", step, None)``
@@ -119,7 +146,8 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     pos = [0] * n
     step_of = [0] * n
     # per (node, pass, step, image): (its first STORE to a neighbour's start, its end, when the
-    # link has drained what it sent); per (node, "wg", step, None): its weight phase's end
+    # link has drained what it sent, what it sent before its last compute: source()); per
+    # (node, "wg", step, None): likewise for its weight phase
     sent: dict = {}
     wg_start, wg_end = np.zeros((steps, n)), np.zeros((steps, n))
     logits: dict = {}
@@ -128,20 +156,36 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
         return transfer_cycles(elems, lanes, msgs_per_cycle)
 
     drain = [{"fwd": 0.0, "bwd": 0.0} for _ in range(n)]  # when each output buffer's link is idle
+    received_ahead = [False] * n  # the next forward pass's input was LOADed inside a backward pass
+
+    def receive(j, kind, start, src):
+        """When the LOADs that receive a ``kind`` pass's input on node ``j``, begun at ``start``, end:
+        they take the words as the link delivers them (the link holds only its credits' worth, so the
+        words cross while they run, from the sender's first STORE on), and the last one after the
+        sender's last STORE."""
+        nd = nodes[j]
+        first = nd.fwd_recv if kind == "fwd" else nd.bwd_recv
+        n_in, own_in = nd.link_io.get((kind, "recv"), (0, 0))
+        loads_at = start + first - own_in
+        # the last word it takes has left the sender's output buffer after the sender's STORE of it:
+        # the pass's last word, or, if it takes no more than what the sender sent before its last
+        # compute command, the last of those
+        stored, drained = src[1], src[2]
+        if src[3] is not None and n_in <= src[3][0]:
+            stored, drained = src[3][2], src[3][1] - xfer(src[3][0] - n_in)
+        return max(start + first, max(loads_at, src[0] + latency) + xfer(n_in), stored + latency, drained + latency)
 
     def source(j, kind, s, b):
-        """(its STOREs' start, its end, when the link has drained it) of the pass this one waits
-        for, or None if not yet evaluated."""
+        """(its STOREs' start, its end, when the link has drained it, and ``(elements, drained, the
+        end of their last STORE)`` of what it sent before its last compute command or None) of the
+        pass this one waits for, or None if not yet evaluated."""
         if kind == "fwd":
             if j == 0:
-                return -np.inf, -np.inf, -np.inf
+                return -np.inf, -np.inf, -np.inf, None
             return sent.get((j - 1, kind, s, b))
         if j == n - 1:
             at = logits.get((s, b))
-            return None if at is None else (at + 1 + latency, at + 1 + latency, -np.inf)
-        if nodes[j + 1].relays_bwd:  # passed on by node j+1's DMA: one more link
-            up = source(j + 1, kind, s, b)
-            return None if up is None else tuple(t + latency for t in up)
+            return None if at is None else (at + 1 + latency, at + 1 + latency, -np.inf, None)
         return sent.get((j + 1, kind, s, b))
 
     left = sum(len(o) for o in order)
@@ -152,7 +196,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                 kind, b = order[j][pos[j]]
                 s, nd = step_of[j], nodes[j]
                 if kind == "wg":
-                    wg_start[s, j] = free[j]
+                    wg_start[s, j] = free[j] - nd.bwd_last_compute  # (the weight phase's mark)
                     if nd.weights_loaded_at:
                         if j == 0 or (j - 1, "wg", s, None) not in sent:
                             break
@@ -168,31 +212,50 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                     drain[j]["fwd"] = drained
                     free[j] = max(free[j], drained - xfer(out_buffer))
                     wg_end[s, j] = free[j]
-                    sent[(j, "wg", s, None)] = (free[j] - cycles, free[j], drained)
+                    sent[(j, "wg", s, None)] = (free[j] - cycles, free[j], drained, None)
                     step_of[j] += 1
                 else:
                     src = source(j, kind, s, b)
                     if src is None:
                         break
+                    # a backward pass followed by a forward pass runs that pass's receiving LOADs
+                    # after its last compute command, before its own last STOREs
+                    nxt = order[j][pos[j] + 1] if pos[j] + 1 < len(order[j]) else (None, None)
+                    ahead = source(j, "fwd", s, nxt[1]) if kind == "bwd" and nxt[0] == "fwd" else None
+                    if kind == "bwd" and nxt[0] == "fwd" and ahead is None:
+                        break
                     dur, first = (nd.fwd, nd.fwd_recv) if kind == "fwd" else (nd.bwd, nd.bwd_recv)
-                    start = max(free[j], src[0] + latency)  # the first words have crossed
-                    # the LOADs that receive take the words as the link delivers them: the link
-                    # holds only its credits' worth, so the words cross while they run, from the
-                    # sender's first STORE on, and the last one after the sender's last STORE
-                    n_in, own_in = nd.link_io.get((kind, "recv"), (0, 0))
-                    loads_at = start + first - own_in
-                    received = max(start + first, max(loads_at, src[0] + latency) + xfer(n_in),
-                                   src[1] + latency)
-                    end = received + dur - first
+                    tail, tail_out = (nd.bwd_tail, nd.bwd_tail_out) if kind == "bwd" else (0, 0)
+                    if kind == "fwd" and received_ahead[j]:  # its input is in already
+                        received_ahead[j] = False
+                        end = free[j] + dur - first
+                    else:
+                        start = max(free[j], src[0] + latency)  # the first words have crossed
+                        end = receive(j, kind, start, src) + dur - first
+                    relayed = None
+                    if kind == "bwd" and nd.relay:  # the MOVE passing node j+1's last words on
+                        passed = max(end + xfer(nd.relay), src[1] + latency, src[2] + latency)
+                        relayed = (passed - xfer(nd.relay), passed, passed, None)
+                        end = passed
+                    computed = end - tail
+                    if ahead is not None:
+                        end = receive(j, "fwd", computed, ahead) + tail
+                        received_ahead[j] = True
                     # what it sends enters its output buffer, which the link drains; a STORE
                     # waits while the buffer is full
                     out = nd.link_io.get((kind, "send"), (0, 0))[0]
-                    sends_at = end - (nd.fwd_send if kind == "fwd" else nd.bwd_send)
-                    drained = max(drain[j][kind], sends_at) + xfer(out)
+                    send = nd.fwd_send if kind == "fwd" else nd.bwd_send
+                    sends_at = end - send if send <= tail else computed - (send - tail)
+                    drained, early = drain[j][kind], None
+                    if out > tail_out:  # sent before its last compute command
+                        drained = max(drained, sends_at) + xfer(out - tail_out)
+                        early = (out - tail_out, drained, computed - nd.bwd_early_gap if kind == "bwd" else end)
+                    if tail_out:
+                        drained = max(drained, end - tail) + xfer(tail_out)
                     drain[j][kind] = drained
                     end = max(end, drained - xfer(out_buffer))
                     free[j] = end
-                    sent[(j, kind, s, b)] = (sends_at, end, drained)
+                    sent[(j, kind, s, b)] = relayed or (sends_at, end, drained, early)
                     if kind == "fwd" and j == n - 1:  # the host has the last logit once the link drained it
                         logits[(s, b)] = max(end, drained) + latency
                 pos[j] += 1
@@ -204,8 +267,9 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     cps = float(ends[-1] - ends[-2]) if steps > 1 else float(ends[0])
     last = steps - 1
     interval = steady_interval([sent[(n - 1, "fwd", last, b)][1] for b in range(batch)])
-    # node 0 starts the last step when its own weight phase of the step before ends
-    start0 = float(wg_end[last - 1, 0]) if steps > 1 else 0.0
+    # node 0 starts the last step when its program reaches it: once the last command of its weight
+    # phase of the step before is accepted
+    start0 = float(wg_end[last - 1, 0] - nodes[0].wg_last) if steps > 1 else 0.0
     fill = logits[(last, 0)] - start0
     return StepPrediction(cps, interval, fill, float((wg_end[last] - wg_start[last]).max()), [float(e) for e in ends],
                           {k: v[1] for k, v in sent.items()})
