@@ -1,0 +1,82 @@
+"""Test cases of the router's residual kinds (ADD, GAP, GAPB): a Hypothesis strategy drawing a case and
+its golden result (:mod:`pymtl_fp.golden.residual`, never the implementation under test), and the node
+program that runs it.
+
+A case is a residual add (``add``: main + skip in the activation format, optional ReLU), a fork's
+gradient sum (``fork``: two contributions in the gradient format), a global average pool (``gap``) or
+its backward (``gapb``, optionally masked by the pool's ReLU input), on an ``(N, C, H, W)`` map in the
+engine's activation layout of a ``P``-lane array (:func:`pymtl_fp.engine.msgs.pack_act`: channels
+padded to tiles, so padding lanes are exercised).  The program moves operand 0 from ``fwd_in`` and
+operand 1 (if any) from ``bwd_in`` into the scratch FIFO, runs the instruction, and hands the result on:
+to the engine's ``din`` (``LOAD``), or, with ``store``, through buffer X to ``fwd_out``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.engine import encoding
+from pymtl_fp.engine.msgs import pack_act, to_word
+from pymtl_fp.golden import residual as golden
+from pymtl_fp.tb.engine_strategies import _vals
+
+KINDS = ("add", "fork", "gap", "gapb")
+
+
+@st.composite
+def residual_cases(draw, lanes=(1, 2, 3, 4), bits=(8, 16), max_hw=3, max_c=5, max_n=2):
+    """A case: ``dict(kind, ins, operands, want)``: the instruction, the operands' element lists
+    (scratch order) and the golden result's elements, in the activation layout."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(KINDS))
+    P = draw(st.sampled_from(lanes))
+    b = draw(st.sampled_from(bits))
+    n, c = draw(st.integers(1, max_n)), draw(st.integers(1, max_c))
+    h, w = draw(st.integers(1, max_hw)), draw(st.integers(1, max_hw))
+    extremes = draw(st.sampled_from([0.0, 0.2, 1.0]))
+    mode = draw(st.sampled_from(["nearest", "stochastic"]))
+    seed, tid = draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 255))
+    relu = draw(st.booleans())
+    rounding = dict(stoch=int(mode == "stochastic"), seed=seed, tid=tid)
+
+    def flat(a):
+        return [int(v) for v in pack_act(a, P).reshape(-1)]
+
+    if kind in ("add", "fork"):
+        a, s = _vals(rng, (n, c, h, w), b, extremes), _vals(rng, (n, c, h, w), b, extremes)
+        if kind == "add":
+            y = golden.add_fwd(a, s, bits=b, relu=relu)
+        else:
+            relu = False
+            y = golden.fork_sum([a, s], bits=b)
+        ins = isa.add(len(flat(a)), b, relu, name=kind)
+        return dict(kind=kind, ins=ins, operands=[flat(a), flat(s)], want=flat(y), seed=0)
+    x = _vals(rng, (n, c, h, w), b, extremes)
+    if kind == "gap":
+        y = golden.gap_fwd(x, out_bits=b, mode=mode, seed=seed, tensor_id=tid)
+        return dict(kind=kind, ins=isa.gap((n, c, h, w), P, b, **rounding), operands=[flat(x)], want=flat(y),
+                    seed=seed)
+    dy = _vals(rng, (n, c, 1, 1), b, extremes)
+    dx = golden.gap_bwd(dy, x, out_bits=b, relu=relu, mode=mode, seed=seed, tensor_id=tid)
+    ops = [flat(dy), flat(x)] if relu else [flat(dy)]
+    return dict(kind=kind, ins=isa.gapb((n, c, h, w), P, b, relu=relu, **rounding), operands=ops, want=flat(dx),
+                seed=seed)
+
+
+def case_program(case: dict, *, store: bool = False) -> list:
+    """The program running ``case`` (module doc); ``store``: through buffer X to ``fwd_out``."""
+    prog = [isa.move(src, isa.DST_SCRATCH, len(op))
+            for src, op in zip((isa.SRC_FWD_IN, isa.SRC_BWD_IN), case["operands"])]
+    out = len(case["want"])
+    prog += [case["ins"], isa.load(isa.SRC_SCRATCH, count=out, target=encoding.BUF["X"])]
+    if store:
+        prog.append(isa.store(isa.DST_FWD_OUT, count=out, target=encoding.BUF["X"]))
+    return prog + [isa.Instr(isa.HALT)]
+
+
+def case_inputs(case: dict, bits: int) -> list:
+    """The beats of ``fwd_in``, ``bwd_in`` and ``host_in`` (one element a beat, as unsigned words)."""
+    ops = case["operands"] + [[]] * (3 - len(case["operands"]))
+    return [[to_word(v, bits) for v in op] for op in ops]
