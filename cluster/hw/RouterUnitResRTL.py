@@ -83,8 +83,8 @@ class RouterUnitResRTL(Component):
         s.busy = OutPort()
         s.retire = OutPort()
 
-        s.run, s.add, s.gap, s.gapb = Wire(), Wire(), Wire(), Wire()
-        s.cnt, s.idx, s.drop = Wire(24), Wire(24), Wire(24)
+        s.run, s.add, s.gap = Wire(), Wire(), Wire()  # (neither add nor gap: GAPB)
+        s.cnt, s.idx, s.drop = Wire(24), Wire(24), Wire(count_bits)
         s.r_relu, s.r_stoch = Wire(), Wire()
         s.r_m, s.r_dyn = Wire(17), Wire(24)
         s.r_shift, s.r_seed, s.r_tid, s.r_bits = Wire(6), Wire(32), Wire(8), Wire(7)
@@ -93,7 +93,7 @@ class RouterUnitResRTL(Component):
         s.issue = Wire()      # ... that yields a result
         s.flag = Wire()       # the result is real (not padding, not masked)
         s.acc = Wire(SW)      # GAP: the channel's sum so far
-        s.walk = RouterUnitResWalkRTL()
+        s.walk = RouterUnitResWalkRTL(count_bits - 1)
         s.walk.start //= s.start
         s.walk.gap //= s.is_gap
         s.walk.lanes //= s.lanes
@@ -108,14 +108,14 @@ class RouterUnitResRTL(Component):
             s.more @= s.run & (s.idx < s.cnt)
             s.walk.step @= s.more & ~s.add & ~s.reset
             s.retire @= s.run & (s.idx == s.cnt) & (s.tail == TAIL_END)
-            s.drop_n @= trunc(s.drop, CT)
+            s.drop_n @= s.drop
             if s.add:
                 s.issue @= s.more
                 s.raddr0 @= trunc(s.idx, AT)
                 s.raddr1 @= trunc(s.idx + s.cnt, AT)
             else:
                 s.issue @= s.more & (~s.gap | s.walk.last)
-                s.raddr0 @= trunc(s.walk.addr, AT)
+                s.raddr0 @= s.walk.addr
                 s.raddr1 @= trunc(s.r_dyn + s.idx, AT)
 
         @update_ff
@@ -126,7 +126,6 @@ class RouterUnitResRTL(Component):
                 s.run <<= 1
                 s.add <<= s.is_add
                 s.gap <<= s.is_gap
-                s.gapb <<= s.is_gapb
                 s.cnt <<= s.n
                 s.idx <<= Bits24(0)
                 s.tail <<= TAIL(0)
@@ -142,13 +141,13 @@ class RouterUnitResRTL(Component):
                 s.r_tid <<= s.tid
                 s.r_bits <<= s.sat_bits
                 if s.is_add:
-                    s.drop <<= s.n + s.n
+                    s.drop <<= trunc(s.n + s.n, CT)
                 elif s.is_gapb & s.relu:
-                    s.drop <<= s.dyn + s.n
+                    s.drop <<= trunc(s.dyn + s.n, CT)
                 elif s.is_gapb:
-                    s.drop <<= s.dyn
+                    s.drop <<= trunc(s.dyn, CT)
                 else:
-                    s.drop <<= s.n
+                    s.drop <<= trunc(s.n, CT)
             elif s.retire:
                 s.run <<= 0
             elif s.more:

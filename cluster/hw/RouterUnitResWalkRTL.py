@@ -14,16 +14,18 @@ j``; a group ``g = n*CT + ct`` is one channel tile of one image.
 
 ``start`` registers the order and the map (``lanes`` = P, ``ct``, ``c``, ``area`` = A, ``chw`` = C*A)
 and clears the counters; each ``step`` moves to the next element.  Outputs come from registers.
-No elaboration parameters.
+Elaboration parameter: ``addr_bits`` (the scratch FIFO's address width; addresses wrap at it).
 """
 
-from pymtl3 import Bits8, Bits16, Bits17, Bits24, Bits32, Component, InPort, OutPort, Wire, update, update_ff, zext
+from pymtl3 import Bits8, Bits16, Bits17, Bits24, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
 
 
 class RouterUnitResWalkRTL(Component):
-    def construct(s):
-        Z8, Z16, Z17, Z24, Z32 = Bits8(0), Bits16(0), Bits17(0), Bits24(0), Bits32(0)
-        ONE8, ONE16, ONE17, ONE24, ONE32 = Bits8(1), Bits16(1), Bits17(1), Bits24(1), Bits32(1)
+    def construct(s, addr_bits=23):
+        A = mk_bits(addr_bits)
+        Z8, Z16, Z17, Z24, Z32, ZA = Bits8(0), Bits16(0), Bits17(0), Bits24(0), Bits32(0), A(0)
+        ONE8, ONE16, ONE17, ONE24, ONE32, ONEA = Bits8(1), Bits16(1), Bits17(1), Bits24(1), Bits32(1), A(1)
+        s.params = dict(addr_bits=addr_bits)
 
         s.start = InPort()
         s.step = InPort()
@@ -33,7 +35,7 @@ class RouterUnitResWalkRTL(Component):
         s.c = InPort(16)
         s.area = InPort(17)
         s.chw = InPort(24)
-        s.addr = OutPort(24)
+        s.addr = OutPort(addr_bits)
         s.flat = OutPort(32)
         s.in_tensor = OutPort()
         s.first = OutPort()
@@ -42,9 +44,9 @@ class RouterUnitResWalkRTL(Component):
         s.r_gap = Wire()
         s.r_p, s.r_ct, s.r_c, s.r_a, s.r_chw = Wire(8), Wire(16), Wire(16), Wire(17), Wire(24)
         s.cj, s.cct, s.chwc = Wire(8), Wire(16), Wire(17)   # lane, channel tile, pixel
-        s.pos = Wire(24)      # GAP: the element read
-        s.jbase = Wire(24)    # GAP: the position of the group's lane j, pixel 0
-        s.gp = Wire(24)       # GAPB: g*P
+        s.pos = Wire(addr_bits)    # GAP: the element read
+        s.jbase = Wire(addr_bits)  # GAP: the position of the group's lane j, pixel 0
+        s.gp = Wire(addr_bits)     # GAPB: g*P
         s.cc = Wire(24)       # c = ct*P + j
         s.ccbase = Wire(24)   # ct*P
         s.nbase = Wire(32)    # GAP: n*C; GAPB: n*C*A
@@ -64,7 +66,7 @@ class RouterUnitResWalkRTL(Component):
                 s.addr @= s.pos
                 s.flat @= s.nbase + zext(s.cc, Bits32)
             else:
-                s.addr @= s.gp + zext(s.cj, Bits24)
+                s.addr @= s.gp + zext(s.cj, A)
                 s.flat @= s.fl
 
         @update_ff
@@ -79,9 +81,9 @@ class RouterUnitResWalkRTL(Component):
                 s.cj <<= Z8
                 s.cct <<= Z16
                 s.chwc <<= Z17
-                s.pos <<= Z24
-                s.jbase <<= Z24
-                s.gp <<= Z24
+                s.pos <<= ZA
+                s.jbase <<= ZA
+                s.gp <<= ZA
                 s.cc <<= Z24
                 s.ccbase <<= Z24
                 s.nbase <<= Z32
@@ -90,18 +92,18 @@ class RouterUnitResWalkRTL(Component):
             elif s.step & s.r_gap:  # pixel fastest, then lane, then group
                 if ~s.wp:
                     s.chwc <<= s.chwc + ONE17
-                    s.pos <<= s.pos + zext(s.r_p, Bits24)
+                    s.pos <<= s.pos + zext(s.r_p, A)
                 else:
                     s.chwc <<= Z17
                     if ~s.wj:
                         s.cj <<= s.cj + ONE8
-                        s.jbase <<= s.jbase + ONE24
-                        s.pos <<= s.jbase + ONE24
+                        s.jbase <<= s.jbase + ONEA
+                        s.pos <<= s.jbase + ONEA
                         s.cc <<= s.cc + ONE24
                     else:  # the group's last element: the next group starts right after it
                         s.cj <<= Z8
-                        s.pos <<= s.pos + ONE24
-                        s.jbase <<= s.pos + ONE24
+                        s.pos <<= s.pos + ONEA
+                        s.jbase <<= s.pos + ONEA
                         if ~s.wct:
                             s.cct <<= s.cct + ONE16
                             s.cc <<= s.cc + ONE24
@@ -123,7 +125,7 @@ class RouterUnitResWalkRTL(Component):
                         s.cc <<= s.ccbase
                     else:
                         s.chwc <<= Z17
-                        s.gp <<= s.gp + zext(s.r_p, Bits24)
+                        s.gp <<= s.gp + zext(s.r_p, A)
                         if ~s.wct:  # the tile's last element: the next tile's flat index follows it
                             s.cct <<= s.cct + ONE16
                             s.fl <<= s.fl + ONE32
