@@ -1,6 +1,6 @@
-"""Test cases of the router's residual kinds (ADD, GAP, GAPB): a Hypothesis strategy drawing a case and
-its golden result (:mod:`pymtl_fp.golden.residual`, never the implementation under test), and the node
-program that runs it.
+"""Test cases of the router's residual kinds (ADD, GAP, GAPB): a Hypothesis strategy drawing a case's
+parameters, the case they make with its golden result (:mod:`pymtl_fp.golden.residual`, never the
+implementation under test), and the node program that runs it.
 
 A case is a residual add (``add``: main + skip in the activation format, optional ReLU), a fork's
 gradient sum (``fork``: two contributions in the gradient format), a global average pool (``gap``) or
@@ -26,19 +26,30 @@ KINDS = ("add", "fork", "gap", "gapb")
 
 
 @st.composite
-def residual_cases(draw, lanes=(1, 2, 3, 4), bits=(8, 16), max_hw=3, max_c=5, max_n=2):
-    """A case: ``dict(kind, ins, operands, want)``: the instruction, the operands' element lists
-    (scratch order) and the golden result's elements, in the activation layout."""
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(KINDS))
-    P = draw(st.sampled_from(lanes))
-    b = draw(st.sampled_from(bits))
-    n, c = draw(st.integers(1, max_n)), draw(st.integers(1, max_c))
-    h, w = draw(st.integers(1, max_hw)), draw(st.integers(1, max_hw))
-    extremes = draw(st.sampled_from([0.0, 0.2, 1.0]))
-    mode = draw(st.sampled_from(["nearest", "stochastic"]))
-    seed, tid = draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 255))
-    relu = draw(st.booleans())
+def residual_params(draw, lanes=(1, 2, 3, 4), bits=(8, 16), max_hw=3, max_c=5, max_n=2):
+    """A case's parameters (JSON-able: the fuzz target's case files): the kind, the array side ``P``,
+    the format's bits, the map's shape, the share of extreme values, the rounding, ReLU and the seed of
+    the values; :func:`build_case` makes the case."""
+    return dict(kind=draw(st.sampled_from(KINDS)), P=draw(st.sampled_from(lanes)), bits=draw(st.sampled_from(bits)),
+                shape=[draw(st.integers(1, max_n)), draw(st.integers(1, max_c)), draw(st.integers(1, max_hw)),
+                       draw(st.integers(1, max_hw))],
+                extremes=draw(st.sampled_from([0.0, 0.2, 1.0])), mode=draw(st.sampled_from(["nearest", "stochastic"])),
+                seed=draw(st.integers(0, 2**32 - 1)), tid=draw(st.integers(0, 255)), relu=draw(st.booleans()),
+                vseed=draw(st.integers(0, 2**32 - 1)))
+
+
+def residual_cases(**limits):
+    """Cases (:func:`build_case`) of :func:`residual_params` drawn within ``limits``."""
+    return residual_params(**limits).map(build_case)
+
+
+def build_case(p: dict) -> dict:
+    """``dict(kind, ins, operands, want, seed)``: the instruction, the operands' element lists (scratch
+    order), the golden result's elements in the activation layout and the rounding seed."""
+    rng = np.random.default_rng(p["vseed"])
+    kind, P, b, extremes, mode, seed, tid, relu = (p[k] for k in ("kind", "P", "bits", "extremes", "mode", "seed",
+                                                                  "tid", "relu"))
+    n, c, h, w = p["shape"]
     rounding = dict(stoch=int(mode == "stochastic"), seed=seed, tid=tid)
 
     def flat(a):
