@@ -14,6 +14,7 @@ to the engine's ``din`` (``LOAD``), or, with ``store``, through buffer X to ``fw
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from pymtl_fp.cluster import isa
@@ -25,17 +26,27 @@ from pymtl_fp.tb.engine_strategies import _vals
 KINDS = ("add", "fork", "gap", "gapb")
 
 
+def footprint(p: dict) -> int:
+    """Scratch FIFO elements a case's instruction holds at its peak: its input and its result."""
+    n, c, h, w = p["shape"]
+    e = n * -(-c // p["P"]) * p["P"] * h * w  # the map's elements in the layout
+    return {"add": 3 * e, "fork": 3 * e, "gap": e + e // (h * w),
+            "gapb": e // (h * w) + (2 * e if p["relu"] else e)}[p["kind"]]
+
+
 @st.composite
-def residual_params(draw, lanes=(1, 2, 3, 4), bits=(8, 16), max_hw=3, max_c=5, max_n=2):
+def residual_params(draw, lanes=(1, 2, 3, 4), bits=(8, 16), max_hw=3, max_c=5, max_n=2, scratch=256):
     """A case's parameters (JSON-able: the fuzz target's case files): the kind, the array side ``P``,
     the format's bits, the map's shape, the share of extreme values, the rounding, ReLU and the seed of
-    the values; :func:`build_case` makes the case."""
-    return dict(kind=draw(st.sampled_from(KINDS)), P=draw(st.sampled_from(lanes)), bits=draw(st.sampled_from(bits)),
+    the values, within a scratch FIFO of ``scratch`` elements; :func:`build_case` makes the case."""
+    p = dict(kind=draw(st.sampled_from(KINDS)), P=draw(st.sampled_from(lanes)), bits=draw(st.sampled_from(bits)),
                 shape=[draw(st.integers(1, max_n)), draw(st.integers(1, max_c)), draw(st.integers(1, max_hw)),
                        draw(st.integers(1, max_hw))],
                 extremes=draw(st.sampled_from([0.0, 0.2, 1.0])), mode=draw(st.sampled_from(["nearest", "stochastic"])),
                 seed=draw(st.integers(0, 2**32 - 1)), tid=draw(st.integers(0, 255)), relu=draw(st.booleans()),
                 vseed=draw(st.integers(0, 2**32 - 1)))
+    assume(footprint(p) <= scratch)
+    return p
 
 
 def residual_cases(**limits):
