@@ -80,9 +80,8 @@ def test_router_cl_computes_the_golden_result(case, stall, sseed):
         _run("cl", case, stall, sseed, pipelined)
 
 
-@pytest.mark.rtl
 @pytest.mark.parametrize("pipelined", [False, True], ids=["units", "pipelined_units"])
-@pytest.mark.parametrize("level", ["rtl", pytest.param("verilator", marks=pytest.mark.verilator)])
+@pytest.mark.parametrize("level", ["rtl", "verilator"])
 @given(case=residual_cases(bits=(8,), max_hw=2, max_c=4), stall=STALLS, sseed=st.integers(0, 2**16))
 @settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_router_rtl_equals_cl_every_cycle_on_residual_kinds(level, pipelined, case, stall, sseed):
