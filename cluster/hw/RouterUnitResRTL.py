@@ -49,7 +49,7 @@ class RouterUnitResRTL(Component):
         D = mk_bits(DW)
         ONE_D, SIGN_D = D(1), D(1 << (DW - 1))
         B7_1 = mk_bits(7)(1)
-        ZERO_T, ZERO_S = T(0), S(0)
+        ZERO_T = T(0)
         N1 = Bits24(1)
         SIGN = bits - 1
         LAT = UNIT_PIPE_LATENCY if pipelined else 0
@@ -195,7 +195,7 @@ class RouterUnitResRTL(Component):
                 s.sat @= s.q
 
         if pipelined:
-            _pipeline(s, S, PT, T, SW, PW, ZERO_S, ZERO_T)
+            _pipeline(s, S, PT, T, ZERO_T)
         else:
             @update
             def up_res_comb():
@@ -231,14 +231,14 @@ class RouterUnitResRTL(Component):
         return f"R{k}{int(s.idx)}" if s.run else "R."
 
 
-def _pipeline(s, S, PT, T, SW, PW, ZERO_S, ZERO_T):
+def _pipeline(s, S, PT, T, ZERO_T):
     """The pipelined datapath: the reads (stage 1), the value (2), the product (3), the requantizer's
     stages, the saturation (the last).  ``v*``: a result in that stage; ``rd1``: a read in stage 1."""
     s.d0, s.d1 = Wire(T.nbits), Wire(T.nbits)           # stage 1
     s.rd1, s.v1, s.f1, s.first1, s.idx1 = Wire(), Wire(), Wire(), Wire(), Wire(32)
     s.v2, s.f2, s.idx2 = Wire(), Wire(), Wire(32)       # stage 2 (val)
     s.v3, s.f3, s.idx3 = Wire(), Wire(), Wire(32)       # stage 3 (prod)
-    s.val_in = Wire(SW)
+    s.val_in = Wire(S.nbits)
     s.push_r, s.data_r = Wire(), Wire(T.nbits)
     s.f_rq, s.v_rq = Wire(), Wire()                     # stage 3 + RQ, beside the requantizer
 
