@@ -1,9 +1,11 @@
-"""Test cases of the router's residual kinds (ADD, GAP, GAPB): a Hypothesis strategy drawing a case's
+"""Test cases of the router's residual kinds (ADD, MASK, GAP, GAPB): a Hypothesis strategy drawing a case's
 parameters, the case they make with its golden result (:mod:`pymtl_fp.golden.residual`, never the
 implementation under test), and the node program that runs it.
 
 A case is a residual add (``add``: main + skip in the activation format, optional ReLU), a fork's
-gradient sum (``fork``: two contributions in the gradient format), a global average pool (``gap``) or
+gradient sum (``fork``: two contributions in the gradient format), an add's gradient masked by the
+ReLU derivative of the skip's source (``mask``: ``golden.train``'s ``np.where(x > 0, g, 0)``), a
+global average pool (``gap``) or
 its backward (``gapb``, optionally masked by the pool's ReLU input), on an ``(N, C, H, W)`` map in the
 engine's activation layout of a ``P``-lane array (:func:`pymtl_fp.engine.msgs.pack_act`: channels
 padded to tiles, so padding lanes are exercised).  The program moves operand 0 from ``fwd_in`` and
@@ -23,14 +25,14 @@ from pymtl_fp.engine.msgs import pack_act, to_word
 from pymtl_fp.golden import residual as golden
 from pymtl_fp.tb.engine_strategies import _vals
 
-KINDS = ("add", "fork", "gap", "gapb")
+KINDS = ("add", "fork", "mask", "gap", "gapb")
 
 
 def footprint(p: dict) -> int:
     """Scratch FIFO elements a case's instruction holds at its peak: its input and its result."""
     n, c, h, w = p["shape"]
     e = n * -(-c // p["P"]) * p["P"] * h * w  # the map's elements in the layout
-    return {"add": 3 * e, "fork": 3 * e, "gap": e + e // (h * w),
+    return {"add": 3 * e, "fork": 3 * e, "mask": 3 * e, "gap": e + e // (h * w),
             "gapb": e // (h * w) + (2 * e if p["relu"] else e)}[p["kind"]]
 
 
@@ -66,6 +68,11 @@ def build_case(p: dict) -> dict:
     def flat(a):
         return [int(v) for v in pack_act(a, P).reshape(-1)]
 
+    if kind == "mask":
+        g, x = _vals(rng, (n, c, h, w), b, extremes), _vals(rng, (n, c, h, w), b, extremes)
+        y = np.where(x > 0, g, 0)  # (golden.train.backward's mask of a rectified tensor's gradient)
+        return dict(kind=kind, ins=isa.mask(len(flat(g)), b, name=kind), operands=[flat(g), flat(x)], want=flat(y),
+                    seed=0)
     if kind in ("add", "fork"):
         a, s = _vals(rng, (n, c, h, w), b, extremes), _vals(rng, (n, c, h, w), b, extremes)
         if kind == "add":

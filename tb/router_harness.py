@@ -3,7 +3,7 @@ sources and sinks with random stalls, and a per-cycle trace of every port and st
 
 * :func:`random_program` draws a valid node program (:mod:`pymtl_fp.cluster.isa`): LOADs from the
   links, the host and the scratch FIFO, STOREs to any set of destinations, compute commands,
-  MOVEs, REDUCEs, RELAYs, BIAS, GATHER, REQUANT, ADD, GAP and GAPB on what the scratch FIFO holds,
+  MOVEs, REDUCEs, RELAYs, BIAS, GATHER, REQUANT, ADD, MASK, GAP and GAPB on what the scratch FIFO holds,
   NOPs, a loop, marks and done marks.
 * :class:`EngineStub` answers the router's engine side: it accepts a command when its unit is idle
   (one command at a time, like the serial engine) and not stalled, takes a LOAD's elements on
@@ -285,13 +285,15 @@ def _random_requant(rng: random.Random, n: int):
 
 
 def _random_residual(rng: random.Random, n: int, depth: int):
-    """An ADD, GAP or GAPB of the scratch FIFO's ``n`` elements (after a STORE topping the FIFO up to its
+    """An ADD, MASK, GAP or GAPB of the scratch FIFO's ``n`` elements (after a STORE topping the FIFO up to its
     operands' elements, if needed) and the elements it leaves, or None if none fits."""
-    kind = rng.choice([isa.ADD, isa.GAP, isa.GAPB])
+    kind = rng.choice([isa.ADD, isa.MASK, isa.GAP, isa.GAPB])
     bits = rng.randint(2, 32)
     for _ in range(6):
         if kind == isa.ADD:
             ins = isa.add(-(-n // 2), bits, rng.random() < 0.5)
+        elif kind == isa.MASK:
+            ins = isa.mask(-(-n // 2), bits)
         else:
             shape = (rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 3))
             rounding = dict(stoch=rng.randrange(2), seed=rng.getrandbits(32), tid=rng.randrange(256))

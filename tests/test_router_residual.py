@@ -1,4 +1,4 @@
-"""The router's residual kinds (ADD, GAP, GAPB): their instructions and one-line refusals, their
+"""The router's residual kinds (ADD, MASK, GAP, GAPB): their instructions and one-line refusals, their
 semantics against the golden model (:mod:`pymtl_fp.golden.residual`), and the router running them at
 every level with random stalls -- CL against the golden model, RTL and Verilator cycle for cycle
 against CL (and so against the golden model), with and without pipelined units -- and a node at FL
@@ -31,7 +31,7 @@ STALLS = st.sampled_from([0.0, 0.3, 0.6])
 # ---- instructions -------------------------------------------------------------------------------
 
 def test_residual_instructions_round_trip_and_carry_the_reciprocal():
-    for ins in (isa.add(7, 8, True), isa.gap((2, 5, 3, 3), 4, 8, stoch=1, seed=9, tid=3),
+    for ins in (isa.add(7, 8, True), isa.mask(5, 16), isa.gap((2, 5, 3, 3), 4, 8, stoch=1, seed=9, tid=3),
                 isa.gapb((1, 3, 7, 7), 2, 16, relu=True, stoch=1, seed=2**32 - 1, tid=254)):
         word = isa.encode(ins)
         assert isa.encode(isa.decode(word)) == word and isa.decode(word).kind == ins.kind
@@ -53,6 +53,8 @@ def test_bad_residual_instructions_are_one_line_errors_naming_the_layer():
         isa.gapb((1, 1, 2, 2), 4, 1, name="fc_in")
     with pytest.raises(isa.IsaError, match=r"^add1: an add needs at least one element"):
         isa.add(0, 8, name="add1")
+    with pytest.raises(isa.IsaError, match=r"^add1: saturation width 65"):
+        isa.mask(4, 65, name="add1")
 
 
 @given(case=residual_cases(lanes=(1, 2, 3, 4, 5), max_hw=5, max_c=9, max_n=3))

@@ -1,6 +1,6 @@
 """The router's scalar units (RTL): the bias SGD step (``BIAS``), the relayout between array
 sides (``GATHER``), the requantizer of all-reduced sums (``REQUANT``) and the residual unit (``ADD``,
-``GAP``, ``GAPB``: a :class:`~pymtl_fp.cluster.hw.RouterUnitResRTL.RouterUnitResRTL`, whose scratch
+``MASK``, ``GAP``, ``GAPB``: a :class:`~pymtl_fp.cluster.hw.RouterUnitResRTL.RouterUnitResRTL`, whose scratch
 reads, pushes, drop and retire this unit passes on while it runs), all working on the scratch FIFO.
 
 Started by the sequencer at an edge (``start``; the feeder and drainer are idle, so nothing else
@@ -79,7 +79,7 @@ class RouterUnitRTL(Component):
         s.start = InPort()
         s.is_bias = InPort()
         s.is_requant = InPort()
-        s.is_add, s.is_gap, s.is_gapb = InPort(), InPort(), InPort()
+        s.is_add, s.is_mask, s.is_gap, s.is_gapb = InPort(), InPort(), InPort(), InPort()
         s.relu = InPort()     # the residual unit's (and its area, C*A, M, dy's elements)
         s.area, s.chw, s.m, s.dyn = InPort(17), InPort(24), InPort(17), InPort(24)
         s.lanes = InPort(8)  # REQUANT: the engine's P; glayout: G's layout (else B's); the tensor
@@ -178,8 +178,8 @@ class RouterUnitRTL(Component):
 
         @update
         def up_unit_select():  # the residual unit's, while it runs
-            s.own_start @= s.start & ~s.is_add & ~s.is_gap & ~s.is_gapb
-            s.res.start @= s.start & (s.is_add | s.is_gap | s.is_gapb)
+            s.own_start @= s.start & ~s.is_add & ~s.is_mask & ~s.is_gap & ~s.is_gapb
+            s.res.start @= s.start & (s.is_add | s.is_mask | s.is_gap | s.is_gapb)
             s.busy @= s.run | s.res.busy
             s.retire @= s.own_retire | s.res.retire
             s.drop @= s.retire
@@ -306,7 +306,7 @@ class RouterUnitRTL(Component):
 
 def _wire_res(s):
     """The residual unit's connections (its outputs: ``up_unit_select``)."""
-    for name in ("is_add", "is_gap", "is_gapb", "n", "relu", "lanes", "ct", "c", "area", "chw", "m", "dyn",
+    for name in ("is_add", "is_mask", "is_gap", "is_gapb", "n", "relu", "lanes", "ct", "c", "area", "chw", "m", "dyn",
                  "shift", "stoch", "seed", "tid", "sat_bits", "rdata0", "rdata1"):
         connect(getattr(s.res, name), getattr(s, name))
 

@@ -1,22 +1,23 @@
-"""The router's residual unit (RTL): ``ADD`` (a residual add, a fork's gradient sum), ``GAP`` (global
-average pool) and ``GAPB`` (its backward) over the scratch FIFO, bit for bit as
+"""The router's residual unit (RTL): ``ADD`` (a residual add, a fork's gradient sum), ``MASK`` (the ReLU
+derivative on a gradient), ``GAP`` (global average pool) and ``GAPB`` (its backward) over the scratch FIFO, bit for bit as
 :func:`~pymtl_fp.cluster.isa.residual.apply_residual` defines them (the golden
 :mod:`pymtl_fp.golden.residual` for values in their formats).
 
-Started by the sequencer at an edge (``start`` with ``is_add`` / ``is_gap`` / ``is_gapb``; the feeder
-and drainer are idle), it reads one scratch element (ADD: a pair) an edge for ``n`` edges, at
-addresses relative to the FIFO's head: ADD ``a[i]`` and ``b[i]`` (``i`` and ``n + i``); GAP the map's
+Started by the sequencer at an edge (``start`` with ``is_add`` / ``is_mask`` / ``is_gap`` / ``is_gapb``;
+the feeder and drainer are idle), it reads one scratch element (ADD, MASK: a pair) an edge for ``n``
+edges, at addresses relative to the FIFO's head: ADD / MASK ``a[i]`` and ``b[i]`` (``i`` and ``n + i``); GAP the map's
 elements in the order of a
 :class:`~pymtl_fp.cluster.hw.RouterUnitResWalkRTL.RouterUnitResWalkRTL` (each channel's pixels in a
 row); GAPB dy's element of each dx position and, with ``relu``, x at ``dyn + i``.  Each read (GAP: a
 channel's last pixel) yields one result, appended to the FIFO's tail ``latency`` edges later; at the
 edge after the last result the unit drops its input from the head (``drop_n``) and retires::
 
-    value   ADD: a + b;  GAP: acc + x (acc: the channel's pixels so far);  GAPB: dy
+    value   ADD: a + b;  MASK: a;  GAP: acc + x (acc: the channel's pixels so far);  GAPB: dy
             (on stream_bits + 17 bits: exact for any element values)
-    product ADD: the value;  GAP / GAPB: M * value (stream_bits + 35 bits, exact)
-    result  requantize(product, F) to stream_bits (ADD: F = 0, the sum saturated; ReLU if relu),
-            saturated to sat_bits; 0 for a padding lane (GAP / GAPB) or where x <= 0 (GAPB, relu)
+    product ADD / MASK: the value;  GAP / GAPB: M * value (stream_bits + 35 bits, exact)
+    result  requantize(product, F) to stream_bits (ADD / MASK: F = 0, the value saturated; ADD: ReLU
+            if relu), saturated to sat_bits; 0 for a padding lane (GAP / GAPB) or where x <= 0
+            (MASK: x = b; GAPB with relu)
 
 ``pipelined`` (``RouterConfig.pipelined_units``, for the 200 MHz clock): the reads, the value and the
 product are registered stages, the requantizer is :class:`~pymtl_fp.primitives.RequantPipeRTL.RequantPipeRTL`
@@ -59,7 +60,7 @@ class RouterUnitResRTL(Component):
         s.latency = LAT
 
         s.start = InPort()
-        s.is_add, s.is_gap, s.is_gapb = InPort(), InPort(), InPort()
+        s.is_add, s.is_mask, s.is_gap, s.is_gapb = InPort(), InPort(), InPort(), InPort()
         s.n = InPort(24)
         s.relu = InPort()
         s.lanes = InPort(8)
@@ -83,7 +84,8 @@ class RouterUnitResRTL(Component):
         s.busy = OutPort()
         s.retire = OutPort()
 
-        s.run, s.add, s.gap = Wire(), Wire(), Wire()  # (neither add nor gap: GAPB)
+        s.run, s.add, s.msk, s.gap = Wire(), Wire(), Wire(), Wire()  # (none of them: GAPB)
+        s.pair = Wire()       # ADD or MASK: element pairs
         s.cnt, s.idx, s.drop = Wire(24), Wire(24), Wire(count_bits)
         s.r_relu, s.r_stoch = Wire(), Wire()
         s.r_m, s.r_dyn = Wire(17), Wire(24)
@@ -92,6 +94,7 @@ class RouterUnitResRTL(Component):
         s.more = Wire()       # a read at this edge
         s.issue = Wire()      # ... that yields a result
         s.flag = Wire()       # the result is real (not padding, not masked)
+        s.pos1 = Wire()       # the second operand is positive
         s.acc = Wire(SW)      # GAP: the channel's sum so far
         s.walk = RouterUnitResWalkRTL(count_bits - 1)
         s.walk.start //= s.start
@@ -106,10 +109,10 @@ class RouterUnitResRTL(Component):
         def up_res_ctrl():
             s.busy @= s.run
             s.more @= s.run & (s.idx < s.cnt)
-            s.walk.step @= s.more & ~s.add & ~s.reset
+            s.walk.step @= s.more & ~s.pair & ~s.reset
             s.retire @= s.run & (s.idx == s.cnt) & (s.tail == TAIL_END)
             s.drop_n @= s.drop
-            if s.add:
+            if s.pair:
                 s.issue @= s.more
                 s.raddr0 @= trunc(s.idx, AT)
                 s.raddr1 @= trunc(s.idx + s.cnt, AT)
@@ -125,22 +128,24 @@ class RouterUnitResRTL(Component):
             elif s.start:
                 s.run <<= 1
                 s.add <<= s.is_add
+                s.msk <<= s.is_mask
+                s.pair <<= s.is_add | s.is_mask
                 s.gap <<= s.is_gap
                 s.cnt <<= s.n
                 s.idx <<= Bits24(0)
                 s.tail <<= TAIL(0)
                 s.r_relu <<= s.relu
-                s.r_stoch <<= s.stoch & ~s.is_add
+                s.r_stoch <<= s.stoch & ~s.is_add & ~s.is_mask
                 s.r_m <<= s.m
                 s.r_dyn <<= s.dyn
-                if s.is_add:
+                if s.is_add | s.is_mask:
                     s.r_shift <<= Bits6(0)
                 else:
                     s.r_shift <<= s.shift
                 s.r_seed <<= s.seed
                 s.r_tid <<= s.tid
                 s.r_bits <<= s.sat_bits
-                if s.is_add:
+                if s.is_add | s.is_mask:
                     s.drop <<= trunc(s.n + s.n, CT)
                 elif s.is_gapb & s.relu:
                     s.drop <<= trunc(s.dyn + s.n, CT)
@@ -174,10 +179,13 @@ class RouterUnitResRTL(Component):
 
         @update
         def up_res_flag():
+            s.pos1 @= ~s.rdata1[SIGN] & (s.rdata1 != ZERO_T)  # (x > 0, signed: sign clear, not zero)
             if s.add:
                 s.flag @= 1
-            else:  # GAPB with relu: x > 0 (signed: sign clear, not zero)
-                s.flag @= s.walk.in_tensor & (s.gap | ~s.r_relu | (~s.rdata1[SIGN] & (s.rdata1 != ZERO_T)))
+            elif s.msk:
+                s.flag @= s.pos1
+            else:  # GAPB with relu: x > 0
+                s.flag @= s.walk.in_tensor & (s.gap | ~s.r_relu | s.pos1)
 
         @update
         def up_res_sat():  # the runtime saturation of q to r_bits
@@ -207,7 +215,7 @@ class RouterUnitResRTL(Component):
                     s.val @= s.acc + s.x0
                 else:
                     s.val @= s.x0
-                if s.add:
+                if s.pair:
                     s.prod @= sext(s.val, PT)
                 else:
                     s.prod @= sext(s.val, PT) * zext(s.r_m, PT)
@@ -227,7 +235,7 @@ class RouterUnitResRTL(Component):
                     s.acc <<= s.val
 
     def line_trace(s):
-        k = "a" if s.add else "p" if s.gap else "b"
+        k = "a" if s.add else "m" if s.msk else "p" if s.gap else "b"
         return f"R{k}{int(s.idx)}" if s.run else "R."
 
 
@@ -286,7 +294,7 @@ def _pipeline(s, S, PT, T, ZERO_T):
         s.val <<= s.val_in
         s.f2 <<= s.f1
         s.idx2 <<= s.idx1
-        if s.add:
+        if s.pair:
             s.prod <<= sext(s.val, PT)
         else:
             s.prod <<= sext(s.val, PT) * zext(s.r_m, PT)

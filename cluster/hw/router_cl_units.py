@@ -1,6 +1,6 @@
 """The scalar units of the cycle-level router (:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`): BIAS (the
 bias SGD step), GATHER (a relayout through the gather table), REQUANT (the rounding of all-reduced sums) and
-the residual unit's ADD, GAP and GAPB (:func:`~pymtl_fp.cluster.isa.residual.apply_residual`) on the scratch
+the residual unit's ADD, MASK, GAP and GAPB (:func:`~pymtl_fp.cluster.isa.residual.apply_residual`) on the scratch
 FIFO, as Python behaviour timed like :class:`~pymtl_fp.cluster.hw.RouterUnitRTL.RouterUnitRTL`.  This is the
 node's functional level too: :class:`~pymtl_fp.cluster.hw.node.NodeFL` joins an FL engine to this router,
 whose units compute each instruction's whole result at once.

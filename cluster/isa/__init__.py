@@ -45,6 +45,9 @@ kind      what it does                                                   retires
           elements each); replace them with ``saturate(a + b, bits)``,   cycles
           then ReLU if ``cmd.relu`` (a residual add, a fork's gradient
           sum)
+``MASK``  the residual unit: the scratch FIFO holds ``[g, x]``          after ``count + 2``
+          (``count`` elements each); replace them with ``g`` where      cycles
+          ``x > 0``, else 0, saturated to ``bits`` (ReLU's derivative)
 ``GAP``   the residual unit: the scratch FIFO holds an ``(N, C, H, W)``  after ``count + 2``
           map in the engine's activation layout (``count`` elements);    cycles
           replace it with its global average pool (``N, C, 1, 1``):
@@ -56,7 +59,7 @@ kind      what it does                                                   retires
 ``HALT``  the end of the program                                          never
 ========  =============================================================  ==========================
 
-``MOVE``, ``REDUCE``, ``RELAY``, ``BIAS``, ``GATHER``, ``REQUANT``, ``ADD``, ``GAP`` and ``GAPB`` start only
+``MOVE``, ``REDUCE``, ``RELAY``, ``BIAS``, ``GATHER``, ``REQUANT``, ``ADD``, ``MASK``, ``GAP`` and ``GAPB`` start only
 when every earlier LOAD and STORE has moved its last element (the feeder and drainer are idle);
 ``ENG``/``LOAD``/``STORE`` are offered to the engine at once, in order (the engine decides whether it may
 overlap them).
@@ -104,10 +107,10 @@ CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
 NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT, REDUCE, REQUANT, RELAY = range(11)
-ADD, GAP, GAPB = residual.ADD, residual.GAP, residual.GAPB
+ADD, GAP, GAPB, MASK = residual.ADD, residual.GAP, residual.GAPB, residual.MASK
 KIND_NAMES = {NOP: "nop", ENG: "eng", LOAD: "load", STORE: "store", MOVE: "move", BIAS: "bias",
               GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant", RELAY: "relay",
-              ADD: "add", GAP: "gap", GAPB: "gapb"}
+              ADD: "add", GAP: "gap", GAPB: "gapb", MASK: "mask"}
 #: kinds run by the residual unit (:mod:`pymtl_fp.cluster.isa.residual`)
 RES_KINDS = residual.RES_KINDS
 #: kinds that start only when the feeder and the drainer are idle
@@ -165,6 +168,9 @@ KIND_DOC = {
     ADD: ("residual unit: the scratch FIFO holds [a, b] (`cmd.count` elements each); replace them with "
           "saturate(a + b, `bits`), then ReLU if `cmd.relu` (a residual add; a fork's gradient sum)",
           f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
+    MASK: ("residual unit: the scratch FIFO holds [g, x] (`cmd.count` elements each); replace them with g where "
+           "x > 0, else 0, saturated to `bits` (the ReLU derivative on an add's gradient into a skip)",
+           f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
     GAP: ("residual unit: global average pool of the (n, c, A = `hw` pixels) map in the scratch FIFO "
           "(activation layout on P = `pk`, `ct` tiles, `cmd.count` elements): requantize(M * sum, F, `bits`), "
           "M in `cmd.rs`, F in `cmd.shift`, stochastic index n*c + c", f"after `count` + 2 cycles "
@@ -186,7 +192,7 @@ HEADER_DOC = {
     "seedstep": "1: the rounding seed is `cmd.seed` + loop iteration (mod 2**32)",
     "src": "LOAD / MOVE / REDUCE source: 0 fwd_in, 1 bwd_in, 2 scratch FIFO, 3 host_in",
     "dmask": "STORE / MOVE / REDUCE destinations: bit 0 fwd_out, 1 bwd_out, 2 scratch FIFO, 3 host_out",
-    "bits": "BIAS / REQUANT / ADD / GAP / GAPB: output width of the saturation",
+    "bits": "BIAS / REQUANT / ADD / MASK / GAP / GAPB: output width of the saturation",
     "tbase": "GATHER: first gather-table entry",
     "tlen": "GATHER: gather-table entries",
 }
@@ -371,8 +377,8 @@ def apply_requant(values: list, ins: Instr, seed: int) -> list:
 
 
 def unit_cycles(ins: Instr, table: list, latency: int = 0) -> int:
-    """Cycles a scalar unit (BIAS, GATHER, REQUANT, ADD, GAP, GAPB) holds the sequencer; ``latency``: the
-    cycles a BIAS, REQUANT, ADD, GAP or GAPB takes more on a router with pipelined units
+    """Cycles a scalar unit (BIAS, GATHER, REQUANT, ADD, MASK, GAP, GAPB) holds the sequencer; ``latency``:
+    the cycles any of them but GATHER takes more on a router with pipelined units
     (``RouterConfig.unit_latency``)."""
     if ins.kind == GATHER:
         return gather_cycles(table[ins.tbase: ins.tbase + ins.tlen])
@@ -389,7 +395,7 @@ def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int)
 
 
 #: the residual kinds' constructors (:mod:`pymtl_fp.cluster.isa.residual`)
-add, gap, gapb = residual.add, residual.gap, residual.gapb
+add, mask, gap, gapb = residual.add, residual.mask, residual.gap, residual.gapb
 
 
 def gather(n_in: int, tbase: int, tlen: int) -> Instr:

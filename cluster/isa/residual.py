@@ -1,7 +1,7 @@
-"""The node program ISA's residual kinds: the elementwise add (``ADD``) and the global average pool
-forward (``GAP``) and backward (``GAPB``), run by the router's residual unit over the scratch FIFO
-(:class:`~pymtl_fp.cluster.hw.RouterUnitResRTL.RouterUnitResRTL`; the cycle-level router's twin in
-:mod:`pymtl_fp.cluster.hw.router_cl_units`).  This module builds their instructions, checks them
+"""The node program ISA's residual kinds: the elementwise add (``ADD``), the ReLU derivative's mask
+(``MASK``) and the global average pool forward (``GAP``) and backward (``GAPB``), run by the router's
+residual unit over the scratch FIFO (:class:`~pymtl_fp.cluster.hw.RouterUnitResRTL.RouterUnitResRTL`; the
+cycle-level router's twin in :mod:`pymtl_fp.cluster.hw.router_cl_units`).  This module builds their instructions, checks them
 (one-line :class:`~pymtl_fp.cluster.isa.IsaError`\\ s naming the layer) and defines what they leave in
 the scratch FIFO (:func:`apply_residual`), bit for bit as the RTL computes it, on Python ints.
 
@@ -18,6 +18,9 @@ element; ``clamp(v, b)`` saturates to ``b`` bits)::
 
     ADD   scratch [a, b], count = n elements each     -> n results
           r[i] = clamp(clamp(a[i] + b[i], stream_bits), bits), then max(r, 0) if cmd.relu
+    MASK  scratch [g, x], count = n elements each     -> n results
+          r[i] = clamp(g[i], bits) where x[i] > 0, else 0      (an add's gradient into a skip
+          whose source comes out of a ReLU: golden.train's mask)
     GAP   scratch x: an (N, C, H, W) map in the engine's activation layout (element [n, c, h, w]
           at ((n*CT + c//P)*A + h*W + w)*P + c % P, A = H*W), count = N*CT*A*P elements
                                                        -> the (N, C, 1, 1) map in that layout
@@ -38,7 +41,7 @@ stream_bits`` and saturate in the last one), :func:`~pymtl_fp.golden.residual.ga
 :func:`~pymtl_fp.golden.residual.gap_bwd`.  The sums and products are exact for any element values
 (the RTL's widths: ``stream_bits + 17`` for a sum, ``+ 35`` for ``M`` times it).
 
-Instruction fields: ADD: ``count``, ``bits``, ``cmd.relu``.  GAP / GAPB: ``count`` (the full map's
+Instruction fields: ADD: ``count``, ``bits``, ``cmd.relu``; MASK: ``count``, ``bits``.  GAP / GAPB: ``count`` (the full map's
 elements), ``cmd.n``, ``cmd.c`` (C), ``cmd.ct`` (CT), ``cmd.pk`` (P), ``cmd.hw`` (A), ``cmd.chw``
 (C*A, GAPB's index stride), ``cmd.rs`` (M), ``cmd.shift`` (F), ``cmd.stoch``, ``cmd.seed``,
 ``cmd.tid``, ``bits``; GAPB: ``cmd.crs`` (dy's N*CT*P elements) and ``cmd.relu`` (mask by x).
@@ -49,8 +52,10 @@ Each reads one scratch element (pair) an edge: it retires ``count + 2`` edges af
 from __future__ import annotations
 
 #: kind codes (the ISA's 4-bit ``kind``; :mod:`pymtl_fp.cluster.isa` re-exports them)
-ADD, GAP, GAPB = 11, 12, 13
-RES_KINDS = (ADD, GAP, GAPB)
+ADD, GAP, GAPB, MASK = 11, 12, 13, 14
+RES_KINDS = (ADD, GAP, GAPB, MASK)
+#: the kinds that read an element pair ``(a[i], b[i])`` of ``[a, b]``
+PAIR_KINDS = (ADD, MASK)
 #: the largest pooled area (the reciprocal's shift stays at most 32)
 MAX_AREA = 1 << 16
 
@@ -83,6 +88,16 @@ def add(n: int, bits: int, relu: bool = False, *, name: str = "add", formats=Non
         if max(fa.bits, fb.bits) > bits:
             raise isa.IsaError(f"{name}: operands of {max(fa.bits, fb.bits)} bits added into {bits}")
     return isa.Instr(ADD, isa._checked_cmd(dict(count=n, relu=int(bool(relu)))), bits=bits)
+
+
+def mask(n: int, bits: int, *, name: str = "mask"):
+    """A MASK of ``n`` gradient elements by ``n`` forward values (``[g, x]`` in the scratch FIFO): ``g``
+    where ``x > 0``, else 0, saturated to ``bits``."""
+    isa = _isa()
+    _check_bits(bits, name)
+    if not isinstance(n, int) or n < 1:
+        raise isa.IsaError(f"{name}: a mask needs at least one element, got {n!r}")
+    return isa.Instr(MASK, isa._checked_cmd(dict(count=n)), bits=bits)
 
 
 def _gap_cmd(shape, P: int, bits: int, stoch: int, seed: int, tid: int, name: str) -> dict:
@@ -124,7 +139,7 @@ def gapb(shape, P: int, bits: int, *, relu: bool = False, stoch: int = 1, seed: 
 
 def inputs(ins) -> int:
     """Elements a residual instruction finds in the scratch FIFO (and drops when it retires)."""
-    if ins.kind == ADD:
+    if ins.kind in PAIR_KINDS:
         return 2 * ins.count
     if ins.kind == GAP:
         return ins.count
@@ -137,9 +152,11 @@ def push_every(ins) -> int:
 
 
 def describe(ins) -> str:
-    k = {ADD: "add", GAP: "gap", GAPB: "gapb"}[ins.kind]
+    k = {ADD: "add", GAP: "gap", GAPB: "gapb", MASK: "mask"}[ins.kind]
     if ins.kind == ADD:
         return f"add x{ins.count}" + (" relu" if ins.field("relu") else "")
+    if ins.kind == MASK:
+        return f"mask x{ins.count}"
     return f"{k} x{ins.count} (A = {ins.field('hw')}, C = {ins.field('c')}, P = {ins.field('pk')})"
 
 
@@ -149,7 +166,7 @@ def _clamp(v: int, b: int) -> int:
 
 
 def apply_residual(values: list, ins, seed: int, stream_bits: int) -> list:
-    """What ADD / GAP / GAPB leave in the scratch FIFO (``values``: its input, :func:`inputs` elements;
+    """What ADD / MASK / GAP / GAPB leave in the scratch FIFO (``values``: its input, :func:`inputs` elements;
     ``seed``: the rounding seed in effect), as the RTL computes it."""
     from pymtl_fp.primitives.RequantRTL import requant_ref
 
@@ -158,6 +175,9 @@ def apply_residual(values: list, ins, seed: int, stream_bits: int) -> list:
         n = ins.count
         out = [_clamp(_clamp(a + b, stream_bits), bits) for a, b in zip(values[:n], values[n:2 * n])]
         return [max(v, 0) for v in out] if ins.field("relu") else out
+    if ins.kind == MASK:
+        n = ins.count
+        return [_clamp(_clamp(g, stream_bits), bits) if x > 0 else 0 for g, x in zip(values[:n], values[n:2 * n])]
     P, ct_n, c_n, area = ins.field("pk"), ins.field("ct"), ins.field("c"), ins.field("hw")
     m, f, stoch, tid = ins.field("rs"), ins.field("shift"), bool(ins.field("stoch")), ins.field("tid")
     groups = ins.count // (area * P)

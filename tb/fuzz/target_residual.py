@@ -1,4 +1,4 @@
-"""Fuzz target ``residual``: the router's residual kinds (ADD, GAP, GAPB) against the golden model.
+"""Fuzz target ``residual``: the router's residual kinds (ADD, MASK, GAP, GAPB) against the golden model.
 
 A case is the parameters of :func:`pymtl_fp.tb.residual_cases.residual_params` (kind, array side, format,
 map shape, rounding, ReLU, the values' seed) plus random stalls and, for the router, pipelined units.
@@ -136,7 +136,7 @@ def coverage(case):
 
 TARGET = FuzzTarget(
     name="residual",
-    description="the router's ADD / GAP / GAPB (node FL, router CL, RTL == CL every cycle) vs golden.residual",
+    description="the router's ADD / MASK / GAP / GAPB (node FL, router CL, RTL == CL every cycle) vs golden.residual",
     levels=LEVELS,
     strategy=strategy,
     check=check,
