@@ -30,7 +30,7 @@ MAX_WORKERS = 256
 #: most examples a campaign may be bound to (a billion: months at the fastest target's rate)
 MAX_EXAMPLES = 10**9
 
-HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant)"
+HELP = "property-based fuzzing campaign with a time budget (engine, link, cluster, requant, residual)"
 
 
 def add_arguments(parser):

@@ -3,7 +3,8 @@ sources and sinks with random stalls, and a per-cycle trace of every port and st
 
 * :func:`random_program` draws a valid node program (:mod:`pymtl_fp.cluster.isa`): LOADs from the
   links, the host and the scratch FIFO, STOREs to any set of destinations, compute commands,
-  MOVEs, BIAS and GATHER on what the scratch FIFO holds, NOPs, a loop, marks and done marks.
+  MOVEs, REDUCEs, RELAYs, BIAS, GATHER, REQUANT, ADD, MASK, GAP and GAPB on what the scratch FIFO holds,
+  NOPs, a loop, marks and done marks.
 * :class:`EngineStub` answers the router's engine side: it accepts a command when its unit is idle
   (one command at a time, like the serial engine) and not stalled, takes a LOAD's elements on
   ``din``, produces a STORE's elements on ``dout`` (a pure function of the seed and the element
@@ -109,7 +110,7 @@ class EngineStub(Component):
 class RouterBench(Component):
     """A router of any level with its environment."""
 
-    def construct(s, router, bits=32, seed=0, stall=0.0, n_in=4096, lanes=1):
+    def construct(s, router, bits=32, seed=0, stall=0.0, n_in=4096, lanes=1, inputs=None):
         s.router = router
         s.engine = EngineStub(bits, seed, stall, lanes)
         bits = lanes * bits  # the links' and the host's beats
@@ -118,8 +119,9 @@ class RouterBench(Component):
         s.router.din //= s.engine.din
         s.engine.dout //= s.router.dout
         s.router.busy //= s.engine.busy
-        s.srcs = [StallSource(T, [T(_data(seed + 10 + i, j, bits)) for j in range(n_in)], stall, seed + 20 + i)
-                  for i in range(3)]
+        if inputs is None:  # (else: the beats of fwd_in, bwd_in and host_in, as unsigned ints)
+            inputs = [[_data(seed + 10 + i, j, bits) for j in range(n_in)] for i in range(3)]
+        s.srcs = [StallSource(T, [T(v) for v in inputs[i]], stall, seed + 20 + i) for i in range(3)]
         s.srcs[0].send //= s.router.fwd_in
         s.srcs[1].send //= s.router.bwd_in
         s.srcs[2].send //= s.router.host_in
@@ -210,7 +212,12 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
                 req = _random_requant(rng, tally)
                 if req is not None:
                     out.append(req)
-            elif r < 0.8:
+            elif r < 0.81 and scratch_ok and tally > 0:
+                res = _random_residual(rng, tally, scratch_depth)
+                if res is not None:
+                    ins_list, tally = res
+                    out.extend(ins_list)
+            elif r < 0.82:
                 out.append(isa.Instr(isa.NOP))
             elif scratch_ok and tally > 0 and tally % 2 == 0 and 3 * tally // 2 <= scratch_depth and r < 0.9:
                 nb = tally // 2
@@ -277,6 +284,31 @@ def _random_requant(rng: random.Random, n: int):
     return isa.requant(n, layout, shape, P, **shifts)
 
 
+def _random_residual(rng: random.Random, n: int, depth: int):
+    """An ADD, MASK, GAP or GAPB of the scratch FIFO's ``n`` elements (after a STORE topping the FIFO up to its
+    operands' elements, if needed) and the elements it leaves, or None if none fits."""
+    kind = rng.choice([isa.ADD, isa.MASK, isa.GAP, isa.GAPB])
+    bits = rng.randint(2, 32)
+    for _ in range(6):
+        if kind == isa.ADD:
+            ins = isa.add(-(-n // 2), bits, rng.random() < 0.5)
+        elif kind == isa.MASK:
+            ins = isa.mask(-(-n // 2), bits)
+        else:
+            shape = (rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 3))
+            rounding = dict(stoch=rng.randrange(2), seed=rng.getrandbits(32), tid=rng.randrange(256))
+            if kind == isa.GAP:
+                ins = isa.gap(shape, rng.randint(1, 4), bits, **rounding)
+            else:
+                ins = isa.gapb(shape, rng.randint(1, 4), bits, relu=rng.random() < 0.5, **rounding)
+        want = isa.residual.inputs(ins)
+        left = ins.count // ins.field("hw") if kind == isa.GAP else ins.count
+        if n <= want <= depth // 4 and left <= depth // 4:
+            top = [isa.store(isa.DST_SCRATCH, count=want - n, target=0)] if want > n else []
+            return top + [ins], left
+    return None
+
+
 def _factors(n: int) -> list:
     out, d = [], 2
     while n > 1:
@@ -301,12 +333,13 @@ COUNTERS = ("st_cnt", "st_cycle", "st_halted", "st_pc", "st_iter", "st_sent", "s
             "st_scratch_peak")
 
 
-def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20_000) -> dict:
+def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20_000, inputs=None) -> dict:
     """Run ``prog`` on a router of ``level`` in :class:`RouterBench`; return its per-cycle trace
     (every port's val/rdy and transferred message, and the status outputs the CL model has),
-    what the sinks and the engine received, and the cycle the router halted."""
+    what the sinks and the engine received, and the cycle the router halted.  ``inputs``: the beats
+    the link inputs and the host send (three lists of unsigned ints; default: random words)."""
     bench = RouterBench(router_of("rtl" if level == "verilator" else level, cfg), cfg.stream_bits, seed, stall,
-                        lanes=cfg.stream_lanes)
+                        lanes=cfg.stream_lanes, inputs=inputs)
     if level == "verilator":
         from pymtl_fp.verilate import translate_import_units
 

@@ -37,7 +37,7 @@ def fuzz(tmp_path, *args, db="db", timeout=3600):
 # ---- registry, case files, mutations ------------------------------------------------------------
 
 def test_registry_names_and_unknown_targets_say_so():
-    assert set(targets.names()) == {"engine", "link", "cluster", "requant"}
+    assert set(targets.names()) == {"engine", "link", "cluster", "requant", "residual"}
     with pytest.raises(targets.TargetUnavailable, match="unknown fuzz target 'nope'; choose one of engine"):
         targets.get("nope")
     t = targets.get("requant")

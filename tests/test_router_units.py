@@ -14,6 +14,9 @@ against a small Python model of its documented behaviour:
   element REQUANT rounds (:func:`isa.requant_indices`); :class:`RouterUnitSatRTL`: the saturated BIAS step;
 * :class:`RouterStatusRTL`: the state priority of the status outputs.
 
+(The residual unit, :class:`RouterUnitResRTL` with :class:`RouterUnitResWalkRTL`, is checked against the
+golden model through the router in ``tests/test_router_residual.py``; here it is linted.)
+
 The unit class is a parameter of each test where two units share a behaviour.  ``test_*_lints_clean``
 translates every unit to Verilog and lints it with Verilator.
 """
@@ -34,6 +37,8 @@ from pymtl_fp.cluster.hw.RouterProgMemRTL import RouterProgMemRTL
 from pymtl_fp.cluster.hw.RouterScratchRTL import RouterScratchRTL
 from pymtl_fp.cluster.hw.RouterStatusRTL import RouterStatusRTL
 from pymtl_fp.cluster.hw.RouterUnitPipeRTL import RouterUnitPipeRTL
+from pymtl_fp.cluster.hw.RouterUnitResRTL import RouterUnitResRTL
+from pymtl_fp.cluster.hw.RouterUnitResWalkRTL import RouterUnitResWalkRTL
 from pymtl_fp.cluster.hw.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
@@ -388,6 +393,7 @@ LINT_UNITS = [
     (RouterDeliverRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)), (RouterPendRTL, (4,)),
     (RouterProgMemRTL, (64, 16)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
     (RouterUnitWalkSumRTL, ()), (RouterUnitPipeRTL, (32,)), (RouterUnitRTL, (32, 12, 8, True)),
+    (RouterUnitResWalkRTL, ()), (RouterUnitResRTL, (32, 12, False)), (RouterUnitResRTL, (32, 12, True)),
 ]
 
 

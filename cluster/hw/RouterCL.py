@@ -28,9 +28,9 @@ Every stream carries beats of ``E = cfg.stream_lanes`` elements: a move of ``n``
 FIFO and the adder, as they came from a link or ``dout`` otherwise); the scratch FIFO holds
 elements (a beat pushes or pops only its elements), and the scalar units work element by element.
 The counters (``sent``, ``received``, output buffer depths) count beats.
-4. **sequencer**: a MOVE / REDUCE retires after its last element; a BIAS / GATHER / REQUANT
-   starts when the feeder and drainer are idle and retires :func:`~pymtl_fp.cluster.isa.unit_cycles`
-   edges later (its result is applied to the scratch
+4. **sequencer**: a MOVE / REDUCE retires after its last element; a scalar unit's instruction
+   (BIAS / GATHER / REQUANT / ADD / MASK / GAP / GAPB) starts when the feeder and drainer are idle and
+   retires :func:`~pymtl_fp.cluster.isa.unit_cycles` edges later (its result is applied to the scratch
    FIFO when it starts: nothing can read the FIFO while it runs); a NOP retires.  Retiring moves
    ``pc`` on (or back to the loop start: ``lend``), and the next instruction is fresh.
 5. **outputs**: ``cmd`` offers the current ENG/LOAD/STORE (its seed plus the loop iteration when

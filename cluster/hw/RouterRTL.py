@@ -9,7 +9,7 @@ scalar units, done marks and statistics.
                  sequencer --cmd--> engine         fwd_in/bwd_in/host_in --> feeder --din--> engine
                       |                            engine --dout--> drainer --> out buffers --> fwd_out/
                  MOVE / REDUCE / RELAY (link [+ scratch] -> link / scratch) ----^           bwd_out/host_out
-                 scalar units (BIAS, GATHER, REQUANT) <--> scratch FIFO <--> feeder / drainer
+                 scalar units (BIAS, GATHER, REQUANT, ADD, MASK, GAP, GAPB) <--> scratch FIFO <--> feeder / drainer
 
 It executes the node program ISA of :mod:`pymtl_fp.cluster.isa`, cycle for cycle as its twin
 :class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL` (whose docstring gives the per-edge behaviour).  The
@@ -27,7 +27,8 @@ should have refused).  Elaboration parameters: :class:`~pymtl_fp.cluster.hw.rout
 The units, each its own component: :class:`RouterProgMemRTL`, :class:`RouterFeedRTL`,
 :class:`RouterDrainRTL`, :class:`RouterMoveRTL` (MOVE / REDUCE / RELAY), :class:`RouterDeliverRTL`
 (output buffers, the scratch FIFO's inputs), :class:`RouterScratchRTL`, :class:`RouterUnitRTL`
-(BIAS / GATHER / REQUANT), :class:`RouterPendRTL` (done marks), :class:`RouterStatusRTL` (state
+(BIAS / GATHER / REQUANT; ADD / MASK / GAP / GAPB in its :class:`RouterUnitResRTL`),
+:class:`RouterPendRTL` (done marks), :class:`RouterStatusRTL` (state
 and counters); this file is the sequencer (decode, engine commands, retire, loops) and the wiring.
 """
 
@@ -64,6 +65,7 @@ from pymtl_fp.cluster.hw.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.engine.msgs import cmd_type
 
 K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT, K_REDUCE, K_REQUANT, K_RELAY = (Bits4(k) for k in range(11))
+K_ADD, K_GAP, K_GAPB, K_MASK = (Bits4(k) for k in isa.RES_KINDS)
 NPEND = 4  # done marks waiting for their moves
 
 
@@ -161,12 +163,17 @@ class RouterRTL(Component):
             s.dlv.red @= s.kind == K_REDUCE
             s.unit.is_bias @= s.kind == K_BIAS
             s.unit.is_requant @= s.kind == K_REQUANT
+            s.unit.is_add @= s.kind == K_ADD
+            s.unit.is_mask @= s.kind == K_MASK
+            s.unit.is_gap @= s.kind == K_GAP
+            s.unit.is_gapb @= s.kind == K_GAPB
             s.unit.glayout @= s.ins.cmd.target == BUF_G
 
         @update
         def up_seq_retire():
-            s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER) | (s.kind == K_REQUANT)) & s.quiet
-                             & ~s.unit.busy & ~s.reset)
+            s.unit_start @= (((s.kind == K_BIAS) | (s.kind == K_GATHER) | (s.kind == K_REQUANT) | (s.kind == K_ADD)
+                              | (s.kind == K_MASK) | (s.kind == K_GAP) | (s.kind == K_GAPB)) & s.quiet & ~s.unit.busy
+                             & ~s.reset)
             s.retire @= s.cmd_fire | s.move.mv_last | s.move.rl_done | s.unit.retire | (s.kind == K_NOP)
             s.jump @= s.ins.lend & (zext(s.iter, Bits16) + Bits16(1) < s.ins.lcount)
             if s.jump:
@@ -278,6 +285,11 @@ def _wire_units(s, E):
     s.unit.seed //= s.seed
     s.unit.tid //= s.ins.cmd.tid
     s.unit.sat_bits //= s.ins.bits
+    s.unit.relu //= s.ins.cmd.relu  # (the residual unit's fields: isa.residual)
+    s.unit.area //= s.ins.cmd.hw
+    s.unit.chw //= s.ins.cmd.chw
+    s.unit.m //= s.ins.cmd.rs
+    s.unit.dyn //= s.ins.cmd.crs
     s.unit.tbase //= s.ins.tbase
     s.unit.tlen //= s.ins.tlen
     s.st_state //= s.stat.state

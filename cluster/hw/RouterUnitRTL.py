@@ -1,6 +1,7 @@
 """The router's scalar units (RTL): the bias SGD step (``BIAS``), the relayout between array
-sides (``GATHER``) and the requantizer of all-reduced sums (``REQUANT``), all working on the
-scratch FIFO.
+sides (``GATHER``), the requantizer of all-reduced sums (``REQUANT``) and the residual unit (``ADD``,
+``MASK``, ``GAP``, ``GAPB``: a :class:`~pymtl_fp.cluster.hw.RouterUnitResRTL.RouterUnitResRTL`, whose scratch
+reads, pushes, drop and retire this unit passes on while it runs), all working on the scratch FIFO.
 
 Started by the sequencer at an edge (``start``; the feeder and drainer are idle, so nothing else
 touches the scratch FIFO), a unit appends one result element per edge to the scratch FIFO's tail,
@@ -45,6 +46,7 @@ from pymtl3 import (
     InPort,
     OutPort,
     Wire,
+    connect,
     mk_bits,
     trunc,
     update,
@@ -54,6 +56,7 @@ from pymtl3 import (
 
 from pymtl_fp.cluster.hw.RouterUnitPipeRTL import LATENCY as PIPE_LATENCY
 from pymtl_fp.cluster.hw.RouterUnitPipeRTL import RouterUnitPipeRTL
+from pymtl_fp.cluster.hw.RouterUnitResRTL import RouterUnitResRTL
 from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkSumRTL import RouterUnitWalkSumRTL
@@ -76,6 +79,9 @@ class RouterUnitRTL(Component):
         s.start = InPort()
         s.is_bias = InPort()
         s.is_requant = InPort()
+        s.is_add, s.is_mask, s.is_gap, s.is_gapb = InPort(), InPort(), InPort(), InPort()
+        s.relu = InPort()     # the residual unit's (and its area, C*A, M, dy's elements)
+        s.area, s.chw, s.m, s.dyn = InPort(17), InPort(24), InPort(17), InPort(24)
         s.lanes = InPort(8)  # REQUANT: the engine's P; glayout: G's layout (else B's); the tensor
         s.glayout = InPort()
         s.ct, s.c, s.r, s.sw = InPort(16), InPort(16), InPort(16), InPort(16)
@@ -105,6 +111,12 @@ class RouterUnitRTL(Component):
         s.drop_n = OutPort(count_bits)
         s.busy = OutPort()
         s.retire = OutPort()
+
+        s.res = RouterUnitResRTL(bits, count_bits, pipelined)
+        _wire_res(s)
+        s.own_start = Wire()  # a BIAS / GATHER / REQUANT starts
+        s.own_push, s.own_data, s.own_retire = Wire(), Wire(bits), Wire()
+        s.own_raddr0, s.own_raddr1, s.own_drop_n = Wire(count_bits - 1), Wire(count_bits - 1), Wire(count_bits)
 
         s.run = Wire()
         s.bias = Wire()
@@ -149,22 +161,40 @@ class RouterUnitRTL(Component):
             s.run_len @= s.t_data[23:31]
             s.run_off @= s.t_data[0:23]
             s.t_addr @= trunc(s.r_tbase + s.tidx, TT)
-            s.busy @= s.run
             s.last_run_elem @= zext(s.roff, Bits8) + Bits8(1) == s.run_len
             if s.req:
-                s.raddr0 @= trunc(s.idx, AT)
-                s.raddr1 @= trunc(s.idx, AT)
+                s.own_raddr0 @= trunc(s.idx, AT)
+                s.own_raddr1 @= trunc(s.idx, AT)
             elif s.bias:
-                s.raddr0 @= trunc(s.idx, AT)
-                s.raddr1 @= trunc(s.idx + s.cnt, AT)
+                s.own_raddr0 @= trunc(s.idx, AT)
+                s.own_raddr1 @= trunc(s.idx + s.cnt, AT)
             else:
-                s.raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
-                s.raddr1 @= AT(0)
-            s.drop @= s.retire
+                s.own_raddr0 @= trunc(zext(s.run_off, Bits24) + zext(s.roff, Bits24), AT)
+                s.own_raddr1 @= AT(0)
             if s.bias & ~s.req:
-                s.drop_n @= trunc(s.cnt + s.cnt, CT)
+                s.own_drop_n @= trunc(s.cnt + s.cnt, CT)
             else:
-                s.drop_n @= trunc(s.cnt, CT)
+                s.own_drop_n @= trunc(s.cnt, CT)
+
+        @update
+        def up_unit_select():  # the residual unit's, while it runs
+            s.own_start @= s.start & ~s.is_add & ~s.is_mask & ~s.is_gap & ~s.is_gapb
+            s.res.start @= s.start & (s.is_add | s.is_mask | s.is_gap | s.is_gapb)
+            s.busy @= s.run | s.res.busy
+            s.retire @= s.own_retire | s.res.retire
+            s.drop @= s.retire
+            if s.res.busy:
+                s.raddr0 @= s.res.raddr0
+                s.raddr1 @= s.res.raddr1
+                s.drop_n @= s.res.drop_n
+                s.push @= s.res.push
+                s.push_data @= s.res.push_data
+            else:
+                s.raddr0 @= s.own_raddr0
+                s.raddr1 @= s.own_raddr1
+                s.drop_n @= s.own_drop_n
+                s.push @= s.own_push
+                s.push_data @= s.own_data
 
         if pipelined:
             @update
@@ -178,28 +208,28 @@ class RouterUnitRTL(Component):
                 s.last_out @= s.tail == TAIL_END
                 if s.bias:
                     s.more @= s.run & s.ready & (s.idx < s.cnt)
-                    s.retire @= s.run & s.ready & (s.idx == s.cnt) & s.last_out
+                    s.own_retire @= s.run & s.ready & (s.idx == s.cnt) & s.last_out
                 else:
                     s.more @= s.run & (s.tidx < s.r_tlen)
-                    s.retire @= s.run & (s.tidx == s.r_tlen)
+                    s.own_retire @= s.run & (s.tidx == s.r_tlen)
 
             @update
             def up_unit_out_pipe():
                 s.pipe.issue @= s.more & s.bias
                 s.walk.step @= s.more & s.req & ~s.reset
                 if s.bias:
-                    s.push @= s.pipe.push
-                    s.push_data @= s.pipe.val
+                    s.own_push @= s.pipe.push
+                    s.own_data @= s.pipe.val
                 else:
-                    s.push @= s.more
+                    s.own_push @= s.more
                     if s.zero_run:
-                        s.push_data @= ZERO_T
+                        s.own_data @= ZERO_T
                     else:
-                        s.push_data @= s.rdata0
+                        s.own_data @= s.rdata0
 
             @update_ff
             def up_unit_pipe_ctrl():
-                if s.reset | s.start:
+                if s.reset | s.own_start:
                     s.ready <<= 0
                     s.tail <<= TAIL(0)
                 else:
@@ -215,10 +245,10 @@ class RouterUnitRTL(Component):
                     s.rq.index @= zext(s.idx, Bits32)
                 if s.bias:
                     s.more @= s.run & (s.idx < s.cnt)
-                    s.retire @= s.run & (s.idx == s.cnt)
+                    s.own_retire @= s.run & (s.idx == s.cnt)
                 else:
                     s.more @= s.run & (s.tidx < s.r_tlen)
-                    s.retire @= s.run & (s.tidx == s.r_tlen)
+                    s.own_retire @= s.run & (s.tidx == s.r_tlen)
 
             @update
             def up_unit_step():
@@ -227,19 +257,19 @@ class RouterUnitRTL(Component):
 
             @update
             def up_unit_out():
-                s.push @= s.more
+                s.own_push @= s.more
                 if s.bias:
-                    s.push_data @= s.sat.val
+                    s.own_data @= s.sat.val
                 elif s.zero_run:
-                    s.push_data @= ZERO_T
+                    s.own_data @= ZERO_T
                 else:
-                    s.push_data @= s.rdata0
+                    s.own_data @= s.rdata0
 
         @update_ff
         def up_unit_state():
             if s.reset:
                 s.run <<= 0
-            elif s.start:
+            elif s.own_start:
                 s.run <<= 1
                 s.bias <<= s.is_bias | s.is_requant
                 s.req <<= s.is_requant
@@ -256,7 +286,7 @@ class RouterUnitRTL(Component):
                 s.r_bits <<= s.sat_bits
                 s.r_tbase <<= s.tbase
                 s.r_tlen <<= s.tlen
-            elif s.retire:
+            elif s.own_retire:
                 s.run <<= 0
             elif s.more:
                 if s.bias:
@@ -269,7 +299,16 @@ class RouterUnitRTL(Component):
                         s.roff <<= s.roff + Bits8(1)
 
     def line_trace(s):
+        if s.res.busy:
+            return s.res.line_trace()
         return f"U{'q' if s.req else 'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."
+
+
+def _wire_res(s):
+    """The residual unit's connections (its outputs: ``up_unit_select``)."""
+    for name in ("is_add", "is_mask", "is_gap", "is_gapb", "n", "relu", "lanes", "ct", "c", "area", "chw", "m", "dyn",
+                 "shift", "stoch", "seed", "tid", "sat_bits", "rdata0", "rdata1"):
+        connect(getattr(s.res, name), getattr(s, name))
 
 
 def _wire_pipe(s):

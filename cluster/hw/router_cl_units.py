@@ -1,11 +1,15 @@
 """The scalar units of the cycle-level router (:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`): BIAS (the
-bias SGD step), GATHER (a relayout through the gather table) and REQUANT (the rounding of all-reduced sums)
-on the scratch FIFO, as Python behaviour timed like :class:`~pymtl_fp.cluster.hw.RouterUnitRTL.RouterUnitRTL`.
+bias SGD step), GATHER (a relayout through the gather table), REQUANT (the rounding of all-reduced sums) and
+the residual unit's ADD, MASK, GAP and GAPB (:func:`~pymtl_fp.cluster.isa.residual.apply_residual`) on the scratch
+FIFO, as Python behaviour timed like :class:`~pymtl_fp.cluster.hw.RouterUnitRTL.RouterUnitRTL`.  This is the
+node's functional level too: :class:`~pymtl_fp.cluster.hw.node.NodeFL` joins an FL engine to this router,
+whose units compute each instruction's whole result at once.
 
 A unit starts when the feeder and drainer are idle, replaces the scratch FIFO's contents with its result at
 once (nothing can read the FIFO while it runs) and retires :func:`~pymtl_fp.cluster.isa.unit_cycles` edges
-later; the scratch FIFO's peak counts the RTL's one appended result per edge (with pipelined units,
-``RouterConfig.pipelined_units``, a BIAS's or REQUANT's from ``unit_latency`` edges later on).
+later; the scratch FIFO's peak counts the RTL's one appended result per edge (a GAP's: one per ``A`` edges;
+with pipelined units, ``RouterConfig.pipelined_units``, every kind's but GATHER's from ``unit_latency`` edges
+later on).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.isa import residual
 
 
 class RouterUnitsCL:
@@ -21,7 +26,10 @@ class RouterUnitsCL:
 
     def _start_unit(s, ins):
         vals = list(s.scratch)
-        want = 2 * ins.count if ins.kind == isa.BIAS else ins.count  # (BIAS holds [b, db])
+        if ins.kind in isa.RES_KINDS:
+            want = residual.inputs(ins)
+        else:
+            want = 2 * ins.count if ins.kind == isa.BIAS else ins.count  # (BIAS holds [b, db])
         if len(vals) != want:
             raise RuntimeError(f"{s.node_name}: {isa.KIND_NAMES[ins.kind].upper()} of {ins.count} elements with "
                                f"{len(vals)} in the scratch FIFO")
@@ -31,19 +39,23 @@ class RouterUnitsCL:
                               s._seed(ins), ins.field("tid"), ins.bits, ins.field("bshift"))
         elif ins.kind == isa.REQUANT:
             out = isa.apply_requant(vals, ins, s._seed(ins))
+        elif ins.kind in isa.RES_KINDS:
+            out = residual.apply_residual(vals, ins, s._seed(ins), s.bits)
         else:
             out = isa.apply_gather(vals, s.table[ins.tbase: ins.tbase + ins.tlen])
         lat = 0 if ins.kind == isa.GATHER else s.cfg.unit_latency  # (pipelined units: BIAS and REQUANT)
         s.unit_left = isa.unit_cycles(ins, s.table, lat) - 1
-        s.unit_in, s.unit_out, s.unit_pushed = len(vals), len(out), -lat
+        s.unit_in, s.unit_out, s.unit_edge = len(vals), len(out), -lat
+        s.unit_every = residual.push_every(ins) if ins.kind in isa.RES_KINDS else 1
         s.scratch = deque(out)
 
     def _unit_step(s) -> bool:
         """One edge of a running unit; True when it retires at this edge."""
         s.unit_left -= 1
-        s.unit_pushed += 1  # the RTL appends one result per edge (after its pipeline) before it drops its input
-        if 0 < s.unit_pushed <= s.unit_out:
-            s.scratch_max = max(s.scratch_max, s.unit_in + s.unit_pushed)
+        s.unit_edge += 1  # the RTL appends one result per edge (a GAP's per A edges; after its pipeline)
+        pushed = s.unit_edge // s.unit_every  # (... before it drops its input)
+        if 0 < pushed <= s.unit_out:
+            s.scratch_max = max(s.scratch_max, s.unit_in + pushed)
         return s.unit_left == 0
 
     def _seed(s, ins) -> int:

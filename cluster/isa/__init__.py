@@ -41,13 +41,28 @@ kind      what it does                                                   retires
 ``GATHER``the relayout unit: the scratch FIFO holds a tensor in one       after ``table`` entries'
           array side's layout (``count`` elements); replace it with the   lengths ``+ 2`` cycles
           runs listed by gather-table entries ``[tbase, tbase+tlen)``
+``ADD``   the residual unit: the scratch FIFO holds ``[a, b]`` (``count`` after ``count + 2``
+          elements each); replace them with ``saturate(a + b, bits)``,   cycles
+          then ReLU if ``cmd.relu`` (a residual add, a fork's gradient
+          sum)
+``MASK``  the residual unit: the scratch FIFO holds ``[g, x]``          after ``count + 2``
+          (``count`` elements each); replace them with ``g`` where      cycles
+          ``x > 0``, else 0, saturated to ``bits`` (ReLU's derivative)
+``GAP``   the residual unit: the scratch FIFO holds an ``(N, C, H, W)``  after ``count + 2``
+          map in the engine's activation layout (``count`` elements);    cycles
+          replace it with its global average pool (``N, C, 1, 1``):
+          ``requantize(M * sum, F, bits)``
+``GAPB``  the residual unit: the scratch FIFO holds the pool's output    after ``count + 2``
+          gradient (and its input, with ``cmd.relu``); replace it with   cycles
+          the input gradient (``count`` elements)
 ``NOP``   nothing (carries marks where no other instruction can)         after one cycle
 ``HALT``  the end of the program                                          never
 ========  =============================================================  ==========================
 
-``MOVE``, ``REDUCE``, ``RELAY``, ``BIAS``, ``GATHER`` and ``REQUANT`` start only when every earlier
-LOAD and STORE has moved its last element (the feeder and drainer are idle); ``ENG``/``LOAD``/``STORE`` are offered to the
-engine at once, in order (the engine decides whether it may overlap them).
+``MOVE``, ``REDUCE``, ``RELAY``, ``BIAS``, ``GATHER``, ``REQUANT``, ``ADD``, ``MASK``, ``GAP`` and ``GAPB`` start only
+when every earlier LOAD and STORE has moved its last element (the feeder and drainer are idle);
+``ENG``/``LOAD``/``STORE`` are offered to the engine at once, in order (the engine decides whether it may
+overlap them).
 
 Fields every instruction has (applied when the instruction becomes current, i.e. in the cycle
 ``pc`` reaches it, each loop iteration again):
@@ -68,6 +83,7 @@ PyMTL3 bitstruct :func:`instr_type` (first field in the most significant bits; t
 ``cmd`` is the :func:`pymtl_fp.engine.msgs.cmd_type` struct).  ``BIAS`` reuses ``cmd``'s ``count``
 (elements of ``b``), ``k`` (real channels), ``shift`` (right shift of ``db``), ``bshift`` (left
 shift instead, for a learning rate above one), ``stoch``, ``seed`` and ``tid`` fields.
+The residual kinds' fields and exact semantics: :mod:`pymtl_fp.cluster.isa.residual`.
 A gather-table entry is a 32-bit word: ``zero`` (1 bit: the run is zero padding), ``length``
 (8 bits, 1..255 elements), ``offset`` (23 bits, from the scratch head).
 
@@ -81,6 +97,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from pymtl_fp.cluster.isa import residual
 from pymtl_fp.cost.latency import UNIT_PIPE_LATENCY
 from pymtl_fp.engine import encoding
 
@@ -90,12 +107,16 @@ CMD_FIELDS = [(f.name, f.bits) for f in encoding.FIELDS]
 # ---- kinds and endpoints -----------------------------------------------------------------------
 
 NOP, ENG, LOAD, STORE, MOVE, BIAS, GATHER, HALT, REDUCE, REQUANT, RELAY = range(11)
+ADD, GAP, GAPB, MASK = residual.ADD, residual.GAP, residual.GAPB, residual.MASK
 KIND_NAMES = {NOP: "nop", ENG: "eng", LOAD: "load", STORE: "store", MOVE: "move", BIAS: "bias",
-              GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant", RELAY: "relay"}
+              GATHER: "gather", HALT: "halt", REDUCE: "reduce", REQUANT: "requant", RELAY: "relay",
+              ADD: "add", GAP: "gap", GAPB: "gapb", MASK: "mask"}
+#: kinds run by the residual unit (:mod:`pymtl_fp.cluster.isa.residual`)
+RES_KINDS = residual.RES_KINDS
 #: kinds that start only when the feeder and the drainer are idle
-QUIET_KINDS = (MOVE, BIAS, GATHER, REDUCE, REQUANT, RELAY)
+QUIET_KINDS = (MOVE, BIAS, GATHER, REDUCE, REQUANT, RELAY) + RES_KINDS
 #: kinds run by a scalar unit over the scratch FIFO (``count + 2`` cycles or a gather's runs)
-UNIT_KINDS = (BIAS, GATHER, REQUANT)
+UNIT_KINDS = (BIAS, GATHER, REQUANT) + RES_KINDS
 #: kinds that stream link input elements to destinations (the sequencer waits for each)
 STREAM_KINDS = (MOVE, REDUCE)
 
@@ -144,6 +165,20 @@ KIND_DOC = {
            f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
     GATHER: ("relayout unit: replace the scratch FIFO's `cmd.count` elements with the runs of gather-table "
              "entries [`tbase`, `tbase` + `tlen`)", "after the runs' lengths + 2 cycles"),
+    ADD: ("residual unit: the scratch FIFO holds [a, b] (`cmd.count` elements each); replace them with "
+          "saturate(a + b, `bits`), then ReLU if `cmd.relu` (a residual add; a fork's gradient sum)",
+          f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
+    MASK: ("residual unit: the scratch FIFO holds [g, x] (`cmd.count` elements each); replace them with g where "
+           "x > 0, else 0, saturated to `bits` (the ReLU derivative on an add's gradient into a skip)",
+           f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
+    GAP: ("residual unit: global average pool of the (n, c, A = `hw` pixels) map in the scratch FIFO "
+          "(activation layout on P = `pk`, `ct` tiles, `cmd.count` elements): requantize(M * sum, F, `bits`), "
+          "M in `cmd.rs`, F in `cmd.shift`, stochastic index n*c + c", f"after `count` + 2 cycles "
+          f"(+ {UNIT_PIPE_LATENCY} with pipelined units)"),
+    GAPB: ("residual unit: the pool's backward: the scratch FIFO holds dy (`cmd.crs` elements; then the pool's "
+           "input x with `cmd.relu`); replace it with the `cmd.count` elements of dx = requantize(M * dy, F, "
+           "`bits`) spread over A = `hw` pixels (0 where x <= 0 with `cmd.relu`)",
+           f"after `count` + 2 cycles (+ {UNIT_PIPE_LATENCY} with pipelined units)"),
     HALT: ("the end of the program", "never"),
 }
 #: instruction header field -> meaning (the generated ISA reference)
@@ -157,7 +192,7 @@ HEADER_DOC = {
     "seedstep": "1: the rounding seed is `cmd.seed` + loop iteration (mod 2**32)",
     "src": "LOAD / MOVE / REDUCE source: 0 fwd_in, 1 bwd_in, 2 scratch FIFO, 3 host_in",
     "dmask": "STORE / MOVE / REDUCE destinations: bit 0 fwd_out, 1 bwd_out, 2 scratch FIFO, 3 host_out",
-    "bits": "BIAS / REQUANT: output width of the saturation",
+    "bits": "BIAS / REQUANT / ADD / MASK / GAP / GAPB: output width of the saturation",
     "tbase": "GATHER: first gather-table entry",
     "tlen": "GATHER: gather-table entries",
 }
@@ -230,6 +265,8 @@ class Instr:
             return f"bias x{self.count}"
         if self.kind == GATHER:
             return f"gather x{self.count} table[{self.tbase}:{self.tbase + self.tlen}]"
+        if self.kind in RES_KINDS:
+            return residual.describe(self)
         return k
 
 
@@ -340,11 +377,12 @@ def apply_requant(values: list, ins: Instr, seed: int) -> list:
 
 
 def unit_cycles(ins: Instr, table: list, latency: int = 0) -> int:
-    """Cycles a scalar unit (BIAS, GATHER, REQUANT) holds the sequencer; ``latency``: the cycles a BIAS or
-    REQUANT takes more on a router with pipelined units (``RouterConfig.unit_latency``)."""
+    """Cycles a scalar unit (BIAS, GATHER, REQUANT, ADD, MASK, GAP, GAPB) holds the sequencer; ``latency``:
+    the cycles any of them but GATHER takes more on a router with pipelined units
+    (``RouterConfig.unit_latency``)."""
     if ins.kind == GATHER:
         return gather_cycles(table[ins.tbase: ins.tbase + ins.tlen])
-    return bias_cycles(ins.count) + latency  # (REQUANT: one element an edge, as BIAS)
+    return bias_cycles(ins.count) + latency  # (REQUANT and the residual kinds: one read an edge, as BIAS)
 
 
 def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int) -> Instr:
@@ -354,6 +392,10 @@ def bias(n: int, k: int, shift: int, stoch: int, seed: int, tid: int, bits: int)
                      bits=bits)
     return Instr(BIAS, _checked_cmd(dict(count=n, k=k, shift=shift, stoch=stoch, seed=seed, tid=tid)),
                  bits=bits)
+
+
+#: the residual kinds' constructors (:mod:`pymtl_fp.cluster.isa.residual`)
+add, mask, gap, gapb = residual.add, residual.mask, residual.gap, residual.gapb
 
 
 def gather(n_in: int, tbase: int, tlen: int) -> Instr:

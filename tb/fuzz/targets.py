@@ -40,6 +40,7 @@ TARGET_MODULES = {
     "link": "pymtl_fp.tb.fuzz.target_link",
     "cluster": "pymtl_fp.tb.fuzz.target_cluster",
     "requant": "pymtl_fp.tb.fuzz.target_requant",
+    "residual": "pymtl_fp.tb.fuzz.target_residual",
 }
 
 

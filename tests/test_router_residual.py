@@ -1,0 +1,137 @@
+"""The router's residual kinds (ADD, MASK, GAP, GAPB): their instructions and one-line refusals, their
+semantics against the golden model (:mod:`pymtl_fp.golden.residual`), and the router running them at
+every level with random stalls -- CL against the golden model, RTL and Verilator cycle for cycle
+against CL (and so against the golden model), with and without pipelined units -- and a node at FL
+and CL (the FL level of a node is an FL engine behind the cycle-level router) passing the results
+through its engine's buffer X to a link."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pymtl3 import Component, InPort, connect, mk_bits
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.hw.router_config import RouterConfig
+from pymtl_fp.engine.config import PRESETS
+from pymtl_fp.engine.msgs import from_word
+from pymtl_fp.numerics import QFormat
+from pymtl_fp.sim import build_sim
+from pymtl_fp.tb.hypothesis_profiles import examples
+from pymtl_fp.tb.residual_cases import case_inputs, case_program, residual_cases
+from pymtl_fp.tb.router_harness import run_router
+from pymtl_fp.tb.stream import StallSink, StallSource
+
+#: the configuration of tests/test_router.py's CL == RTL property (its Verilator builds are shared)
+CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=16)
+STALLS = st.sampled_from([0.0, 0.3, 0.6])
+
+
+# ---- instructions -------------------------------------------------------------------------------
+
+def test_residual_instructions_round_trip_and_carry_the_reciprocal():
+    for ins in (isa.add(7, 8, True), isa.mask(5, 16), isa.gap((2, 5, 3, 3), 4, 8, stoch=1, seed=9, tid=3),
+                isa.gapb((1, 3, 7, 7), 2, 16, relu=True, stoch=1, seed=2**32 - 1, tid=254)):
+        word = isa.encode(ins)
+        assert isa.encode(isa.decode(word)) == word and isa.decode(word).kind == ins.kind
+    g = isa.gapb((2, 5, 7, 7), 4, 8, relu=True)
+    # 49 pixels: F = 16 + 6, M = floor(2**22 / 49 + 1/2); 2 images x 2 tiles x 49 pixels x 4 lanes
+    assert (g.field("shift"), g.field("rs"), g.count, g.field("crs")) == (22, 85598, 784, 16)
+    assert isa.residual.inputs(g) == 16 + 784 and isa.unit_cycles(g, [], 17) == 784 + 2 + 17
+
+
+def test_bad_residual_instructions_are_one_line_errors_naming_the_layer():
+    with pytest.raises(isa.IsaError, match=r"^add2: the add's operands have different formats") as e:
+        isa.add(8, 8, name="add2", formats=(QFormat(8, 3), QFormat(8, 4)))
+    assert "\n" not in str(e.value)
+    with pytest.raises(isa.IsaError, match=r"^add2: operands of 16 bits added into 8"):
+        isa.add(8, 8, name="add2", formats=(QFormat(16, 3), QFormat(16, 3)))
+    with pytest.raises(isa.IsaError, match=r"^gap: average pool area 66049 too large"):
+        isa.gap((1, 1, 257, 257), 4, 8)
+    with pytest.raises(isa.IsaError, match=r"^fc_in: saturation width 1"):
+        isa.gapb((1, 1, 2, 2), 4, 1, name="fc_in")
+    with pytest.raises(isa.IsaError, match=r"^add1: an add needs at least one element"):
+        isa.add(0, 8, name="add1")
+    with pytest.raises(isa.IsaError, match=r"^add1: saturation width 65"):
+        isa.mask(4, 65, name="add1")
+
+
+@given(case=residual_cases(lanes=(1, 2, 3, 4, 5), max_hw=5, max_c=9, max_n=3))
+@settings(max_examples=examples(150), deadline=None)
+def test_residual_semantics_are_the_golden_model(case):
+    """The instruction's defined result (what CL computes and RTL must match) is the golden model's."""
+    got = isa.residual.apply_residual([v for op in case["operands"] for v in op], case["ins"], case["seed"], 32)
+    assert got == case["want"]
+
+
+# ---- the router at every level ------------------------------------------------------------------
+
+def _run(level, case, stall, sseed, pipelined=False):
+    cfg = CFG.replace(pipelined_units=pipelined)
+    r = run_router(level, cfg, case_program(case), [], seed=sseed, stall=stall,
+                   inputs=case_inputs(case, cfg.stream_bits))
+    assert [from_word(v, cfg.stream_bits) for v in r["loaded"]] == case["want"], f"{level}: not the golden result"
+    return r
+
+
+@given(case=residual_cases(), stall=STALLS, sseed=st.integers(0, 2**16))
+@settings(max_examples=examples(12), deadline=None)
+def test_router_cl_computes_the_golden_result(case, stall, sseed):
+    for pipelined in (False, True):
+        _run("cl", case, stall, sseed, pipelined)
+
+
+@pytest.mark.parametrize("pipelined", [False, True], ids=["units", "pipelined_units"])
+@pytest.mark.parametrize("level", ["rtl", "verilator"])
+@given(case=residual_cases(bits=(8,), max_hw=2, max_c=4), stall=STALLS, sseed=st.integers(0, 2**16))
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_router_rtl_equals_cl_every_cycle_on_residual_kinds(level, pipelined, case, stall, sseed):
+    """The golden result, and every port and status output equal to CL's in every cycle."""
+    a = _run("cl", case, stall, sseed, pipelined)
+    b = _run(level, case, stall, sseed, pipelined)
+    for ra, rb in zip(a["trace"], b["trace"]):
+        assert ra == rb, f"cycle {ra[0]}: cl {ra} vs {level} {rb}"
+    assert len(a["trace"]) == len(b["trace"])
+
+
+# ---- a node at FL and CL --------------------------------------------------------------------------
+
+class _NodeBench(Component):
+    def construct(s, node, inputs, n_out, stall, seed):
+        s.node = node
+        T = mk_bits(node.rcfg.stream_bits)
+        s.srcs = [StallSource(T, [T(v) for v in inputs[i]], stall, seed + i) for i in range(3)]
+        for src, name in zip(s.srcs, ("fwd_in", "bwd_in", "host_in")):
+            connect(src.send, getattr(node, name))
+        s.sinks = [StallSink(T, None, stall, seed + 10 + i) for i in range(3)]
+        for sink, name in zip(s.sinks, ("fwd_out", "bwd_out", "host_out")):
+            connect(getattr(node, name), sink.recv)
+        for name, bits in (("prog_we", 1), ("prog_sel", 1), ("prog_addr", 16), ("tab_data", 32)):
+            setattr(s, name, InPort(bits))
+            connect(getattr(node, name), getattr(s, name))
+        s.prog_data = InPort(isa.instr_type())
+        node.prog_data //= s.prog_data
+
+    def line_trace(s):
+        return s.node.line_trace()
+
+
+@pytest.mark.parametrize("level", ["fl", "cl"])
+@given(case=residual_cases(lanes=(2,), bits=(8,), max_hw=3, max_c=3), stall=STALLS, sseed=st.integers(0, 2**16))
+@settings(max_examples=examples(4), deadline=None)
+def test_node_runs_residual_kinds_through_its_engine(level, case, stall, sseed):
+    """A node (tiny engine, P = 2) whose program runs the residual kind on link input and stores the
+    result from buffer X to fwd_out: the golden result arrives."""
+    from pymtl_fp.cluster.hw.node import NODE_LEVELS
+
+    ecfg = PRESETS["tiny"]
+    node = NODE_LEVELS[level](ecfg, RouterConfig(scratch_depth=256, out_depth=64), prog=case_program(case, store=True))
+    bench = build_sim(_NodeBench(node, case_inputs(case, ecfg.stream_bits), len(case["want"]), stall, sseed), "cl")
+    for _ in range(5000):
+        if node.router.is_done():
+            break
+        bench.sim_tick()
+    assert node.router.is_done(), node.router.describe()
+    got = [from_word(int(v), ecfg.stream_bits) for v in bench.sinks[0].received]
+    assert got == case["want"]
