@@ -123,9 +123,9 @@ class RouterRTL(Component):
         s.mem = RouterProgMemRTL(cfg.prog_depth, cfg.table_depth, fetch=cfg.pipelined_seq)
         s.feed = RouterFeedRTL(sb, SCB, E)
         s.drain = RouterDrainRTL(sb, E)
-        s.move = RouterMoveRTL(sb, SCB, E)
+        s.move = RouterMoveRTL(sb, SCB, E, running=cfg.pipelined_seq)
         s.dlv = RouterDeliverRTL(sb, E, cfg.out_beats)
-        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E)
+        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq)
         s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units)
         s.pend = RouterPendRTL(NPEND)
         s.stat = RouterStatusRTL()
@@ -250,6 +250,8 @@ def _fetch(s, InstrT, PCT):
             connect(getattr(s.ins, name), getattr(s.ir, name))
     s.ins.cmd //= s.ir.cmd
     s.ins.kind //= s.kind_ir
+    s.move.load //= s.load
+    s.move.load_count //= s.mem.rdata.cmd.count
     B0, B1, B2 = Bits2(0), Bits2(1), Bits2(2)
 
     @update
@@ -382,7 +384,8 @@ def _wire_units(s, E):
     s.drain.push_mask //= s.ins.dmask
     s.drain.push_n //= s.count
     s.move.quiet //= s.quiet
-    s.move.count //= s.count
+    if not s.cfg.pipelined_seq:  # (else the elements left, loaded with the instruction: _fetch)
+        s.move.count //= s.count
     s.move.src //= s.ins.src
     s.move.dmask //= s.ins.dmask
     s.dlv.dmask //= s.ins.dmask
