@@ -238,6 +238,7 @@ def _fetch(s, InstrT, PCT):
     s.bst = Wire(2)             # 0: read instruction 0, 1: load it, 2: running
     s.bst_next = Wire(2)
     s.rst_q = Wire()            # reset at the previous edge
+    s.restart = Wire()          # a reset's first edge, or a program write in reset
     s.valid = Wire()
     s.kind_ir = Wire(4)
     s.jump_v = Wire()
@@ -253,6 +254,7 @@ def _fetch(s, InstrT, PCT):
     s.move.load //= s.load
     s.move.load_count //= s.mem.rdata.cmd.count
     B0, B1, B2 = Bits2(0), Bits2(1), Bits2(2)
+    ONES = PCT((1 << PCT.nbits) - 1)
 
     @update
     def up_seq_fetch():
@@ -262,7 +264,8 @@ def _fetch(s, InstrT, PCT):
         else:
             s.kind_ir @= K_NONE
         s.jump_v @= s.valid & s.jump
-        if s.reset & (~s.rst_q | (s.prog_we & ~s.prog_sel)):
+        s.restart @= s.reset & (~s.rst_q | (s.prog_we & ~s.prog_sel))
+        if s.restart:
             s.bst_next @= B0
         elif s.bst == B2:
             s.bst_next @= B2
@@ -273,25 +276,24 @@ def _fetch(s, InstrT, PCT):
             s.it1 @= s.iter + Bits16(2)
         else:
             s.it1 @= s.iter + Bits16(1)
-        s.njump @= s.mem.rdata.lend & (s.it1 < s.mem.rdata.lcount)
+        # (the read of instruction 0: fpc is all ones after the restart, and no jump)
+        s.njump @= s.mem.rdata.lend & (s.it1 < s.mem.rdata.lcount) & (s.bst != B0)
         if s.njump:
             s.fa @= s.mem.rdata.ltarget
         else:
             s.fa @= s.fpc + PCT(1)
-        if s.bst == B0:
-            s.mem.raddr @= 0
-        else:
-            s.mem.raddr @= s.fa[0:PA]
+        s.mem.raddr @= s.fa[0:PA]
         s.mem.ren @= (s.bst == B0) | s.load
 
     @update_ff
     def up_seq_fetch_regs():
         s.rst_q <<= s.reset
         s.bst <<= s.bst_next
-        if s.bst == B0:
-            s.fpc <<= PCT(0)
-        elif s.load:
+        if s.restart:
+            s.fpc <<= ONES
+        elif (s.bst == B0) | s.load:
             s.fpc <<= s.fa
+        if s.load:
             s.ir <<= s.mem.rdata
         if s.reset:
             s.pc <<= PCT(0)
