@@ -80,7 +80,6 @@ class RouterMoveRTL(Component):
         s.mv_n //= s.mv_ln[0:NB]
         s.rl_n2 //= s.rl_ln2[0:NB]
         s.mv = Wire()
-        s.mv_need = Wire(24)   # elements a REDUCE needs in the scratch FIFO
         s.rl = Wire()
         s.rl_red_ok, s.rl_bc_ok = Wire(), Wire()
         s.mv_data = Wire(BW)
@@ -97,6 +96,7 @@ class RouterMoveRTL(Component):
         else:
             s.moved = Wire(24)
             s.moved2 = Wire(24)
+            s.mv_need = Wire(24)   # elements a REDUCE needs in the scratch FIFO
 
             @update
             def up_move_ready():
@@ -185,6 +185,7 @@ def _running(s, E, NE, NB, ZSB, CB):
     """The moves with running counts: ``left`` / ``left2`` elements left of the instruction's count."""
     s.left = Wire(24)
     s.left2 = Wire(24)
+    s.mv_need = Wire(CB)   # elements a REDUCE needs in the scratch FIFO
 
     @update
     def up_move_ready_run():
@@ -200,10 +201,10 @@ def _running(s, E, NE, NB, ZSB, CB):
         else:
             s.rl_ln2 @= NE
         if s.red:
-            s.mv_need @= s.mv_ln
+            s.mv_need @= s.mv_ln[0:CB]
         else:
-            s.mv_need @= Bits24(0)
-        s.mv @= s.stream & s.quiet & s.mv_room & (s.s_count >= s.mv_need[0:CB])
+            s.mv_need @= 0
+        s.mv @= s.stream & s.quiet & s.mv_room & (s.s_count >= s.mv_need)
         s.rl @= s.relay & s.quiet
         s.rl_red_ok @= s.rl & (s.left != Bits24(0)) & (s.s_count >= s.mv_ln[0:CB]) & ~s.out_full[0]
         s.rl_bc_ok @= s.rl & (s.left2 != Bits24(0)) & ~s.out_full[1]
