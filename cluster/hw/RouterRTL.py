@@ -298,8 +298,8 @@ def _fetch(s, InstrT, PCT):
         if s.reset:
             s.pc <<= PCT(0)
             s.iter <<= Bits16(0)
-        elif s.load:
-            s.pc <<= s.fpc
+        elif s.load & s.valid:  # (a retire; the first load leaves pc at 0)
+            s.pc <<= s.next_pc  # (= fpc, the address of the instruction loaded)
             if s.jump_v:
                 s.iter <<= s.iter + Bits16(1)
         s.fresh <<= (s.reset | s.load) & (s.bst_next == B2)
