@@ -130,6 +130,12 @@ def test_router_config_is_validated():
     assert not router_config_for(PRESETS["small"]).pipelined_units
     piped = router_config_for(PRESETS["small"].replace(pipelined_requant=True))
     assert piped.pipelined_units and piped.unit_latency == 17 and RouterConfig().unit_latency == 0
+    # the pipelined sequencer: by the same rule, in the name only when set
+    assert piped.pipelined_seq and not router_config_for(PRESETS["small"]).pipelined_seq
+    with pytest.raises(RouterConfigError, match="pipelined_seq must be a bool"):
+        RouterConfig(pipelined_seq=1)
+    assert "pipelined_seq" not in RouterConfig().params() and "pipelined_seq" in piped.params()
+    assert piped.module_name() != piped.replace(pipelined_seq=False).module_name()
     ins = isa.bias(5, 5, 2, 0, 0, 0, 8)
     assert isa.unit_cycles(ins, [], piped.unit_latency) == isa.unit_cycles(ins, []) + 17 == 5 + 2 + 17
 
