@@ -64,7 +64,7 @@ def _record(argv) -> int:
     args = ap.parse_args(argv)
     new = [record_of(d) for d in args.folders]
     text = args.toml.read_text() if args.toml.is_file() else ""
-    header = "\n".join(ln for ln in text.split("[[path]]", 1)[0].splitlines() if ln.startswith("#"))
+    header = "\n".join(ln for ln in text.split("\n[[path]]", 1)[0].splitlines() if ln.startswith("#"))
     records = list(tomllib.loads(text).get("path", [])) if text else []
     for r in new:
         key = (r["unit"], r["preset"], r["pipelines"])

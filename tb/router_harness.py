@@ -26,6 +26,7 @@ from pymtl3 import Component, InPort, OutPort, mk_bits, update, update_ff
 from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.hw.router_config import BOOT_EDGES
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.msgs import cmd_type
 from pymtl_fp.sim import SimulationHang, stall_pattern
@@ -333,11 +334,13 @@ COUNTERS = ("st_cnt", "st_cycle", "st_halted", "st_pc", "st_iter", "st_sent", "s
             "st_scratch_peak")
 
 
-def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20_000, inputs=None) -> dict:
+def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20_000, inputs=None,
+               idle_edges=BOOT_EDGES) -> dict:
     """Run ``prog`` on a router of ``level`` in :class:`RouterBench`; return its per-cycle trace
     (every port's val/rdy and transferred message, and the status outputs the CL model has),
     what the sinks and the engine received, and the cycle the router halted.  ``inputs``: the beats
-    the link inputs and the host send (three lists of unsigned ints; default: random words)."""
+    the link inputs and the host send (three lists of unsigned ints; default: random words).  The
+    program bus is idle for the last ``idle_edges`` edges of reset."""
     bench = RouterBench(router_of("rtl" if level == "verilator" else level, cfg), cfg.stream_bits, seed, stall,
                         lanes=cfg.stream_lanes, inputs=inputs)
     if level == "verilator":
@@ -365,7 +368,8 @@ def run_router(level: str, cfg, prog, table, *, seed=0, stall=0.0, max_cycles=20
         bench.tab_data @= w
         bench.sim_tick()
     bench.prog_we @= 0
-    bench.sim_tick()
+    for _ in range(idle_edges):
+        bench.sim_tick()
     bench.reset @= 0
     bench.sim_eval_combinational()
     r = bench.router

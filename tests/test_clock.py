@@ -94,6 +94,8 @@ def test_record_clock_replaces_one_record_from_a_translate_report(tmp_path, caps
     key = ("node", "small", "requant,mac,addr,cmd")
     assert [r for r in after if r not in mine] == [r for r in before if (r["unit"], r["preset"], r["pipelines"]) != key]
     assert toml.read_text().startswith("# Pre-route critical paths")
+    comments = [ln for ln in toml.read_text().splitlines() if ln.startswith("#")]
+    assert comments == [ln for ln in (clock.HERE / "pre_route.toml").read_text().splitlines() if ln.startswith("#")]
 
 
 def test_record_clock_refuses_a_report_without_a_path_in_one_line(tmp_path, capsys):

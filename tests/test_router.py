@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp import golden
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.hw.router_config import RouterConfig, RouterConfigError
+from pymtl_fp.cluster.hw.router_config import BOOT_EDGES, RouterConfig, RouterConfigError
 from pymtl_fp.cluster.hw.RouterCL import bias_update
 from pymtl_fp.engine import encoding, msgs
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -130,17 +130,28 @@ def test_router_config_is_validated():
     assert not router_config_for(PRESETS["small"]).pipelined_units
     piped = router_config_for(PRESETS["small"].replace(pipelined_requant=True))
     assert piped.pipelined_units and piped.unit_latency == 17 and RouterConfig().unit_latency == 0
+    # the pipelined sequencer: by the same rule, in the name only when set
+    assert piped.pipelined_seq and not router_config_for(PRESETS["small"]).pipelined_seq
+    with pytest.raises(RouterConfigError, match="pipelined_seq must be a bool"):
+        RouterConfig(pipelined_seq=1)
+    assert "pipelined_seq" not in RouterConfig().params() and "pipelined_seq" in piped.params()
+    assert piped.module_name() != piped.replace(pipelined_seq=False).module_name()
     ins = isa.bias(5, 5, 2, 0, 0, 0, 8)
     assert isa.unit_cycles(ins, [], piped.unit_latency) == isa.unit_cycles(ins, []) + 17 == 5 + 2 + 17
 
 
 # ---- CL == RTL -----------------------------------------------------------------------------------
 
-def _compare(level, seed, n, stall, lanes=1, pipelined=False):
-    cfg = CFG.replace(stream_lanes=lanes, pipelined_units=pipelined)
+#: the router test's structures: (pipelined_units, pipelined_seq) by test id
+STRUCTURES = {"units": (False, False), "pipelined_units": (True, False), "pipelined_seq": (True, True)}
+
+
+def _compare(level, seed, n, stall, lanes=1, structure="units", idle_edges=BOOT_EDGES):
+    units, seq = STRUCTURES[structure]
+    cfg = CFG.replace(stream_lanes=lanes, pipelined_units=units, pipelined_seq=seq)
     prog, table = random_program(random.Random(seed), n, scratch_depth=cfg.scratch_depth)
-    a = run_router("cl", cfg, prog, table, seed=seed, stall=stall)
-    b = run_router(level, cfg, prog, table, seed=seed, stall=stall)
+    a = run_router("cl", cfg, prog, table, seed=seed, stall=stall, idle_edges=idle_edges)
+    b = run_router(level, cfg, prog, table, seed=seed, stall=stall, idle_edges=idle_edges)
     for ra, rb in zip(a["trace"], b["trace"]):
         assert ra == rb, f"cycle {ra[0]}: cl {ra} vs {level} {rb}"
     assert len(a["trace"]) == len(b["trace"])
@@ -148,19 +159,50 @@ def _compare(level, seed, n, stall, lanes=1, pipelined=False):
     return a
 
 
-@pytest.mark.parametrize("pipelined", [False, True], ids=["units", "pipelined_units"])
+@pytest.mark.parametrize("structure", list(STRUCTURES))
 @pytest.mark.parametrize("level", ["rtl", "verilator"])
 @given(seed=st.integers(0, 2**20), n=st.integers(6, 45), stall=st.sampled_from([0.0, 0.3, 0.6]),
        lanes=st.sampled_from([1, 1, 2, 4]))
 @settings(max_examples=examples(12), deadline=None)
-def test_router_cl_equals_rtl_every_cycle(level, pipelined, seed, n, stall, lanes):
+def test_router_cl_equals_rtl_every_cycle(level, structure, seed, n, stall, lanes):
     """Every port and status output, every cycle; with 1, 2 or 4 elements per beat (moves whose
-    counts are not multiples of the beat end in a partial beat); with the scalar units as they are and
-    pipelined (``RouterConfig.pipelined_units``: BIAS and REQUANT ``unit_latency`` cycles longer, the
-    Verilator builds at one element a beat)."""
-    if pipelined and level == "verilator":
+    counts are not multiples of the beat end in a partial beat); with the scalar units as they are,
+    pipelined (``RouterConfig.pipelined_units``: BIAS and REQUANT ``unit_latency`` cycles longer), and
+    pipelined with the sequencer's instruction register (``pipelined_seq``, a node's router with its
+    engine's pipelines); the Verilator builds of the pipelined ones at one element a beat."""
+    if structure != "units" and level == "verilator":
         lanes = 1
-    _compare(level, seed, n, stall, lanes, pipelined)
+    _compare(level, seed, n, stall, lanes, structure)
+
+
+@pytest.mark.parametrize("idle_edges", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pipelined_sequencer_reads_its_first_instructions_after_a_short_reset(idle_edges, seed):
+    """With fewer than ``BOOT_EDGES`` reset edges after the last program write, the pipelined
+    sequencer spends the missing edges after reset offering nothing (CL == RTL every cycle), then
+    runs the program: the engine gets the same commands as after a full reset."""
+    prog, table = random_program(random.Random(seed), 12, scratch_depth=CFG.scratch_depth)
+    late = max(0, BOOT_EDGES - idle_edges - len(table))  # (the table's writes come after the program's)
+    assert late > 0, "the case must start late"
+    a = _compare("rtl", seed, 12, 0.0, 1, "pipelined_seq", idle_edges=idle_edges)
+    full = run_router("cl", CFG.replace(pipelined_units=True, pipelined_seq=True), prog, table, seed=seed)
+    for row in a["trace"][:late]:
+        assert [p[0] for p in row[1:3]] + [p[0] for p in row[7:10]] == [0] * 5  # cmd, din, outputs: not valid
+        assert [p[1] for p in row[4:7]] == [0, 0, 0]  # inputs: not ready
+    assert a["trace"][late][1][0] == int(prog[0].kind in (isa.ENG, isa.LOAD, isa.STORE))
+    assert [c[1:] for c in a["commands"]] == [c[1:] for c in full["commands"]] and a["sent"] == full["sent"]
+
+
+@given(seed=st.integers(0, 2**20), n=st.integers(6, 45), stall=st.sampled_from([0.0, 0.3]))
+@settings(max_examples=examples(6), deadline=None)
+def test_instruction_register_takes_no_cycle(seed, n, stall):
+    """The pipelined sequencer's RTL (its instruction register and prefetch) runs every program cycle for
+    cycle as the RTL without it: every port and status output, every cycle."""
+    cfg = CFG.replace(pipelined_units=True)
+    prog, table = random_program(random.Random(seed), n, scratch_depth=cfg.scratch_depth)
+    a = run_router("rtl", cfg, prog, table, seed=seed, stall=stall)
+    b = run_router("rtl", cfg.replace(pipelined_seq=True), prog, table, seed=seed, stall=stall)
+    assert a["trace"] == b["trace"] and a["halted"] == b["halted"]
 
 
 def test_random_programs_exercise_every_kind():

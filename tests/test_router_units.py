@@ -103,12 +103,41 @@ def test_ring_and_fifo_count_like_a_queue(cls, seed, depth):
             assert int(m.head) == q[0]
 
 
+@given(seed=st.integers(0, 2**20), depth=st.sampled_from([4, 8, 16]), push_bits=st.sampled_from([1, 2, 3]))
+@settings(max_examples=examples(20), deadline=None)
+def test_fast_ring_gives_the_same_values_every_edge(seed, depth, push_bits):
+    """``RingPtrRTL(fast=True)`` (the scratch FIFO's, with a pipelined sequencer) beside the plain ring on
+    the same random pushes and (wide) pops: every output, every edge, up to the first overflow or
+    underflow (a caller bug: both then flag ``error``; their counts are meaningless from there on)."""
+    rng = random.Random(seed)
+    C = depth.bit_length()
+    a, b = fresh(RingPtrRTL, depth, push_bits, C), fresh(RingPtrRTL, depth, push_bits, C, True, True)
+    for _ in range(80):
+        count = int(a.count)
+        push = rng.randrange(1 << push_bits)
+        pop = rng.randint(0, count + 1) if rng.random() < 0.01 else rng.randint(0, min(count, 3))
+        push = push if rng.random() < 0.01 else min(push, depth - count + pop)
+        for m in (a, b):
+            m.push_n @= push
+            m.pop_n @= pop
+            m.sim_eval_combinational()
+        assert int(b.ok_push) == int(a.ok_push)
+        for m in (a, b):
+            m.sim_tick()
+        assert int(b.error) == int(a.error)
+        if a.error:
+            break
+        assert [int(getattr(b, n)) for n in ("count", "peak", "hd", "tl")] == \
+            [int(getattr(a, n)) for n in ("count", "peak", "hd", "tl")]
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast"])
 @pytest.mark.parametrize("lanes", [1, 2, 4])
-def test_scratch_moves_beats_drops_and_reads_relative_to_the_head(lanes):
+def test_scratch_moves_beats_drops_and_reads_relative_to_the_head(lanes, fast):
     rng = random.Random(lanes)
     depth = 16
-    m = fresh(RouterScratchRTL, 8, depth, lanes)
-    q = collections.deque()
+    m = fresh(RouterScratchRTL, 8, depth, lanes, fast)
+    q, peak = collections.deque(), 0
     for _ in range(120):
         room = depth - len(q)
         drop = rng.random() < 0.1 and len(q) > 0
@@ -134,7 +163,8 @@ def test_scratch_moves_beats_drops_and_reads_relative_to_the_head(lanes):
         for _ in range(drop_n or pop):
             q.popleft()
         q.extend(data[:push])
-        assert (int(m.count), int(m.error)) == (len(q), 0)
+        peak = max(peak, len(q))
+        assert (int(m.count), int(m.peak), int(m.error)) == (len(q), peak, 0)
 
 
 # ---- done marks, program memory --------------------------------------------------------------------
@@ -186,6 +216,48 @@ def test_program_memory_reads_what_the_bus_wrote():
         m.t_addr @= a % 4
         m.sim_eval_combinational()
         assert int(m.ins.to_bits()) == words[a] and int(m.t_data) == 100 + a % 4
+
+
+def test_program_memory_fetch_port_reads_at_an_edge_and_holds():
+    """``fetch`` (a pipelined sequencer's): ``rdata`` takes the word at ``raddr`` at an edge with ``ren``
+    and holds it through edges without."""
+    m = fresh(RouterProgMemRTL, 8, 4, True)
+    T = isa.instr_type()
+    words = [isa.encode(isa.move(isa.SRC_FWD_IN, isa.DST_BWD_OUT, i + 1)) for i in range(8)]
+    m.prog_we @= 1
+    m.prog_sel @= 0
+    m.ren @= 0
+    for a in range(8):
+        m.prog_addr @= a
+        m.prog_data @= T.from_bits(mk_bits(isa.INSTR_BITS)(words[a]))
+        m.sim_tick()
+    m.prog_we @= 0
+    for a in (3, 0, 7, 7, 5):
+        m.raddr @= a
+        m.ren @= 1
+        m.sim_tick()
+        assert int(m.rdata.to_bits()) == words[a]
+        m.raddr @= (a + 1) % 8
+        m.ren @= 0
+        m.sim_tick()
+        assert int(m.rdata.to_bits()) == words[a]
+
+
+def test_program_memory_takes_the_largest_table():
+    """``table_depth = 2**16`` (what RouterConfig allows): elaborates, and its last entry is written and read."""
+    m = build_sim(RouterProgMemRTL(2, 1 << 16), "rtl")
+    m.sim_reset()
+    m.prog_we @= 1
+    m.prog_sel @= 1
+    for a, w in ((0xFFFF, 0xC0FFEE), (7, 11)):
+        m.prog_addr @= a
+        m.tab_data @= w
+        m.sim_tick()
+    m.prog_we @= 0
+    for a, w in ((0xFFFF, 0xC0FFEE), (7, 11), (8, 0)):
+        m.t_addr @= a
+        m.sim_eval_combinational()
+        assert int(m.t_data) == w
 
 
 # ---- deliveries and moves --------------------------------------------------------------------------
@@ -389,9 +461,10 @@ def test_status_counts_a_compute_cycle_after_an_engine_command():
 # ---- Verilog -----------------------------------------------------------------------------------------
 
 LINT_UNITS = [
-    (RingPtrRTL, (16, 3, 5)), (RingPtrRTL, (4, 1, 1, False)), (FifoRTL, (8, 2, False)),
-    (RouterDeliverRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)), (RouterPendRTL, (4,)),
-    (RouterProgMemRTL, (64, 16)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
+    (RingPtrRTL, (16, 3, 5)), (RingPtrRTL, (4, 1, 1, False)), (RingPtrRTL, (16, 3, 5, True, True)),
+    (FifoRTL, (8, 2, False)), (RouterDeliverRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)),
+    (RouterMoveRTL, (32, 12, 4, True)), (RouterPendRTL, (4,)), (RouterProgMemRTL, (64, 16)),
+    (RouterProgMemRTL, (64, 16, True)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
     (RouterUnitWalkSumRTL, ()), (RouterUnitPipeRTL, (32,)), (RouterUnitRTL, (32, 12, 8, True)),
     (RouterUnitResWalkRTL, ()), (RouterUnitResRTL, (32, 12, False)), (RouterUnitResRTL, (32, 12, True)),
 ]

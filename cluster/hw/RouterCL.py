@@ -44,6 +44,12 @@ The counters (``sent``, ``received``, output buffer depths) count beats.
    full, or the program is over and the last sends drain), ``engine`` (waiting for the engine),
    or ``done``; the RTL exposes the same code on its ``st_state`` port.
 
+With ``cfg.pipelined_seq`` (the RTL's instruction register) every instruction takes the same cycles;
+only the program memory's first two reads are modelled: they take the last two edges of reset with the
+program bus idle (a reset's first edge and every program write restart them), and the edges missing
+when reset falls are cycles with no current instruction (state ``engine``, nothing offered) before
+the first.
+
 CL-only options: ``timed`` (an untimed FL engine: after a compute command the sequencer waits
 the engine timing model's cycles) and ``stall`` (random cycles with every val/rdy low).
 
@@ -76,6 +82,8 @@ _OUT = ("fwd_out", "bwd_out", "host_out")
 _SRC_INDEX = {isa.SRC_FWD_IN: 0, isa.SRC_BWD_IN: 1, isa.SRC_HOST: 2}
 #: the input streams in the order of their handshakes (fwd_in, bwd_in, host_in) -> the ISA's source
 _INPUT_SRC = (isa.SRC_FWD_IN, isa.SRC_BWD_IN, isa.SRC_HOST)
+#: the kind of "no instruction yet" (a pipelined sequencer's first reads)
+_NONE = -1
 
 
 class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
@@ -116,6 +124,8 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
         s.stall = stall
         s.tracing = False  # record a timeline (cluster/run/trace.py) from the next reset on
         s._msgs, s._msgs_prog, s._last_msg = {}, None, None
+        s.boot = 2         # pipelined_seq: the program memory's first reads done (0, 1: to do)
+        s.rst_q = False    # reset at the previous edge
         s._reset_state()
 
         @update_ff
@@ -123,6 +133,8 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
             if s.prog_we:
                 s._program_write()
             if s.reset:
+                if s.cfg.pipelined_seq:  # (the first reads restart at reset's first edge and at a program write)
+                    s.boot = 0 if not s.rst_q or (s.prog_we and not s.prog_sel) else min(2, s.boot + 1)
                 s._reset_state()
                 o = s._outputs(in_reset=True)
             else:
@@ -133,6 +145,7 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
                          bool(s.host_out.val & s.host_out.rdy))
                 s._edge(fired, s.dout.msg, (s.fwd_in.msg, s.bwd_in.msg, s.host_in.msg), bool(s.busy))
                 o = s._outputs()
+            s.rst_q = bool(s.reset)
             cmd_val, cmd_msg, din, outs, dout_rdy, rdy, status = o
             s.cmd.val <<= cmd_val
             if cmd_val and cmd_msg is not s._last_msg:  # (written only when it changes)
@@ -223,6 +236,8 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
                 and s.unit_left == 0)
 
     def _kind(s):
+        if s.boot < 2:
+            return _NONE
         return s.prog[s.pc].kind if s.pc < len(s.prog) else isa.HALT
 
     def _progress(s):
@@ -233,7 +248,9 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
         if s.is_done():
             return f"{s.node_name}: done"
         parts = []
-        if s._kind() != isa.HALT:
+        if s._kind() == _NONE:
+            parts.append("reading its first instruction")
+        elif s._kind() != isa.HALT:
             ins = s.prog[s.pc]
             what = ins.describe()
             if ins.kind in isa.STREAM_KINDS:
@@ -254,6 +271,9 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
 
     # ---- one clock edge ----------------------------------------------------------------------
     def _edge(s, fired, dout_msg, in_msgs, busy):
+        if s.boot < 2:  # a cycle of the program memory's first reads: nothing offered, nothing moves
+            s._boot_edge(busy)
+            return
         f_cmd, f_din, f_dout, f_fin, f_bin, f_hin, f_fout, f_bout, f_hout = fired
         cyc = s.cycle
         s.cycle += 1
@@ -349,9 +369,19 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
         if s.state == S_DONE and s.done_cycle is None:
             s.done_cycle = s.cycle
 
+    def _boot_edge(s, busy):
+        s.cycle += 1
+        s.stats[s.state] += 1
+        s.boot += 1
+        s.q_compute, s.q_io, s.q_unit, s.q_busy = False, False, False, busy
+        state = s._state()
+        if s.trace is not None and state != s.state:
+            s.trace.append(("S", s.cycle, state))
+        s.state = state
+
     def _state(s) -> int:
         prog = s.prog
-        kind = prog[s.pc].kind if s.pc < len(prog) else isa.HALT
+        kind = s._kind()
         quiet = not s.feed and not s.drain
         if s.wait > 0:
             return S_COMPUTE
@@ -395,8 +425,8 @@ class RouterCL(RouterStreamsCL, RouterUnitsCL, RouterDirectCL, Component):
     def _outputs(s, in_reset=False) -> tuple:
         """Every output for the next cycle, from the state after the edge."""
         quiet = not s.feed and not s.drain
-        ins = s.prog[s.pc] if s.pc < len(s.prog) else None
-        kind = ins.kind if ins is not None else isa.HALT
+        kind = s._kind()
+        ins = None if kind == _NONE or s.pc >= len(s.prog) else s.prog[s.pc]
         cmd_val = kind in (isa.ENG, isa.LOAD, isa.STORE) and s.wait == 0
         rdy = [0, 0, 0]
         if s.feed:

@@ -24,6 +24,17 @@ done mark (``st_done_val``, ``st_done_id``), the cycle counter, the program's en
 peak occupancy of the buffers, and ``st_error`` (a sticky overflow flag: a program the compiler
 should have refused).  Elaboration parameters: :class:`~pymtl_fp.cluster.hw.router_config.RouterConfig`.
 
+With ``pipelined_seq`` the instruction is a register (``ir``) loaded from the program memory's
+synchronous read port, which always holds the instruction that follows the current one: when an
+instruction retires, ``ir`` takes it and the memory reads the one after it (``fpc``: the loop's
+start when that instruction ends a loop that runs again, else the next address), so the decode
+starts from registers and no instruction takes a cycle more.  The memory's first two reads (address
+0, then the instruction after it) happen at reset edges with the program bus idle (``bst``: 0 read
+instruction 0, 1 load it, 2 running; a reset's first edge and every program write restart it); the
+edges missing at the release of reset are spent before the first instruction (the current
+instruction is then none: no command, no move, state ``engine``), as in
+:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`.
+
 The units, each its own component: :class:`RouterProgMemRTL`, :class:`RouterFeedRTL`,
 :class:`RouterDrainRTL`, :class:`RouterMoveRTL` (MOVE / REDUCE / RELAY), :class:`RouterDeliverRTL`
 (output buffers, the scratch FIFO's inputs), :class:`RouterScratchRTL`, :class:`RouterUnitRTL`
@@ -33,6 +44,7 @@ and counters); this file is the sequencer (decode, engine commands, retire, loop
 """
 
 from pymtl3 import (
+    Bits2,
     Bits3,
     Bits4,
     Bits12,
@@ -67,6 +79,7 @@ from pymtl_fp.engine.msgs import cmd_type
 K_NOP, K_ENG, K_LOAD, K_STORE, K_MOVE, K_BIAS, K_GATHER, K_HALT, K_REDUCE, K_REQUANT, K_RELAY = (Bits4(k) for k in range(11))
 K_ADD, K_GAP, K_GAPB, K_MASK = (Bits4(k) for k in isa.RES_KINDS)
 NPEND = 4  # done marks waiting for their moves
+K_NONE = Bits4(15)  # pipelined_seq: no instruction yet (the program memory's first reads)
 
 
 class RouterRTL(Component):
@@ -109,12 +122,12 @@ class RouterRTL(Component):
         declare_status_ports(s, cfg, OutPort)
 
         # ---- units ---------------------------------------------------------------------------
-        s.mem = RouterProgMemRTL(cfg.prog_depth, cfg.table_depth)
+        s.mem = RouterProgMemRTL(cfg.prog_depth, cfg.table_depth, fetch=cfg.pipelined_seq)
         s.feed = RouterFeedRTL(sb, SCB, E)
         s.drain = RouterDrainRTL(sb, E)
-        s.move = RouterMoveRTL(sb, SCB, E)
+        s.move = RouterMoveRTL(sb, SCB, E, running=cfg.pipelined_seq)
         s.dlv = RouterDeliverRTL(sb, E, cfg.out_beats)
-        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E)
+        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq)
         s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units)
         s.pend = RouterPendRTL(NPEND)
         s.stat = RouterStatusRTL()
@@ -139,6 +152,8 @@ class RouterRTL(Component):
         s.store_issue = Wire()
 
         _wire_units(s, E)
+        if cfg.pipelined_seq:
+            _fetch(s, InstrT, PCT)
 
         @update
         def up_seq_decode():
@@ -201,22 +216,100 @@ class RouterRTL(Component):
                 s.st_out_peak[i] @= zext(s.dlv.out_peak[i], Bits32)
             s.st_scratch_peak @= zext(s.scratch.peak, Bits32)
 
-        @update_ff
-        def up_seq_regs():
-            if s.reset:
-                s.pc <<= PCT(0)
-                s.iter <<= Bits16(0)
-                s.fresh <<= 1
-            else:
-                if s.retire:
-                    s.pc <<= s.next_pc
-                    if s.jump:
-                        s.iter <<= s.iter + Bits16(1)
-                s.fresh <<= s.retire
+        if not cfg.pipelined_seq:
+            @update_ff
+            def up_seq_regs():
+                if s.reset:
+                    s.pc <<= PCT(0)
+                    s.iter <<= Bits16(0)
+                    s.fresh <<= 1
+                else:
+                    if s.retire:
+                        s.pc <<= s.next_pc
+                        if s.jump:
+                            s.iter <<= s.iter + Bits16(1)
+                    s.fresh <<= s.retire
 
     def line_trace(s):
         return (f"pc{int(s.pc)}.{int(s.iter)} {s.feed.line_trace()} {s.drain.line_trace()} "
                 f"{s.unit.line_trace()} s{int(s.scratch.count)}")
+
+
+def _fetch(s, InstrT, PCT):
+    """The pipelined sequencer (``RouterConfig.pipelined_seq``): the instruction register ``ir`` (the
+    current instruction, its kind ``K_NONE`` until the first is loaded), the program memory's
+    synchronous read of the next one (at ``fpc``) and the registers ``pc``, ``iter``, ``fresh``."""
+    PA = s.mem.raddr.get_type().nbits
+    s.ir = Wire(InstrT)
+    s.fpc = Wire(PCT.nbits)     # the address of the instruction the memory's read port holds
+    s.bst = Wire(2)             # 0: read instruction 0, 1: load it, 2: running
+    s.bst_next = Wire(2)
+    s.rst_q = Wire()            # reset at the previous edge
+    s.restart = Wire()          # a reset's first edge, or a program write in reset
+    s.valid = Wire()
+    s.kind_ir = Wire(4)
+    s.jump_v = Wire()
+    s.load = Wire()             # ir takes the memory's instruction at this edge
+    s.it1 = Wire(16)            # 1 + the loop iteration after this edge
+    s.njump = Wire()            # the loaded instruction will jump back
+    s.fa = Wire(PCT.nbits)      # ... so the memory reads this address
+    for name, _ in isa.HEADER_FIELDS:
+        if name != "kind":
+            connect(getattr(s.ins, name), getattr(s.ir, name))
+    s.ins.cmd //= s.ir.cmd
+    s.ins.kind //= s.kind_ir
+    s.move.load //= s.load
+    s.move.load_count //= s.mem.rdata.cmd.count
+    B0, B1, B2 = Bits2(0), Bits2(1), Bits2(2)
+    ONES = PCT((1 << PCT.nbits) - 1)
+
+    @update
+    def up_seq_fetch():
+        s.valid @= s.bst == B2
+        if s.valid:
+            s.kind_ir @= s.ir.kind
+        else:
+            s.kind_ir @= K_NONE
+        s.jump_v @= s.valid & s.jump
+        s.restart @= s.reset & (~s.rst_q | (s.prog_we & ~s.prog_sel))
+        if s.restart:
+            s.bst_next @= B0
+        elif s.bst == B2:
+            s.bst_next @= B2
+        else:
+            s.bst_next @= s.bst + B1
+        s.load @= (s.bst == B1) | (s.valid & s.retire & ~s.reset)
+        if s.jump_v:
+            s.it1 @= s.iter + Bits16(2)
+        else:
+            s.it1 @= s.iter + Bits16(1)
+        # (the read of instruction 0: fpc is all ones after the restart, and no jump)
+        s.njump @= s.mem.rdata.lend & (s.it1 < s.mem.rdata.lcount) & (s.bst != B0)
+        if s.njump:
+            s.fa @= s.mem.rdata.ltarget
+        else:
+            s.fa @= s.fpc + PCT(1)
+        s.mem.raddr @= s.fa[0:PA]
+        s.mem.ren @= (s.bst == B0) | s.load
+
+    @update_ff
+    def up_seq_fetch_regs():
+        s.rst_q <<= s.reset
+        s.bst <<= s.bst_next
+        if s.restart:
+            s.fpc <<= ONES
+        elif (s.bst == B0) | s.load:
+            s.fpc <<= s.fa
+        if s.load:
+            s.ir <<= s.mem.rdata
+        if s.reset:
+            s.pc <<= PCT(0)
+            s.iter <<= Bits16(0)
+        elif s.load & s.valid:  # (a retire; the first load leaves pc at 0)
+            s.pc <<= s.next_pc  # (= fpc, the address of the instruction loaded)
+            if s.jump_v:
+                s.iter <<= s.iter + Bits16(1)
+        s.fresh <<= (s.reset | s.load) & (s.bst_next == B2)
 
 
 def _wire_units(s, E):
@@ -305,12 +398,14 @@ def _wire_units(s, E):
     s.drain.push_mask //= s.ins.dmask
     s.drain.push_n //= s.count
     s.move.quiet //= s.quiet
-    s.move.count //= s.count
+    if not s.cfg.pipelined_seq:  # (else the elements left, loaded with the instruction: _fetch)
+        s.move.count //= s.count
     s.move.src //= s.ins.src
     s.move.dmask //= s.ins.dmask
     s.dlv.dmask //= s.ins.dmask
-    s.ins //= s.mem.ins
-    s.mem.pc //= s.pc[0:s.mem.pc.get_type().nbits]
+    if not s.cfg.pipelined_seq:  # (else the instruction register, _fetch)
+        s.ins //= s.mem.ins
+        s.mem.pc //= s.pc[0:s.mem.pc.get_type().nbits]
     s.stat.unit_busy //= s.unit.busy
     s.unit.start //= s.unit_start
     s.stat.unit_start //= s.unit_start

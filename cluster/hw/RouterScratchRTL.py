@@ -19,7 +19,8 @@ or read in one edge with the lanes rotated by the tail's (head's) position.  Eac
 :class:`~pymtl_fp.cluster.hw.RouterScratchBankRTL.RouterScratchBankRTL` (one write, three reads: LUT
 RAM to Yosys).  With ``lanes = 1`` this is a plain one-element ring in the same shape.
 Elaboration parameters: ``width``, ``depth`` and ``lanes``
-(powers of two, ``lanes`` dividing ``depth``).
+(powers of two, ``lanes`` dividing ``depth``), ``fast`` (the ring's count and peak computed for a
+short path: :class:`~pymtl_fp.primitives.RingPtrRTL.RingPtrRTL`'s ``fast``; the same values).
 """
 
 from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
@@ -33,12 +34,14 @@ def _pow2(v) -> bool:
 
 
 class RouterScratchRTL(Component):
-    def construct(s, width=32, depth=1024, lanes=1):
+    def construct(s, width=32, depth=1024, lanes=1, fast=False):
         if not (_pow2(depth) and depth >= 2):
             raise ValueError(f"RouterScratchRTL: depth must be a power of two >= 2, got {depth!r}")
         if not (_pow2(lanes) and lanes <= depth // 2):
             raise ValueError(f"RouterScratchRTL: lanes must be a power of two <= depth / 2, got {lanes!r}")
         s.params = dict(width=width, depth=depth, lanes=lanes)
+        if fast:
+            s.params["fast"] = True
         E = lanes
         A = depth.bit_length() - 1   # element address bits
         LB = E.bit_length() - 1      # lane bits
@@ -63,7 +66,7 @@ class RouterScratchRTL(Component):
         s.drop_n = InPort(C)
 
         # the ring's pointers: push_n in, pop_n or a drop's drop_n out
-        s.ring = RingPtrRTL(depth, NB, C)
+        s.ring = RingPtrRTL(depth, NB, C, fast=fast)
         s.ring.push_n //= s.push_n
         s.count //= s.ring.count
         s.peak //= s.ring.peak

@@ -39,6 +39,12 @@ class RouterConfig:
       sums, :class:`~pymtl_fp.cluster.hw.RouterUnitWalkSumRTL.RouterUnitWalkSumRTL`), for a 200 MHz clock:
       each takes ``unit_latency`` cycles more.  A node's router has it when its engine has
       ``pipelined_requant`` (:func:`~pymtl_fp.cluster.hw.node.router_config_for`).
+    * ``pipelined_seq``: the sequencer registers the instruction it reads from the program memory
+      before decoding it (an instruction register, fed by the memory's synchronous read port, which
+      prefetches the instruction after the current one, so no instruction takes a cycle more), for the
+      same clock; a node's router has it by the same rule as ``pipelined_units``.  The program bus must
+      then be idle for the last :data:`BOOT_EDGES` edges of reset (the memory's first two reads), else
+      the router spends the missing edges after reset before its first instruction.
     """
 
     stream_bits: int = 32
@@ -48,6 +54,7 @@ class RouterConfig:
     scratch_depth: int = 4096
     out_depth: int = 4096
     pipelined_units: bool = False
+    pipelined_seq: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -57,8 +64,9 @@ class RouterConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
-        if not isinstance(self.pipelined_units, bool):
-            raise RouterConfigError(f"RouterConfig.pipelined_units must be a bool, got {self.pipelined_units!r}")
+        for f in ("pipelined_units", "pipelined_seq"):
+            if not isinstance(getattr(self, f), bool):
+                raise RouterConfigError(f"RouterConfig.{f} must be a bool, got {getattr(self, f)!r}")
         E = self.stream_lanes
         if not isinstance(E, int) or isinstance(E, bool) or E < 1 or E & (E - 1) or E > 16:
             raise RouterConfigError(f"RouterConfig.stream_lanes must be a power of two in [1, 16], got {E!r}")
@@ -85,10 +93,10 @@ class RouterConfig:
         return UNIT_PIPE_LATENCY if self.pipelined_units else 0
 
     def params(self) -> dict:
-        """Every elaboration parameter (what the Verilog module name encodes; ``pipelined_units`` only when
-        set, so the routers without it keep their names and builds)."""
+        """Every elaboration parameter (what the Verilog module name encodes; ``pipelined_units`` and
+        ``pipelined_seq`` only when set, so the routers without them keep their names and builds)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name != "name" and (f.name != "pipelined_units" or self.pipelined_units)}
+                if f.name != "name" and (f.name not in _OPTIONAL or getattr(self, f.name))}
 
     def module_name(self) -> str:
         from pymtl_fp.verilate import module_name
@@ -98,6 +106,13 @@ class RouterConfig:
     def replace(self, **changes) -> RouterConfig:
         return dataclasses.replace(self, **changes)
 
+
+#: flags the module name encodes only when set
+_OPTIONAL = ("pipelined_units", "pipelined_seq")
+
+#: reset edges the program bus must leave idle at the end of reset for a router with ``pipelined_seq``
+#: to run its first instruction at cycle 0 (its program memory's read of instruction 0, then of the next)
+BOOT_EDGES = 2
 
 PRESETS = {
     "small": RouterConfig(prog_depth=256, table_depth=64, scratch_depth=1024, out_depth=1024, name="small"),
@@ -132,11 +147,12 @@ def preset(name: str) -> RouterConfig:
 
 def router_config_for(ecfg, rcfg: RouterConfig | None = None) -> RouterConfig:
     """The router config of a node with engine ``ecfg``: element width and beat from the engine, and
-    pipelined scalar units when the engine pipelines its requantizer (``pipelined_requant``: the
-    node's every requantizer for the same clock)."""
+    pipelined scalar units and sequencer when the engine pipelines its requantizer
+    (``pipelined_requant``: the node's every requantizer for the same clock)."""
     rcfg = rcfg or RouterConfig()
-    want = (ecfg.stream_bits, ecfg.stream_lanes, router_units_pipelined(ecfg))
-    if (rcfg.stream_bits, rcfg.stream_lanes, rcfg.pipelined_units) == want:
+    piped = router_units_pipelined(ecfg)
+    want = (ecfg.stream_bits, ecfg.stream_lanes, piped, piped)
+    if (rcfg.stream_bits, rcfg.stream_lanes, rcfg.pipelined_units, rcfg.pipelined_seq) == want:
         return rcfg
     return rcfg.replace(stream_bits=ecfg.stream_bits, stream_lanes=ecfg.stream_lanes,
-                        pipelined_units=router_units_pipelined(ecfg))
+                        pipelined_units=piped, pipelined_seq=piped)

@@ -16,6 +16,7 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.hw.ClusterNet import ClusterNet
 from pymtl_fp.cluster.hw.host import HostCL
 from pymtl_fp.cluster.hw.host_side import HostSideCL
+from pymtl_fp.cluster.hw.router_config import BOOT_EDGES
 
 
 class ClusterTop(Component):
@@ -49,7 +50,9 @@ class ClusterTop(Component):
 
 def load_programs(top, cprog, levels) -> None:
     """Write every node's program: RTL nodes through the program bus, one word per cycle with
-    reset high, CL/FL routers directly.  Leaves reset high; the caller releases it."""
+    reset high, CL/FL routers directly, then :data:`~pymtl_fp.cluster.hw.router_config.BOOT_EDGES`
+    edges with the bus idle (a pipelined sequencer's first reads).  Leaves reset high; the caller
+    releases it."""
     cnet = top.cnet
     InstrT = isa.instr_type()
     Word = mk_bits(isa.INSTR_BITS)
@@ -70,3 +73,5 @@ def load_programs(top, cprog, levels) -> None:
                     top.prog_data @= InstrT.from_bits(Word(isa.encode(w)))
                 top.sim_tick()
     top.prog_we @= 0
+    for _ in range(BOOT_EDGES):
+        top.sim_tick()

@@ -27,7 +27,7 @@ from pymtl_fp.cluster.config import ClusterError, link_plan
 from pymtl_fp.cluster.hw.ClusterNet import cluster_module_name
 from pymtl_fp.cluster.hw.host_side import side_beats
 from pymtl_fp.cluster.hw.observe import make_log
-from pymtl_fp.cluster.hw.router_config import STATES, status_ports
+from pymtl_fp.cluster.hw.router_config import BOOT_EDGES, STATES, status_ports
 from pymtl_fp.cluster.hw.verilated_split import translated_once
 from pymtl_fp.cxxsim import Ports, Sig
 from pymtl_fp.engine.encoding import unpack_beat
@@ -138,7 +138,7 @@ class VerilatedCluster:
             s.set("f_drop", f.get("drop", 0))
             s.set("f_burst", f.get("burst", 0))
             s.set("f_flip", f.get("flip", 0))
-        s.tick(1)
+        s.tick(BOOT_EDGES)  # (the bus idle: a pipelined sequencer's first reads)
         s.set("reset", 0)
 
     def train(self, cprog, host, *, max_cycles: int, idle_limit: int, describe=None) -> int:

@@ -36,8 +36,10 @@ UNIT_PIPE_LATENCY = 1 + PIPELINE_LATENCY["requant"] + 3
 
 
 def router_units_pipelined(ecfg) -> bool:
-    """Whether the router of a node with engine ``ecfg`` has pipelined scalar units: when the engine
-    pipelines its requantizer (the node's every requantizer for the same clock)."""
+    """Whether the router of a node with engine ``ecfg`` has pipelined scalar units and a pipelined
+    sequencer (``RouterConfig.pipelined_units``, ``pipelined_seq``; the sequencer's instruction register
+    adds no cycle): when the engine pipelines its requantizer (the node's every requantizer for the same
+    clock)."""
     return bool(ecfg.pipelined_requant)
 
 
