@@ -22,16 +22,17 @@ its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
   PyMTL3 design runs on a falling edge).
 
 After each settle and each rising edge the top's output fields are copied from the instances
-(:attr:`Joined.outputs`; the falling edge changes none).  Outputs the bench reads right after an edge, before the next settle
-(``done``, ``progress``), must be registered in their instance, as the cluster's status ports
-are: after an edge the wires between instances are settled at the next settle, not before.
+(:attr:`Joined.outputs`; the falling edge changes none).  Outputs the bench reads right after an
+edge, before the next settle (``done``, ``progress``), must be registered in their instance, as
+the cluster's status ports are: after an edge the wires between instances are settled at the next
+settle, not before.
 
 Each instance is evaluated through its Verilated root's evaluation function
 (``V<top>___024root___eval``, what the model's ``eval()`` calls between its bookkeeping) once the
 top has been evaluated once through every instance's ``eval()`` (which runs the models' initial
 blocks).  The bookkeeping it skips -- deleting dynamic objects, flushing messages that Verilator's
 own worker threads queued -- has nothing to do in these models (no classes, no ``--threads``,
-no ``$display``), and was about 7 % of the instructions of a cycle of a 4-node cluster.
+no ``$display``); on a 4-node cluster it is about 7 % of a cycle's instructions.
 At the rising edge an instance runs only its clocked phases (``___eval_phase__act`` and
 ``___eval_phase__nba``, looped as ``___eval`` loops them): ``___eval`` would first evaluate its
 input-combinational logic again (Verilator's ``ico`` region runs on every call), with the inputs
