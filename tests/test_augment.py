@@ -108,9 +108,9 @@ def test_a_cl_cluster_run_with_translation_equals_the_golden_study():
     net = load_net("lenet5-mnist")
     ccfg = ClusterConfig.homogeneous(2, engine_for_net(net, "8"))
     result = run_training(net, ccfg, Mapping(), dataset="mnist", steps=2, batch=2, levels=["cl", "cl"],
-                          precision="8", seed=1, lr_log2=3, momentum=3, translate=2, fitted=True)
+                          precision="8", seed=1, lr_log2=3, translate=2, fitted=True)
     assert result.weights_equal
-    params, _ = fit(net, load_mnist_split(seed=0), "8", epochs=1, batch=2, lr_log2=3, momentum=3, seed=1,
+    params, _ = fit(net, load_mnist_split(seed=0), "8", epochs=1, batch=2, lr_log2=3, seed=1,
                     max_steps=2, translate=2)
     for name, p in params.items():
         assert np.array_equal(result.run.params[name]["w"], p["w"]) and np.array_equal(result.run.params[name]["b"], p["b"])
