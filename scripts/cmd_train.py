@@ -64,6 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="learning rate 2**-L (default: the net's)")
     parser.add_argument("--momentum", type=int, metavar="M",
                         help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
+    parser.add_argument("--lr-halve-every", type=int, metavar="E",
+                        help="halve the learning rate every E epochs (default: the net's)")
     parser.add_argument("--translate", type=int, metavar="P",
                         help="augmentation: translate every training image by up to P pixels, drawn from the "
                              "seed, the epoch and the image (0: none; default: the net's)")
@@ -205,12 +207,11 @@ def _settings(args, net) -> dict:
 
     defaults = net.train
     given = {"epochs": args.epochs, "batch": args.batch, "lr_log2": args.lr_log2, "momentum": args.momentum,
-             "seed": args.seed, "translate": args.translate}
+             "seed": args.seed, "translate": args.translate, "lr_halve_every": args.lr_halve_every}
     for key, value in given.items():
         lo, hi = TRAIN_RANGES[key]
         validate.integer(value, "--" + key.replace("_", "-"), lo, None if key == "batch" else hi)
     settings = {key: getattr(defaults, key) if value is None else value for key, value in given.items()}
-    settings["lr_halve_every"] = defaults.lr_halve_every
     return {key: settings[key] for key in ("epochs", "batch", "lr_log2", "momentum", "lr_halve_every", "seed",
                                            "translate")}
 

@@ -127,10 +127,11 @@ def test_the_translate_setting_is_validated_and_round_trips():
 
 
 @pytest.mark.parametrize("engine", ["golden", "cluster"])
-@pytest.mark.parametrize("value", ["-1", "5"])
-def test_cli_refuses_a_bad_translate_in_one_line(capsys, engine, value):
+@pytest.mark.parametrize("option, value, allowed", [("--translate", "-1", "0..4"), ("--translate", "5", "0..4"),
+                                                    ("--lr-halve-every", "0", "1..1000")])
+def test_cli_refuses_a_bad_translate_or_halving_in_one_line(capsys, engine, option, value, allowed):
     from pymtl_fp.cli.main import main
 
-    assert main(["train", "--engine", engine, "--net", "lenet5-mnist", "--translate", value]) == 1
+    assert main(["train", "--engine", engine, "--net", "lenet5-mnist", option, value]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "--translate" in err and "0..4" in err, err
+    assert err.count("\n") == 0 and option in err and allowed in err, err
