@@ -21,7 +21,10 @@ Two data sets, by name (:data:`DATASETS`, :func:`load_split`, :func:`dataset_for
   levels at ``frac = 4``); every engine and level sees the same rounded integers.
 
 :func:`quantize_images` turns images into raw integers of an activation format (round half up,
-saturate).
+saturate).  :func:`augment_batch` is the seeded augmentation of training images (a run's
+``translate`` setting): each image moved by up to ``translate`` whole pixels, the offsets a pure
+function of (seed, epoch, image index) (:func:`image_shifts`, :func:`shift_images`), so the golden
+study and the cluster see the same images.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 counterpart; or per-image SGD / continuous propagation, :mod:`pymtl_fp.golden.per_image`) and
 records, per epoch, the mean training loss and the test accuracy.  Every
 precision starts from the same He-normal float weights (quantized for fixed point) and sees the
-same shuffled batches (``seed``); the last partial batch of an epoch is dropped so every step has
+same shuffled batches (``seed``; translated by :func:`~pymtl_fp.data.augment_batch` when the run's
+``translate`` is above 0); the last partial batch of an epoch is dropped so every step has
 the same shape.  Step ``t`` of the run uses stochastic-rounding seed ``seed + t``.
 """
 
