@@ -61,8 +61,8 @@ def cluster(net="lenet-digits", nodes: int = 4, *, array: int = 4, arrays=None, 
 def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mapping: Mapping = DEFAULT_MAPPING, *,
           nodes: int = 4, array: int = 4, precision: str = "8", level: str = "cl", levels=None, steps=2,
           batch: int = 8, dataset: str | None = None, seed: int | None = None, lr_log2: int | None = None,
-          momentum: int | None = None, trace: bool = False, report=None, trace_file=None, timeline=None,
-          weights=None, say=None) -> TrainingResult:
+          momentum: int | None = None, translate: int | None = None, trace: bool = False, report=None,
+          trace_file=None, timeline=None, weights=None, say=None) -> TrainingResult:
     """Train ``steps`` mini-batches of ``batch`` images of ``dataset`` (default: the one the net's
     input fits) on a simulated cluster and check the final weights against the golden model.
 
@@ -70,10 +70,12 @@ def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mappi
     ``precision``); ``mapping``: how the nodes share the work (default: the command's, overlapped
     commands and row bands); ``level``: every node's level (``fl``, ``cl``, ``rtl``,
     ``verilator``; ``mixed``: node 0 ``rtl``, the others ``fl``), or ``levels``, one per node;
-    ``steps``: a number or ``"epoch"``.  ``report``, ``trace_file``, ``timeline``, ``weights``:
-    files to write (JSON report, Perfetto trace, PNG timeline, ``.npz`` weights); ``trace=True``
-    keeps the trace in the result instead.  ``say(line)`` receives the session's lines.  Returns
-    the :class:`~pymtl_fp.cluster.run.session.TrainingResult`: ``weights_equal``,
+    ``steps``: a number or ``"epoch"``.  ``seed``, ``lr_log2``, ``momentum``, ``translate`` (the
+    augmentation's largest translation, :func:`pymtl_fp.data.augment_batch`): default the net's.
+    ``report``, ``trace_file``, ``timeline``, ``weights``: files to write (JSON report, Perfetto
+    trace, PNG timeline, ``.npz`` weights); ``trace=True`` keeps the trace in the result instead.
+    ``say(line)`` receives the session's lines.  Returns the
+    :class:`~pymtl_fp.cluster.run.session.TrainingResult`: ``weights_equal``,
     ``accuracy_before/after``, ``report``, ``to_dataframe()``, ``plot_*()``."""
     from pymtl_fp.cluster.config import check_chain_net, engine_for_net, node_levels
 
@@ -87,7 +89,7 @@ def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mappi
     outputs = TrainingOutputs(report=report, trace=trace_file, timeline=timeline, weights=weights)
     return run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=batch,
                         levels=node_levels(level, ccfg.n, levels), precision=precision, seed=seed, lr_log2=lr_log2,
-                        momentum=momentum, trace=trace, outputs=outputs, say=say)
+                        momentum=momentum, translate=translate, trace=trace, outputs=outputs, say=say)
 
 
 # -- the explore studies: analytical models of paper-scale clusters (docs/explore.md) ---------------

@@ -21,7 +21,10 @@ Two data sets, by name (:data:`DATASETS`, :func:`load_split`, :func:`dataset_for
   levels at ``frac = 4``); every engine and level sees the same rounded integers.
 
 :func:`quantize_images` turns images into raw integers of an activation format (round half up,
-saturate).
+saturate).  :func:`augment_batch` is the seeded augmentation of training images (a run's
+``translate`` setting): each image moved by up to ``translate`` whole pixels, the offsets a pure
+function of (seed, epoch, image index) (:func:`image_shifts`, :func:`shift_images`), so the golden
+study and the cluster see the same images.
 """
 
 from __future__ import annotations
@@ -216,6 +219,52 @@ def dataset_for(net, name: str | None = None, seed: int = 0, path: str | Path | 
     name = check_dataset(net, name)
     size, loader, _ = _entry(name)
     return loader(seed, size(net), path)
+
+
+# ---- seeded augmentation: small translations ----------------------------------------------
+
+#: largest translation (pixels) a training setting ``translate`` takes
+MAX_TRANSLATE = 4
+_TRANSLATE_STREAM = 0x5A1F7  # keeps the shifts' random stream apart from the weights' and the order's
+
+
+def check_translate(translate) -> int:
+    """``translate`` if it is a whole number of pixels in ``0..MAX_TRANSLATE``, else a one-line ``ValueError``."""
+    if isinstance(translate, bool) or not isinstance(translate, (int, np.integer)) or not 0 <= translate <= MAX_TRANSLATE:
+        raise ValueError(f"translate {translate!r}: a whole number of pixels in 0..{MAX_TRANSLATE} (0: no augmentation)")
+    return int(translate)
+
+
+def image_shifts(seed: int, epoch: int, count: int, translate: int) -> np.ndarray:
+    """``(count, 2)`` integer ``(dy, dx)`` translations in ``-translate..translate``, one per training image
+    (row = the image's index in the training set): a pure function of ``(seed, epoch, translate)``."""
+    translate = check_translate(translate)
+    rng = np.random.default_rng([_TRANSLATE_STREAM, seed, epoch])
+    return rng.integers(-translate, translate + 1, size=(count, 2))
+
+
+def shift_images(images: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """``images`` ``(N, C, H, W)`` each translated by its ``(dy, dx)`` row of ``shifts`` (content moves
+    down / right for positive values), the uncovered border filled with zeros; values are moved, never
+    changed, so float and quantized images translate alike."""
+    images, shifts = np.asarray(images), np.asarray(shifts)
+    if shifts.shape != (len(images), 2):
+        raise ValueError(f"shifts of shape {shifts.shape} for {len(images)} images: expected ({len(images)}, 2)")
+    h, w = images.shape[-2:]
+    m = int(np.abs(shifts).max(initial=0))
+    padded = np.pad(images, [(0, 0)] * (images.ndim - 2) + [(m, m), (m, m)])
+    out = np.empty_like(images)
+    for i, (dy, dx) in enumerate(shifts):
+        out[i] = padded[i, ..., m - dy : m - dy + h, m - dx : m - dx + w]
+    return out
+
+
+def augment_batch(images: np.ndarray, indices, seed: int, epoch: int, count: int, translate: int) -> np.ndarray:
+    """The training images at ``indices`` (of ``count`` training images) as epoch ``epoch`` of a run of
+    seed ``seed`` sees them: each translated by its :func:`image_shifts` row (``translate`` 0: unchanged)."""
+    if check_translate(translate) == 0:
+        return images
+    return shift_images(images, image_shifts(seed, epoch, count, translate)[np.asarray(indices)])
 
 
 def quantize_images(images: np.ndarray, fmt: QFormat) -> np.ndarray:

@@ -48,6 +48,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from pymtl_fp.data import MAX_TRANSLATE
 from pymtl_fp.documents import DocumentError, read_document
 from pymtl_fp.golden.geometry import conv_out_size, pool_out_size
 from pymtl_fp.net_layers import (  # the layer types are part of this module's interface
@@ -81,7 +82,7 @@ MAX_LAYERS = 1024
 MAX_EPOCHS = 1000
 #: each ``[train]`` setting's range (the CLI's options share them)
 TRAIN_RANGES = {"epochs": (1, MAX_EPOCHS), "batch": (1, 65536), "lr_log2": (0, 16), "momentum": (1, 16),
-                "lr_halve_every": (1, MAX_EPOCHS), "seed": (0, 2**32 - 1)}
+                "lr_halve_every": (1, MAX_EPOCHS), "seed": (0, 2**32 - 1), "translate": (0, MAX_TRANSLATE)}
 
 
 SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
@@ -154,6 +155,7 @@ class TrainDefaults:
     lr_halve_every: int | None = None  # halve the learning rate every this many epochs (None: never)
     momentum: int | None = None  # momentum shift m (mu = 1 - 2**-m), or None for plain SGD
     seed: int = 0
+    translate: int = 0  # translate each training image by up to this many pixels (pymtl_fp.data.augment_batch)
 
 
 @dataclass(frozen=True)
@@ -376,7 +378,7 @@ class Net:
                 "bias_bits": fmt.bias_bits, "loss_scale_log2": fmt.loss_scale_log2,
                 "shifts": {k: dict(v) for k, v in fmt.shifts.items()},
             }
-        train = {k: v for k, v in asdict(self.train).items() if v is not None}
+        train = {k: v for k, v in asdict(self.train).items() if v is not None and not (k == "translate" and v == 0)}
         return {"name": self.name, "input_shape": list(self.input_shape), "layers": layers,
                 "formats": formats, "train": train}
 

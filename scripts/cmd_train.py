@@ -64,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="learning rate 2**-L (default: the net's)")
     parser.add_argument("--momentum", type=int, metavar="M",
                         help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
+    parser.add_argument("--lr-halve-every", type=int, metavar="E",
+                        help="halve the learning rate every E epochs (default: the net's)")
+    parser.add_argument("--translate", type=int, metavar="P",
+                        help="augmentation: translate every training image by up to P pixels, drawn from the "
+                             "seed, the epoch and the image (0: none; default: the net's)")
     parser.add_argument("--schedule", choices=SCHEDULE_CHOICES, metavar="S",
                         help="how the weights are updated and the images flow: minibatch (golden default: one "
                              "update per batch), 1f1b (cluster default: mini-batch updates; once the pipeline is "
@@ -202,13 +207,13 @@ def _settings(args, net) -> dict:
 
     defaults = net.train
     given = {"epochs": args.epochs, "batch": args.batch, "lr_log2": args.lr_log2, "momentum": args.momentum,
-             "seed": args.seed}
+             "seed": args.seed, "translate": args.translate, "lr_halve_every": args.lr_halve_every}
     for key, value in given.items():
         lo, hi = TRAIN_RANGES[key]
         validate.integer(value, "--" + key.replace("_", "-"), lo, None if key == "batch" else hi)
     settings = {key: getattr(defaults, key) if value is None else value for key, value in given.items()}
-    settings["lr_halve_every"] = defaults.lr_halve_every
-    return {key: settings[key] for key in ("epochs", "batch", "lr_log2", "momentum", "lr_halve_every", "seed")}
+    return {key: settings[key] for key in ("epochs", "batch", "lr_log2", "momentum", "lr_halve_every", "seed",
+                                           "translate")}
 
 
 def _precisions(choice: str, net) -> list:
@@ -243,7 +248,8 @@ def _run_golden(args, net, dataset: str, settings: dict, precisions: list, sched
     split = train_data.load(net, dataset, settings["batch"])
     print(f"{dataset}: {len(split.y_train)} training / {len(split.y_test)} test images; "
           f"net {net.name}; epochs {settings['epochs']}, batch {settings['batch']}, "
-          f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}; schedule {schedule}"
+          f"lr 2**-{settings['lr_log2']}, seed {settings['seed']}"
+          + (f", translations up to {settings['translate']} px" if settings["translate"] else "") + f"; schedule {schedule}"
           + (f" ({args.nodes} nodes)" if schedule == "cp" else ""))
     histories = []
     for precision in precisions:
@@ -461,7 +467,8 @@ def _run_cluster(args, net, dataset: str) -> int:
     try:
         result = run_training(net, ccfg, mapping, dataset=dataset, steps=steps, batch=settings["batch"], levels=levels,
                               precision=precision, seed=settings["seed"], lr_log2=settings["lr_log2"],
-                              momentum=settings["momentum"], partition=args.partition, fault_rate=args.faults,
+                              momentum=settings["momentum"], translate=settings["translate"],
+                              partition=args.partition, fault_rate=args.faults,
                               fault_seed=args.fault_seed, kernel=args.kernel, skip=args.skip, outputs=outputs,
                               settings=settings, progress=lambda total: SimProgress(total, args.progress),
                               say=lambda line: print(line, flush=True), fitted=args.fit_buffers)

@@ -134,7 +134,8 @@ def link_faults(rate: float, seed: int = 1) -> dict | None:
 
 def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | None = None, steps: int | str = 2,
                  batch: int = 8, levels: list | None = None, precision: str = "8", seed: int | None = None,
-                 lr_log2: int | None = None, momentum: int | None = None, partition: str = "rule",
+                 lr_log2: int | None = None, momentum: int | None = None, translate: int | None = None,
+                 partition: str = "rule",
                  fault_rate: float = 0.0, fault_seed: int = 1, kernel: str | None = None, skip: bool = True,
                  trace: bool = False, progress=None, outputs: TrainingOutputs | None = None,
                  settings: dict | None = None, say=None, fitted: bool = False,
@@ -146,10 +147,11 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
 
     ``steps``: mini-batches of ``batch`` images (``"epoch"``: the training set once, the last
     partial batch dropped), drawn in the order of ``seed`` (default: the net's, as are
-    ``lr_log2`` and ``momentum``).  ``levels``: one engine level per node (default: every node
-    ``cl``).  ``partition``: ``rule`` (the compiler's) or ``search`` (the fastest cut vector by a
-    one-step CL run of each candidate).  ``fault_rate``, ``fault_seed``: link faults
-    (:func:`link_faults`; every node at ``verilator``).  ``kernel``, ``skip``, ``trace``: as
+    ``lr_log2``, ``momentum`` and ``translate``, the augmentation's largest translation: the images
+    are the golden study's first epoch's, :func:`pymtl_fp.data.augment_batch`).  ``levels``: one
+    engine level per node (default: every node ``cl``).  ``partition``: ``rule`` (the compiler's)
+    or ``search`` (the fastest cut vector by a one-step CL run of each candidate).  ``fault_rate``,
+    ``fault_seed``: link faults (:func:`link_faults`; every node at ``verilator``).  ``kernel``, ``skip``, ``trace``: as
     :func:`~pymtl_fp.cluster.run.train.train_on_cluster` (a trace is also recorded when
     ``outputs`` asks for one).  ``progress(total_images)``: makes the ``progress_cb`` of the run
     (closed after it when it has ``close``).  ``settings``: recorded in the JSON report (default:
@@ -174,9 +176,10 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     seed = defaults.seed if seed is None else seed
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
     momentum = defaults.momentum if momentum is None else momentum
+    translate = defaults.translate if translate is None else translate
     faults = link_faults(fault_rate, fault_seed)
     _check_run(ccfg, levels, batch, steps)
-    data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum, init_params)
+    data = _data(net, dataset, precision, steps, batch, seed, lr_log2, momentum, init_params, translate)
     steps, images, labels, params, tcfg = data["steps"], data["images"], data["labels"], data["params"], data["tcfg"]
     found = None
     if partition == "search":
@@ -212,7 +215,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     result = _assess(net, data, run, want, golden_losses, precision, steps, batch, levels, mapping, found)
     if settings is None:
         settings = {"epochs": defaults.epochs, "batch": batch, "lr_log2": lr_log2, "momentum": momentum,
-                    "lr_halve_every": defaults.lr_halve_every, "seed": seed}
+                    "lr_halve_every": defaults.lr_halve_every, "seed": seed, "translate": translate}
     result.written = write_outputs(result, outputs, settings)
     return result
 
@@ -229,14 +232,16 @@ def _check_run(ccfg, levels: list, batch, steps) -> None:
 
 
 def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int, lr_log2: int,
-          momentum: int | None, init_params: dict | None = None) -> dict:
-    """The run's data: ``steps`` resolved, its images (in ``seed``'s order) and initial weights
+          momentum: int | None, init_params: dict | None = None, translate: int = 0) -> dict:
+    """The run's data: ``steps`` resolved, its images (in ``seed``'s order, translated as the golden
+    study's first epoch translates them for ``translate``) and initial weights
     (``init_params``, default drawn from ``seed``) quantized to ``precision``, the training config and
     the test split."""
-    from pymtl_fp.data import check_dataset, dataset_for, quantize_images
+    from pymtl_fp.data import augment_batch, check_dataset, check_translate, dataset_for, quantize_images
     from pymtl_fp.golden.train import TrainConfig, init_params_float64, quantize_params
 
     try:
+        check_translate(translate)
         dataset = check_dataset(net, dataset)
         split = dataset_for(net, dataset)
     except ValueError as exc:
@@ -257,7 +262,8 @@ def _data(net, dataset: str | None, precision: str, steps, batch: int, seed: int
     if len(order) < steps * batch:
         raise ClusterError(f"--steps {steps} x --batch {batch} exceeds the {len(split.y_train)} training images")
     return {"steps": steps, "split": split, "fmt": fmt, "dataset": dataset,
-            "images": quantize_images(split.x_train[order], fmt.act), "labels": split.y_train[order],
+            "images": quantize_images(augment_batch(split.x_train[order], order, seed, 0, len(split.y_train), translate),
+                                      fmt.act), "labels": split.y_train[order],
             "params": quantize_params(net, init_params_float64(net, seed) if init_params is None else init_params,
                                       precision),
             "tcfg": TrainConfig(precision, lr_log2=lr_log2, momentum=momentum, seed=seed)}

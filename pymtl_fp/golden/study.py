@@ -4,7 +4,8 @@
 counterpart; or per-image SGD / continuous propagation, :mod:`pymtl_fp.golden.per_image`) and
 records, per epoch, the mean training loss and the test accuracy.  Every
 precision starts from the same He-normal float weights (quantized for fixed point) and sees the
-same shuffled batches (``seed``); the last partial batch of an epoch is dropped so every step has
+same shuffled batches (``seed``; translated by :func:`~pymtl_fp.data.augment_batch` when the run's
+``translate`` is above 0); the last partial batch of an epoch is dropped so every step has
 the same shape.  Step ``t`` of the run uses stochastic-rounding seed ``seed + t``.
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymtl_fp.data import Split, quantize_images
+from pymtl_fp.data import Split, augment_batch, check_translate, quantize_images
 from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import (
     FLOAT64,
@@ -63,7 +64,8 @@ def _single_threaded_blas():
 
 def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_log2: int,
         momentum: int | None = None, lr_halve_every: int | None = None, seed: int = 0,
-        max_steps: int | None = None, schedule: str = "minibatch", fwd_versions: dict | None = None) -> tuple:
+        max_steps: int | None = None, schedule: str = "minibatch", fwd_versions: dict | None = None,
+        translate: int = 0) -> tuple:
     """Train from scratch; returns ``(params, History)``.
 
     ``schedule``: ``minibatch`` (one update per step), ``sgd`` (an update after each image, no
@@ -72,12 +74,15 @@ def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_l
     schedules are fixed point only.
 
     The learning rate is ``2**-lr_log2``, halved every ``lr_halve_every`` epochs if given (i.e.
-    ``lr_log2 + epoch // lr_halve_every``).  ``max_steps`` caps the run (for tests).
+    ``lr_log2 + epoch // lr_halve_every``).  ``translate`` > 0 translates every training image by up to
+``translate`` pixels, as :func:`~pymtl_fp.data.augment_batch` draws it for the epoch (seeded
+augmentation).  ``max_steps`` caps the run (for tests).
     """
     if batch < 1 or batch > len(split.y_train):
         raise ValueError(f"batch must be in 1..{len(split.y_train)}, got {batch}")
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    check_translate(translate)
     params = init_params_float64(net, seed)
     if precision == FLOAT64:
         x_train, x_test, step_fn = split.x_train, split.x_test, train_step_float64
@@ -97,11 +102,11 @@ def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_l
     with _single_threaded_blas():
         return _fit(net, split, precision, params, x_train, x_test, step_fn, epochs=epochs,
                     batch=batch, lr_log2=lr_log2, momentum=momentum,
-                    lr_halve_every=lr_halve_every, seed=seed, max_steps=max_steps)
+                    lr_halve_every=lr_halve_every, seed=seed, max_steps=max_steps, translate=translate)
 
 
 def _fit(net, split, precision, params, x_train, x_test, step_fn, *, epochs, batch, lr_log2,
-         momentum, lr_halve_every, seed, max_steps):
+         momentum, lr_halve_every, seed, max_steps, translate):
     rng = np.random.default_rng(seed)
     history, start, step = History(precision), time.perf_counter(), 0
     steps_per_epoch = len(split.y_train) // batch
@@ -114,7 +119,8 @@ def _fit(net, split, precision, params, x_train, x_test, step_fn, *, epochs, bat
                 break
             idx = order[b * batch : (b + 1) * batch]
             cfg = TrainConfig(precision, lr_log2=lr_now, momentum=momentum, seed=seed, step=step)
-            params, loss = step_fn(net, params, x_train[idx], split.y_train[idx], cfg)
+            images = augment_batch(x_train[idx], idx, seed, epoch, len(split.y_train), translate)
+            params, loss = step_fn(net, params, images, split.y_train[idx], cfg)
             losses.append(loss)
             step += 1
         if losses:
