@@ -32,11 +32,12 @@ Each instance is evaluated through its Verilated root's evaluation function
 top has been evaluated once through every instance's ``eval()`` (which runs the models' initial
 blocks).  The bookkeeping it skips -- deleting dynamic objects, flushing messages that Verilator's
 own worker threads queued -- has nothing to do in these models (no classes, no ``--threads``,
-no ``$display``); on a 4-node cluster it is about 7 % of a cycle's instructions.
+no ``$display``); measured in the docs (cluster-node, "Where a node-cycle goes").  A model from a
+Verilator without that function (a weak symbol, null when absent) is evaluated through ``eval()``.
 At the rising edge an instance runs only its clocked phases (``___eval_phase__act`` and
 ``___eval_phase__nba``, looped as ``___eval`` loops them): ``___eval`` would first evaluate its
 input-combinational logic again (Verilator's ``ico`` region runs on every call), with the inputs
-and the state the settle just evaluated it with -- the same values, about 8 % of a cycle.  Models
+and the state the settle just evaluated it with -- the same values.  Models
 from a Verilator without these phase functions (weak symbols, null when absent) take the full
 ``___eval`` there too.
 """
@@ -122,8 +123,9 @@ def _ctype(width: int) -> str:
 
 def _eval(i: Instance) -> str:
     """C++ evaluating instance ``i``: its model's ``eval()`` on the top's first evaluation, its root's
-    evaluation function after (see the module docstring)."""
-    return f"if (VL_LIKELY(joined_started)) V{i.top}___024root___eval({i.name}->rootp); else {i.name}->eval();"
+    evaluation function after, when the model has one (see the module docstring)."""
+    return (f"if (VL_LIKELY(joined_started && joined_root_{i.top})) V{i.top}___024root___eval({i.name}->rootp); "
+            f"else {i.name}->eval();")
 
 
 def _rise(i: Instance) -> str:
@@ -137,7 +139,8 @@ def _roots(top: str) -> str:
     """C++ declarations of model ``top``'s root evaluation functions and its clocked evaluation."""
     r = f"V{top}___024root"
     return f"""class {r};
-void {r}___eval({r}* vlSelf);
+void {r}___eval({r}* vlSelf) __attribute__((weak));
+static const bool joined_root_{top} = {r}___eval;
 bool {r}___eval_phase__act({r}* vlSelf) __attribute__((weak));
 bool {r}___eval_phase__nba({r}* vlSelf) __attribute__((weak));
 static const bool joined_phases_{top} = {r}___eval_phase__act && {r}___eval_phase__nba;

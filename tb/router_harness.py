@@ -148,8 +148,9 @@ class RouterBench(Component):
 # ---- random programs ---------------------------------------------------------------------------
 
 def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256, max_count: int = 12,
-                   loop: bool = True) -> tuple[list, list]:
-    """A valid random program of about ``n`` instructions and its gather table."""
+                   loop: bool = True, residual: bool = False) -> tuple[list, list]:
+    """A valid random program of about ``n`` instructions and its gather table (with the residual
+    unit's kinds when ``residual``: a router with ``RouterConfig.residual``)."""
     prog, table = [], []
     tally = 0  # elements the scratch FIFO will hold once every STORE/LOAD so far has moved
     mark_ids = iter(range(1, 200))
@@ -213,7 +214,7 @@ def random_program(rng: random.Random, n: int = 30, *, scratch_depth: int = 256,
                 req = _random_requant(rng, tally)
                 if req is not None:
                     out.append(req)
-            elif r < 0.81 and scratch_ok and tally > 0:
+            elif r < 0.81 and residual and scratch_ok and tally > 0:
                 res = _random_residual(rng, tally, scratch_depth)
                 if res is not None:
                     ins_list, tally = res

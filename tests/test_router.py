@@ -136,20 +136,33 @@ def test_router_config_is_validated():
         RouterConfig(pipelined_seq=1)
     assert "pipelined_seq" not in RouterConfig().params() and "pipelined_seq" in piped.params()
     assert piped.module_name() != piped.replace(pipelined_seq=False).module_name()
+    with pytest.raises(RouterConfigError, match="residual must be a bool"):
+        RouterConfig(residual=1)
+    assert "residual" not in RouterConfig().params() and not piped.residual  # a chain's node has no residual unit
+    assert RouterConfig(residual=True).module_name() != RouterConfig().module_name()
+
     ins = isa.bias(5, 5, 2, 0, 0, 0, 8)
     assert isa.unit_cycles(ins, [], piped.unit_latency) == isa.unit_cycles(ins, []) + 17 == 5 + 2 + 17
 
 
+def test_a_router_without_the_residual_unit_refuses_its_kinds_at_cl():
+    prog = [isa.store(isa.DST_SCRATCH, count=4, target=0), isa.add(2, 8), isa.Instr(isa.HALT)]
+    with pytest.raises(RuntimeError, match="ADD on a router built without the residual unit"):
+        run_router("cl", CFG, prog, [])
+
+
 # ---- CL == RTL -----------------------------------------------------------------------------------
 
-#: the router test's structures: (pipelined_units, pipelined_seq) by test id
-STRUCTURES = {"units": (False, False), "pipelined_units": (True, False), "pipelined_seq": (True, True)}
+#: the router test's structures: (pipelined_units, pipelined_seq, residual) by test id; the random programs
+#: draw the residual unit's kinds where the router has it
+STRUCTURES = {"units": (False, False, False), "pipelined_units": (True, False, True),
+              "pipelined_seq": (True, True, False)}
 
 
 def _compare(level, seed, n, stall, lanes=1, structure="units", idle_edges=BOOT_EDGES):
-    units, seq = STRUCTURES[structure]
-    cfg = CFG.replace(stream_lanes=lanes, pipelined_units=units, pipelined_seq=seq)
-    prog, table = random_program(random.Random(seed), n, scratch_depth=cfg.scratch_depth)
+    units, seq, res = STRUCTURES[structure]
+    cfg = CFG.replace(stream_lanes=lanes, pipelined_units=units, pipelined_seq=seq, residual=res)
+    prog, table = random_program(random.Random(seed), n, scratch_depth=cfg.scratch_depth, residual=res)
     a = run_router("cl", cfg, prog, table, seed=seed, stall=stall, idle_edges=idle_edges)
     b = run_router(level, cfg, prog, table, seed=seed, stall=stall, idle_edges=idle_edges)
     for ra, rb in zip(a["trace"], b["trace"]):
@@ -167,9 +180,10 @@ def _compare(level, seed, n, stall, lanes=1, structure="units", idle_edges=BOOT_
 def test_router_cl_equals_rtl_every_cycle(level, structure, seed, n, stall, lanes):
     """Every port and status output, every cycle; with 1, 2 or 4 elements per beat (moves whose
     counts are not multiples of the beat end in a partial beat); with the scalar units as they are,
-    pipelined (``RouterConfig.pipelined_units``: BIAS and REQUANT ``unit_latency`` cycles longer), and
-    pipelined with the sequencer's instruction register (``pipelined_seq``, a node's router with its
-    engine's pipelines); the Verilator builds of the pipelined ones at one element a beat."""
+    pipelined (``RouterConfig.pipelined_units``: BIAS and REQUANT ``unit_latency`` cycles longer; with
+    the residual unit, ``RouterConfig.residual``), and pipelined with the sequencer's instruction register
+    (``pipelined_seq``, a node's router with its engine's pipelines); the Verilator builds of the pipelined
+    ones at one element a beat."""
     if structure != "units" and level == "verilator":
         lanes = 1
     _compare(level, seed, n, stall, lanes, structure)
@@ -210,7 +224,7 @@ def test_random_programs_exercise_every_kind():
     marks, scratch traffic, and the engine sees the seeds advance with the loop iteration."""
     kinds = set()
     for seed in range(40):
-        prog, _table = random_program(random.Random(seed), 40, scratch_depth=CFG.scratch_depth)
+        prog, _table = random_program(random.Random(seed), 40, scratch_depth=CFG.scratch_depth, residual=True)
         kinds |= {i.kind for i in prog}
     assert kinds == set(isa.KIND_NAMES)
     prog = [isa.eng(op=msgs.OP_FWD, seed=100).with_(seedstep=1, mark=1),

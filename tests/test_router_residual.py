@@ -24,7 +24,7 @@ from pymtl_fp.tb.router_harness import run_router
 from pymtl_fp.tb.stream import StallSink, StallSource
 
 #: the configuration of tests/test_router.py's CL == RTL property (its Verilator builds are shared)
-CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=16)
+CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=16, residual=True)
 STALLS = st.sampled_from([0.0, 0.3, 0.6])
 
 
@@ -55,6 +55,14 @@ def test_bad_residual_instructions_are_one_line_errors_naming_the_layer():
         isa.add(0, 8, name="add1")
     with pytest.raises(isa.IsaError, match=r"^add1: saturation width 65"):
         isa.mask(4, 65, name="add1")
+    with pytest.raises(isa.IsaError, match=r"^add1: an add needs at least one element, got True"):
+        isa.add(True, 8, name="add1")
+    with pytest.raises(isa.IsaError, match=r"^pool: shape \(1, 3, 2, 2\) on P = 2.5"):
+        isa.gap((1, 3, 2, 2), 2.5, 8, name="pool")
+    with pytest.raises(isa.IsaError, match=r"^pool5: command field count=33554432 does not fit"):
+        isa.gap((64, 512, 32, 32), 16, 8, name="pool5")
+    with pytest.raises(isa.IsaError, match=r"^gapb: "):
+        isa.gapb((64, 512, 32, 32), 16, 8)
 
 
 @given(case=residual_cases(lanes=(1, 2, 3, 4, 5), max_hw=5, max_c=9, max_n=3))
@@ -126,7 +134,8 @@ def test_node_runs_residual_kinds_through_its_engine(level, case, stall, sseed):
     from pymtl_fp.cluster.hw.node import NODE_LEVELS
 
     ecfg = PRESETS["tiny"]
-    node = NODE_LEVELS[level](ecfg, RouterConfig(scratch_depth=256, out_depth=64), prog=case_program(case, store=True))
+    node = NODE_LEVELS[level](ecfg, RouterConfig(scratch_depth=256, out_depth=64, residual=True),
+                              prog=case_program(case, store=True))
     bench = build_sim(_NodeBench(node, case_inputs(case, ecfg.stream_bits), len(case["want"]), stall, sseed), "cl")
     for _ in range(5000):
         if node.router.is_done():

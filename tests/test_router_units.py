@@ -116,7 +116,8 @@ def test_fast_ring_gives_the_same_values_every_edge(seed, depth, push_bits):
         count = int(a.count)
         push = rng.randrange(1 << push_bits)
         pop = rng.randint(0, count + 1) if rng.random() < 0.01 else rng.randint(0, min(count, 3))
-        push = push if rng.random() < 0.01 else min(push, depth - count + pop)
+        # (an overflow the ring can see: count - pop + push < 2 * depth)
+        push = min(push, 2 * depth - 1 - count + pop) if rng.random() < 0.01 else min(push, depth - count + pop)
         for m in (a, b):
             m.push_n @= push
             m.pop_n @= pop
@@ -466,6 +467,7 @@ LINT_UNITS = [
     (RouterMoveRTL, (32, 12, 4, True)), (RouterPendRTL, (4,)), (RouterProgMemRTL, (64, 16)),
     (RouterProgMemRTL, (64, 16, True)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
     (RouterUnitWalkSumRTL, ()), (RouterUnitPipeRTL, (32,)), (RouterUnitRTL, (32, 12, 8, True)),
+    (RouterUnitRTL, (32, 12, 8, True, True)),
     (RouterUnitResWalkRTL, ()), (RouterUnitResRTL, (32, 12, False)), (RouterUnitResRTL, (32, 12, True)),
 ]
 

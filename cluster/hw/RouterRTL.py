@@ -128,7 +128,7 @@ class RouterRTL(Component):
         s.move = RouterMoveRTL(sb, SCB, E, running=cfg.pipelined_seq)
         s.dlv = RouterDeliverRTL(sb, E, cfg.out_beats)
         s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq)
-        s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units)
+        s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units, cfg.residual)
         s.pend = RouterPendRTL(NPEND)
         s.stat = RouterStatusRTL()
 
@@ -378,11 +378,12 @@ def _wire_units(s, E):
     s.unit.seed //= s.seed
     s.unit.tid //= s.ins.cmd.tid
     s.unit.sat_bits //= s.ins.bits
-    s.unit.relu //= s.ins.cmd.relu  # (the residual unit's fields: isa.residual)
-    s.unit.area //= s.ins.cmd.hw
-    s.unit.chw //= s.ins.cmd.chw
-    s.unit.m //= s.ins.cmd.rs
-    s.unit.dyn //= s.ins.cmd.crs
+    if s.cfg.residual:  # the residual unit's fields (isa.residual)
+        s.unit.relu //= s.ins.cmd.relu
+        s.unit.area //= s.ins.cmd.hw
+        s.unit.chw //= s.ins.cmd.chw
+        s.unit.m //= s.ins.cmd.rs
+        s.unit.dyn //= s.ins.cmd.crs
     s.unit.tbase //= s.ins.tbase
     s.unit.tlen //= s.ins.tlen
     s.st_state //= s.stat.state

@@ -64,7 +64,7 @@ from pymtl_fp.primitives.RequantRTL import RequantRTL
 
 
 class RouterUnitRTL(Component):
-    def construct(s, bits=32, count_bits=12, table_bits=8, pipelined=False):
+    def construct(s, bits=32, count_bits=12, table_bits=8, pipelined=False, residual=False):
         T = mk_bits(bits)
         CT = mk_bits(count_bits)
         AT = mk_bits(count_bits - 1)  # scratch addresses (count_bits = address bits + 1)
@@ -72,7 +72,7 @@ class RouterUnitRTL(Component):
         N1 = Bits24(1)
         T1 = Bits16(1)
         ZERO_T = T(0)
-        s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits, pipelined=pipelined)
+        s.params = dict(bits=bits, count_bits=count_bits, table_bits=table_bits, pipelined=pipelined, residual=residual)
         TAIL = mk_bits(5)
         TAIL_END = TAIL(PIPE_LATENCY)
 
@@ -80,8 +80,9 @@ class RouterUnitRTL(Component):
         s.is_bias = InPort()
         s.is_requant = InPort()
         s.is_add, s.is_mask, s.is_gap, s.is_gapb = InPort(), InPort(), InPort(), InPort()
-        s.relu = InPort()     # the residual unit's (and its area, C*A, M, dy's elements)
-        s.area, s.chw, s.m, s.dyn = InPort(17), InPort(24), InPort(17), InPort(24)
+        if residual:
+            s.relu = InPort()     # the residual unit's (and its area, C*A, M, dy's elements)
+            s.area, s.chw, s.m, s.dyn = InPort(17), InPort(24), InPort(17), InPort(24)
         s.lanes = InPort(8)  # REQUANT: the engine's P; glayout: G's layout (else B's); the tensor
         s.glayout = InPort()
         s.ct, s.c, s.r, s.sw = InPort(16), InPort(16), InPort(16), InPort(16)
@@ -112,8 +113,10 @@ class RouterUnitRTL(Component):
         s.busy = OutPort()
         s.retire = OutPort()
 
-        s.res = RouterUnitResRTL(bits, count_bits, pipelined)
-        _wire_res(s)
+        s.residual = residual
+        if residual:
+            s.res = RouterUnitResRTL(bits, count_bits, pipelined)
+            _wire_res(s)
         s.own_start = Wire()  # a BIAS / GATHER / REQUANT starts
         s.own_push, s.own_data, s.own_retire = Wire(), Wire(bits), Wire()
         s.own_raddr0, s.own_raddr1, s.own_drop_n = Wire(count_bits - 1), Wire(count_bits - 1), Wire(count_bits)
@@ -176,20 +179,33 @@ class RouterUnitRTL(Component):
             else:
                 s.own_drop_n @= trunc(s.cnt, CT)
 
-        @update
-        def up_unit_select():  # the residual unit's, while it runs
-            s.own_start @= s.start & ~s.is_add & ~s.is_mask & ~s.is_gap & ~s.is_gapb
-            s.res.start @= s.start & (s.is_add | s.is_mask | s.is_gap | s.is_gapb)
-            s.busy @= s.run | s.res.busy
-            s.retire @= s.own_retire | s.res.retire
-            s.drop @= s.retire
-            if s.res.busy:
-                s.raddr0 @= s.res.raddr0
-                s.raddr1 @= s.res.raddr1
-                s.drop_n @= s.res.drop_n
-                s.push @= s.res.push
-                s.push_data @= s.res.push_data
-            else:
+        if residual:
+            @update
+            def up_unit_select():  # the residual unit's, while it runs
+                s.own_start @= s.start & ~s.is_add & ~s.is_mask & ~s.is_gap & ~s.is_gapb
+                s.res.start @= s.start & (s.is_add | s.is_mask | s.is_gap | s.is_gapb)
+                s.busy @= s.run | s.res.busy
+                s.retire @= s.own_retire | s.res.retire
+                s.drop @= s.retire
+                if s.res.busy:
+                    s.raddr0 @= s.res.raddr0
+                    s.raddr1 @= s.res.raddr1
+                    s.drop_n @= s.res.drop_n
+                    s.push @= s.res.push
+                    s.push_data @= s.res.push_data
+                else:
+                    s.raddr0 @= s.own_raddr0
+                    s.raddr1 @= s.own_raddr1
+                    s.drop_n @= s.own_drop_n
+                    s.push @= s.own_push
+                    s.push_data @= s.own_data
+        else:
+            @update
+            def up_unit_select_own():  # no residual unit: a residual kind retires at once, doing nothing
+                s.own_start @= s.start & ~s.is_add & ~s.is_mask & ~s.is_gap & ~s.is_gapb
+                s.busy @= s.run
+                s.retire @= s.own_retire | (s.start & (s.is_add | s.is_mask | s.is_gap | s.is_gapb))
+                s.drop @= s.own_retire
                 s.raddr0 @= s.own_raddr0
                 s.raddr1 @= s.own_raddr1
                 s.drop_n @= s.own_drop_n
@@ -299,7 +315,7 @@ class RouterUnitRTL(Component):
                         s.roff <<= s.roff + Bits8(1)
 
     def line_trace(s):
-        if s.res.busy:
+        if s.residual and s.res.busy:
             return s.res.line_trace()
         return f"U{'q' if s.req else 'b' if s.bias else 'g'}{int(s.idx) if s.bias else int(s.tidx)}" if s.run else "U."
 

@@ -25,6 +25,9 @@ class RouterUnitsCL:
     ``scratch``, ``table``, ``iter``, ``unit_left``, ``scratch_max``)."""
 
     def _start_unit(s, ins):
+        if ins.kind in isa.RES_KINDS and not s.cfg.residual:
+            raise RuntimeError(f"{s.node_name}: {isa.KIND_NAMES[ins.kind].upper()} on a router built without the "
+                               "residual unit (RouterConfig.residual)")
         vals = list(s.scratch)
         if ins.kind in isa.RES_KINDS:
             want = residual.inputs(ins)

@@ -45,6 +45,10 @@ class RouterConfig:
       same clock; a node's router has it by the same rule as ``pipelined_units``.  The program bus must
       then be idle for the last :data:`BOOT_EDGES` edges of reset (the memory's first two reads), else
       the router spends the missing edges after reset before its first instruction.
+    * ``residual``: the residual unit (ADD, MASK, GAP, GAPB: :mod:`pymtl_fp.cluster.isa.residual`), for
+      residual networks' adds and average pools; off by default (about 1.7k LUTs and 14 DSPs that a
+      chain of conv/pool/fc layers does not use).  A router without it must not be given those kinds:
+      the RTL retires one in a cycle, doing nothing, and the CL model refuses it.
     """
 
     stream_bits: int = 32
@@ -55,6 +59,7 @@ class RouterConfig:
     out_depth: int = 4096
     pipelined_units: bool = False
     pipelined_seq: bool = False
+    residual: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -64,7 +69,7 @@ class RouterConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
                 raise RouterConfigError(f"RouterConfig.{f} must be an int in [{lo}, {hi}], got {v!r}")
-        for f in ("pipelined_units", "pipelined_seq"):
+        for f in _OPTIONAL:
             if not isinstance(getattr(self, f), bool):
                 raise RouterConfigError(f"RouterConfig.{f} must be a bool, got {getattr(self, f)!r}")
         E = self.stream_lanes
@@ -93,8 +98,9 @@ class RouterConfig:
         return UNIT_PIPE_LATENCY if self.pipelined_units else 0
 
     def params(self) -> dict:
-        """Every elaboration parameter (what the Verilog module name encodes; ``pipelined_units`` and
-        ``pipelined_seq`` only when set, so the routers without them keep their names and builds)."""
+        """Every elaboration parameter (what the Verilog module name encodes; ``pipelined_units``,
+        ``pipelined_seq`` and ``residual`` only when set, so the routers without them keep their names and
+        builds)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.name != "name" and (f.name not in _OPTIONAL or getattr(self, f.name))}
 
@@ -108,7 +114,7 @@ class RouterConfig:
 
 
 #: flags the module name encodes only when set
-_OPTIONAL = ("pipelined_units", "pipelined_seq")
+_OPTIONAL = ("pipelined_units", "pipelined_seq", "residual")
 
 #: reset edges the program bus must leave idle at the end of reset for a router with ``pipelined_seq``
 #: to run its first instruction at cycle 0 (its program memory's read of instruction 0, then of the next)

@@ -72,13 +72,27 @@ def _check_bits(bits: int, name: str) -> int:
     return bits
 
 
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _cmd(fields: dict, name: str):
+    """The engine command with ``fields`` (:func:`isa._checked_cmd`), a field out of range refused
+    naming the layer."""
+    isa = _isa()
+    try:
+        return isa._checked_cmd(fields)
+    except isa.IsaError as exc:
+        raise isa.IsaError(f"{name}: {exc}") from None
+
+
 def add(n: int, bits: int, relu: bool = False, *, name: str = "add", formats=None):
     """An ADD of two ``n``-element operands (``[a, b]`` in the scratch FIFO), saturated to ``bits``
     (then ReLU).  ``formats``: the operands' :class:`~pymtl_fp.numerics.QFormat`\\ s, which must share
     ``frac`` (the add aligns nothing) and fit ``bits``."""
     isa = _isa()
     _check_bits(bits, name)
-    if not isinstance(n, int) or n < 1:
+    if not _is_count(n) or n < 1:
         raise isa.IsaError(f"{name}: an add needs at least one element, got {n!r}")
     if formats is not None:
         fa, fb = formats
@@ -87,7 +101,7 @@ def add(n: int, bits: int, relu: bool = False, *, name: str = "add", formats=Non
                                f"must end in one format")
         if max(fa.bits, fb.bits) > bits:
             raise isa.IsaError(f"{name}: operands of {max(fa.bits, fb.bits)} bits added into {bits}")
-    return isa.Instr(ADD, isa._checked_cmd(dict(count=n, relu=int(bool(relu)))), bits=bits)
+    return isa.Instr(ADD, _cmd(dict(count=n, relu=int(bool(relu))), name), bits=bits)
 
 
 def mask(n: int, bits: int, *, name: str = "mask"):
@@ -95,9 +109,9 @@ def mask(n: int, bits: int, *, name: str = "mask"):
     where ``x > 0``, else 0, saturated to ``bits``."""
     isa = _isa()
     _check_bits(bits, name)
-    if not isinstance(n, int) or n < 1:
+    if not _is_count(n) or n < 1:
         raise isa.IsaError(f"{name}: a mask needs at least one element, got {n!r}")
-    return isa.Instr(MASK, isa._checked_cmd(dict(count=n)), bits=bits)
+    return isa.Instr(MASK, _cmd(dict(count=n), name), bits=bits)
 
 
 def _gap_cmd(shape, P: int, bits: int, stoch: int, seed: int, tid: int, name: str) -> dict:
@@ -109,7 +123,7 @@ def _gap_cmd(shape, P: int, bits: int, stoch: int, seed: int, tid: int, name: st
         n, c, h, w = (int(v) for v in shape)
     except (TypeError, ValueError):
         raise isa.IsaError(f"{name}: the pooled map's shape must be (N, C, H, W), got {shape!r}") from None
-    if min(n, c, h, w) < 1 or not 1 <= P <= 255:
+    if min(n, c, h, w) < 1 or not _is_count(P) or not 1 <= P <= 255:
         raise isa.IsaError(f"{name}: shape {tuple(shape)} on P = {P}: every extent must be positive and "
                            f"P in [1, 255]")
     if h * w > MAX_AREA:
@@ -122,19 +136,20 @@ def _gap_cmd(shape, P: int, bits: int, stoch: int, seed: int, tid: int, name: st
 
 def gap(shape, P: int, bits: int, *, stoch: int = 0, seed: int = 0, tid: int = 0, name: str = "gap"):
     """A GAP of the ``shape = (N, C, H, W)`` map in the scratch FIFO (the activation layout of a
-    ``P x P`` engine) into ``bits``-bit means."""
+    ``P x P`` engine) into ``bits``-bit means.  Rounding is nearest unless ``stoch`` (the golden
+    model's forward default); :func:`gapb` rounds stochastically by default, as the golden backward."""
     isa = _isa()
-    return isa.Instr(GAP, isa._checked_cmd(_gap_cmd(shape, P, bits, stoch, seed, tid, name)), bits=bits)
+    return isa.Instr(GAP, _cmd(_gap_cmd(shape, P, bits, stoch, seed, tid, name), name), bits=bits)
 
 
 def gapb(shape, P: int, bits: int, *, relu: bool = False, stoch: int = 1, seed: int = 0, tid: int = 0,
-         name: str = "gap"):
+         name: str = "gapb"):
     """A GAPB: the scratch FIFO holds the gradient of the pool's ``(N, C, 1, 1)`` output (and, with
     ``relu``, the pool's ``shape = (N, C, H, W)`` input after it); the result is the input gradient."""
     isa = _isa()
     f = _gap_cmd(shape, P, bits, stoch, seed, tid, name)
     f.update(crs=f["n"] * f["ct"] * P, relu=int(bool(relu)))
-    return isa.Instr(GAPB, isa._checked_cmd(f), bits=bits)
+    return isa.Instr(GAPB, _cmd(f, name), bits=bits)
 
 
 def inputs(ins) -> int:

@@ -74,9 +74,9 @@ def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_l
     schedules are fixed point only.
 
     The learning rate is ``2**-lr_log2``, halved every ``lr_halve_every`` epochs if given (i.e.
-    ``lr_log2 + epoch // lr_halve_every``).  ``translate`` > 0 translates every training image by up to
-``translate`` pixels, as :func:`~pymtl_fp.data.augment_batch` draws it for the epoch (seeded
-augmentation).  ``max_steps`` caps the run (for tests).
+        ``lr_log2 + epoch // lr_halve_every``).  ``translate`` > 0 translates every training image by up to
+    ``translate`` pixels, as :func:`~pymtl_fp.data.augment_batch` draws it for the epoch (seeded
+    augmentation).  ``max_steps`` caps the run (for tests).
     """
     if batch < 1 or batch > len(split.y_train):
         raise ValueError(f"batch must be in 1..{len(split.y_train)}, got {batch}")

@@ -10,7 +10,9 @@ in one edge is fine, also when the ring is full: the pop makes the room):
 * ``hd``/``tl``: the head and tail addresses (modulo ``depth``), ``count`` the entries held after
   the last edge, ``peak`` the largest ``count`` since reset;
 * a push that does not fit or a pop of more than is held is a caller bug: it is ignored and sets
-  the sticky ``error``.
+  the sticky ``error`` (counts are kept on ``log2(depth) + 1`` bits, so a push is seen not to fit while
+  ``count - pop_n + push_n < 2 * depth``: by up to ``depth - 1`` entries; the router's pushes are at
+  most a beat, half its FIFOs' depth).
 
 Elaboration parameters: ``depth`` (entries, a power of two >= 2), ``push_bits`` and ``pop_bits``
 (the widths of ``push_n`` and ``pop_n``, at most ``log2(depth) + 1``), ``peak`` (whether to keep

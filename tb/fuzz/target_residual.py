@@ -49,7 +49,7 @@ def check(case, level, ctx):
         got = _node_fl(c, case["stall"], case["sseed"])
     else:
         cfg = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=SCRATCH, out_depth=16,
-                           pipelined_units=bool(case["pipelined"]))
+                           pipelined_units=bool(case["pipelined"]), residual=True)
         runs = {lv: run_router(lv, cfg, case_program(c), [], seed=case["sseed"], stall=case["stall"],
                                inputs=case_inputs(c, cfg.stream_bits)) for lv in sorted({"cl", level})}
         for ra, rb in zip(runs["cl"]["trace"], runs[level]["trace"]):
@@ -71,7 +71,7 @@ def _node_fl(c, stall, sseed):
     from pymtl_fp.tb.stream import StallSink, StallSource
 
     ecfg = PRESETS["tiny"]
-    node = NodeFL(ecfg, RouterConfig(scratch_depth=SCRATCH, out_depth=64), prog=case_program(c, store=True))
+    node = NodeFL(ecfg, RouterConfig(scratch_depth=SCRATCH, out_depth=64, residual=True), prog=case_program(c, store=True))
     T = mk_bits(ecfg.stream_bits)
     inputs = case_inputs(c, ecfg.stream_bits)
 
