@@ -239,9 +239,9 @@ def test_run_op_and_the_cli_at_level_cl(tmp_path, capsys):
     fast = CFG.replace(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True)
     assert int(np.load(out)["compute_cycles"]) == want["compute_cycles"] + fast.wb_latency + fast.cmd_latency == (
         program.op_timing(fast, "bwd_weight", validate_case(fast, "bwd_weight", case))["compute_cycles"])
-    assert main(["run-op", "--level", "cl", "--op", "fwd", "--pipeline", "dsp", "--case", str(path),
+    assert main(["run-op", "--level", "cl", "--op", "fwd", "--pipeline", "fast", "--case", str(path),
                  "--out", str(out)]) == 1
-    assert "--pipeline 'dsp': choose from" in capsys.readouterr().err
+    assert "--pipeline 'fast': choose from" in capsys.readouterr().err
 
 
 @pytest.mark.cl
