@@ -109,3 +109,48 @@ def case_inputs(case: dict, bits: int) -> list:
     """The beats of ``fwd_in``, ``bwd_in`` and ``host_in`` (one element a beat, as unsigned words)."""
     ops = case["operands"] + [[]] * (3 - len(case["operands"]))
     return [[to_word(v, bits) for v in op] for op in ops]
+
+
+def run_node_case(level: str, case: dict, stall, seed: int, *, scratch_depth: int, max_cycles: int = 5000):
+    """Run ``case`` on a node of ``level`` (``fl``/``cl``; the ``tiny`` engine, a router with the residual
+    unit) whose program runs the residual kind on link input and stores the result from buffer X to
+    ``fwd_out``, with stalling sources and sinks; returns ``(node, the signed values fwd_out received)``."""
+    from pymtl3 import Component, InPort, connect, mk_bits
+
+    from pymtl_fp.cluster.hw.node import NODE_LEVELS
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
+    from pymtl_fp.engine.config import PRESETS
+    from pymtl_fp.engine.msgs import from_word
+    from pymtl_fp.sim import build_sim
+    from pymtl_fp.tb.stream import StallSink, StallSource
+
+    ecfg = PRESETS["tiny"]
+    node = NODE_LEVELS[level](ecfg, RouterConfig(scratch_depth=scratch_depth, out_depth=64, residual=True),
+                              prog=case_program(case, store=True))
+    T = mk_bits(ecfg.stream_bits)
+    inputs = case_inputs(case, ecfg.stream_bits)
+
+    class NodeBench(Component):
+        def construct(s):
+            s.node = node
+            s.srcs = [StallSource(T, [T(v) for v in inputs[i]], stall, seed + i) for i in range(3)]
+            for src, name in zip(s.srcs, ("fwd_in", "bwd_in", "host_in")):
+                connect(src.send, getattr(node, name))
+            s.sinks = [StallSink(T, None, stall, seed + 10 + i) for i in range(3)]
+            for sink, name in zip(s.sinks, ("fwd_out", "bwd_out", "host_out")):
+                connect(getattr(node, name), sink.recv)
+            for name, bits in (("prog_we", 1), ("prog_sel", 1), ("prog_addr", 16), ("tab_data", 32)):
+                setattr(s, name, InPort(bits))
+                connect(getattr(node, name), getattr(s, name))
+            s.prog_data = InPort(isa.instr_type())
+            connect(node.prog_data, s.prog_data)
+
+        def line_trace(s):
+            return node.line_trace()
+
+    bench = build_sim(NodeBench(), "cl")
+    for _ in range(max_cycles):
+        if node.router.is_done():
+            break
+        bench.sim_tick()
+    return node, [from_word(int(v), ecfg.stream_bits) for v in bench.sinks[0].received]

@@ -10,18 +10,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pymtl3 import Component, InPort, connect, mk_bits
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.hw.router_config import RouterConfig
-from pymtl_fp.engine.config import PRESETS
 from pymtl_fp.engine.msgs import from_word
 from pymtl_fp.numerics import QFormat
-from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.hypothesis_profiles import examples
-from pymtl_fp.tb.residual_cases import case_inputs, case_program, residual_cases
+from pymtl_fp.tb.residual_cases import case_inputs, case_program, residual_cases, run_node_case
 from pymtl_fp.tb.router_harness import run_router
-from pymtl_fp.tb.stream import StallSink, StallSource
 
 #: the configuration of tests/test_router.py's CL == RTL property (its Verilator builds are shared)
 CFG = RouterConfig(prog_depth=128, table_depth=64, scratch_depth=256, out_depth=16, residual=True)
@@ -105,42 +101,12 @@ def test_router_rtl_equals_cl_every_cycle_on_residual_kinds(level, pipelined, ca
 
 # ---- a node at FL and CL --------------------------------------------------------------------------
 
-class _NodeBench(Component):
-    def construct(s, node, inputs, n_out, stall, seed):
-        s.node = node
-        T = mk_bits(node.rcfg.stream_bits)
-        s.srcs = [StallSource(T, [T(v) for v in inputs[i]], stall, seed + i) for i in range(3)]
-        for src, name in zip(s.srcs, ("fwd_in", "bwd_in", "host_in")):
-            connect(src.send, getattr(node, name))
-        s.sinks = [StallSink(T, None, stall, seed + 10 + i) for i in range(3)]
-        for sink, name in zip(s.sinks, ("fwd_out", "bwd_out", "host_out")):
-            connect(getattr(node, name), sink.recv)
-        for name, bits in (("prog_we", 1), ("prog_sel", 1), ("prog_addr", 16), ("tab_data", 32)):
-            setattr(s, name, InPort(bits))
-            connect(getattr(node, name), getattr(s, name))
-        s.prog_data = InPort(isa.instr_type())
-        node.prog_data //= s.prog_data
-
-    def line_trace(s):
-        return s.node.line_trace()
-
-
 @pytest.mark.parametrize("level", ["fl", "cl"])
 @given(case=residual_cases(lanes=(2,), bits=(8,), max_hw=3, max_c=3), stall=STALLS, sseed=st.integers(0, 2**16))
 @settings(max_examples=examples(4), deadline=None)
 def test_node_runs_residual_kinds_through_its_engine(level, case, stall, sseed):
     """A node (tiny engine, P = 2) whose program runs the residual kind on link input and stores the
     result from buffer X to fwd_out: the golden result arrives."""
-    from pymtl_fp.cluster.hw.node import NODE_LEVELS
-
-    ecfg = PRESETS["tiny"]
-    node = NODE_LEVELS[level](ecfg, RouterConfig(scratch_depth=256, out_depth=64, residual=True),
-                              prog=case_program(case, store=True))
-    bench = build_sim(_NodeBench(node, case_inputs(case, ecfg.stream_bits), len(case["want"]), stall, sseed), "cl")
-    for _ in range(5000):
-        if node.router.is_done():
-            break
-        bench.sim_tick()
+    node, got = run_node_case(level, case, stall, sseed, scratch_depth=256)
     assert node.router.is_done(), node.router.describe()
-    got = [from_word(int(v), ecfg.stream_bits) for v in bench.sinks[0].received]
     assert got == case["want"]

@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.tb.fuzz.targets import FuzzTarget
-from pymtl_fp.tb.residual_cases import KINDS, build_case, case_inputs, case_program, footprint, residual_params
+from pymtl_fp.tb.residual_cases import (
+    KINDS,
+    build_case,
+    case_inputs,
+    case_program,
+    footprint,
+    residual_params,
+    run_node_case,
+)
 
 #: the scratch FIFO of the router (and the node) a case runs on
 SCRATCH = 256
@@ -60,46 +68,9 @@ def check(case, level, ctx):
 
 
 def _node_fl(c, stall, sseed):
-    from pymtl3 import Component, InPort, connect, mk_bits
-
-    from pymtl_fp.cluster import isa
-    from pymtl_fp.cluster.hw.node import NodeFL
-    from pymtl_fp.cluster.hw.router_config import RouterConfig
-    from pymtl_fp.engine.config import PRESETS
-    from pymtl_fp.engine.msgs import from_word
-    from pymtl_fp.sim import build_sim
-    from pymtl_fp.tb.stream import StallSink, StallSource
-
-    ecfg = PRESETS["tiny"]
-    node = NodeFL(ecfg, RouterConfig(scratch_depth=SCRATCH, out_depth=64, residual=True), prog=case_program(c, store=True))
-    T = mk_bits(ecfg.stream_bits)
-    inputs = case_inputs(c, ecfg.stream_bits)
-
-    class Bench(Component):
-        def construct(s):
-            s.node = node
-            s.srcs = [StallSource(T, [T(v) for v in inputs[i]], stall, sseed + i) for i in range(3)]
-            s.sinks = [StallSink(T, None, stall, sseed + 9 + i) for i in range(3)]
-            for src, name in zip(s.srcs, ("fwd_in", "bwd_in", "host_in")):
-                connect(src.send, getattr(node, name))
-            for sink, name in zip(s.sinks, ("fwd_out", "bwd_out", "host_out")):
-                connect(getattr(node, name), sink.recv)
-            for name, bits in (("prog_we", 1), ("prog_sel", 1), ("prog_addr", 16), ("tab_data", 32)):
-                setattr(s, name, InPort(bits))
-                connect(getattr(node, name), getattr(s, name))
-            s.prog_data = InPort(isa.instr_type())
-            connect(node.prog_data, s.prog_data)
-
-        def line_trace(s):
-            return node.line_trace()
-
-    bench = build_sim(Bench(), "cl")
-    for _ in range(20_000):
-        if node.router.is_done():
-            break
-        bench.sim_tick()
+    node, got = run_node_case("fl", c, stall, sseed, scratch_depth=SCRATCH, max_cycles=20_000)
     assert node.router.is_done(), node.router.describe()
-    return [from_word(int(v), ecfg.stream_bits) for v in bench.sinks[0].received]
+    return got
 
 
 def limits(case):
