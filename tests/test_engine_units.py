@@ -719,6 +719,33 @@ def test_sign_extend(bits, vals):
 
 # ---- pipelined MAC array and delay lines -----------------------------------------------------
 
+def _drive_mac(cls, P, db, acc, lat, steps, modes: dict, read) -> list:
+    """Drive a MAC array of ``cls`` with ``steps`` (en, first, wt, u, v, bias, and col if given) in
+    ``modes`` (port values held throughout); ``read(m, step)`` of every step, ``lat`` cycles after it."""
+    m = fresh(cls, P, db, acc)
+    for name, value in modes.items():
+        port = getattr(m, name)
+        port @= value
+    out = []
+    for t in range(len(steps) + lat):
+        x = steps[min(t, len(steps) - 1)]
+        m.en @= int(x["en"]) if t < len(steps) else 0
+        m.first @= int(x["first"])
+        if "col" in x:
+            m.col @= x["col"]
+        for k in range(P * P):
+            m.wt[k] @= int(x["wt"][k])
+        for i in range(P):
+            m.u[i] @= int(x["u"][i])
+            m.v[i] @= int(x["v"][i])
+            m.bias[i] @= int(x["bias"][i])
+        m.sim_eval_combinational()
+        if t >= lat:
+            out.append(read(m, steps[t - lat]))
+        m.sim_tick()
+    return out
+
+
 @pytest.mark.parametrize("P,db,acc", [(2, 8, 32), (3, 6, 14)])  # 3x3 at 14 bits: row sums wrap
 def test_pipelined_mac_array_equals_the_plain_one_latency_cycles_later(P, db, acc):
     """MacArrayPipeRTL against MacArrayRTL on random operands, en and first, in every mode (reduce,
@@ -728,28 +755,9 @@ def test_pipelined_mac_array_equals_the_plain_one_latency_cycles_later(P, db, ac
         steps = [dict(en=rng.random() < 0.8, first=rng.random() < 0.2, wt=rng.integers(0, 2**db, P * P),
                       u=rng.integers(0, 2**db, P), v=rng.integers(0, 2**db, P), bias=rng.integers(0, 2**acc, P))
                  for _ in range(40)]
-        results = []
-        for cls, lat in ((MacArrayRTL, 0), (MacArrayPipeRTL, PIPE_MAC_LATENCY)):
-            m = fresh(cls, P, db, acc)
-            m.outer @= outer
-            m.transpose @= transpose
-            m.use_bias @= use_bias
-            out = []
-            for t in range(len(steps) + lat):
-                x = steps[min(t, len(steps) - 1)]
-                m.en @= int(x["en"]) if t < len(steps) else 0
-                m.first @= int(x["first"])
-                for k in range(P * P):
-                    m.wt[k] @= int(x["wt"][k])
-                for i in range(P):
-                    m.u[i] @= int(x["u"][i])
-                    m.v[i] @= int(x["v"][i])
-                    m.bias[i] @= int(x["bias"][i])
-                m.sim_eval_combinational()
-                if t >= lat:
-                    out.append([int(r) for r in m.res])
-                m.sim_tick()
-            results.append(out)
+        modes = dict(outer=outer, transpose=transpose, use_bias=use_bias)
+        results = [_drive_mac(cls, P, db, acc, lat, steps, modes, lambda m, x: [int(r) for r in m.res])
+                   for cls, lat in ((MacArrayRTL, 0), (MacArrayPipeRTL, PIPE_MAC_LATENCY))]
         assert results[0] == results[1], (outer, transpose, use_bias)
 
 
@@ -767,31 +775,11 @@ def test_dsp_mac_array_equals_the_plain_one_latency_cycles_later(P, db, acc):
                       u=rng.integers(0, 2**db, P), v=rng.integers(0, 2**db, P), bias=rng.integers(0, 2**acc, P),
                       col=int(rng.integers(0, P)))
                  for _ in range(40)]
-        results = []
-        for cls, lat in ((MacArrayRTL, 0), (MacArrayDspRTL, DSP_MAC_LATENCY)):
-            m = fresh(cls, P, db, acc)
-            m.outer @= outer
-            m.transpose @= transpose
-            m.use_bias @= use_bias
-            m.bp @= bp
-            out = []
-            for t in range(len(steps) + lat):
-                x = steps[min(t, len(steps) - 1)]
-                m.en @= int(x["en"]) if t < len(steps) else 0
-                m.first @= int(x["first"])
-                m.col @= x["col"]
-                for k in range(P * P):
-                    m.wt[k] @= int(x["wt"][k])
-                for i in range(P):
-                    m.u[i] @= int(x["u"][i])
-                    m.v[i] @= int(x["v"][i])
-                    m.bias[i] @= int(x["bias"][i])
-                m.sim_eval_combinational()
-                if t >= lat:
-                    read = range(P * P) if outer else range(0, P * P, P)
-                    out.append([int(m.res[k]) for k in read] if steps[t - lat]["en"] else None)
-                m.sim_tick()
-            results.append(out)
+        read = range(P * P) if outer else range(0, P * P, P)
+        results = [_drive_mac(cls, P, db, acc, lat, steps, dict(outer=outer, transpose=transpose, use_bias=use_bias,
+                                                                  bp=bp),
+                              lambda m, x, read=read: [int(m.res[k]) for k in read] if x["en"] else None)
+                   for cls, lat in ((MacArrayRTL, 0), (MacArrayDspRTL, DSP_MAC_LATENCY))]
         assert sum(r is not None for r in results[0]) > 20
         assert results[0] == results[1], (outer, transpose, use_bias, bp)
 
