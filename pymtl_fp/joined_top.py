@@ -19,7 +19,9 @@ its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
 * clock rising: every instance takes its edge with the inputs of the settle (the bench settles
   before every rising edge: :func:`pymtl_fp.cxxsim_source.generate`);
 * clock falling: every instance's clock goes low, evaluated at the next settle (no logic of a
-  PyMTL3 design runs on a falling edge).
+  PyMTL3 design runs on a falling edge); a rising edge that follows a falling edge with no settle
+  between them (a bench that ticks several raw cycles in a row, as the program loading does) settles
+  first, so that every instance sees its clock low before the edge and the inputs set since.
 
 After each settle and each rising edge the top's output fields are copied from the instances
 (:attr:`Joined.outputs`; the falling edge changes none).  Outputs the bench reads right after an
@@ -215,15 +217,19 @@ class V{j.top} {{
   }}
   void final() {{ {final} }}
   void eval() {{
-    if (clk && !joined_last_clk) {{ joined_run({rise_job}); joined_out(); }}  // (inputs as the settle before it left them)
-    else if (!clk && joined_last_clk) {{ {fall} }}  // (no output changes)
-    else {{ joined_in(); joined_settle(); joined_out(); }}
+    if (clk && !joined_last_clk) {{
+      if (!joined_settled) {{ joined_in(); joined_settle(); }}  // (a falling edge and no settle since)
+      joined_run({rise_job}); joined_out();  // (inputs as the settle before it left them)
+      joined_settled = false;
+    }} else if (!clk && joined_last_clk) {{ {fall} joined_settled = false; }}  // (no output changes)
+    else {{ joined_in(); joined_settle(); joined_out(); joined_settled = true; }}
     joined_last_clk = clk;
     joined_started = true;
   }}
 
  private:
   CData joined_last_clk = 0;
+  bool joined_settled = false;         // the instances have been evaluated with the clock low since the last edge
   bool joined_started = false;         // every instance has been evaluated through its eval()
   std::thread joined_helper;           // the second thread (``{THREADS_ENV}`` >= 2), or none
   int joined_job = 0;                  // what the helper runs next (written before joined_req)

@@ -94,3 +94,42 @@ def test_a_combinational_loop_across_models_is_counted(stage):
     sim.set("reset", 0)
     assert sim.get("joined_unsettled") > 0  # a.x = b.y = a.y + 2: never settles
     sim.close()
+
+
+
+#: an accumulator, ``acc += x`` at every edge out of reset: it counts the edges it sees
+ACC = """module Acc (input logic clk, input logic reset, input logic [7:0] x, output logic [7:0] acc);
+  always_ff @(posedge clk) acc <= reset ? 8'd0 : acc + x;
+endmodule
+"""
+
+
+def test_raw_cycles_ticked_in_a_row_are_each_an_edge(tmp_path):
+    """``tick(n)`` (the bench's raw cycles: reset, program loading) runs n edges with no settle
+    between a falling edge and the next rising one; each of them is an edge in every instance, as in
+    the flat model (a router's boot edges at the end of reset depend on it)."""
+    (tmp_path / "Acc.v").write_text(ACC)
+    ports = Ports(inputs=[Sig("reset", 1), Sig("x", 8)], outputs=[Sig("acc", 8)])
+    flat = cxxsim.StreamSim(cxxsim.build(tmp_path / "Acc.v", "Acc", ports), ports)
+    j = Joined(top="AccJoined", instances=[Instance("a", "Acc", 0)], fields=[("reset", 1, None), ("x", 8, None),
+                                                                            ("acc", 8, None)],
+               inputs=[(Port("a", "x", 8), "x"), (Port("a", "reset", 1), "reset")],
+               outputs=[(Port(None, "acc", 8), Port("a", "acc", 8))])
+    jports = Ports(inputs=ports.inputs, outputs=ports.outputs + [Sig("joined_unsettled", 32)])
+    lib = cxxsim.build_bench(cxxsim.generate(j.top, jports, False), j.top,
+                             [cxxsim.build_model(tmp_path / "Acc.v", "Acc")], header=joined_top.header(j))
+    joined = cxxsim.StreamSim(lib, jports)
+    got = {}
+    for name, s in (("flat", flat), ("joined", joined)):
+        s.set("reset", 1)
+        s.tick(2)
+        s.set("reset", 0)
+        out = []
+        for x, n in ((1, 3), (10, 2), (100, 1)):
+            s.set("x", x)
+            s.tick(n)
+            out.append(s.get("acc"))
+        got[name] = out
+        s.close()
+    assert got["flat"] == [3, 23, 123]
+    assert got["joined"] == got["flat"]
