@@ -61,14 +61,16 @@ class ClusterError(ValueError):
 
 
 def check_chain_net(net) -> None:
-    """A one-line :class:`ClusterError` if ``net`` is a residual net (:func:`pymtl_fp.net.check_chain`):
-    the cluster's nodes run chains of conv, pool and fc layers."""
-    from pymtl_fp.net import NetError, check_chain
+    """A one-line :class:`ClusterError` if ``net`` has a layer the cluster's nodes do not run: an add
+    with a 1x1 projection of its skip (identity adds and global average pools run in the router's
+    residual unit, :mod:`pymtl_fp.cluster.compiler.residual`)."""
+    from pymtl_fp.net import Add
 
-    try:
-        check_chain(net)
-    except NetError as exc:
-        raise ClusterError(str(exc)) from None
+    for layer in net.layers:
+        if isinstance(layer, Add) and layer.project:
+            raise ClusterError(f"{layer.name}: an add with a 1x1 projection of its skip runs on the golden engine "
+                               f"only (--engine golden); the cluster runs {net.name}'s identity adds and average "
+                               "pools, not projections")
 
 
 def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:
@@ -97,8 +99,8 @@ def link_flits(ccfg, flits: int):
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_DEPTHS["act_depth"],
                    weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
                    stochastic: bool = True) -> EngineConfig:
-    """An engine whose word widths are the net's formats at ``precision`` (a residual net is refused:
-    :func:`check_chain_net`)."""
+    """An engine whose word widths are the net's formats at ``precision`` (a layer the cluster does not
+    run is refused: :func:`check_chain_net`)."""
     check_chain_net(net)
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:

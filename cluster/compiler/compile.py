@@ -34,6 +34,7 @@ from pymtl_fp.cluster.compiler.plan import make_plan
 from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.compiler.regions import keep_in_flight
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
+from pymtl_fp.cluster.compiler.residual import check_residual
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
 from pymtl_fp.cluster.compiler.weight_phase import WeightPhase
 from pymtl_fp.cluster.compiler.weights_home import HomePlan, check_links, place_weights
@@ -77,6 +78,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Ma
     bands, bands_backward, bands_all = mapping.bands, mapping.bands_backward, mapping.bands_all
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
+    check_residual(net, part, schedule, bands)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes

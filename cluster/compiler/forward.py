@@ -15,6 +15,7 @@ from pymtl_fp.cluster.compiler.dma import slice_seed
 from pymtl_fp.cluster.compiler.partition import _Shape
 from pymtl_fp.cluster.compiler.plan import Pass
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
+from pymtl_fp.cluster.compiler.residual import RES_KINDS, Residual
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import tensor_id
@@ -57,7 +58,9 @@ class Forward(Pass):
             if idx == 0 and not received:
                 self.receive(b)
             nxt = items[idx + 1] if idx + 1 < len(items) else None
-            if kind == "pool":
+            if kind in RES_KINDS:
+                out = Residual(self.plan).forward(it, b, seed, nxt)
+            elif kind == "pool":
                 ow = node.out_words(li)
                 case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
                 amsel = int(regions.am_in_o(it))

@@ -68,9 +68,10 @@ class NodeSpec:
         return layer_info(self.net, li, li in self.part.packed)
 
     def kind(self, it):
-        """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
+        """'pool', 'add' (an identity skip's add), 'gap' (a global average pool), 'whole', 'first'
+        (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
         if it.pool:
-            return "pool"
+            return self.info(it.layer).get("res", "pool")
         K = self.info(it.layer)["k"]
         if it.k0 > 0:
             return "second"

@@ -50,6 +50,11 @@ class NodeProgram:
     #: forward pass's input, in front of the backward pass)
     hoisted: dict = field(default_factory=dict)
 
+    @property
+    def residual(self) -> bool:
+        """Whether the program runs the router's residual unit (ADD, MASK, GAP, GAPB)."""
+        return any(ins.kind in isa.RES_KINDS for ins in self.ops)
+
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,
         backward, per-image weight gradients and updates: what the steady state is bounded by)."""

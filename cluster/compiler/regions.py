@@ -93,6 +93,9 @@ class Regions:
             if kind == "pool":
                 if not self.am_in_o(it):
                     fwd.append(node.out_words(it.layer))
+            elif kind in ("add", "gap"):  # (LOADed from the residual unit's result)
+                if last:
+                    fwd.append(node.out_words(it.layer))
             elif kind == "first" or (kind == "whole" and last):
                 fwd.append(node.out_words(it.layer, it.k0, it.k1))
             if i == 0 and it.layer not in node.part.packed:  # (a packed layer sends no dx)
@@ -102,8 +105,10 @@ class Regions:
     def x_addr(self, it, b):
         """Where image b's input of item ``it`` lives in X."""
         iw = self.node.in_words(it.layer)
-        if it.pool:
+        if it.pool and self.node.kind(it) == "pool":
             return self.alloc.get("X", f"xt{it.layer}", iw)
+        if it.pool:  # an add's main branch, an average pool's input: their backward masks by it
+            return self._slot("X", f"x{it.layer}", iw, self.keep.slots, b)
         return self._slot("X", f"x{it.layer}", iw, self.keep.slots if it in self.keep.per_image else self.node.B, b)
 
     def _slot(self, buf, name, words, slots, b):

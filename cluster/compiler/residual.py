@@ -1,0 +1,209 @@
+"""A node's residual layers as code generation: identity adds and global average pools run by the
+router's residual unit (:mod:`~pymtl_fp.cluster.isa.residual`) over the scratch FIFO, bit for bit as
+:func:`pymtl_fp.golden.train.forward` and :func:`~pymtl_fp.golden.train.backward` compute them.
+
+Forward (:meth:`Residual.forward`), image ``b``:
+
+* an add: STORE its main branch (the previous layer's output, in the add's input slot in X) and the
+  skip (the input, in X, of the layer its source feeds: kept there for that layer's weight
+  gradient) to the scratch FIFO, ``ADD`` (saturated to the activation width, then ReLU if the add
+  has one), LOAD the sum where the next layer reads it (its input in X, or O to be sent on);
+* a global average pool: STORE its input, ``GAP``, LOAD the ``(C, 1, 1)`` means likewise.
+
+Backward (:meth:`Residual.backward`), image ``b``, the gradient ``g`` of the layer's output in D:
+
+* a global average pool: STORE ``g`` (and, where its input comes out of a ReLU, the input kept in
+  X), ``GAPB``, LOAD the input gradient where the previous layer reads it;
+* an add: ``g`` goes to both branches.  The main branch's share (``MASK``\\ ed by the main input
+  where that comes out of a ReLU) goes where the previous layer reads its output gradient; the
+  skip's share (``MASK``\\ ed by the skip where its source comes out of a ReLU) waits in D until
+  the gradient of the skip's source tensor is complete (the data gradient of the layer it feeds,
+  :meth:`Residual.fork`), which ``ADD`` sums with it (saturated once to the gradient width:
+  :func:`~pymtl_fp.golden.residual.fork_sum`).
+
+Rounding seeds: ``GAP`` rounds mean ``(n, c)`` at index ``n*C + c`` and ``GAPB`` element
+``(n, c, h, w)`` at its flat index, so image ``b``'s commands carry
+:func:`~pymtl_fp.cluster.compiler.dma.slice_seed` of the image's offset; tensor ids
+:func:`~pymtl_fp.golden.train.gap_tensor_id`.
+
+:func:`check_residual` refuses, with one line naming the layer, what the compiler does not map: a
+skip whose source is on another node, a layer split over two nodes in a residual net, row bands,
+per-image schedules, replicas, a skip from a tap-packed layer's input or from a max pool's input.
+"""
+
+from __future__ import annotations
+
+from pymtl_fp.cluster import isa
+from pymtl_fp.cluster.compiler.dma import slice_seed
+from pymtl_fp.cluster.compiler.plan import Pass
+from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.engine.msgs import tiles
+from pymtl_fp.golden.train import gap_tensor_id
+
+RES_KINDS = ("add", "gap")
+
+
+def _holder(part, li):
+    """``(node, item)`` holding layer ``li`` (its whole output channels), or ``(None, None)``."""
+    for j, items in enumerate(part.nodes):
+        for it in items:
+            if it.layer == li:
+                return j, it
+    return None, None
+
+
+def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: bool = False) -> None:
+    """Refuse (one line, naming the layer) a residual net's mapping the compiler does not build."""
+    from pymtl_fp.cluster.compiler.schedule import PER_IMAGE
+    from pymtl_fp.net import Add
+
+    if not net.residual:
+        return
+    if bands:
+        raise ClusterError(f"{net.name} is a residual net: its adds and average pools run on whole layers "
+                           "(--bands 0)")
+    if schedule in PER_IMAGE:
+        raise ClusterError(f"{net.name} is a residual net: the cluster trains it with a mini-batch schedule "
+                           f"(1f1b or gpipe), not --schedule {schedule}")
+    if replicas:
+        raise ClusterError(f"{net.name} is a residual net: the cluster trains it as one pipeline (--parallel pipeline)")
+    split = part.split_layers()
+    if split:
+        raise ClusterError(f"{net.name} is a residual net: {split[0]} is split over two nodes; its layers run whole "
+                           "on one node each (--no-split, or cuts at layer boundaries)")
+    sources = {}
+    for li, layer in enumerate(net.layers):
+        if not isinstance(layer, Add):
+            continue
+        t = net.source_index(layer)
+        if t in sources:
+            raise ClusterError(f"{layer.name}: {layer.source!r} is also the skip of {sources[t]}; the cluster maps one "
+                               "skip per source")
+        sources[t] = layer.name
+        j_add, _ = _holder(part, li)
+        j_src, src = _holder(part, t)
+        if j_src != j_add:
+            raise ClusterError(f"{layer.name}: its skip from {layer.source!r} would cross the cut between nodes "
+                               f"{j_src} and {j_add}; the cluster maps skips within a node (other --cuts, or fewer "
+                               "nodes)")
+        if t in part.packed:
+            raise ClusterError(f"{layer.name}: its skip is the input of the tap-packed {net.layers[t].name} "
+                               "(--tap-pack off)")
+        if src.pool and layer_kind(net, t) == "pool":
+            raise ClusterError(f"{layer.name}: its skip is the input of the max pool {net.layers[t].name}, which "
+                               "the node does not keep for the backward pass; skip from the pool's output")
+
+
+def layer_kind(net, li) -> str:
+    from pymtl_fp.net import Add, GlobalAvgPool, Pool
+
+    layer = net.layers[li]
+    if isinstance(layer, Pool):
+        return "pool"
+    if isinstance(layer, GlobalAvgPool):
+        return "gap"
+    return "add" if isinstance(layer, Add) and not layer.project else "weights"
+
+
+class Residual(Pass):
+    """The residual unit's part of image ``b``'s forward and backward passes on one node."""
+
+    def _src_item(self, layer):
+        """The node's item whose input is the skip of add ``layer``, and that tensor's index."""
+        t = self.node.net.source_index(layer)
+        for it in self.node.items:
+            if it.layer == t:
+                return it, t
+        raise AssertionError(f"{layer.name}: no item of layer {t} on node {self.node.j}")  # (check_residual)
+
+    def _dest(self, nxt, b):
+        """Where a forward result goes: the next item's input in X, else O (sent on)."""
+        if nxt is not None:
+            return "X", self.regions.x_addr(nxt, b)
+        return "O", self.regions.ob(b)
+
+    def forward(self, it, b, seed, nxt) -> tuple:
+        """Image ``b``'s add or average pool ``it``; returns ``(buf, addr, words)`` of its result."""
+        node, em, regions, P = self.node, self.em, self.regions, self.node.P
+        net, li = node.net, it.layer
+        layer, f = net.layers[li], node.info(li)
+        em.layer = layer.name
+        n_in = node.in_words(li) * P
+        em.store("X", regions.x_addr(it, b), n_in, "scratch")
+        if node.kind(it) == "add":
+            src, _ = self._src_item(layer)
+            em.store("X", regions.x_addr(src, b), n_in, "scratch")
+            n = em.residual(isa.add(n_in, node.fmt.act.bits, layer.relu, name=layer.name))
+        else:
+            off = (node.b0 + b) * f["c"]  # (mean (n, c) rounds at index n*C + c)
+            n = em.residual(isa.gap((1, f["c"], f["h"], f["w"]), P, node.fmt.act.bits, stoch=node.mode("fwd_mode"),
+                                    seed=slice_seed(seed, off), tid=gap_tensor_id(net, layer, "FWD"), name=layer.name))
+        buf, addr = self._dest(nxt, b)
+        em.load(buf, addr, n, "scratch")
+        return buf, addr, n // P
+
+    def backward(self, it, b, seed, prev, pending: dict) -> tuple | None:
+        """Image ``b``'s backward pass through add or average pool ``it`` (its output gradient in
+        D); returns ``(buf, addr, words)`` of the gradient of its input.  An add's skip share goes
+        to ``pending`` (``{tensor: [(buf, addr)]}``) until :meth:`fork`."""
+        node, em, regions, P = self.node, self.em, self.regions, self.node.P
+        net, li = node.net, it.layer
+        layer, f = net.layers[li], node.info(li)
+        em.layer = layer.name
+        dy = regions.dy_in(it, b)
+        n = node.in_words(li) * P  # (the input's elements; an add's output has as many)
+        gbits = node.fmt.grad.bits
+        dsel_buf, d0 = self._grad_dest(prev, b)
+        if node.kind(it) == "gap":
+            if not net.needs_grad(li):
+                return None
+            em.store("D", dy, tiles(f["c"], P) * P, "scratch")
+            relu = net.rectified(li)
+            if relu:
+                em.store("X", regions.x_addr(it, b), n, "scratch")
+            off = (node.b0 + b) * f["c"] * f["h"] * f["w"]
+            m = em.residual(isa.gapb((1, f["c"], f["h"], f["w"]), P, gbits, relu=relu, stoch=node.mode("grad_mode"),
+                                     seed=slice_seed(seed, off), tid=gap_tensor_id(net, layer, "DX"), name=layer.name))
+            em.load(dsel_buf, d0, m, "scratch")
+            return dsel_buf, d0, m // P
+        src, t = self._src_item(layer)
+        if net.needs_grad(t):  # the skip's share, kept until the source tensor's gradient is complete
+            if net.rectified(t):
+                keep = self.alloc.get("D", f"skip{li}", node.in_words(li))
+                self._mask(dy, regions.x_addr(src, b), n, gbits, layer.name)
+                em.load("D", keep, n, "scratch")
+                pending.setdefault(t, []).append(("D", keep))
+            else:
+                pending.setdefault(t, []).append(("D", dy))
+        if not net.needs_grad(li):
+            return None
+        if net.rectified(li):  # the main branch's share, masked by the main branch's output
+            self._mask(dy, regions.x_addr(it, b), n, gbits, layer.name)
+            em.load(dsel_buf, d0, n, "scratch")
+            return dsel_buf, d0, n // P
+        return "D", dy, n // P
+
+    def _grad_dest(self, prev, b):
+        if prev is not None:
+            return "D", self.regions.dy_in(prev, b)
+        return "O", self.regions.ob(b)
+
+    def _mask(self, g, x, n, bits, name):
+        self.em.store("D", g, n, "scratch")
+        self.em.store("X", x, n, "scratch")
+        self.em.residual(isa.mask(n, bits, name=name))
+
+    def fork(self, t, out, pending: dict) -> None:
+        """Add the skip shares waiting for tensor ``t``'s gradient (``pending``) to the one at
+        ``out = (buf, addr, words)``, in place (``ADD``, saturated to the gradient width)."""
+        shares = pending.pop(t, [])
+        if not shares:
+            return
+        em, P = self.em, self.node.P
+        buf, addr, words = out
+        n = words * P
+        for sbuf, saddr in shares:  # (each add saturates; golden: one saturation of the sum of two)
+            em.store(buf, addr, n, "scratch")
+            em.store(sbuf, saddr, n, "scratch")
+            em.residual(isa.add(n, self.node.fmt.grad.bits, name=f"fork of tensor {t}"))
+            em.load(buf, addr, n, "scratch")
