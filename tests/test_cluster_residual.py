@@ -13,10 +13,11 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
 from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
+from pymtl_fp.cluster.run.report import format_report
 from pymtl_fp.cluster.run.train import compile_run, router_configs, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, forward, init_params_float64, quantize_params, step_seed, train_step
-from pymtl_fp.net import load_net
+from pymtl_fp.net import load_net, net_from_dict
 
 NET = load_net("resnet-digits")
 TCFG = TrainConfig("8", lr_log2=3, seed=7)
@@ -42,7 +43,7 @@ def golden(net, params, images, labels, tcfg, steps, batch):
     return params, losses, logits
 
 
-def run_and_check(data, n, level="cl", prec="8", cuts=None, steps=2, batch=2, net=NET, mapping=None):
+def run_and_check(data, n, level="cl", prec="8", cuts=None, steps=2, batch=2, net=NET, mapping=None, **kw):
     fmt = net.precision(prec)
     images, labels = quantize_images(data[0], fmt.act), data[1]
     params = quantize_params(net, init_params_float64(net, 0), prec)
@@ -50,7 +51,7 @@ def run_and_check(data, n, level="cl", prec="8", cuts=None, steps=2, batch=2, ne
     ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec), None)
     mapping = mapping or Mapping(cuts=cuts, split=False)
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
-                           levels=[level] * n)
+                           levels=[level] * n, **kw)
     want, losses, logits = golden(net, params, images, labels, tcfg, steps, batch)
     for name in want:
         assert np.array_equal(run.params[name]["w"], want[name]["w"]), name
@@ -64,6 +65,60 @@ def run_and_check(data, n, level="cl", prec="8", cuts=None, steps=2, batch=2, ne
 @pytest.mark.parametrize("level,prec", [("cl", "8"), ("fl", "16")])
 def test_one_node_trains_a_residual_net_bit_exact(data, level, prec):
     run_and_check(data, 1, level, prec)
+
+
+@pytest.mark.parametrize("n,steps", [(2, 2), (4, 1)])
+def test_a_skip_crossing_a_cut_trains_bit_exact_and_is_counted_on_its_links(data, n, steps):
+    """resnet-digits' partition puts conv1 and conv2 on node 0 and add1 on node 1: add1's skip (conv1's
+    output, conv2's input, 8 channels of 8x8 = 2 words of P = 4 lanes a pixel: 512 elements an image)
+    goes with node 0's output to node 1 and its gradient share comes back behind node 1's data
+    gradient; the report counts both per step (batch 2), and no other link carries a skip."""
+    run = run_and_check(data, n, steps=steps)
+    links = {lk["link"]: lk for lk in run.report["links"]}
+    skip = 2 * 8 * 8 * 4 * 2
+    assert links["node0->node1"]["skip_elements_per_step"] == skip
+    assert links["node1->node0"]["skip_elements_per_step"] == skip
+    assert links["node0->node1"]["elements_per_step"] == skip + 2 * 8 * 8 * 4 * 2  # (node 0's output: conv2's)
+    assert sum(lk["skip_elements_per_step"] for lk in links.values()) == 2 * skip
+    assert "(1024 of residual skips)" in format_report(run.report)
+
+
+def _chain_of_four(relu_last=False):
+    """c1 -> c2 -> c3 -> c4 -> add(from c1) -> gap -> fc: a skip over three convs, which the cuts
+    (0, 2, 3, 7) of 4-channel tiles send from node 0 through node 1 to node 2."""
+    def conv(name, relu=True):
+        return {"type": "conv", "name": name, "out_channels": 4, "kernel": 3, "pad": 1, "relu": relu}
+
+    return net_from_dict({"name": "res4", "input_shape": [1, 8, 8], "formats": {"8": FORMATS8},
+                          "layers": [conv("c1"), conv("c2"), conv("c3"), conv("c4", relu_last),
+                                     {"type": "add", "name": "a1", "from": "c1"},
+                                     {"type": "global_avg_pool", "name": "gap"},
+                                     {"type": "fc", "name": "fc", "out_features": 10}]})
+
+
+FORMATS8 = {"act": [8, 4], "weight": [8, 6], "grad": [8, 7], "wgrad": [8, 3], "bias_bits": 16, "loss_scale_log2": 5}
+
+
+@pytest.mark.parametrize("schedule,overlap", [("1f1b", True), ("gpipe", False)])
+def test_a_skip_passes_through_a_node_bit_exact_and_shows_in_the_trace(data, schedule, overlap):
+    """The skip of a1 crosses two cuts: node 1 (c3 only) LOADs it with its input and STOREs it on
+    after its output, and its gradient share back; batch 3, both schedules.  The trace names the
+    skip's moves by the add: per image, node 0 STOREs the skip and LOADs its share, node 1 LOADs and
+    STOREs both, node 2 LOADs the skip and STOREs the share."""
+    net = _chain_of_four()
+    run = run_and_check(data, 3, net=net, batch=3, steps=1, trace=True,
+                        mapping=Mapping(cuts=(0, 2, 3, 7), split=False, schedule=schedule, overlap=overlap))
+    links = {lk["link"]: lk.get("skip_elements_per_step") for lk in run.report["links"]}
+    assert links["node0->node1"] == links["node1->node2"] == links["node2->node1"] == 3 * 8 * 8 * 4
+    moves = {}
+    for ev in run.trace["traceEvents"]:
+        if ev.get("ph") == "X" and ev.get("args", {}).get("note") == "skip of a1":
+            assert ev["name"].endswith("skip of a1")
+            key = (ev["pid"], ev["cat"])
+            moves[key] = moves.get(key, 0) + 1
+    pids = sorted({pid for pid, _ in moves})
+    per_image = [{"load": 1, "store": 1}, {"load": 2, "store": 2}, {"load": 1, "store": 1}]
+    assert [{c: moves.get((pid, c), 0) / 3 for c in ("load", "store")} for pid in pids] == per_image
 
 
 def _programs(n=1, cuts=None, net=NET):

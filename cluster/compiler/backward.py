@@ -49,6 +49,7 @@ class Backward(Pass):
             if idx == len(items) - 1 and not self.flow.dy_loaded:
                 kk = it.k1 - it.k0 if kind == "first" else f["k"]
                 em.load_from("D", regions.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
+                Residual(self.plan).receive_shares(b, skips)  # (the skips' gradient shares follow it)
             out = None
             if kind in RES_KINDS:
                 out = Residual(self.plan).backward(it, b, seed, prev, skips)
@@ -114,3 +115,4 @@ class Backward(Pass):
                     em.copy(buf, addr, "D", regions.dy_in(prev, b), words * P)
             else:
                 em.store(buf, addr, words * P, "bwd_out")
+        Residual(self.plan).send_shares(b, skips)  # (after the data gradient)

@@ -78,7 +78,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Ma
     bands, bands_backward, bands_all = mapping.bands, mapping.bands_backward, mapping.bands_all
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
-    check_residual(net, part, schedule, bands)
+    check_residual(net, part, schedule, bands, mixed_p=ccfg.mixed_p)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes

@@ -45,6 +45,7 @@ class Forward(Pass):
         em.load_from("X", regions.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
         if kind == "second":
             em.load_from("X", regions.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+        Residual(self.plan).receive_skips(b)  # (the skips crossing the cut follow the input)
 
     def run(self, b, seed, received=False):
         """Image b's forward pass, layer by layer (``received``: its input is already LOADed,
@@ -117,4 +118,5 @@ class Forward(Pass):
                     input_sent = nxt if sent else None
             else:
                 em.store(buf, addr, words * P, "fwd_out")
+        Residual(self.plan).send_skips(b)  # (after the output)
 

@@ -26,9 +26,21 @@ Rounding seeds: ``GAP`` rounds mean ``(n, c)`` at index ``n*C + c`` and ``GAPB``
 :func:`~pymtl_fp.cluster.compiler.dma.slice_seed` of the image's offset; tensor ids
 :func:`~pymtl_fp.golden.train.gap_tensor_id`.
 
+Skips across a cut (the add on a later node than the layer its source feeds): the skip travels
+with the activations.  The node holding the source's reader STOREs it to ``fwd_out`` right after
+its own output; every node on the way LOADs it with its input (:meth:`Residual.receive_skips`,
+inside the hoisted receive, so a skip never waits behind a backward pass) into a one-image slot of X
+and STOREs it on after its output; the add's node keeps it in a slot per image (its ``MASK`` needs
+it in the backward pass).  The skip's gradient share goes back the same way: the add's node STOREs
+it to ``bwd_out`` after its data gradient, every node on the way LOADs it after its output gradient
+(:meth:`Residual.receive_shares`) and sends it on after its own, and the source's node sums it at
+the fork.  On every link the skips of one image follow its activations (or gradients) in the order
+of their adds.  Their elements are the ports' link elements per step, like any LOAD and STORE.
+
 :func:`check_residual` refuses, with one line naming the layer, what the compiler does not map: a
-skip whose source is on another node, a layer split over two nodes in a residual net, row bands,
-per-image schedules, replicas, a skip from a tap-packed layer's input or from a max pool's input.
+layer split over two nodes in a residual net, a skip crossing a cut between nodes of different
+array sides, row bands, per-image schedules, replicas, two skips from one source, a skip from a
+tap-packed layer's input or from a max pool's input.
 """
 
 from __future__ import annotations
@@ -52,7 +64,21 @@ def _holder(part, li):
     return None, None
 
 
-def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: bool = False) -> None:
+def skips(net, part) -> list:
+    """Every identity add's skip as ``(add layer, source tensor t, node of t's reader, node of the
+    add)``, in layer order (tensor ``t`` is the input of layer ``t``, kept in X by its node)."""
+    from pymtl_fp.net import Add
+
+    out = []
+    for li, layer in enumerate(net.layers):
+        if isinstance(layer, Add) and not layer.project:
+            t = net.source_index(layer)
+            out.append((li, t, _holder(part, t)[0], _holder(part, li)[0]))
+    return out
+
+
+def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: bool = False,
+                   mixed_p: bool = False) -> None:
     """Refuse (one line, naming the layer) a residual net's mapping the compiler does not build."""
     from pymtl_fp.cluster.compiler.schedule import PER_IMAGE
     from pymtl_fp.net import Add
@@ -82,10 +108,10 @@ def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: 
         sources[t] = layer.name
         j_add, _ = _holder(part, li)
         j_src, src = _holder(part, t)
-        if j_src != j_add:
-            raise ClusterError(f"{layer.name}: its skip from {layer.source!r} would cross the cut between nodes "
-                               f"{j_src} and {j_add}; the cluster maps skips within a node (other --cuts, or fewer "
-                               "nodes)")
+        if j_src != j_add and mixed_p:
+            raise ClusterError(f"{layer.name}: its skip from {layer.source!r} crosses from node {j_src} to node "
+                               f"{j_add}, on nodes of different array sides; skips cross cuts between nodes of one "
+                               "array side")
         if t in part.packed:
             raise ClusterError(f"{layer.name}: its skip is the input of the tap-packed {net.layers[t].name} "
                                "(--tap-pack off)")
@@ -108,13 +134,70 @@ def layer_kind(net, li) -> str:
 class Residual(Pass):
     """The residual unit's part of image ``b``'s forward and backward passes on one node."""
 
-    def _src_item(self, layer):
-        """The node's item whose input is the skip of add ``layer``, and that tensor's index."""
-        t = self.node.net.source_index(layer)
-        for it in self.node.items:
-            if it.layer == t:
-                return it, t
-        raise AssertionError(f"{layer.name}: no item of layer {t} on node {self.node.j}")  # (check_residual)
+    def _skip_at(self, layer, li, b):
+        """Where image ``b``'s skip of add ``layer`` (layer ``li``) is in X on this node: the input of
+        the layer its source feeds, or, where that is on an earlier node, the slot it arrived in."""
+        src = next((it for it in self.node.items if it.layer == self.node.net.source_index(layer)), None)
+        if src is not None:
+            return self.regions.x_addr(src, b)
+        return self._skip_slot(li, b, keep=True)
+
+    def _skip_slot(self, li, b, keep):
+        """The X slot of the skip of add ``li`` arriving on this node: one per image kept on its add's
+        node (``keep``; its backward pass masks by it), one image on a node it passes through."""
+        words = self.node.in_words(li)
+        if keep:
+            return self.regions._slot("X", f"skip{li}", words, self.keep.slots, b)
+        return self.alloc.get("X", f"skipt{li}", words)
+
+    def _crossing(self, lo, hi):
+        """The skips whose source reader is on a node ``<= lo`` and whose add is on a node ``>= hi``
+        (those on the link between nodes ``lo`` and ``hi = lo + 1``), in layer order."""
+        return [(li, t, js, ja) for li, t, js, ja in skips(self.node.net, self.node.part) if js <= lo and ja >= hi]
+
+    def _skip_io(self, li, port, move, *args):
+        """A LOAD or STORE (``move``) of add ``li``'s skip or its gradient share over ``port``: named
+        in the trace (the program's notes), counted in the program's ``skip_elems``."""
+        em, name = self.em, self.node.net.layers[li].name
+        em.prog.notes[len(em.ops)] = f"skip of {name}"
+        move(*args)
+        if em.counting:
+            n = args[2]
+            em.prog.skip_elems[port] = em.prog.skip_elems.get(port, 0) + n
+
+    def receive_skips(self, b):
+        """LOAD image ``b``'s skips arriving on ``fwd_in`` (after its input)."""
+        j, P = self.node.j, self.node.P
+        for li, _, _, ja in self._crossing(j - 1, j):
+            self._skip_io(li, "fwd_in", self.em.load, "X", self._skip_slot(li, b, keep=ja == j),
+                          self.node.in_words(li) * P, "fwd_in")
+
+    def send_skips(self, b):
+        """STORE image ``b``'s skips leaving on ``fwd_out`` (after its output)."""
+        j, P, net = self.node.j, self.node.P, self.node.net
+        for li, _, js, _ in self._crossing(j, j + 1):
+            addr = self._skip_at(net.layers[li], li, b) if js == j else self._skip_slot(li, b, keep=False)
+            self._skip_io(li, "fwd_out", self.em.store, "X", addr, self.node.in_words(li) * P, "fwd_out")
+
+    def receive_shares(self, b, pending: dict):
+        """LOAD image ``b``'s skip gradient shares arriving on ``bwd_in`` (after its output gradient):
+        a share whose source reader is on this node waits in ``pending`` for its fork, the others
+        for :meth:`send_shares`."""
+        j, P, net = self.node.j, self.node.P, self.node.net
+        for li, t, js, _ in self._crossing(j, j + 1):
+            if not net.needs_grad(t):
+                continue
+            region = self.alloc.get("D", f"share{li}", self.node.in_words(li))
+            self._skip_io(li, "bwd_in", self.em.load, "D", region, self.node.in_words(li) * P, "bwd_in")
+            pending.setdefault(t if js == j else ("send", li), []).append(("D", region))
+
+    def send_shares(self, b, pending: dict):
+        """STORE image ``b``'s skip gradient shares leaving on ``bwd_out`` (after its data gradient)."""
+        j, P, net = self.node.j, self.node.P, self.node.net
+        for li, t, _, _ in self._crossing(j - 1, j):
+            if net.needs_grad(t):
+                ((buf, addr),) = pending.pop(("send", li))
+                self._skip_io(li, "bwd_out", self.em.store, buf, addr, self.node.in_words(li) * P, "bwd_out")
 
     def _dest(self, nxt, b):
         """Where a forward result goes: the next item's input in X, else O (sent on)."""
@@ -131,8 +214,7 @@ class Residual(Pass):
         n_in = node.in_words(li) * P
         em.store("X", regions.x_addr(it, b), n_in, "scratch")
         if node.kind(it) == "add":
-            src, _ = self._src_item(layer)
-            em.store("X", regions.x_addr(src, b), n_in, "scratch")
+            em.store("X", self._skip_at(layer, li, b), n_in, "scratch")
             n = em.residual(isa.add(n_in, node.fmt.act.bits, layer.relu, name=layer.name))
         else:
             off = (node.b0 + b) * f["c"]  # (mean (n, c) rounds at index n*C + c)
@@ -166,15 +248,17 @@ class Residual(Pass):
                                      seed=slice_seed(seed, off), tid=gap_tensor_id(net, layer, "DX"), name=layer.name))
             em.load(dsel_buf, d0, m, "scratch")
             return dsel_buf, d0, m // P
-        src, t = self._src_item(layer)
+        t = net.source_index(layer)
         if net.needs_grad(t):  # the skip's share, kept until the source tensor's gradient is complete
+            local = any(x.layer == t for x in node.items)  # (else: sent towards it, send_shares)
+            key = t if local else ("send", li)
             if net.rectified(t):
                 keep = self.alloc.get("D", f"skip{li}", node.in_words(li))
-                self._mask(dy, regions.x_addr(src, b), n, gbits, layer.name)
+                self._mask(dy, self._skip_at(layer, li, b), n, gbits, layer.name)
                 em.load("D", keep, n, "scratch")
-                pending.setdefault(t, []).append(("D", keep))
+                pending.setdefault(key, []).append(("D", keep))
             else:
-                pending.setdefault(t, []).append(("D", dy))
+                pending.setdefault(key, []).append(("D", dy))
         if not net.needs_grad(li):
             return None
         if net.rectified(li):  # the main branch's share, masked by the main branch's output
