@@ -1,7 +1,7 @@
 """The whole RTL cluster Verilated (compiled bench; the joined build, and the flat one against it):
 bit-exact with the golden model, cycle-equal with the CL cluster (every per-node statistic and the
 energy report), chain and ring, split layers, mixed array sides, link faults, continuous
-propagation, data-parallel replicas, weights kept by a neighbour; and the compiled bench's stream
+propagation, data-parallel replicas, weights kept by a neighbour, a residual skip crossing a cut; and the compiled bench's stream
 semantics against PyMTL3's."""
 
 from __future__ import annotations
@@ -72,6 +72,17 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     v = _run(data, ccfg, "verilator", steps=2)
     assert v.report["simulator"].startswith("verilated cluster") and v.report["partition"]["split_layers"]
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
+
+
+def test_a_residual_skip_crossing_a_cut_verilated_equals_golden_and_cl_cycle_for_cycle(data):
+    """resnet-digits on two nodes (cut after conv2): add1's skip and its gradient share cross the cut,
+    the routers built with the residual unit; bit-exact and the CL cluster's cycles."""
+    net = load_net("resnet-digits")
+    ccfg = _ccfg((4, 4), act_depth=2048, net=net)
+    v = _run(data, ccfg, "verilator", steps=2, cuts=(0, 4, 11), net=net)
+    assert v.report["simulator"].startswith("verilated cluster")
+    assert {lk["link"]: lk["skip_elements_per_step"] for lk in v.report["links"]}["node0->node1"] == 1024
+    _same_cycles(v, _run(data, ccfg, "cl", steps=2, cuts=(0, 4, 11), net=net))
 
 
 def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data, monkeypatch):
