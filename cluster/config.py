@@ -61,16 +61,11 @@ class ClusterError(ValueError):
 
 
 def check_chain_net(net) -> None:
-    """A one-line :class:`ClusterError` if ``net`` has a layer the cluster's nodes do not run: an add
-    with a 1x1 projection of its skip (identity adds and global average pools run in the router's
-    residual unit, :mod:`pymtl_fp.cluster.compiler.residual`)."""
-    from pymtl_fp.net import Add
-
-    for layer in net.layers:
-        if isinstance(layer, Add) and layer.project:
-            raise ClusterError(f"{layer.name}: an add with a 1x1 projection of its skip runs on the golden engine "
-                               f"only (--engine golden); the cluster runs {net.name}'s identity adds and average "
-                               "pools, not projections")
+    """Nothing to refuse in the layers themselves: the cluster's nodes run conv, pool and fc layers,
+    and a residual net's adds (identity or with a 1x1 projection on the engine) and global average
+    pools (:mod:`pymtl_fp.cluster.compiler.residual`); a mapping they do not fit is refused by
+    :func:`~pymtl_fp.cluster.compiler.residual.check_residual`."""
+    return None
 
 
 def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:

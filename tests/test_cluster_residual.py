@@ -1,5 +1,6 @@
-"""A residual net (identity adds, a global average pool) trains on the simulated cluster exactly as the
-golden model: the compiler's ADD / MASK / GAP / GAPB over the router's residual unit
+"""A residual net (identity adds, adds with a 1x1 projection, a global average pool) trains on the
+simulated cluster exactly as the golden model: the compiler's ADD / MASK / GAP / GAPB over the router's
+residual unit, the projections on the engine
 (:mod:`pymtl_fp.cluster.compiler.residual`), final weights, logits and losses bit for bit; the router
 gets the residual unit only where its program uses it; what the compiler does not map is refused in
 one line naming the layer."""
@@ -119,6 +120,34 @@ def test_a_skip_passes_through_a_node_bit_exact_and_shows_in_the_trace(data, sch
     pids = sorted({pid for pid, _ in moves})
     per_image = [{"load": 1, "store": 1}, {"load": 2, "store": 2}, {"load": 1, "store": 1}]
     assert [{c: moves.get((pid, c), 0) / 3 for c in ("load", "store")} for pid in pids] == per_image
+
+
+def _projections():
+    """c1 -> c2 -> c3 (8) -> c4 (8) -> a1 (from c1, a 1x1 projection to 8 channels, ReLU) -> c5 (stride
+    2) -> a2 (from a1, a 1x1 stride-2 projection) -> gap -> fc: 15 tiles of 4 channels (a1 and a2 two
+    each, being layers with weights)."""
+    def conv(name, k=4, relu=True, stride=1):
+        return {"type": "conv", "name": name, "out_channels": k, "kernel": 3, "pad": 1, "relu": relu,
+                "stride": stride}
+
+    return net_from_dict({"name": "resp", "input_shape": [1, 8, 8], "formats": {"8": FORMATS8},
+                          "layers": [conv("c1"), conv("c2"), conv("c3", 8), conv("c4", 8, relu=False),
+                                     {"type": "add", "name": "a1", "from": "c1", "project": True, "relu": True},
+                                     conv("c5", 8, stride=2),
+                                     {"type": "add", "name": "a2", "from": "a1", "project": True, "stride": 2},
+                                     {"type": "global_avg_pool", "name": "gap"},
+                                     {"type": "fc", "name": "fc", "out_features": 10}]})
+
+
+def test_projection_adds_train_bit_exact_with_their_skips_crossing_cuts(data):
+    """Projections run on the engine (the skip's 1x1 conv, its data and weight gradients) beside the
+    residual unit's add.  Cuts (0, 2, 10, 15): node 0 c1 c2, node 1 c3 c4 a1 c5, node 2 a2 gap fc;
+    a1's skip (c2's input, 4 channels of 8x8) comes from node 0, a2's (c5's input, 8 channels)
+    from node 1 into a2, the first item of node 2.  Skip elements per image, both directions."""
+    run = run_and_check(data, 3, net=_projections(), steps=2, cuts=(0, 2, 10, 15))
+    got = {lk["link"]: lk.get("skip_elements_per_step", 0) for lk in run.report["links"]}
+    assert {k: v // 2 for k, v in got.items() if v} == {"node0->node1": 4 * 64, "node1->node0": 4 * 64,
+                                                        "node1->node2": 8 * 64, "node2->node1": 8 * 64}
 
 
 def _programs(n=1, cuts=None, net=NET):

@@ -1,8 +1,8 @@
 """The whole RTL cluster Verilated (compiled bench; the joined build, and the flat one against it):
 bit-exact with the golden model, cycle-equal with the CL cluster (every per-node statistic and the
 energy report), chain and ring, split layers, mixed array sides, link faults, continuous
-propagation, data-parallel replicas, weights kept by a neighbour, a residual skip crossing a cut; and the compiled bench's stream
-semantics against PyMTL3's."""
+propagation, data-parallel replicas, weights kept by a neighbour, a residual skip crossing a cut;
+and the compiled bench's stream semantics against PyMTL3's."""
 
 from __future__ import annotations
 

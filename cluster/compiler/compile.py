@@ -293,9 +293,7 @@ def image_elems(net, part, P: int) -> int:
 def check_training(net, tcfg, steps: int, batch: int) -> tuple:
     """Refuse what the cluster cannot train (momentum, a negative update shift, a step count or
     batch beyond the program's fields); return the precision's formats and the layer shifts."""
-    if tcfg.momentum is not None:
-        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
-                           "(give no --momentum)")
+    check_momentum(tcfg.momentum)
     fmt = net.precision(tcfg.precision)
     shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
     for name, sh in shifts.items():
@@ -307,6 +305,13 @@ def check_training(net, tcfg, steps: int, batch: int) -> tuple:
     if 2 * batch + 1 >= (1 << isa.DONE_BITS):
         raise ClusterError(f"batch {batch} is too large for the node program's done marks")
     return fmt, shifts
+
+
+def check_momentum(momentum) -> None:
+    """Refuse momentum: the engine's update is plain SGD."""
+    if momentum is not None:
+        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
+                           "(give no --momentum)")
 
 
 def begin_step(plan, params) -> int:

@@ -207,6 +207,8 @@ def _layer_info(net, li: int) -> dict:
 def _compute_layer_info(net, li: int) -> dict:
     layer = net.layers[li]
     c, h, w = net.shapes()[li]
+    if isinstance(layer, Add) and layer.project:  # (the projection's conv reads the skip)
+        c, h, w = net.shapes()[net.source_index(layer)]
     ko, ho, wo = net.shapes()[li + 1]
     info = dict(c=c, h=h, w=w, k=ko, ho=ho, wo=wo, pool=not _weighted(layer))
     if isinstance(layer, (Add, GlobalAvgPool)) and info["pool"]:  # (the router's residual unit runs it)
@@ -216,6 +218,8 @@ def _compute_layer_info(net, li: int) -> dict:
         _, _, R, S = geo["w_shape"]
         info.update(r=R, s=S, stride=geo["stride"], pad=geo["pad"],
                     p=[x.name for x in net.param_layers()].index(layer.name))
+        if isinstance(layer, Add):  # (its input c, h, w: the skip's; its main branch: k, ho, wo)
+            info.update(res="proj")
     else:
         info.update(pk=layer.k)
     return info
@@ -245,7 +249,7 @@ def item_work(ecfg, net, it: Item, batch: int, packed: frozenset = frozenset()) 
     """Modelled engine cycles per image of one item (FP + BP + WG, see the module docstring);
     ``packed``: the layers run tap-packed."""
     f = layer_info(net, it.layer)
-    if f.get("res"):  # (the router's residual unit: no engine cycles)
+    if f.get("res") in ("add", "gap"):  # (the router's residual unit: no engine cycles)
         return 0.0
     if it.pool:
         return op_cycles(ecfg, net, it.layer, "pool_fwd") + op_cycles(ecfg, net, it.layer, "pool_bwd")

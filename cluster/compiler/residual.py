@@ -49,10 +49,11 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler.dma import slice_seed
 from pymtl_fp.cluster.compiler.plan import Pass
 from pymtl_fp.cluster.config import ClusterError
+from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import tiles
-from pymtl_fp.golden.train import gap_tensor_id
+from pymtl_fp.golden.train import gap_tensor_id, tensor_id
 
-RES_KINDS = ("add", "gap")
+RES_KINDS = ("add", "gap", "proj")
 
 
 def _holder(part, li):
@@ -65,13 +66,13 @@ def _holder(part, li):
 
 
 def skips(net, part) -> list:
-    """Every identity add's skip as ``(add layer, source tensor t, node of t's reader, node of the
-    add)``, in layer order (tensor ``t`` is the input of layer ``t``, kept in X by its node)."""
+    """Every add's skip as ``(add layer, source tensor t, node of t's reader, node of the add)``, in
+    layer order (tensor ``t`` is the input of layer ``t``, kept in X by its node)."""
     from pymtl_fp.net import Add
 
     out = []
     for li, layer in enumerate(net.layers):
-        if isinstance(layer, Add) and not layer.project:
+        if isinstance(layer, Add):
             t = net.source_index(layer)
             out.append((li, t, _holder(part, t)[0], _holder(part, li)[0]))
     return out
@@ -146,9 +147,14 @@ class Residual(Pass):
         """The X slot of the skip of add ``li`` arriving on this node: one per image kept on its add's
         node (``keep``; its backward pass masks by it), one image on a node it passes through."""
         words = self.node.in_words(li)
+        if keep and self.node.kind(self._item(li)) == "proj":  # (straight into the projection's input)
+            return self.regions.x_addr(self._item(li), b)
         if keep:
             return self.regions._slot("X", f"skip{li}", words, self.keep.slots, b)
         return self.alloc.get("X", f"skipt{li}", words)
+
+    def _item(self, li):
+        return next(it for it in self.node.items if it.layer == li)
 
     def _crossing(self, lo, hi):
         """The skips whose source reader is on a node ``<= lo`` and whose add is on a node ``>= hi``
@@ -211,6 +217,8 @@ class Residual(Pass):
         net, li = node.net, it.layer
         layer, f = net.layers[li], node.info(li)
         em.layer = layer.name
+        if node.kind(it) == "proj":
+            return self._forward_proj(it, b, seed, nxt)
         n_in = node.in_words(li) * P
         em.store("X", regions.x_addr(it, b), n_in, "scratch")
         if node.kind(it) == "add":
@@ -224,6 +232,68 @@ class Residual(Pass):
         em.load(buf, addr, n, "scratch")
         return buf, addr, n // P
 
+    def _forward_proj(self, it, b, seed, nxt) -> tuple:
+        """An add with a projection: the skip into the projection's input (copied from the input of
+        the layer its source feeds; or LOADed there on arrival), its 1x1 conv (the engine's ``fwd``,
+        no ReLU) into a one-image region, then ``ADD`` with the main branch, as an identity add."""
+        node, em, regions, P = self.node, self.em, self.regions, self.node.P
+        net, li = node.net, it.layer
+        layer, f = net.layers[li], node.info(li)
+        if self.home.is_remote(it):
+            raise ClusterError(f"{layer.name}: the weights of a projection stay on its node (--weight-home off, or "
+                               "deeper W buffers)")
+        x = regions.x_addr(it, b)
+        if any(s.layer == net.source_index(layer) for s in node.items):
+            em.copy("X", self._skip_at(layer, li, b), "X", x, node.in_words(li) * P)
+        ow = node.out_words(li)
+        tmp = self.alloc.get("X", f"pj{li}", ow)
+        off = (node.b0 + b) * f["k"] * f["ho"] * f["wo"]
+        em.compute("fwd", program.useful_macs("fwd", node.case(it, 1)), **node.conv_fields(it, 1),
+                   shift=node.shifts[layer.name].fwd, relu=0, stoch=node.mode("fwd_mode"),
+                   tid=tensor_id(f["p"], "FWD"), a0=x, seed=slice_seed(seed, off), a1=regions.w_region(it)[1],
+                   a2=self.alloc.get("B", f"b{li}", tiles(f["k"], P)), d0=tmp, dsel=msgs.DSEL_X)
+        n = ow * P
+        em.store("X", regions.in_addr(it, b), n, "scratch")
+        em.store("X", tmp, n, "scratch")
+        em.residual(isa.add(n, node.fmt.act.bits, layer.relu, name=layer.name))
+        buf, addr = self._dest(nxt, b)
+        em.load(buf, addr, n, "scratch")
+        return buf, addr, ow
+
+    def _backward_proj(self, it, b, seed, prev, pending) -> tuple | None:
+        """An add with a projection: the skip's share is the projection's data gradient (masked by
+        the engine where the source comes out of a ReLU); the main branch's as an identity add's."""
+        node, em, regions, P = self.node, self.em, self.regions, self.node.P
+        net, li = node.net, it.layer
+        layer, f = net.layers[li], node.info(li)
+        dy = regions.dy_in(it, b)
+        t = net.source_index(layer)
+        if net.needs_grad(t):
+            share = self.alloc.get("D", f"pjg{li}", node.in_words(li))
+            case = node.case(it, 1)
+            case["dy"] = None
+            em.compute("bwd_data", program.useful_macs("bwd_data", case), **node.conv_fields(it, 1),
+                       shift=node.shifts[layer.name].bwd_data, relu=int(net.rectified(t)),
+                       stoch=node.mode("grad_mode"), tid=tensor_id(f["p"], "DX"),
+                       seed=slice_seed(seed, (node.b0 + b) * f["c"] * f["h"] * f["w"]), a0=dy,
+                       a1=regions.w_region(it)[0], a2=regions.x_addr(it, b), d0=share, dsel=msgs.DSEL_D)
+            local = any(x.layer == t for x in node.items)
+            pending.setdefault(t if local else ("send", li), []).append(("D", share))
+        return self._main_share(it, b, prev, dy, node.out_words(li) * P)
+
+    def _main_share(self, it, b, prev, dy, n) -> tuple | None:
+        """The main branch's share of an add's gradient ``dy`` (``n`` elements): masked by the main
+        branch's output where that comes out of a ReLU, else ``dy`` itself."""
+        net, li, P = self.node.net, it.layer, self.node.P
+        if not net.needs_grad(li):
+            return None
+        if net.rectified(li):
+            buf, d0 = self._grad_dest(prev, b)
+            self._mask(dy, self.regions.in_addr(it, b), n, self.node.fmt.grad.bits, net.layers[li].name)
+            self.em.load(buf, d0, n, "scratch")
+            return buf, d0, n // P
+        return "D", dy, n // P
+
     def backward(self, it, b, seed, prev, pending: dict) -> tuple | None:
         """Image ``b``'s backward pass through add or average pool ``it`` (its output gradient in
         D); returns ``(buf, addr, words)`` of the gradient of its input.  An add's skip share goes
@@ -232,6 +302,8 @@ class Residual(Pass):
         net, li = node.net, it.layer
         layer, f = net.layers[li], node.info(li)
         em.layer = layer.name
+        if node.kind(it) == "proj":
+            return self._backward_proj(it, b, seed, prev, pending)
         dy = regions.dy_in(it, b)
         n = node.in_words(li) * P  # (the input's elements; an add's output has as many)
         gbits = node.fmt.grad.bits
@@ -259,13 +331,7 @@ class Residual(Pass):
                 pending.setdefault(key, []).append(("D", keep))
             else:
                 pending.setdefault(key, []).append(("D", dy))
-        if not net.needs_grad(li):
-            return None
-        if net.rectified(li):  # the main branch's share, masked by the main branch's output
-            self._mask(dy, regions.x_addr(it, b), n, gbits, layer.name)
-            em.load(dsel_buf, d0, n, "scratch")
-            return dsel_buf, d0, n // P
-        return "D", dy, n // P
+        return self._main_share(it, b, prev, dy, n)
 
     def _grad_dest(self, prev, b):
         if prev is not None:
