@@ -99,7 +99,7 @@ class Regions:
             elif kind == "first" or (kind in ("whole", "proj") and last):
                 fwd.append(node.out_words(it.layer, it.k0, it.k1))
             if i == 0 and it.layer not in node.part.packed:  # (a packed layer sends no dx)
-                bwd.append(node.in_words(it.layer))
+                bwd.append(node.out_words(it.layer) if kind == "proj" else node.in_words(it.layer))
         return max(fwd), max(bwd)
 
     def x_addr(self, it, b):

@@ -56,16 +56,16 @@ from pymtl_fp.golden.train import gap_tensor_id, tensor_id
 RES_KINDS = ("add", "gap", "proj")
 
 
-def _holder(part, li):
+def _holder(nodes, li):
     """``(node, item)`` holding layer ``li`` (its whole output channels), or ``(None, None)``."""
-    for j, items in enumerate(part.nodes):
+    for j, items in enumerate(nodes):
         for it in items:
             if it.layer == li:
                 return j, it
     return None, None
 
 
-def skips(net, part) -> list:
+def skips(net, nodes) -> list:
     """Every add's skip as ``(add layer, source tensor t, node of t's reader, node of the add)``, in
     layer order (tensor ``t`` is the input of layer ``t``, kept in X by its node)."""
     from pymtl_fp.net import Add
@@ -74,7 +74,7 @@ def skips(net, part) -> list:
     for li, layer in enumerate(net.layers):
         if isinstance(layer, Add):
             t = net.source_index(layer)
-            out.append((li, t, _holder(part, t)[0], _holder(part, li)[0]))
+            out.append((li, t, _holder(nodes, t)[0], _holder(nodes, li)[0]))
     return out
 
 
@@ -107,8 +107,8 @@ def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: 
             raise ClusterError(f"{layer.name}: {layer.source!r} is also the skip of {sources[t]}; the cluster maps one "
                                "skip per source")
         sources[t] = layer.name
-        j_add, _ = _holder(part, li)
-        j_src, src = _holder(part, t)
+        j_add, _ = _holder(part.nodes, li)
+        j_src, src = _holder(part.nodes, t)
         if j_src != j_add and mixed_p:
             raise ClusterError(f"{layer.name}: its skip from {layer.source!r} crosses from node {j_src} to node "
                                f"{j_add}, on nodes of different array sides; skips cross cuts between nodes of one "
@@ -159,7 +159,7 @@ class Residual(Pass):
     def _crossing(self, lo, hi):
         """The skips whose source reader is on a node ``<= lo`` and whose add is on a node ``>= hi``
         (those on the link between nodes ``lo`` and ``hi = lo + 1``), in layer order."""
-        return [(li, t, js, ja) for li, t, js, ja in skips(self.node.net, self.node.part) if js <= lo and ja >= hi]
+        return [(li, t, js, ja) for li, t, js, ja in skips(self.node.net, self.node.part.nodes) if js <= lo and ja >= hi]
 
     def _skip_io(self, li, port, move, *args):
         """A LOAD or STORE (``move``) of add ``li``'s skip or its gradient share over ``port``: named

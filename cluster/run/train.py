@@ -171,8 +171,7 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
     bands = mapping.bands
     if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and ccfg.mixed_p:
         bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides)
-    split = (split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward  # (backward bands: whole layers)
-             and not net.residual)  # (a residual net's layers run whole: cluster.compiler.residual)
+    split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward  # (backward bands: whole layers)
     part = choose_partition(net, ccfg, batch, mapping.replace(split=split), tcfg=tcfg)  # (refuses misfits first)
     if bands == "auto" and place_weights(net, ccfg, part, schedule=mapping.schedule, mode=mapping.weight_home):
         bands = 0  # (weights kept by a neighbour stream in for whole layers)
