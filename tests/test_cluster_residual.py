@@ -73,8 +73,10 @@ def test_a_skip_crossing_a_cut_trains_bit_exact_and_is_counted_on_its_links(data
     """resnet-digits' partition puts conv1 and conv2 on node 0 and add1 on node 1: add1's skip (conv1's
     output, conv2's input, 8 channels of 8x8 = 2 words of P = 4 lanes a pixel: 512 elements an image)
     goes with node 0's output to node 1 and its gradient share comes back behind node 1's data
-    gradient; the report counts both per step (batch 2), and no other link carries a skip."""
+    gradient; the report counts both per step (batch 2), and no other link carries a skip; the
+    analytical models predict the run (cycles per step within 3 %, words and link elements exact)."""
     run = run_and_check(data, n, steps=steps)
+    _model_matches(run, NET, n, 2)
     links = {lk["link"]: lk for lk in run.report["links"]}
     skip = 2 * 8 * 8 * 4 * 2
     assert links["node0->node1"]["skip_elements_per_step"] == skip
@@ -82,6 +84,20 @@ def test_a_skip_crossing_a_cut_trains_bit_exact_and_is_counted_on_its_links(data
     assert links["node0->node1"]["elements_per_step"] == skip + 2 * 8 * 8 * 4 * 2  # (node 0's output: conv2's)
     assert sum(lk["skip_elements_per_step"] for lk in links.values()) == 2 * skip
     assert "(1024 of residual skips)" in format_report(run.report)
+
+
+def _model_matches(run, net, n, batch, cuts=None):
+    """The analytical models (:func:`pymtl_fp.explore.against_cluster.predict_run`: shapes and
+    partition only) against the run: cycles per step within 3 % (the issue's bound), every node's
+    buffer words and every link's elements exact."""
+    from pymtl_fp.explore.against_cluster import compare, measured, predict_run
+
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, "8"), None)
+    part = choose_partition(net, ccfg, batch, Mapping(cuts=cuts))
+    c = compare(predict_run(net, part, ccfg, batch), measured(run.report))
+    assert abs(c["cycles_per_step"][2]) < 0.03, c["cycles_per_step"]
+    assert c["words_exact"][0] == c["words_exact"][1] == n
+    assert c["links_exact"][0] == c["links_exact"][1]
 
 
 def _chain_of_four(relu_last=False):
@@ -145,6 +161,7 @@ def test_projection_adds_train_bit_exact_with_their_skips_crossing_cuts(data):
     a1's skip (c2's input, 4 channels of 8x8) comes from node 0, a2's (c5's input, 8 channels)
     from node 1 into a2, the first item of node 2.  Skip elements per image, both directions."""
     run = run_and_check(data, 3, net=_projections(), steps=2, cuts=(0, 2, 10, 15))
+    _model_matches(run, _projections(), 3, 2, cuts=(0, 2, 10, 15))
     got = {lk["link"]: lk.get("skip_elements_per_step", 0) for lk in run.report["links"]}
     assert {k: v // 2 for k, v in got.items() if v} == {"node0->node1": 4 * 64, "node1->node0": 4 * 64,
                                                         "node1->node2": 8 * 64, "node2->node1": 8 * 64}
@@ -192,4 +209,65 @@ def test_what_the_compiler_does_not_map_is_refused_in_one_line(mapping, match):
     with pytest.raises(ClusterError, match=match) as exc:
         part = choose_partition(NET, ccfg, 2, mapping)
         compile_cluster(NET, ccfg, part, params, TCFG, 1, mapping)
+    assert "\n" not in str(exc.value)
+
+
+def _zero_params(net):
+    return {ly.name: {"w": np.zeros(net.conv_geometry(ly)["w_shape"], dtype=np.int64),
+                      "b": np.zeros(net.conv_geometry(ly)["w_shape"][0], dtype=np.int64)}
+            for ly in net.param_layers()}
+
+
+@pytest.mark.parametrize("which,n,cuts", [("resnet", 1, None), ("resnet", 2, None), ("resnet", 3, None),
+                                          ("resnet", 4, None), ("chain", 3, (0, 2, 3, 7)),
+                                          ("proj", 3, (0, 2, 6, 15)), ("proj", 3, (0, 2, 10, 15))])
+def test_the_storage_model_predicts_every_residual_region_exactly(which, n, cuts):
+    """:func:`pymtl_fp.explore.node_storage.predict` with the residual terms
+    (:mod:`pymtl_fp.explore.residual_terms`) gives every node's words in each of the six buffers
+    the compiler allocates, from the shapes and the partition only: identity adds, projections,
+    the average pool, skips kept, passing through and arriving, their gradient shares; weight
+    gradients over the batch and per image, with and without overlap (compiled only)."""
+    from pymtl_fp.cluster.compiler.compile import compile_pipeline
+    from pymtl_fp.cluster.compiler.partition import layer_info
+    from pymtl_fp.explore import node_storage
+
+    net = {"resnet": NET, "chain": _chain_of_four(), "proj": _projections()}[which]
+    ecfg = engine_for_net(net, "8", act_depth=65536, weight_depth=4096)
+    ccfg = ClusterConfig.homogeneous(n, ecfg)
+    for wgrad in ("batch", "image"):
+        for overlap in (False, True):
+            mapping = Mapping(cuts=cuts, wgrad=wgrad, overlap=overlap)
+            part = choose_partition(net, ccfg, 4, mapping)
+            _, cprog = compile_pipeline(net, ccfg, part, _zero_params(net), TCFG, 1, mapping)
+            layers = [layer_info(net, i) for i in range(len(net.layers))]
+            predicted = node_storage.predict(layers, part.nodes, ecfg, 4, wgrad=wgrad, overlap=overlap, net=net)
+            for j, (pred, prog) in enumerate(zip(predicted, cprog.nodes)):
+                assert pred.as_dict() == {b: u["used"] for b, u in prog.alloc.usage().items()}, (wgrad, overlap, j)
+
+
+@pytest.mark.parametrize("layers,match", [
+    ([("c1", 4), ("c2", 4), ("c3", 4), {"type": "add", "name": "a1", "from": "c1"},
+      {"type": "add", "name": "a2", "from": "c1"}],
+     r"^a2: 'c1' is also the skip of a1; the cluster maps one skip per source"),
+])
+def test_a_mapping_of_a_residual_net_the_compiler_does_not_build_is_refused_naming_the_layer(layers, match):
+    doc = [{"type": "conv", "name": x[0], "out_channels": x[1], "kernel": 3, "pad": 1, "relu": True}
+           if isinstance(x, tuple) else x for x in layers] + [{"type": "fc", "name": "fc", "out_features": 10}]
+    net = net_from_dict({"name": "bad", "input_shape": [1, 8, 8], "formats": {"8": FORMATS8}, "layers": doc})
+    ccfg = ClusterConfig.homogeneous(1, engine_for_net(net, "8"), None)
+    with pytest.raises(ClusterError, match=match) as exc:
+        part = choose_partition(net, ccfg, 2, Mapping())
+        compile_cluster(net, ccfg, part, _zero_params(net), TCFG, 1, Mapping())
+    assert "\n" not in str(exc.value)
+
+
+def test_a_skip_crossing_between_nodes_of_different_array_sides_is_refused():
+    from pymtl_fp.cluster.config import default_link
+
+    engines = (engine_for_net(NET, "8", P=4), engine_for_net(NET, "8", P=2))
+    ccfg = ClusterConfig(engines, default_link(engines[0].stream_bits))
+    mapping = Mapping(cuts=(0, 4, 11))  # (conv1 conv2 | conv3 add1 ...: add1's skip crosses)
+    with pytest.raises(ClusterError, match=r"^add1: its skip from 'conv1' crosses from node 0 to node 1, on nodes "
+                                           r"of different array sides") as exc:
+        compile_cluster(NET, ccfg, choose_partition(NET, ccfg, 2, mapping), _zero_params(NET), TCFG, 1, mapping)
     assert "\n" not in str(exc.value)
