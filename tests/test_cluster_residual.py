@@ -271,3 +271,20 @@ def test_a_skip_crossing_between_nodes_of_different_array_sides_is_refused():
                                            r"of different array sides") as exc:
         compile_cluster(NET, ccfg, choose_partition(NET, ccfg, 2, mapping), _zero_params(NET), TCFG, 1, mapping)
     assert "\n" not in str(exc.value)
+
+
+def test_the_train_command_runs_a_residual_net_on_the_cluster(capsys):
+    """``pymtl-fp train --engine cluster --net resnet-digits`` with the default mapping (whole layers:
+    no row bands, no split layers for a residual net): bit-exact, the skips in the link table."""
+    import argparse
+
+    from pymtl_fp.cli import cmd_train
+
+    parser = argparse.ArgumentParser()
+    cmd_train.add_arguments(parser)
+    argv = ["--engine", "cluster", "--net", "resnet-digits", "--nodes", "2", "--batch", "2", "--steps", "1"]
+    assert cmd_train.main(parser.parse_args(argv)) == 0
+    out = capsys.readouterr().out
+    assert "final weights equal the golden model's: yes" in out
+    assert "split layers: none" in out
+    assert "(1024 of residual skips)" in out

@@ -169,8 +169,8 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
         ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, mapping)
         return ccfg, whole_partition(rep, parts), parts, cprog
     bands = mapping.bands
-    if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and ccfg.mixed_p:
-        bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides)
+    if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and (ccfg.mixed_p or net.residual):
+        bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides, a residual net)
     split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward  # (backward bands: whole layers)
     part = choose_partition(net, ccfg, batch, mapping.replace(split=split), tcfg=tcfg)  # (refuses misfits first)
     if bands == "auto" and place_weights(net, ccfg, part, schedule=mapping.schedule, mode=mapping.weight_home):
