@@ -249,6 +249,9 @@ def test_the_storage_model_predicts_every_residual_region_exactly(which, n, cuts
     ([("c1", 4), ("c2", 4), ("c3", 4), {"type": "add", "name": "a1", "from": "c1"},
       {"type": "add", "name": "a2", "from": "c1"}],
      r"^a2: 'c1' is also the skip of a1; the cluster maps one skip per source"),
+    ([("c1", 4), {"type": "pool", "name": "p1", "k": 2}, ("c2", 4),
+      {"type": "add", "name": "a1", "from": "c1", "project": True, "stride": 2}],
+     r"^a1: its skip is the input of the max pool p1, which the node does not keep for the backward pass"),
 ])
 def test_a_mapping_of_a_residual_net_the_compiler_does_not_build_is_refused_naming_the_layer(layers, match):
     doc = [{"type": "conv", "name": x[0], "out_channels": x[1], "kernel": 3, "pad": 1, "relu": True}

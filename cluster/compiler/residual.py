@@ -78,9 +78,9 @@ def skips(net, nodes) -> list:
     return out
 
 
-def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: bool = False,
-                   mixed_p: bool = False) -> None:
-    """Refuse (one line, naming the layer) a residual net's mapping the compiler does not build."""
+def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, mixed_p: bool = False) -> None:
+    """Refuse (one line, naming the layer) a residual net's mapping the compiler does not build
+    (replicas are refused by :func:`~pymtl_fp.cluster.run.train.compile_run`)."""
     from pymtl_fp.cluster.compiler.schedule import PER_IMAGE
     from pymtl_fp.net import Add
 
@@ -92,12 +92,10 @@ def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: 
     if schedule in PER_IMAGE:
         raise ClusterError(f"{net.name} is a residual net: the cluster trains it with a mini-batch schedule "
                            f"(1f1b or gpipe), not --schedule {schedule}")
-    if replicas:
-        raise ClusterError(f"{net.name} is a residual net: the cluster trains it as one pipeline (--parallel pipeline)")
     split = part.split_layers()
     if split:
         raise ClusterError(f"{net.name} is a residual net: {split[0]} is split over two nodes; its layers run whole "
-                           "on one node each (--no-split, or cuts at layer boundaries)")
+                           "on one node each (--cuts at layer boundaries)")
     sources = {}
     for li, layer in enumerate(net.layers):
         if not isinstance(layer, Add):
@@ -116,12 +114,12 @@ def check_residual(net, part, schedule: str = "1f1b", bands: int = 0, replicas: 
         if t in part.packed:
             raise ClusterError(f"{layer.name}: its skip is the input of the tap-packed {net.layers[t].name} "
                                "(--tap-pack off)")
-        if src.pool and layer_kind(net, t) == "pool":
+        if src.pool and _layer_kind(net, t) == "pool":
             raise ClusterError(f"{layer.name}: its skip is the input of the max pool {net.layers[t].name}, which "
                                "the node does not keep for the backward pass; skip from the pool's output")
 
 
-def layer_kind(net, li) -> str:
+def _layer_kind(net, li) -> str:
     from pymtl_fp.net import Add, GlobalAvgPool, Pool
 
     layer = net.layers[li]
