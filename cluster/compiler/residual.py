@@ -157,6 +157,8 @@ class Residual(Pass):
     def _crossing(self, lo, hi):
         """The skips whose source reader is on a node ``<= lo`` and whose add is on a node ``>= hi``
         (those on the link between nodes ``lo`` and ``hi = lo + 1``), in layer order."""
+        if not self.node.net.residual:
+            return []
         return [(li, t, js, ja) for li, t, js, ja in skips(self.node.net, self.node.part.nodes) if js <= lo and ja >= hi]
 
     def _skip_io(self, li, port, move, *args):
