@@ -61,14 +61,11 @@ class ClusterError(ValueError):
 
 
 def check_chain_net(net) -> None:
-    """A one-line :class:`ClusterError` if ``net`` is a residual net (:func:`pymtl_fp.net.check_chain`):
-    the cluster's nodes run chains of conv, pool and fc layers."""
-    from pymtl_fp.net import NetError, check_chain
-
-    try:
-        check_chain(net)
-    except NetError as exc:
-        raise ClusterError(str(exc)) from None
+    """Nothing to refuse in the layers themselves: the cluster's nodes run conv, pool and fc layers,
+    and a residual net's adds (identity or with a 1x1 projection on the engine) and global average
+    pools (:mod:`pymtl_fp.cluster.compiler.residual`); a mapping they do not fit is refused by
+    :func:`~pymtl_fp.cluster.compiler.residual.check_residual`."""
+    return None
 
 
 def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:
@@ -97,8 +94,8 @@ def link_flits(ccfg, flits: int):
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_DEPTHS["act_depth"],
                    weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
                    stochastic: bool = True) -> EngineConfig:
-    """An engine whose word widths are the net's formats at ``precision`` (a residual net is refused:
-    :func:`check_chain_net`)."""
+    """An engine whose word widths are the net's formats at ``precision`` (a layer the cluster does not
+    run is refused: :func:`check_chain_net`)."""
     check_chain_net(net)
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:

@@ -7,9 +7,11 @@ of an *earlier* layer it names (``from = "name"``; optionally through a 1x1 stri
 conv with its own weights), and ``GlobalAvgPool`` averages each channel's map.  The list stays
 sequential (each layer reads the previous one's output; only an add reads a second, earlier
 tensor), so cutting the list into a chain of pieces stays what it is; the skip is the one tensor
-that may cross a cut.  Residual nets run on the golden engine; the cluster refuses them
-(:func:`check_chain`).  A description is a TOML or JSON file (see ``pymtl_fp/nets/*.toml``;
-presets are loaded by name with :func:`load_net`; :func:`save_net` writes one).
+that may cross a cut.  The cluster runs identity adds and global average pools
+(:mod:`pymtl_fp.cluster.compiler.residual`); projections run on the golden engine only, and so does
+``--schedule cp`` of a residual net (:func:`check_chain`).  A description is a TOML or JSON file
+(see ``pymtl_fp/nets/*.toml``; presets are loaded by name with :func:`load_net`; :func:`save_net`
+writes one).
 
 Shapes: activations are ``(C, H, W)`` per sample; a conv maps ``(C, H, W)`` to
 ``(K, Ho, Wo)`` (:mod:`pymtl_fp.golden.geometry`); ``Pool(k)`` is a ``k x k`` max pool of stride
@@ -489,7 +491,8 @@ CHAIN_ONLY = "the cluster's nodes run chains of conv, pool and fc layers (no ski
 
 
 def check_chain(net: Net, why: str = CHAIN_ONLY) -> None:
-    """``NetError`` (one line) if ``net`` has residual layers: they run on the golden engine only."""
+    """``NetError`` (one line) if ``net`` has residual layers, for what runs chains only (``--schedule
+    cp``'s staleness); the cluster's own check is :func:`pymtl_fp.cluster.config.check_chain_net`."""
     if net.residual:
         kinds = sorted({type(layer).__name__ for layer in net.layers if isinstance(layer, (Add, GlobalAvgPool))})
         raise NetError(f"{net.name} is a residual net ({', '.join(kinds)} layers): residual nets run on the "

@@ -500,12 +500,24 @@ def _check_chain(net, why: str | None = None) -> None:
         raise UserError(str(exc)) from None
 
 
+def _check_cluster_net(net, args) -> None:
+    """Refuse, before the data are loaded, a net or momentum the cluster does not run."""
+    from pymtl_fp.cluster.compiler.compile import check_momentum
+    from pymtl_fp.cluster.config import ClusterError, check_chain_net
+
+    try:
+        check_chain_net(net)
+        check_momentum(net.train.momentum if args.momentum is None else args.momentum)
+    except ClusterError as exc:
+        raise UserError(str(exc)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     if args.engine not in ENGINES:
         raise UserError(f"--engine {args.engine}: choose one of {', '.join(ENGINES)}")
     if args.engine == "cluster":
         net = _net(args.net)
-        _check_chain(net)
+        _check_cluster_net(net, args)
         return _run_cluster(args, net, train_data.dataset(args, net))
     schedule = "minibatch" if args.schedule in (None, "1f1b", "gpipe") else args.schedule
     allowed = ("nodes",) if schedule == "cp" else ()  # the pipeline depth behind cp's staleness

@@ -1,8 +1,8 @@
 """The whole RTL cluster Verilated (compiled bench; the joined build, and the flat one against it):
 bit-exact with the golden model, cycle-equal with the CL cluster (every per-node statistic and the
 energy report), chain and ring, split layers, mixed array sides, link faults, continuous
-propagation, data-parallel replicas, weights kept by a neighbour; and the compiled bench's stream
-semantics against PyMTL3's."""
+propagation, data-parallel replicas, weights kept by a neighbour, a residual skip crossing a cut;
+and the compiled bench's stream semantics against PyMTL3's."""
 
 from __future__ import annotations
 
@@ -72,6 +72,20 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     v = _run(data, ccfg, "verilator", steps=2)
     assert v.report["simulator"].startswith("verilated cluster") and v.report["partition"]["split_layers"]
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
+
+
+@pytest.mark.parametrize("n,cuts,steps", [(2, (0, 4, 11), 2), (4, None, 1)])
+def test_a_residual_skip_crossing_a_cut_verilated_equals_golden_and_cl_cycle_for_cycle(data, n, cuts, steps):
+    """resnet-digits on two nodes (cut after conv2) and on four (conv1 conv2 / conv3 add1 / conv4 add2
+    gap / fc): add1's skip and its gradient share cross the cut after conv2, the routers built with
+    the residual unit where their programs use it (node 3's without); bit-exact and the CL cluster's
+    cycles."""
+    net = load_net("resnet-digits")
+    ccfg = _ccfg((4,) * n, act_depth=2048, net=net)
+    v = _run(data, ccfg, "verilator", steps=steps, cuts=cuts, net=net)
+    assert v.report["simulator"].startswith("verilated cluster")
+    assert {lk["link"]: lk["skip_elements_per_step"] for lk in v.report["links"]}["node0->node1"] == 1024
+    _same_cycles(v, _run(data, ccfg, "cl", steps=steps, cuts=cuts, net=net))
 
 
 def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data, monkeypatch):

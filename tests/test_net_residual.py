@@ -1,8 +1,8 @@
 """Residual nets in the net description: ``add`` (``from`` an earlier layer, an optional 1x1 strided
 projection) and ``global_avg_pool`` layers in net files, their shapes, MACs and shifts; bad
-descriptions refused in one line naming the layer; residual nets refused by everything that runs
-the cluster's chain (the command, the API, the partition, the training session) and trained end to
-end by ``pymtl-fp train --engine golden``."""
+descriptions refused in one line naming the layer; the cluster's partition placing the residual
+layers, ``--schedule cp`` refusing a residual net, and residual nets trained end to end by
+``pymtl-fp train --engine golden``."""
 
 import argparse
 import json
@@ -114,17 +114,23 @@ def _train(*argv):
 
 
 ONE_LINE = r"^resnet8-mnist is a residual net \(Add, GlobalAvgPool layers\): residual nets run on the golden engine only"
+#: the cluster runs the residual layers; resnet8-mnist's file trains with momentum, which it has not
+MOMENTUM = r"^the cluster trains with plain SGD: the engine's update has no momentum"
 
 
-@pytest.mark.parametrize("argv", [["--engine", "cluster"], ["--engine", "cluster", "--level", "verilator"],
-                                  ["--schedule", "cp", "--precision", "8"]])
-def test_the_train_command_refuses_a_residual_net_on_the_cluster_in_one_line(argv):
-    with pytest.raises(UserError, match=ONE_LINE) as exc:
+@pytest.mark.parametrize("argv,match", [(["--engine", "cluster"], MOMENTUM),
+                                        (["--engine", "cluster", "--level", "verilator"], MOMENTUM),
+                                        (["--schedule", "cp", "--precision", "8"], ONE_LINE)])
+def test_the_train_command_refuses_what_the_cluster_does_not_run_in_one_line(argv, match):
+    with pytest.raises(UserError, match=match) as exc:
         _train("--net", RESNET, *argv)
     assert "\n" not in str(exc.value)
 
 
-def test_the_api_partition_and_session_refuse_a_residual_net():
+def test_the_partition_places_the_residual_layers_and_the_api_and_session_refuse_momentum():
+    """The cluster's partition attaches each identity add and the average pool to the node of the
+    layer before it and gives each projection (a layer with weights) its own item; the API and the
+    session refuse resnet8-mnist's momentum in one line."""
     from pymtl_fp import api
     from pymtl_fp.cluster.compiler.partition import partition
     from pymtl_fp.cluster.config import ClusterError, cluster_for_net
@@ -132,9 +138,14 @@ def test_the_api_partition_and_session_refuse_a_residual_net():
 
     net = load_net(RESNET)
     ccfg = cluster_for_net(load_net("lenet5-mnist"))
-    for call in (lambda: api.train(RESNET), lambda: api.cluster(RESNET), lambda: partition(net, ccfg, 8),
-                 lambda: run_training(net, ccfg)):
-        with pytest.raises(ClusterError, match=ONE_LINE):
+    part = partition(net, ccfg, 8, split=False)
+    names = [[net.layers[it.layer].name for it in items] for items in part.nodes]
+    flat = [n for node in names for n in node]
+    assert flat == [ly.name for ly in net.layers]  # every layer once, in order
+    for node in names:  # an identity add or the pool never starts a node; a projection may
+        assert node[0] not in ("add1", "gap", "pool1")
+    for call in (lambda: api.train(RESNET), lambda: run_training(net, ccfg)):
+        with pytest.raises(ClusterError, match=MOMENTUM):
             call()
 
 

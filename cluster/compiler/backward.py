@@ -15,6 +15,7 @@ from __future__ import annotations
 from pymtl_fp.cluster.compiler.dma import elems, slice_seed
 from pymtl_fp.cluster.compiler.plan import Pass
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
+from pymtl_fp.cluster.compiler.residual import RES_KINDS, Residual
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import tensor_id
@@ -39,6 +40,7 @@ class Backward(Pass):
         node, regions, em = self.node, self.regions, self.em
         items, P = node.items, node.P
         dy_ready = None  # a second piece whose output gradient is already in place
+        skips = {}  # tensor -> the skip gradient shares waiting for its gradient (residual adds)
         for idx in reversed(range(len(items))):
             it = items[idx]
             li, f, kind = it.layer, node.info(it.layer), node.kind(it)
@@ -47,8 +49,11 @@ class Backward(Pass):
             if idx == len(items) - 1 and not self.flow.dy_loaded:
                 kk = it.k1 - it.k0 if kind == "first" else f["k"]
                 em.load_from("D", regions.dy_in(it, b), "bwd_in", (1, kk, f["ho"], f["wo"]))
+                Residual(self.plan).receive_shares(b, skips)  # (the skips' gradient shares follow it)
             out = None
-            if kind == "pool" and prev is not None and node.kind(prev) == "second":
+            if kind in RES_KINDS:
+                out = Residual(self.plan).backward(it, b, seed, prev, skips)
+            elif kind == "pool" and prev is not None and node.kind(prev) == "second":
                 # the gradient of a second piece: pooled back in channel-tile ranges straight to
                 # where each part goes (no D-to-D copy, no STORE from D while bwd_data reads it):
                 # the first holder's tiles to O (sent on), the own tiles to the batch slot, and,
@@ -63,7 +68,7 @@ class Backward(Pass):
                     self._pool_bwd(it, b, 0, tiles(f["c"], P), msgs.DSEL_D, regions.dy_in(prev, b))
                 dy_ready = prev
                 continue
-            if kind == "pool":
+            elif kind == "pool":
                 dsel, d0 = regions.dx_dest(prev, b)
                 self._pool_bwd(it, b, 0, tiles(f["c"], P), dsel, d0)
                 out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, node.in_words(li))
@@ -87,7 +92,7 @@ class Backward(Pass):
                 if p > 0:
                     case = node.case(it, 1)
                     case["dy"] = None
-                    prev_relu = node.net.param_layers()[p - 1].relu
+                    prev_relu = node.net.rectified(li)  # (the ReLU behind the input, if any)
                     dsel, d0 = regions.dx_dest(prev, b)
                     common = dict(shift=node.shifts[name].bwd_data, relu=int(prev_relu), stoch=node.mode("grad_mode"),
                                   tid=tensor_id(p, "DX"))
@@ -102,9 +107,12 @@ class Backward(Pass):
                     out = (msgs.BUF_NAMES[msgs.DSEL_BUF[dsel]], d0, node.in_words(li))
             if out is None:
                 continue
+            if skips:
+                Residual(self.plan).fork(li, out, skips)
             buf, addr, words = out
             if prev is not None:
                 if not (buf == "D" and addr == regions.dy_in(prev, b)):
                     em.copy(buf, addr, "D", regions.dy_in(prev, b), words * P)
             else:
                 em.store(buf, addr, words * P, "bwd_out")
+        Residual(self.plan).send_shares(b, skips)  # (after the data gradient)

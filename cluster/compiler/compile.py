@@ -34,6 +34,7 @@ from pymtl_fp.cluster.compiler.plan import make_plan
 from pymtl_fp.cluster.compiler.program import ClusterProgram, NodeProgram
 from pymtl_fp.cluster.compiler.regions import keep_in_flight
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
+from pymtl_fp.cluster.compiler.residual import check_residual
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, SCHEDULES, WGRAD, fill_passes, layer_versions, step_order
 from pymtl_fp.cluster.compiler.weight_phase import WeightPhase
 from pymtl_fp.cluster.compiler.weights_home import HomePlan, check_links, place_weights
@@ -77,6 +78,7 @@ def compile_cluster(net, ccfg, part, params: dict, tcfg, steps: int, mapping: Ma
     bands, bands_backward, bands_all = mapping.bands, mapping.bands_backward, mapping.bands_all
     step_order(schedule, 0, part.n, part.batch)  # refuse an unknown schedule before compiling
     check_wgrad(wgrad, schedule)
+    check_residual(net, part, schedule, bands, mixed_p=ccfg.mixed_p)
     check_bands(bands, net, part, [e.P for e in ccfg.engines], bands_backward)
     if schedule in PER_IMAGE:
         layer_versions(net, part, schedule)  # refuses a layer split over two nodes
@@ -260,12 +262,13 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
 
 
 def choose_partition(net, ccfg, batch: int, mapping: Mapping = DEFAULT, *, tcfg=None):
-    """The partition a run compiles, by ``mapping``'s ``split``, ``cuts`` and ``pack``
+    """The partition a run compiles, by ``mapping``'s ``split`` (never for a residual net), ``cuts`` and ``pack``
     (``--tap-pack``): ``auto`` takes the tap-packed one where packing pays
     (:func:`~pymtl_fp.cluster.compiler.partition.packed_layers`) and its programs, for the run's
     ``tcfg`` and ``mapping``'s ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers
     (the packed input is ``R*S/stride^2`` times the image), else the unpacked one."""
-    split, cuts, pack = mapping.split, mapping.cut_list(), mapping.pack
+    split, cuts, pack = mapping.split and not net.residual, mapping.cut_list(), mapping.pack  # (a residual net's
+    # layers run whole: cluster.compiler.residual)
     part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
     if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, mapping.overlap, mapping.schedule,
                                                            mapping.wgrad):
@@ -291,9 +294,7 @@ def image_elems(net, part, P: int) -> int:
 def check_training(net, tcfg, steps: int, batch: int) -> tuple:
     """Refuse what the cluster cannot train (momentum, a negative update shift, a step count or
     batch beyond the program's fields); return the precision's formats and the layer shifts."""
-    if tcfg.momentum is not None:
-        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
-                           "(give no --momentum)")
+    check_momentum(tcfg.momentum)
     fmt = net.precision(tcfg.precision)
     shifts = net.shifts(tcfg.precision, tcfg.lr_log2)
     for name, sh in shifts.items():
@@ -305,6 +306,13 @@ def check_training(net, tcfg, steps: int, batch: int) -> tuple:
     if 2 * batch + 1 >= (1 << isa.DONE_BITS):
         raise ClusterError(f"batch {batch} is too large for the node program's done marks")
     return fmt, shifts
+
+
+def check_momentum(momentum) -> None:
+    """Refuse momentum: the engine's update is plain SGD."""
+    if momentum is not None:
+        raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
+                           "(give no --momentum)")
 
 
 def begin_step(plan, params) -> int:

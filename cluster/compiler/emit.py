@@ -187,6 +187,22 @@ class Emitter:
         self.count_io(n + UNIT_OVERHEAD + router_unit_latency(self.ecfg))  # (the node's router's units)
         self._scratch(0, peak=self.scratch + n)  # (the unit appends its n results before it drops its input)
 
+    def residual(self, ins):
+        """An ADD, MASK, GAP or GAPB of the router's residual unit
+        (:mod:`~pymtl_fp.cluster.isa.residual`) over what the scratch FIFO holds: exactly its
+        operands (the STOREs just before it), replaced by its result, which the next LOAD takes."""
+        from pymtl_fp.cluster.isa import residual
+
+        n_in = residual.inputs(ins)
+        n_out = ins.count // residual.push_every(ins)
+        if self.scratch != n_in:  # (a compiler bug: the unit would read other elements)
+            raise ClusterError(f"node {self.j}: a residual instruction ({ins.describe()}) finds {self.scratch} "
+                               f"elements in the scratch FIFO, not its {n_in} operands")
+        self.emit(ins.with_(seedstep=int(self.in_loop)))
+        self.count_io(ins.count + UNIT_OVERHEAD + router_unit_latency(self.ecfg))
+        self._scratch(n_out - n_in, peak=self.scratch + n_out)  # (results appended before the operands drop)
+        return n_out
+
     def load_from(self, buf, addr, src, shape, kind="act"):
         """LOAD a tensor of ``shape`` (activations ``(1, C, H, W)``, weights ``(K, C, R, S)``)
         arriving on link ``src`` into ``buf`` at ``addr`` in this node's layout; when the

@@ -15,6 +15,7 @@ from pymtl_fp.cluster.compiler.dma import slice_seed
 from pymtl_fp.cluster.compiler.partition import _Shape
 from pymtl_fp.cluster.compiler.plan import Pass
 from pymtl_fp.cluster.compiler.remote_weights import RemoteWeights
+from pymtl_fp.cluster.compiler.residual import RES_KINDS, Residual
 from pymtl_fp.engine import msgs, program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import tensor_id
@@ -41,9 +42,13 @@ class Forward(Pass):
         it = node.items[0]
         f, kind = node.info(it.layer), node.kind(it)
         em.layer = node.layer_name(it)  # (the trace names compute commands by it)
-        em.load_from("X", regions.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
+        if kind == "proj":  # (its main branch; the skip follows, Residual.receive_skips)
+            em.load_from("X", regions.in_addr(it, b), "fwd_in", (1, f["k"], f["ho"], f["wo"]))
+        else:
+            em.load_from("X", regions.x_addr(it, b), "fwd_in", (1, f["c"], f["h"], f["w"]))
         if kind == "second":
             em.load_from("X", regions.stage(it, b), "fwd_in", (1, it.k0, f["ho"], f["wo"]))
+        Residual(self.plan).receive_skips(b)  # (the skips crossing the cut follow the input)
 
     def run(self, b, seed, received=False):
         """Image b's forward pass, layer by layer (``received``: its input is already LOADed,
@@ -57,11 +62,13 @@ class Forward(Pass):
             if idx == 0 and not received:
                 self.receive(b)
             nxt = items[idx + 1] if idx + 1 < len(items) else None
-            if kind == "pool":
+            if kind in RES_KINDS:
+                out = Residual(self.plan).forward(it, b, seed, nxt)
+            elif kind == "pool":
                 ow = node.out_words(li)
                 case = dict(x=_Shape(1, f["c"], f["h"], f["w"]), k=f["pk"])
                 amsel = int(regions.am_in_o(it))
-                dsel, d0 = (msgs.DSEL_X, regions.x_addr(nxt, b)) if amsel else (msgs.DSEL_O, regions.ob(b))
+                dsel, d0 = (msgs.DSEL_X, regions.in_addr(nxt, b)) if amsel else (msgs.DSEL_O, regions.ob(b))
                 em.compute("pool_fwd", n=1, c=f["c"], ct=tiles(f["c"], P), h=f["h"], w=f["w"], ho=f["ho"], wo=f["wo"],
                            pk=f["pk"], a0=regions.x_addr(it, b), d0=d0, d1=regions.am_addr(it, b), dsel=dsel,
                            amsel=amsel)
@@ -84,7 +91,7 @@ class Forward(Pass):
                 if kind == "second":
                     dsel, d0 = msgs.DSEL_X, stage + first_words
                 elif kind == "whole" and nxt is not None:
-                    dsel, d0 = msgs.DSEL_X, regions.x_addr(nxt, b)
+                    dsel, d0 = msgs.DSEL_X, regions.in_addr(nxt, b)
                 else:
                     dsel, d0 = msgs.DSEL_O, regions.ob(b)
                 common = dict(shift=node.shifts[name].fwd, relu=int(node.net.layers[li].relu),
@@ -106,7 +113,7 @@ class Forward(Pass):
                     out = ("X" if dsel == msgs.DSEL_X else "O", d0, pw)
             buf, addr, words = out
             if nxt is not None:
-                dst = regions.x_addr(nxt, b)
+                dst = regions.in_addr(nxt, b)
                 if not (buf == "X" and addr == dst):
                     # a first piece next sends its input on too: in the same STORE
                     sent = node.kind(nxt) == "first"
@@ -114,4 +121,5 @@ class Forward(Pass):
                     input_sent = nxt if sent else None
             else:
                 em.store(buf, addr, words * P, "fwd_out")
+        Residual(self.plan).send_skips(b)  # (after the output)
 

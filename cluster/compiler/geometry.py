@@ -68,13 +68,17 @@ class NodeSpec:
         return layer_info(self.net, li, li in self.part.packed)
 
     def kind(self, it):
-        """'pool', 'whole', 'first' (k1 < K: sends to the next node) or 'second' (k0 > 0)."""
+        """'pool', 'add' (an identity skip's add), 'gap' (a global average pool), 'proj' (an add with
+        a projection: a conv/fc-like item whose input is the skip), 'whole', 'first' (k1 < K: sends
+        to the next node) or 'second' (k0 > 0)."""
         if it.pool:
-            return "pool"
-        K = self.info(it.layer)["k"]
+            return self.info(it.layer).get("res", "pool")
+        f = self.info(it.layer)
         if it.k0 > 0:
             return "second"
-        return "whole" if it.k1 == K else "first"
+        if it.k1 < f["k"]:
+            return "first"
+        return f.get("res", "whole")  # ('proj': an add whose skip goes through a 1x1 conv)
 
     def in_words(self, li):
         f = self.info(li)

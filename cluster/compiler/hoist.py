@@ -149,10 +149,12 @@ def beside_weight_gradients(plan, start: int, then, early=None) -> None:
     last = max((i + 1 for i in range(start, len(ops)) if ops[i].kind == isa.ENG), default=len(ops))
     tail = ops[last:]
     del ops[last:]
+    tail_notes = {k: em.prog.notes.pop(k) for k in [k for k in em.prog.notes if k >= last]}
     mid = len(ops)
     then()
     recv = len(ops) - mid
     ops.extend(tail)
+    em.prog.notes.update({k + recv: v for k, v in tail_notes.items()})  # (the tail's notes move with it)
     if early is None or not recv:
         return
     f0, g0 = early

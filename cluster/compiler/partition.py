@@ -51,7 +51,7 @@ from pymtl_fp import timing
 from pymtl_fp.cluster.config import ClusterError, check_chain_net
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
-from pymtl_fp.net import Conv, Pool
+from pymtl_fp.net import Add, Conv, Fc, GlobalAvgPool
 
 #: ``--tap-pack``: pack the first layer's taps when it pays (auto), always when it can (on), never
 TAP_PACK = ("auto", "on", "off")
@@ -207,13 +207,19 @@ def _layer_info(net, li: int) -> dict:
 def _compute_layer_info(net, li: int) -> dict:
     layer = net.layers[li]
     c, h, w = net.shapes()[li]
+    if isinstance(layer, Add) and layer.project:  # (the projection's conv reads the skip)
+        c, h, w = net.shapes()[net.source_index(layer)]
     ko, ho, wo = net.shapes()[li + 1]
-    info = dict(c=c, h=h, w=w, k=ko, ho=ho, wo=wo, pool=isinstance(layer, Pool))
-    if not info["pool"]:
+    info = dict(c=c, h=h, w=w, k=ko, ho=ho, wo=wo, pool=not _weighted(layer))
+    if isinstance(layer, (Add, GlobalAvgPool)) and info["pool"]:  # (the router's residual unit runs it)
+        info.update(res="add" if isinstance(layer, Add) else "gap")
+    elif not info["pool"]:
         geo = net.conv_geometry(layer)
         _, _, R, S = geo["w_shape"]
         info.update(r=R, s=S, stride=geo["stride"], pad=geo["pad"],
                     p=[x.name for x in net.param_layers()].index(layer.name))
+        if isinstance(layer, Add):  # (its input c, h, w: the skip's; its main branch: k, ho, wo)
+            info.update(res="proj")
     else:
         info.update(pk=layer.k)
     return info
@@ -243,6 +249,8 @@ def item_work(ecfg, net, it: Item, batch: int, packed: frozenset = frozenset()) 
     """Modelled engine cycles per image of one item (FP + BP + WG, see the module docstring);
     ``packed``: the layers run tap-packed."""
     f = layer_info(net, it.layer)
+    if f.get("res") in ("add", "gap"):  # (the router's residual unit: no engine cycles)
+        return 0.0
     if it.pool:
         return op_cycles(ecfg, net, it.layer, "pool_fwd") + op_cycles(ecfg, net, it.layer, "pool_bwd")
     pk = it.layer in packed
@@ -255,8 +263,23 @@ def item_work(ecfg, net, it: Item, batch: int, packed: frozenset = frozenset()) 
 
 # ---- partitioning -----------------------------------------------------------------------------
 
+def _weighted(layer) -> bool:
+    """A layer the engine runs with weights: conv, fc, an add's projection."""
+    return isinstance(layer, (Conv, Fc)) or (isinstance(layer, Add) and layer.project)
+
+
 def _param_layers(net) -> list:
-    return [i for i, layer in enumerate(net.layers) if not isinstance(layer, Pool)]
+    return [i for i, layer in enumerate(net.layers) if _weighted(layer)]
+
+
+def _followers(net, li: int) -> list:
+    """The layers without weights after layer ``li`` (max pools, identity adds, global average
+    pools): they go with the node holding its last piece."""
+    out, nxt = [], li + 1
+    while nxt < len(net.layers) and not _weighted(net.layers[nxt]):
+        out.append(nxt)
+        nxt += 1
+    return out
 
 
 def items_from_cuts(net, P: int, cuts) -> list:
@@ -282,11 +305,8 @@ def items_from_cuts(net, P: int, cuts) -> list:
                 continue
             k0, k1 = (lo - t0) * P, min(K, (hi - t0) * P)
             items.append(Item(li, k0, k1))
-            if k1 == K:  # the pools after this layer go with its last piece
-                nxt = li + 1
-                while nxt < len(net.layers) and isinstance(net.layers[nxt], Pool):
-                    items.append(Item(nxt, pool=True))
-                    nxt += 1
+            if k1 == K:  # the pools (and identity adds) after this layer go with its last piece
+                items += [Item(nxt, pool=True) for nxt in _followers(net, li)]
         nodes.append(items)
     return nodes
 
@@ -323,7 +343,7 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
     nearest-share rule leaves a node with more work than the best cut vector (exhaustive min-max
     search, small nets only), the min-max partition is returned instead (``method`` says so)."""
     check_chain_net(net)
-    if net.layers and isinstance(net.layers[0], Pool):  # (a node runs a layer's pools after its last piece)
+    if net.layers and not _weighted(net.layers[0]):  # (a node runs a layer's pools after its last piece)
         raise ClusterError(f"{net.name} starts with a pool layer: the cluster's nodes run pools after a conv or fc "
                            "layer, so none would run it; begin the net with a conv or fc layer (the golden engine "
                            "trains it as it is)")
@@ -348,10 +368,8 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
                 w += item_work(ecfg, net, it, batch, packed) - (
                     op_cycles(ecfg, net, li, "fwd", 1, packed=pk)
                     + op_cycles(ecfg, net, li, "bwd_weight", batch, packed=pk) / batch)
-                nxt = li + 1
-                while nxt < len(net.layers) and isinstance(net.layers[nxt], Pool):
+                for nxt in _followers(net, li):
                     w += item_work(ecfg, net, Item(nxt, pool=True), batch)
-                    nxt += 1
             tile_work.append(w)
         layer_end.append(layer_end[-1] + T)
     total_tiles = len(tile_work)

@@ -34,12 +34,13 @@ class NodeProgram:
     io_cycles: int = 0
     macs: int = 0
     link_elems: dict = field(default_factory=dict)  # per step: port -> elements
+    skip_elems: dict = field(default_factory=dict)  # per step: port -> elements of residual skips (and their gradients)
     #: modelled compute cycles per step in each phase: fwd (B images), bwd (B images), upd (the
     #: per-image updates of a per-image schedule), wg (the step's weight phase)
     phase_compute: dict = field(default_factory=dict)
     loop: tuple = (0, 0)  #: the step loop's first and last instruction
     longest_command: int = 0  #: cycles of the longest engine command (the watchdog's yardstick)
-    notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command
+    notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command, or a skip's move
     #: per step, elements of all-reduces (its own and those it passes on) per link port
     collective_elems: dict = field(default_factory=dict)
     #: instruction index -> useful MACs of a tap-packed compute command (its fields count the
@@ -49,6 +50,11 @@ class NodeProgram:
     #: pass's output gradient, beside the weight gradients before it) and ``input`` (the next
     #: forward pass's input, in front of the backward pass)
     hoisted: dict = field(default_factory=dict)
+
+    @property
+    def residual(self) -> bool:
+        """Whether the program runs the router's residual unit (ADD, MASK, GAP, GAPB)."""
+        return any(ins.kind in isa.RES_KINDS for ins in self.ops)
 
     def image_compute(self, *phases) -> int:
         """Modelled compute cycles per step of the image passes (``phases``; default: forward,

@@ -93,18 +93,31 @@ class Regions:
             if kind == "pool":
                 if not self.am_in_o(it):
                     fwd.append(node.out_words(it.layer))
-            elif kind == "first" or (kind == "whole" and last):
+            elif kind in ("add", "gap"):  # (LOADed from the residual unit's result)
+                if last:
+                    fwd.append(node.out_words(it.layer))
+            elif kind == "first" or (kind in ("whole", "proj") and last):
                 fwd.append(node.out_words(it.layer, it.k0, it.k1))
             if i == 0 and it.layer not in node.part.packed:  # (a packed layer sends no dx)
-                bwd.append(node.in_words(it.layer))
+                bwd.append(node.out_words(it.layer) if kind == "proj" else node.in_words(it.layer))
         return max(fwd), max(bwd)
 
     def x_addr(self, it, b):
         """Where image b's input of item ``it`` lives in X."""
         iw = self.node.in_words(it.layer)
-        if it.pool:
+        if it.pool and self.node.kind(it) == "pool":
             return self.alloc.get("X", f"xt{it.layer}", iw)
+        if it.pool:  # an add's main branch, an average pool's input: their backward masks by it
+            return self._slot("X", f"x{it.layer}", iw, self.keep.slots, b)
         return self._slot("X", f"x{it.layer}", iw, self.keep.slots if it in self.keep.per_image else self.node.B, b)
+
+    def in_addr(self, it, b):
+        """Where the previous item writes image b's input of item ``it``: its input in X, or for an
+        add with a projection (whose conv reads the skip, :meth:`x_addr`) its main branch, kept per
+        image (its backward pass masks by it)."""
+        if self.node.kind(it) == "proj":
+            return self._slot("X", f"m{it.layer}", self.node.out_words(it.layer), self.keep.slots, b)
+        return self.x_addr(it, b)
 
     def _slot(self, buf, name, words, slots, b):
         """Image ``b``'s ``words`` in region ``name`` of ``buf``: a ring of ``slots`` images (image
@@ -134,7 +147,7 @@ class Regions:
     def dy_in(self, it, b):
         """Where the incoming output gradient of item ``it`` (image b) is written."""
         k = self.node.kind(it)
-        if k in ("whole", "first"):
+        if k in ("whole", "first", "proj"):
             return self.dy_keep(it, b)
         return self.alloc.get("D", f"dyt{it.layer}", self.node.out_words(it.layer))
 
@@ -156,5 +169,5 @@ class Regions:
         items = self.node.items
         i = items.index(it)
         if i + 1 < len(items):
-            return self.x_addr(items[i + 1], b)
+            return self.in_addr(items[i + 1], b)
         return self.alloc.get("X", f"ys{it.layer}", self.node.out_words(it.layer))

@@ -54,7 +54,7 @@ class HostModel:
         self.out_shape = net.shapes()[-1]
         K, ho, wo = self.out_shape
         self.logit_elems = tiles(K, self.P_out) * ho * wo * self.P_out
-        self.relu_last = net.param_layers()[-1].relu
+        self.relu_last = net.rectified(len(net.layers))
         self.reset()
 
     def reset(self):

@@ -37,11 +37,12 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
     # modelled serial work per node and step (compute from the timing model + stream I/O)
     node_serial = [p.compute_cycles + p.io_cycles for p in cprog.nodes]
     node_compute = [p.compute_cycles for p in cprog.nodes]
-    link_elems = []  # per link (forward j -> j+1, backward j+1 -> j), elements per step
+    link_elems, skip_elems = [], []  # per link (forward j -> j+1, backward j+1 -> j), elements per step
     for j in range(ccfg.n - 1):
-        f = cprog.nodes[j].link_elems.get("fwd_out", 0)
-        b = cprog.nodes[j + 1].link_elems.get("bwd_out", 0)
-        link_elems.append({"link": f"node{j}<->node{j + 1}", "fwd": f, "bwd": b})
+        for out, key in ((link_elems, "link_elems"), (skip_elems, "skip_elems")):
+            f = getattr(cprog.nodes[j], key).get("fwd_out", 0)
+            b = getattr(cprog.nodes[j + 1], key).get("bwd_out", 0)
+            out.append({"link": f"node{j}<->node{j + 1}", "fwd": f, "bwd": b})
     host_fwd = cprog.host_in_elems * batch
     host_logits = cprog.logit_elems * batch
     plan = link_plan(ccfg.n, ccfg.topology)  # in report order
@@ -53,6 +54,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
             return host_logits
         return link_elems[carries[1]][carries[0]]
     per_link = {name: elems(c) for name, _, c in plan}
+    # (a residual net's skips crossing a cut, and their gradient shares: part of the link's elements)
+    per_skip = {name: skip_elems[c[1]][c[0]] if isinstance(c, tuple) else 0 for name, _, c in plan}
     bound_compute = max(node_compute)
     bound_serial = max(node_serial)
     bound_link = max(transfer_cycles(v, E, ccfg.link_cfg(k).throughput_msgs) for k, v in per_link.items())
@@ -87,6 +90,8 @@ def make_report(net, ccfg, part, cprog, host, routers, levels, link_level, cycle
         rate = E * ccfg.link_cfg(name).throughput_msgs  # elements per cycle
         links.append({"link": name, "elements_per_step": per_step, "latency": ccfg.link_cfg(name).latency,
                       "bandwidth_utilization": per_step * steps / (rate * cycles) if cycles else 0.0})
+        if any(per_skip.values()):
+            links[-1]["skip_elements_per_step"] = per_skip[name]
     fill = (host.logit_cycles[0] - step_start[0]) if host.logit_cycles else None
     # the last step's fill from node 0's start of it: no initial weight loads, nodes of the step
     # before may still be busy (as in every step of a long run)
@@ -325,7 +330,9 @@ def format_report(rep: dict) -> str:
                      f"{bu['X']['used']}/{bu['D']['used']}/{bu['W']['used']}/{bu['B']['used']}")
     lines.append("link                 elements/step  bandwidth utilization")
     for lk in rep["links"]:
-        lines.append(f"  {lk['link']:<18} {lk['elements_per_step']:>12}  {100 * lk['bandwidth_utilization']:6.1f}%")
+        skip = f"  ({lk['skip_elements_per_step']} of residual skips)" if lk.get("skip_elements_per_step") else ""
+        lines.append(f"  {lk['link']:<18} {lk['elements_per_step']:>12}  {100 * lk['bandwidth_utilization']:6.1f}%"
+                     + skip)
     if rep.get("link_status"):
         ls = rep["link_status"]
         tot = {k: sum(d.get(k, 0) for d in ls) for k in ("dropped", "flipped", "retransmissions", "crc_errors",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pymtl_fp.cluster.compiler.compile import check_momentum
 from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT, Mapping
 from pymtl_fp.cluster.config import ClusterError, check_chain_net
 from pymtl_fp.cluster.run.train import (
@@ -176,6 +177,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     seed = defaults.seed if seed is None else seed
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
     momentum = defaults.momentum if momentum is None else momentum
+    check_momentum(momentum)  # (before the data are made)
     translate = defaults.translate if translate is None else translate
     faults = link_faults(fault_rate, fault_seed)
     _check_run(ccfg, levels, batch, steps)

@@ -7,7 +7,8 @@ Recorded by the CL routers and CL links of a run (``train_on_cluster(..., trace=
 * one process per node, with the tracks
   ``engine`` (each compute command a slice named ``op layer``, from the cycle the engine took it
   for the engine timing model's cycles), ``load`` and ``store`` (each LOAD / STORE a slice from
-  the cycle the engine took the command to the cycle its last element moved), and ``router``
+  the cycle the engine took the command to the cycle its last element moved; a residual skip's,
+  or its gradient share's, named ``skip of <add>``), and ``router``
   (the router's state in every cycle -- compute, io, stall_in, stall_out, engine, done -- as
   consecutive slices: the same states the report counts);
 * one process ``links`` with a track per link: transfers as slices (messages whose flight times
@@ -83,8 +84,10 @@ def chrome_trace(routers, cprog, links, link_names, host_logit_cycles, cycles: i
             elif kind in ("F", "D"):
                 q = loads if kind == "F" else stores
                 cyc, ins, pc, it = q.pop(0)
-                slice_(pid, 2 if kind == "F" else 3, ins.describe(), "load" if kind == "F" else "store", cyc,
-                       e[1] + 1, elements=ins.count, instruction=pc, iteration=it)
+                note = prog.notes.get(pc, "")  # (a residual skip's move is named by its add)
+                slice_(pid, 2 if kind == "F" else 3, f"{ins.describe()} {note}".strip(),
+                       "load" if kind == "F" else "store", cyc, e[1] + 1, elements=ins.count, instruction=pc,
+                       iteration=it, **({"note": note} if note else {}))
         if state_at is not None and cycles > state_at[0]:
             slice_(pid, 4, STATES[state_at[1]], "state", state_at[0], cycles)
     meta(LINKS_PID, "links")

@@ -100,14 +100,16 @@ MIN_ROUTER = RouterConfig(prog_depth=256, table_depth=64, scratch_depth=256)
 def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
     """Each node's router config: its program, gather table and scratch peak fit, each depth a power
     of two and at least ``base``'s (default :data:`MIN_ROUTER`), so that similar runs share one
-    Verilator build (a deeper ``base`` makes more runs share it)."""
+    Verilator build (a deeper ``base`` makes more runs share it); the residual unit where the
+    node's program uses it (only there: a chain's node keeps its resources and module name)."""
     base = base or MIN_ROUTER
     out = []
     for e, prog in zip(ccfg.engines, cprog.nodes):
         out.append(router_config_for(e, base).replace(
             prog_depth=max(base.prog_depth, pow2_at_least(len(prog.ops))),
             table_depth=max(base.table_depth, pow2_at_least(len(prog.table))),
-            scratch_depth=max(base.scratch_depth, pow2_at_least(prog.scratch_peak))))
+            scratch_depth=max(base.scratch_depth, pow2_at_least(prog.scratch_peak)),
+            residual=base.residual or prog.residual))
     return out
 
 
@@ -160,12 +162,15 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
     :class:`~pymtl_fp.cluster.compiler.program.ClusterProgram`."""
     rep = replicas_for(mapping.parallel, ccfg.n, batch, mapping.groups)
     if rep is not None:  # (the mapping refused what replicas cannot run; bands "auto": whole layers)
+        if net.residual:
+            raise ClusterError(f"{net.name} is a residual net: the cluster trains it as one pipeline "
+                               "(--parallel pipeline)")
         check_replica_cluster(ccfg)
         ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, mapping)
         return ccfg, whole_partition(rep, parts), parts, cprog
     bands = mapping.bands
-    if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and ccfg.mixed_p:
-        bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides)
+    if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and (ccfg.mixed_p or net.residual):
+        bands = 0  # (auto: whole layers where bands cannot run: nodes of different array sides, a residual net)
     split = split_allowed(mapping.schedule, mapping.split) and not mapping.bands_backward  # (backward bands: whole layers)
     part = choose_partition(net, ccfg, batch, mapping.replace(split=split), tcfg=tcfg)  # (refuses misfits first)
     if bands == "auto" and place_weights(net, ccfg, part, schedule=mapping.schedule, mode=mapping.weight_home):

@@ -35,7 +35,7 @@ def _timing(net, part, ccfg, batch: int, schedule: str = "1f1b"):
     ecfg = ccfg.engines[0]
     P = ecfg.P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
-    cyc = node_model.predict(layers, part.nodes, P, batch)
+    cyc = node_model.predict(layers, part.nodes, P, batch, net=net)
     passes = [NodePasses.of(c, batch) for c in cyc]
     steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule,
                           out_buffer=router_config_for(ecfg).out_depth)
@@ -59,7 +59,7 @@ def predict_run(net, part, ccfg, batch: int, schedule: str = "1f1b", wgrad: str 
     :class:`~pymtl_fp.cluster.compiler.partition.Partition`), ``batch`` images a step."""
     layers, cyc, _, steps, links = _timing(net, part, ccfg, batch, schedule)
     words = node_storage.predict(layers, part.nodes, ccfg.engines[0], batch, wgrad=wgrad, overlap=overlap,
-                                 schedule=schedule)
+                                 schedule=schedule, net=net)
     return {"cycles_per_step": steps.cycles_per_step, "interval": steps.interval, "fill": steps.fill,
             "weight_phase": steps.weight_phase, "busy": [c.per_step() for c in cyc],
             "words": [w.as_dict() for w in words], "links": links}

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from pymtl_fp.cost import engine as timing
 from pymtl_fp.cost.latency import ISSUE_CYCLES
+from pymtl_fp.explore import residual_terms
 
 
 def _t(n: int, p: int) -> int:
@@ -178,26 +179,32 @@ def _conv(P, op, f, n, k, drain_rows=1):
                                                       s=f["s"], stride=f["stride"], pad=f["pad"]), drain_rows)
 
 
-def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) -> list:
+def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, net=None) -> list:
     """Busy cycles of every node for one step.
 
     ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
     also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
     e.g. :func:`pymtl_fp.cluster.compiler.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
     ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``; ``P`` and
-    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle.  Returns
+    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle; ``net``: the
+    net, for a residual net's adds and average pools (:mod:`.residual_terms`).  Returns
     :class:`NodeCycles` per node."""
     out = []
+    sk = residual_terms.Skips(net, nodes)
     for j, items in enumerate(nodes):
         a = _Acc(j, P)
 
         def kind(it):
             f = layers[it.layer]
             if it.pool:
-                return "pool"
+                return f.get("res", "pool")
             if it.k0 > 0:
                 return "second"
-            return "whole" if it.k1 == f["k"] else "first"
+            return f.get("res", "whole") if it.k1 == f["k"] else "first"
+
+        def skip_elems(li):
+            f = layers[li]
+            return _t(f["c"], P) * f["h"] * f["w"] * P
 
         for _ in range(batch):  # forward, one image at a time
             a.begin("fwd")
@@ -205,7 +212,15 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                 f, kd = layers[it.layer], kind(it)
                 last = idx == len(items) - 1
                 if idx == 0:
-                    a.load(a.act(f["c"], f["h"], f["w"]))
+                    a.load(a.act(f["k"], f["ho"], f["wo"]) if kd == "proj" else a.act(f["c"], f["h"], f["w"]))
+                    for li, *_ in sk.crossing(j - 1, j):  # (the skips crossing the cut follow the input)
+                        a.load(skip_elems(li))
+                if kd in residual_terms.KINDS:
+                    n = residual_terms.forward(a, sk, f, kd, it.layer, _conv(P, "fwd", f, 1, f["k"]) if kd == "proj"
+                                               else 0)
+                    if last:
+                        a.store(n)
+                    continue
                 if kd == "pool":
                     a.compute(timing.pool_cycles(P, 1, f["c"], f["ho"], f["wo"], f["pk"]))
                     if last:
@@ -231,18 +246,35 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                 elif last:
                     a.store(a.act(kk, f["ho"], f["wo"]))
                 # else: written into the next layer's input by the fwd itself
+            for li, *_ in sk.crossing(j, j + 1):  # (after the output)
+                a.store(skip_elems(li))
             a.end()
         for _ in range(batch):  # backward
             a.begin("bwd")
             done_dy = None  # a second piece whose dy the pool_bwd pieces already put in place
+            pending = {}  # the skips' gradient shares waiting for their forks (or to be sent on)
             for idx in reversed(range(len(items))):
                 it = items[idx]
                 f, kd = layers[it.layer], kind(it)
                 if idx == len(items) - 1:
                     kin = it.k1 - it.k0 if kd == "first" else f["k"]
                     a.load(a.act(kin, f["ho"], f["wo"]))
+                    for li, t, js, _ in sk.crossing(j, j + 1):  # (the shares follow the gradient)
+                        if sk.net.needs_grad(t):
+                            a.load(skip_elems(li))
+                            pending.setdefault(t if js == j else ("send", li), []).append(skip_elems(li))
                 dx = None
                 prev = items[idx - 1] if idx > 0 else None
+                if kd in residual_terms.KINDS:
+                    dx, placed = residual_terms.backward(a, sk, f, kd, it.layer, _conv(P, "bwd_data", f, 1, f["k"])
+                                                         if kd == "proj" else 0, pending)
+                    if dx is not None:
+                        residual_terms.fork(a, it.layer, pending)
+                        if idx == 0:
+                            a.store(dx)
+                        elif not placed:
+                            a.copy(dx)  # (into the previous layer's output gradient)
+                    continue
                 if kd == "pool" and prev is not None and kind(prev) == "second":
                     # pooled back in channel-tile pieces straight to where each part goes: the
                     # first holder's tiles (sent on), the own tiles, and all (for bwd_data)
@@ -273,8 +305,13 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1) 
                     if f["p"] > 0:
                         a.compute(_conv(P, "bwd_data", f, 1, f["k"]))
                         dx = a.act(f["c"], f["h"], f["w"])
+                if dx is not None:
+                    residual_terms.fork(a, it.layer, pending)
                 if dx is not None and idx == 0:  # else written into the previous item's dy
                     a.store(dx)
+            for li, t, _, _ in sk.crossing(j - 1, j):  # (after the data gradient)
+                if sk.net.needs_grad(t):
+                    a.store(skip_elems(li))
             a.end()
         a.begin("wg")
         for it in items:  # weight gradients over the batch, update, biases

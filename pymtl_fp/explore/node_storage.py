@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 
 from pymtl_fp import timing
 from pymtl_fp.cluster.compiler.schedule import AUTO_SLACK
+from pymtl_fp.explore import residual_terms
 from pymtl_fp.timing import cdiv
 
 BUFS = ("X", "D", "O", "W", "G", "B")
@@ -142,7 +143,7 @@ def wgrad_per_image(f: dict, kk: int, ecfg, batch: int) -> bool:
 
 
 def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch", overlap: bool = False,
-            schedule: str = "1f1b", homes: dict | None = None, stage_slots: dict | None = None) -> list:
+            schedule: str = "1f1b", homes: dict | None = None, stage_slots: dict | None = None, net=None) -> list:
     """Words of every node's six buffers (:class:`NodeWords`, one per node).
 
     ``layers[i]``: layer ``i``'s shape fields as the engine runs it
@@ -150,8 +151,11 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
     ``nodes[j]``: node ``j``'s items (``layer``, ``k0``, ``k1``, ``pool``); ``ecfg``: the engines'
     config (``P``; its timing for ``auto``); ``wgrad``, ``overlap``, ``schedule``: the run's.
     ``homes``: ``{(node, layer): neighbour}``, whole layers whose weights a neighbour keeps
-    (``train --weight-home``; :func:`remote_terms`), with ``stage_slots[node]`` staging slots."""
+    (``train --weight-home``; :func:`remote_terms`), with ``stage_slots[node]`` staging slots.
+    ``net``: the net, for a residual net's adds, projections and average pools
+    (:func:`~pymtl_fp.explore.residual_terms.words`)."""
     P, n, ovl = ecfg.P, len(nodes), int(bool(overlap))
+    sk = residual_terms.Skips(net, nodes)
     per_schedule = schedule in PER_IMAGE_SCHEDULES
     homes = homes or {}
     out = []
@@ -160,11 +164,12 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
         remote = {li for (u, li) in homes if u == j}
 
         def kind(it):
+            f = layers[it.layer]
             if it.pool:
-                return "pool"
+                return f.get("res", "pool")
             if it.k0 > 0:
                 return "second"
-            return "whole" if it.k1 == layers[it.layer]["k"] else "first"
+            return f.get("res", "whole") if it.k1 == f["k"] else "first"
 
         def act(c, f):
             return cdiv(c, P) * f["h"] * f["w"]
@@ -186,6 +191,10 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
             f, kd = layers[it.layer], kinds[i]
             name = f"layer {it.layer}"
             last = i == len(items) - 1
+            if kd in residual_terms.KINDS and last:  # (its result LOADed into O, sent on)
+                o_fwd = max(o_fwd, res(f["k"], f))
+            if kd in ("add", "gap"):  # (residual_terms.words)
+                continue
             if kd == "pool":
                 am_in_o = not last and kinds[i + 1] != "first" and not (i > 0 and kinds[i - 1] == "second")
                 nw.add("X", f"{name} input (one image)", act(f["c"], f))
@@ -228,7 +237,8 @@ def predict(layers: list, nodes: list, ecfg, batch: int, *, wgrad: str = "batch"
                 if kd == "first" or (kd == "whole" and last):
                     o_fwd = max(o_fwd, own)
             if i == 0 and not layers[it.layer].get("packed"):
-                o_bwd = act(f["c"], f)
+                o_bwd = res(f["k"], f) if kd == "proj" else act(f["c"], f)
+        residual_terms.words(nw, sk, j, items, layers, P, slots)
         nw.add("O", "result slots", 2 * (o_fwd + o_bwd) if ovl else max(o_fwd, o_bwd))
         if remote:  # the staging slots of the chunks streamed in (W) and of the gradient tiles (G)
             k = (stage_slots or {}).get(j, 2)
