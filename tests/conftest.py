@@ -87,3 +87,21 @@ def pytest_collection_modifyitems(config, items):
             for v in value if isinstance(value, (list, tuple)) else (value,):
                 if v in LEVELS and not item.get_closest_marker(v):
                     item.add_marker(getattr(pytest.mark, v))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The test files that took longest (setup, call and teardown of their tests added, across the
+    xdist workers): what to look at when the suite outgrows its budget (README: the suite's time)."""
+    per_file: dict = {}
+    for reports in terminalreporter.stats.values():
+        for r in reports:
+            nodeid, duration = getattr(r, "nodeid", None), getattr(r, "duration", None)
+            if nodeid and isinstance(duration, float):
+                name = nodeid.split("::")[0]
+                per_file[name] = per_file.get(name, 0.0) + duration
+    if not per_file:
+        return
+    total = sum(per_file.values())
+    terminalreporter.write_sep("=", f"slowest test files ({total:.0f} s of tests in all)")
+    for name, t in sorted(per_file.items(), key=lambda kv: -kv[1])[:15]:
+        terminalreporter.write_line(f"{t:8.1f} s  {name}")
