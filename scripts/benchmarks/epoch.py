@@ -71,11 +71,13 @@ def main(args) -> int:
     from pymtl_fp.cluster.config import MAX_NODES
     from pymtl_fp.cluster.run.session import run_training
     from pymtl_fp.data import dataset_for
+    from pymtl_fp.engine.config import MAX_ARRAY_SIDE
     from pymtl_fp.joined_top import THREADS_ENV
     from pymtl_fp.sim import SimulationHang
 
     net = zoo_net(args.net, args.precision)
     validate.integer(args.nodes, "--nodes", 1, MAX_NODES)
+    validate.integer(args.array, "--array", 1, MAX_ARRAY_SIDE)
     validate.integer(args.stream_lanes, "--stream-lanes", 1, 16)
     train_images = len(dataset_for(net).y_train)
     validate.integer(args.batch, "--batch", 1, train_images)
