@@ -66,8 +66,17 @@ def _content_key(verilog_text: str, cxx: str, flags: list, version: str) -> str:
     return digest(body, cxx, " ".join(flags), version)
 
 
+#: the most iterations of a loop Verilator unrolls (its default is 64).  The links' CRC-32
+#: (:class:`~pymtl_fp.link.CrcRTL.CrcRTL`) loops over every bit of a message and its sequence number
+#: (262 bits with 8 stream lanes of 32 bits), evaluated every cycle: rolled, it took 47 % of the
+#: instructions of a cycle of the 4-node lenet5-mnist cluster of 8x8 arrays and 8 lanes, unrolled
+#: (its columns constants) 20 % (callgrind; docs/cluster-node.md).  1024 covers the widest CRC input.
+UNROLL_COUNT = 1024
+
+
 def _verilator_flags(trace: bool) -> list:
-    flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "-Wno-fatal", "-CFLAGS", "-fPIC"]
+    flags = ["--cc", "--x-assign", "fast", "--x-initial", "fast", "--noassert", "--unroll-count", str(UNROLL_COUNT),
+             "-Wno-fatal", "-CFLAGS", "-fPIC"]
     return flags + ["--trace"] if trace else flags
 
 

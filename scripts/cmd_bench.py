@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 
 HELP = ("benchmarks that print measured figures: engine, engine-cl, modes, bands, link, cluster, schedules, parallel, "
-        "storage, weights, model, scaling, clock")
+        "storage, weights, model, scaling, clock, epoch")
 TARGETS = ("engine", "engine-cl", "modes", "bands", "link", "cluster", "schedules", "parallel", "storage", "weights",
-           "model", "scaling", "clock")
+           "model", "scaling", "clock", "epoch")
 
 
 def _load(target):

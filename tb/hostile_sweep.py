@@ -324,6 +324,8 @@ def _option_sweep() -> list:
                     ("--workers", "pos"), ("--plot", "png"), ("--markdown", "md"), ("--json", "json"),
                     ("--simulated", "injson")),
         "clock": (("--markdown", "md"),),
+        "epoch": (("--net", "innet"), ("--precision", "word"), ("--nodes", "pos"), ("--array", "pos"),
+                  ("--stream-lanes", "pos"), ("--batch", "pos"), ("--steps", "pos"), ("--json", "json")),
     }
     spec += [(["bench", b], o, k) for b, opts in bench.items() for o, k in opts]
     imp = ["import", "{f:avgpool.onnx}"]

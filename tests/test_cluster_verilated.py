@@ -55,6 +55,23 @@ def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts
     return run
 
 
+def test_identical_nodes_are_built_with_the_deepest_router_memories_of_their_kind():
+    """One Verilated module per node kind: the program memory, gather table and scratch FIFO as deep
+    as the deepest among the nodes of one engine and router (the clusters below check the cycles)."""
+    from pymtl_fp.cluster.hw.router_config import RouterConfig
+    from pymtl_fp.cluster.hw.verilated import shared_depths
+
+    def r(prog, table, scratch, **kw):
+        return RouterConfig(prog_depth=prog, table_depth=table, scratch_depth=scratch, **kw)
+
+    ccfg = _ccfg((4, 4, 4, 2))
+    rcfgs = [r(64, 16, 1024), r(256, 8, 512), r(128, 4, 2048, out_depth=1024), r(1024, 32, 4096)]
+    out = shared_depths(ccfg, rcfgs)
+    assert out[0] == out[1] == r(256, 16, 1024)  # the same engine and router but for the depths
+    assert out[2] == rcfgs[2]  # another router (its output buffers)
+    assert out[3] == rcfgs[3]  # another engine (array side 2)
+
+
 def _same_cycles(a, b):
     """Two runs of one cluster took the same cycles and every node did the same in each cycle class."""
     assert a.cycles == b.cycles

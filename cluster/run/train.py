@@ -349,10 +349,10 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
     vc.load(cprog)
     t_build = time.time() - t0
     host = HostModel(ccfg.engines[0], net, fmt, images, labels, batch, ccfg.P_out, cprog.image_pack)
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     try:
         cycles = vc.train(cprog, host, max_cycles=max_cycles, idle_limit=idle_limit)
-        t_sim = time.time() - t0
+        t_sim, cpu_sim = time.time() - t0, time.process_time() - c0
         if vc.errors():
             raise ClusterError(f"router overflow flagged on node(s) {vc.errors()}: the program does not fit")
         if vc.unsettled():
@@ -366,7 +366,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
     if host.unexpected:
         raise ClusterError(f"node 0 sent {host.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim,
-                         rcfgs=rcfgs)
+                         cpu_sim, rcfgs=rcfgs)
     report["simulator"] = "verilated cluster (compiled C++ bench)"
     report["link_status"] = links
     if faults is not None:
