@@ -420,15 +420,17 @@ def _verilog_digest(text: str) -> str:
 def test_tiny_engines_yosys_record_is_of_its_current_verilog(tmp_path):
     """Synthesis is deterministic for one Yosys: the tiny engine's record holds while its Verilog is
     the one synthesized.  A change of the RTL fails here until the engine is re-synthesized
-    (``pymtl-fp translate --config tiny --out DIR``, about 95 s; the requantizer and the link are
-    synthesized by ``test_yosys_estimate_beside_the_model``) and the record and digest updated."""
-    from pymtl_fp.engine.config import preset
+    (``pymtl-fp translate --config tiny --pipeline none --out DIR``, about 95 s; the requantizer and the
+    link are synthesized by ``test_yosys_estimate_beside_the_model``) and the record and digest updated.
+    The record is of the engine without pipelines (``--pipeline none``): the one the place-and-route
+    record without pipelines also synthesized (pymtl_fp/pnr_records.toml)."""
+    from pymtl_fp.engine.config import pipeline_fields, preset
 
-    assert run("--config", "tiny", "--out", str(tmp_path), "--no-synth") == 0
-    verilog = (tmp_path / f"{preset('tiny').module_name()}.sv").read_text()
+    assert run("--config", "tiny", "--pipeline", "none", "--out", str(tmp_path), "--no-synth") == 0
+    verilog = (tmp_path / f"{preset('tiny').replace(**pipeline_fields('none')).module_name()}.sv").read_text()
     assert _verilog_digest(verilog) == TINY_ENGINE_VERILOG, (
         "the tiny engine's Verilog changed since YOSYS_RECORDED was synthesized: re-synthesize it "
-        "(pymtl-fp translate --config tiny --out DIR) and update the record and TINY_ENGINE_VERILOG")
+        "(pymtl-fp translate --config tiny --pipeline none --out DIR) and update the record and TINY_ENGINE_VERILOG")
 
 
 def test_memory_mapping_rules():
