@@ -209,6 +209,7 @@ class EngineCL(EngineFL):
         s.ex = None  # access ranges of the running compute command
         s.ex_left = 0
         s.q = None  # the fields of the command held in the command register (cfg.pipelined_cmd)
+        s._ranges_of = (None, None)  # (fields, their access ranges) last asked by _accepts
 
     def _busy(s):
         return s.ld is not None or s.st is not None or s.ex is not None
@@ -239,7 +240,9 @@ class EngineCL(EngineFL):
         running = running or s._running()
         if running[msgs.unit_of(f["op"])]:
             return False
-        mine = msgs.access_ranges(f, s.cfg)
+        if s._ranges_of[0] is not f:  # (a held command asks every cycle: its ranges once)
+            s._ranges_of = (f, msgs.access_ranges(f, s.cfg))
+        mine = s._ranges_of[1]
         return not any(r and msgs.ranges_conflict(mine, r) for r in running.values())
 
     def _accept(s, f):
