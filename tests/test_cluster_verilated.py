@@ -41,13 +41,13 @@ def _ccfg(Ps, topology="chain", act_depth=512, bias_depth=1024, net=NET):
 
 
 def _run(data, ccfg, level, *, steps=1, batch=2, faults=None, overlap=True, cuts=None, schedule="1f1b",
-         parallel="pipeline", groups=None, weight_home="auto", net=NET):
+         parallel="pipeline", groups=None, weight_home="auto", net=NET, router=None):
     images, labels = data
     params = quantize_params(net, init_params_float64(net, 1), PREC)
     run = train_on_cluster(net, params, images, labels, TCFG, ccfg,
                            Mapping(overlap=overlap, cuts=cuts, schedule=schedule, parallel=parallel, groups=groups,
                                    weight_home=weight_home),
-                           steps=steps, batch=batch, levels=[level] * ccfg.n, faults=faults)
+                           steps=steps, batch=batch, levels=[level] * ccfg.n, faults=faults, router=router)
     want, losses = golden_steps(net, params, images, labels, TCFG, steps, batch,
                                 cp_versions(net, ccfg, batch, Mapping(schedule=schedule, cuts=cuts)))
     assert params_equal(run.params, want), f"{level}: the final weights differ from the golden model's"
@@ -150,6 +150,18 @@ def test_three_node_data_parallel_all_reduce_in_rtl(data):
     c = _run(data, ccfg, "cl", steps=2, batch=4, parallel="data")
     _same_cycles(v, c)
     assert v.report["replicas"] == c.report["replicas"]
+
+
+@pytest.mark.slow
+def test_a_chunked_all_reduce_in_rtl(data):
+    """The three replicas above with 16-element output buffers: each all-reduce (up to 768 sums) in
+    chunks of 16 at the first member; the one-node weights, cycle for cycle with the CL cluster
+    (its own Verilator build: another router)."""
+    from pymtl_fp.tb.cluster_setup import SHARED_ROUTER
+
+    ccfg, router = _ccfg((4, 4, 4)), SHARED_ROUTER.replace(out_depth=16)
+    v = _run(data, ccfg, "verilator", steps=2, batch=4, parallel="data", router=router)
+    _same_cycles(v, _run(data, ccfg, "cl", steps=2, batch=4, parallel="data", router=router))
 
 
 def test_four_node_hybrid_replicas_in_rtl(data):

@@ -21,19 +21,36 @@ element by element:
   part of the broadcast at once, ``bwd_in -> bwd_out + scratch``, so the broadcast never waits
   for a member's reduce to end).
 
-Each link carries the ``M`` elements once per direction, so the all-reduce takes about
+**Chunks.**  A router runs a ``MOVE`` only once its STOREs have drained, and a node between
+two members passes the reduce on (``MOVE fwd_in -> fwd_out``) before the broadcast
+(``MOVE bwd_in -> bwd_out``).  So the first member and every pass-through node split an all-reduce
+of ``M`` elements into chunks of at most ``C`` (:func:`collective_chunk`: the routers' ``out_depth``,
+in whole words of B and whole beats): ``STORE c; MOVE bwd_in -> scratch c`` at the first member, ``MOVE c;
+MOVE c`` at a pass-through node, chunk after chunk.  Each chunk fits the output buffer it leaves
+through, so no instruction waits for the ring to take what the broadcast coming back blocks (a
+ring's buffers hold far fewer than a layer's gradients).  The other members' ``RELAY`` and
+``REDUCE`` stream both directions at once and stay whole (their scratch FIFO pops their own partial
+sums at its head while the sums gather at its tail, chunk after chunk in the same order); every
+member's scratch FIFO receives the same ``M`` sums in the same order, so the rounding after it is
+that of one chunk.  An all-reduce of ``M <= C`` elements is one chunk.
+
+Each link carries the ``M`` elements once per direction, so one chunk of ``M`` takes about
 ``M + 2 (q_{G-1} - q_0) L`` cycles for link latency ``L`` (the reduce and the broadcast overlap):
 the bandwidth term of a ring's reduce-scatter + all-gather (``2 (G-1)/G * M`` per link, one
-direction) without its ``2 (G-1)`` steps.  A ring topology runs the same code (its closing link
+direction) without its ``2 (G-1)`` steps; ``k`` chunks pay the round trip ``2 (q_{G-1} - q_0) L``
+(and each node's turn-around) ``k`` times.  A ring topology runs the same code (its closing link
 is not used).  Reduce-scatter and all-gather as separate collectives (a ring's chunked form) are
 not built: nothing in training needs them here.
 """
 
 from __future__ import annotations
 
+import math
+
 from pymtl_fp.cluster.compiler.dma import slice_seed
 from pymtl_fp.cluster.compiler.plan import Pass
 from pymtl_fp.cluster.compiler.updates import Updates
+from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.golden.train import tensor_id
@@ -46,9 +63,40 @@ def collective_sizes(f: dict, it, P: int) -> tuple:
     return kt * P, kt * tiles(f["c"], P) * f["r"] * f["s"] * P * P
 
 
+def collective_chunk(out_depth: int, P: int, lanes: int) -> int:
+    """Elements of an all-reduce chunk (module docstring) for routers of output buffers of
+    ``out_depth`` elements, ``P x P`` engines and beats of ``lanes``: the most an output buffer holds
+    in whole words of B (``P`` elements) and whole beats; a :class:`ClusterError` if not one word."""
+    unit = math.lcm(P, lanes)
+    if out_depth < unit:
+        raise ClusterError(f"the routers' output buffers (out_depth={out_depth}) hold less than one {unit}-element "
+                           f"word of an all-reduce: give them out_depth >= {unit}")
+    return out_depth - out_depth % unit
+
+
+def chunks(n: int, chunk: int | None):
+    """The sizes of the chunks of an all-reduce of ``n`` elements (``chunk`` None: one)."""
+    step = n if chunk is None else chunk
+    return [min(step, n - i) for i in range(0, n, step)]
+
+
 class Collectives(Pass):
     """Collective code of one node (``pos``: its chain position), and the rounding and update of
-    un-rounded weight-gradient sums."""
+    un-rounded weight-gradient sums; ``chunk``: the elements of an all-reduce chunk (None: one chunk
+    whatever the size)."""
+
+    def __init__(self, plan, chunk: int | None = None):
+        super().__init__(plan)
+        self.chunk = chunk
+
+    def _words(self, buf, elems):
+        """Words of ``buf`` that hold ``elems`` elements (a whole number: chunks are whole words)."""
+        return elems // (self.node.P * self.node.P if buf in ("W", "G") else self.node.P)
+
+    def _chunks(self, n):
+        parts = chunks(n, self.chunk)
+        self.prog.collective_chunk = max(self.prog.collective_chunk, parts[0])
+        return parts
 
     def reduce_then_broadcast(self, buf, addr, n, pos, members):
         """This node's part in the all-reduce of ``n`` elements at ``buf@addr`` among the chain
@@ -61,9 +109,10 @@ class Collectives(Pass):
             self._count_collective(ends.get(g, ("fwd_in", "fwd_out", "bwd_in", "bwd_out")), n)
         if last == 0:
             em.store(buf, addr, n, "scratch")
-        elif g == 0:
-            em.store(buf, addr, n, "fwd_out")
-            em.move("bwd_in", "scratch", n)
+        elif g == 0:  # chunk by chunk (module docstring)
+            for i, c in zip(range(0, n, self.chunk or n), self._chunks(n)):
+                em.store(buf, addr + self._words(buf, i), c, "fwd_out")
+                em.move("bwd_in", "scratch", c)
         elif g < last:  # the reduce forward and the broadcast back at once
             em.store(buf, addr, n, "scratch")
             em.relay(n)
@@ -80,8 +129,9 @@ class Collectives(Pass):
         """Forward an all-reduce of ``n`` elements between two members on either side."""
         em = self.em
         self._count_collective(("fwd_in", "fwd_out", "bwd_in", "bwd_out"), n)
-        em.move("fwd_in", "fwd_out", n)
-        em.move("bwd_in", "bwd_out", n)
+        for c in self._chunks(n):
+            em.move("fwd_in", "fwd_out", c)
+            em.move("bwd_in", "bwd_out", c)
 
     # ---- the weight gradients of a replica ----------------------------------------------------
     def raw_regions(self, it):

@@ -43,6 +43,9 @@ class NodeProgram:
     notes: dict = field(default_factory=dict)  #: instruction index -> the layer of a compute command, or a skip's move
     #: per step, elements of all-reduces (its own and those it passes on) per link port
     collective_elems: dict = field(default_factory=dict)
+    #: the largest all-reduce chunk a STORE or MOVE of this node sends towards a link: what each of
+    #: its router's output buffers must hold (:mod:`~pymtl_fp.cluster.compiler.collectives`; 0: none)
+    collective_chunk: int = 0
     #: instruction index -> useful MACs of a tap-packed compute command (its fields count the
     #: packed input's padding zeros too; the energy model takes these instead)
     useful_macs: dict = field(default_factory=dict)

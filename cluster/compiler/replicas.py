@@ -134,24 +134,27 @@ def whole_partition(rep: Replicas, parts: list) -> Partition:
                      [w for part in parts for w in part.work], f"{p.method}, {rep.groups} replica(s)", p.packed)
 
 
-def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT):
+def compile_replicas(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, mapping: Mapping = DEFAULT,
+                     chunk: int | None = None):
     """One program per node for ``steps`` data-parallel / hybrid steps (``mapping``'s ``overlap``
     and ``pack``; :class:`~pymtl_fp.cluster.compiler.mapping.Mapping` refuses the choices replicas
-    cannot run); returns the cluster with
+    cannot run), the all-reduces in chunks of at most ``chunk`` elements
+    (:func:`~pymtl_fp.cluster.compiler.collectives.collective_chunk`; None: whole); returns the cluster with
     its engines' B deepened to hold the un-rounded partial sums (the power of two the programs
     need; compiled once against room to spare, then each node's plan rebound to its engine), the
     :class:`ClusterProgram` and each replica's partition."""
     roomy, overlap, pack = roomy_bias(ccfg), mapping.overlap, mapping.pack
     try:
-        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, pack)
+        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, pack, chunk)
     except ClusterError:
         if pack != "auto":
             raise
-        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, "off")
+        cprog, parts = _compile(net, roomy, rep, params, tcfg, steps, overlap, "off", chunk)
     return fit_bias(ccfg, cprog), cprog, parts
 
 
-def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool, pack: str = "off"):
+def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: bool, pack: str = "off",
+             chunk: int | None = None):
     fmt, shifts = check_training(net, tcfg, steps, rep.batch)
     parts = replica_partitions(net, ccfg, rep, pack)
     P, m = ccfg.P, rep.size
@@ -189,7 +192,7 @@ def _compile(net, ccfg, rep: Replicas, params: dict, tcfg, steps: int, overlap: 
                 em.done_mark(done_id("bwd", rep.first(g) + b))
             em.phase = "wg"
             em.mark(MARK_WG)
-            collectives = Collectives(plan)
+            collectives = Collectives(plan, chunk)
             collectives.raw_gradients()
             for stage, it in order:
                 members = rep.members(stage)

@@ -18,6 +18,7 @@ import numpy as np
 
 from pymtl_fp.cluster.compiler.bands import choose_bands
 from pymtl_fp.cluster.compiler.buffers import DEPTH_BUFFERS, pow2_at_least
+from pymtl_fp.cluster.compiler.collectives import collective_chunk
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline, host_out_params, params_equal
 from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
 from pymtl_fp.cluster.compiler.replicas import (
@@ -105,6 +106,10 @@ def router_configs(ccfg, cprog, base: RouterConfig | None = None) -> list:
     base = base or MIN_ROUTER
     out = []
     for e, prog in zip(ccfg.engines, cprog.nodes):
+        if prog.collective_chunk > base.out_depth:
+            raise ClusterError(f"node {prog.node}'s all-reduce sends chunks of {prog.collective_chunk} elements; its "
+                               f"router's output buffers hold {base.out_depth} (out_depth): compile the run for "
+                               "those routers")
         out.append(router_config_for(e, base).replace(
             prog_depth=max(base.prog_depth, pow2_at_least(len(prog.ops))),
             table_depth=max(base.table_depth, pow2_at_least(len(prog.table))),
@@ -155,8 +160,10 @@ def direct_possible(levels, link_level) -> bool:
     return all(lv in ("fl", "cl") for lv in levels) and link_level == "cl"
 
 
-def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT, *, steps: int, batch: int):
-    """Partition and compile a run as :func:`train_on_cluster` does (the same ``mapping``); returns
+def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT, *, steps: int, batch: int,
+                router: RouterConfig | None = None):
+    """Partition and compile a run as :func:`train_on_cluster` does (the same ``mapping``; replicas'
+    all-reduces in chunks that fit the output buffers of ``router``, default :data:`MIN_ROUTER`); returns
     ``(ccfg, part, parts, cprog)``: the cluster with its engines' B deepened where the programs
     need it, the partition (the replicas' whole one), each replica's partition (or None) and the
     :class:`~pymtl_fp.cluster.compiler.program.ClusterProgram`."""
@@ -166,7 +173,8 @@ def compile_run(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
             raise ClusterError(f"{net.name} is a residual net: the cluster trains it as one pipeline "
                                "(--parallel pipeline)")
         check_replica_cluster(ccfg)
-        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, mapping)
+        chunk = collective_chunk((router or MIN_ROUTER).out_depth, ccfg.P, ccfg.lanes)
+        ccfg, cprog, parts = compile_replicas(net, ccfg, rep, params, tcfg, steps, mapping, chunk)
         return ccfg, whole_partition(rep, parts), parts, cprog
     bands = mapping.bands
     if bands == "auto" and not (mapping.bands_backward or mapping.bands_all) and (ccfg.mixed_p or net.residual):
@@ -233,7 +241,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     if len(images) < steps * batch:
         raise ClusterError(f"{steps} steps of batch {batch} need {steps * batch} images, got {len(images)}")
     images, labels = images[: steps * batch], labels[: steps * batch]
-    ccfg, part, parts, cprog = compiled or compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
+    ccfg, part, parts, cprog = compiled or compile_run(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch,
+                                                       router=router)
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
         idle_limit = watchdog_limit(ccfg, cprog, stall)
