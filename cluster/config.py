@@ -60,14 +60,6 @@ class ClusterError(ValueError):
     """A cluster description, partition or mapping that cannot run (raised before simulation)."""
 
 
-def check_chain_net(net) -> None:
-    """Nothing to refuse in the layers themselves: the cluster's nodes run conv, pool and fc layers,
-    and a residual net's adds (identity or with a 1x1 projection on the engine) and global average
-    pools (:mod:`pymtl_fp.cluster.compiler.residual`); a mapping they do not fit is refused by
-    :func:`~pymtl_fp.cluster.compiler.residual.check_residual`."""
-    return None
-
-
 def default_link(stream_bits: int = 32, latency: int = 8, lanes: int = 1) -> LinkConfig:
     """One beat of ``lanes`` elements (``lanes * stream_bits``) per cycle, ``latency`` cycles, enough
     credits for full rate, CRC on."""
@@ -95,9 +87,7 @@ def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_
                    weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
                    stochastic: bool = True) -> EngineConfig:
     """An engine whose word widths are the net's formats at ``precision``, with the presets' pipelines
-    (:data:`~pymtl_fp.engine.config.DEFAULT_PIPELINES`; a layer the cluster does not run is refused:
-    :func:`check_chain_net`)."""
-    check_chain_net(net)
+    (:data:`~pymtl_fp.engine.config.DEFAULT_PIPELINES`)."""
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:
         raise ClusterError(

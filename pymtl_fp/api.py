@@ -77,10 +77,9 @@ def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mappi
     ``say(line)`` receives the session's lines.  Returns the
     :class:`~pymtl_fp.cluster.run.session.TrainingResult`: ``weights_equal``,
     ``accuracy_before/after``, ``report``, ``to_dataframe()``, ``plot_*()``."""
-    from pymtl_fp.cluster.config import check_chain_net, engine_for_net, node_levels
+    from pymtl_fp.cluster.config import engine_for_net, node_levels
 
     net = _net(net)
-    check_chain_net(net)
     ccfg = cluster_config or cluster(net, nodes, array=array, precision=precision)
     want = engine_for_net(net, precision)
     if any(getattr(e, w) != getattr(want, w) for e in ccfg.engines for w in ("act_bits", "weight_bits", "grad_bits")):

@@ -7,9 +7,9 @@ of an *earlier* layer it names (``from = "name"``; optionally through a 1x1 stri
 conv with its own weights), and ``GlobalAvgPool`` averages each channel's map.  The list stays
 sequential (each layer reads the previous one's output; only an add reads a second, earlier
 tensor), so cutting the list into a chain of pieces stays what it is; the skip is the one tensor
-that may cross a cut.  The cluster runs identity adds and global average pools
-(:mod:`pymtl_fp.cluster.compiler.residual`); projections run on the golden engine only, and so does
-``--schedule cp`` of a residual net (:func:`check_chain`).  A description is a TOML or JSON file
+that may cross a cut.  The cluster runs adds (identity or projected) and global average pools
+(:mod:`pymtl_fp.cluster.compiler.residual`); ``--schedule cp`` of a residual net runs on the golden
+engine only (:func:`check_chain`).  A description is a TOML or JSON file
 (see ``pymtl_fp/nets/*.toml``; presets are loaded by name with :func:`load_net`; :func:`save_net`
 writes one).
 
@@ -486,13 +486,14 @@ def net_from_dict(d: dict) -> Net:
                train=TrainDefaults(**train))
 
 
-#: why a residual net cannot run on the cluster (the end of :func:`check_chain`'s message)
-CHAIN_ONLY = "the cluster's nodes run chains of conv, pool and fc layers (no skip connections yet)"
+#: why a residual net cannot run where chains only run (the end of :func:`check_chain`'s message)
+CHAIN_ONLY = "this runs chains of conv, pool and fc layers"
 
 
 def check_chain(net: Net, why: str = CHAIN_ONLY) -> None:
     """``NetError`` (one line) if ``net`` has residual layers, for what runs chains only (``--schedule
-    cp``'s staleness); the cluster's own check is :func:`pymtl_fp.cluster.config.check_chain_net`."""
+    cp``'s staleness); the cluster's own check of a residual net's mapping is
+    :func:`pymtl_fp.cluster.compiler.residual.check_residual`."""
     if net.residual:
         kinds = sorted({type(layer).__name__ for layer in net.layers if isinstance(layer, (Add, GlobalAvgPool))})
         raise NetError(f"{net.name} is a residual net ({', '.join(kinds)} layers): residual nets run on the "

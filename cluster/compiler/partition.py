@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp import timing
-from pymtl_fp.cluster.config import ClusterError, check_chain_net
+from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.engine import program
 from pymtl_fp.engine.msgs import tiles
 from pymtl_fp.net import Add, Conv, Fc, GlobalAvgPool
@@ -342,7 +342,6 @@ def partition(net, ccfg, batch: int, *, split: bool = True, cuts=None, refine: b
     ``split=False`` cuts at layer boundaries only.  With ``refine`` (default), when FPDeep's
     nearest-share rule leaves a node with more work than the best cut vector (exhaustive min-max
     search, small nets only), the min-max partition is returned instead (``method`` says so)."""
-    check_chain_net(net)
     if net.layers and not _weighted(net.layers[0]):  # (a node runs a layer's pools after its last piece)
         raise ClusterError(f"{net.name} starts with a pool layer: the cluster's nodes run pools after a conv or fc "
                            "layer, so none would run it; begin the net with a conv or fc layer (the golden engine "

@@ -21,7 +21,7 @@ import numpy as np
 
 from pymtl_fp.cluster.compiler.compile import check_momentum
 from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT, Mapping
-from pymtl_fp.cluster.config import ClusterError, check_chain_net
+from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.run.train import (
     ClusterRun,
     compile_run,
@@ -169,7 +169,6 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     from pymtl_fp.net import load_net
 
     net = load_net(net) if isinstance(net, str) else net
-    check_chain_net(net)
     outputs = outputs or TrainingOutputs()
     say = say or (lambda line: None)
     levels = list(levels) if levels is not None else ["cl"] * ccfg.n
