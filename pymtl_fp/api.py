@@ -70,7 +70,7 @@ def train(net="lenet-digits", cluster_config: ClusterConfig | None = None, mappi
     ``precision``); ``mapping``: how the nodes share the work (default: the command's, overlapped
     commands and row bands); ``level``: every node's level (``fl``, ``cl``, ``rtl``,
     ``verilator``; ``mixed``: node 0 ``rtl``, the others ``fl``), or ``levels``, one per node;
-    ``steps``: a number or ``"epoch"``.  ``seed``, ``lr_log2``, ``momentum``, ``translate`` (the
+    ``steps``: a number or ``"epoch"``.  ``seed``, ``lr_log2``, ``momentum`` (0: none, plain SGD), ``translate`` (the
     augmentation's largest translation, :func:`pymtl_fp.data.augment_batch`): default the net's.
     ``report``, ``trace_file``, ``timeline``, ``weights``: files to write (JSON report, Perfetto
     trace, PNG timeline, ``.npz`` weights); ``trace=True`` keeps the trace in the result instead.

@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr-log2", type=int, metavar="L",
                         help="learning rate 2**-L (default: the net's)")
     parser.add_argument("--momentum", type=int, metavar="M",
-                        help="momentum 1 - 2**-M (default: the net's; none for lenet-digits)")
+                        help="momentum 1 - 2**-M; 0: none, plain SGD (what the cluster trains) whatever the net's file says "
+                             "(default: the net's; none for lenet-digits)")
     parser.add_argument("--lr-halve-every", type=int, metavar="E",
                         help="halve the learning rate every E epochs (default: the net's)")
     parser.add_argument("--translate", type=int, metavar="P",
@@ -210,6 +211,7 @@ def _settings(args, net) -> dict:
              "seed": args.seed, "translate": args.translate, "lr_halve_every": args.lr_halve_every}
     for key, value in given.items():
         lo, hi = TRAIN_RANGES[key]
+        lo = 0 if key == "momentum" else lo  # (--momentum 0: plain SGD)
         validate.integer(value, "--" + key.replace("_", "-"), lo, None if key == "batch" else hi)
     settings = {key: getattr(defaults, key) if value is None else value for key, value in given.items()}
     return {key: settings[key] for key in ("epochs", "batch", "lr_log2", "momentum", "lr_halve_every", "seed",
@@ -256,7 +258,8 @@ def _run_golden(args, net, dataset: str, settings: dict, precisions: list, sched
         versions = (_golden_staleness(args, net, settings["batch"], precision, settings["lr_log2"])
                     if schedule == "cp" else None)
         try:
-            _, history = fit(net, split, precision, schedule=schedule, fwd_versions=versions, **settings)
+            _, history = fit(net, split, precision, schedule=schedule, fwd_versions=versions,
+                             **{**settings, "momentum": settings["momentum"] or None})
         except ValueError as exc:
             raise UserError(str(exc)) from None
         print(f"  {precision:>7}: test accuracy {100 * history.final_accuracy:5.1f}%  "
@@ -507,7 +510,7 @@ def _check_cluster_net(net, args) -> None:
     from pymtl_fp.cluster.config import ClusterError
 
     try:
-        check_momentum(net.train.momentum if args.momentum is None else args.momentum)
+        check_momentum(net.train.momentum if args.momentum is None else args.momentum or None)
     except ClusterError as exc:
         raise UserError(str(exc)) from None
 

@@ -127,6 +127,37 @@ def test_the_train_command_refuses_what_the_cluster_does_not_run_in_one_line(arg
     assert "\n" not in str(exc.value)
 
 
+def test_momentum_0_drops_the_files_momentum(monkeypatch):
+    """``--momentum 0`` trains plain SGD whatever the net's file says: the command's cluster check
+    passes, the session makes its data without momentum (stopped there), the golden study gets no
+    momentum (stopped at the fit), and a negative shift is refused in one line naming the range."""
+    from pymtl_fp.cluster.config import cluster_for_net
+    from pymtl_fp.cluster.run import session
+
+    net = load_net(RESNET)
+    with pytest.raises(UserError, match=MOMENTUM):
+        cmd_train._check_cluster_net(net, argparse.Namespace(momentum=None))
+    cmd_train._check_cluster_net(net, argparse.Namespace(momentum=0))
+    seen = {}
+
+    def stop(key):
+        def record(*args, **kw):
+            seen[key] = args[7] if key == "session" else kw["momentum"]
+            raise SystemExit(0)
+        return record
+
+    monkeypatch.setattr(session, "_data", stop("session"))
+    with pytest.raises(SystemExit):
+        session.run_training(net, cluster_for_net(net), momentum=0)
+    monkeypatch.setattr("pymtl_fp.golden.study.fit", stop("golden"))
+    monkeypatch.setattr(cmd_train.train_data, "load", lambda *a: type("S", (), {"y_train": [], "y_test": []})())
+    with pytest.raises(SystemExit):
+        _train("--net", RESNET, "--momentum", "0", "--precision", "8")
+    assert seen == {"session": None, "golden": None}
+    with pytest.raises(UserError, match=r"^--momentum must be in 0\.\.16, got -1$"):
+        _train("--net", RESNET, "--momentum", "-1")
+
+
 def test_the_partition_places_the_residual_layers_and_the_api_and_session_refuse_momentum():
     """The cluster's partition attaches each identity add and the average pool to the node of the
     layer before it and gives each projection (a layer with weights) its own item; the API and the

@@ -312,7 +312,7 @@ def check_momentum(momentum) -> None:
     """Refuse momentum: the engine's update is plain SGD."""
     if momentum is not None:
         raise ClusterError("the cluster trains with plain SGD: the engine's update has no momentum "
-                           "(give no --momentum)")
+                           "(--momentum 0 trains without the net's)")
 
 
 def begin_step(plan, params) -> int:

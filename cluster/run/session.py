@@ -148,9 +148,10 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
 
     ``steps``: mini-batches of ``batch`` images (``"epoch"``: the training set once, the last
     partial batch dropped), drawn in the order of ``seed`` (default: the net's, as are
-    ``lr_log2``, ``momentum`` and ``translate``, the augmentation's largest translation: the images
-    are the golden study's first epoch's, :func:`pymtl_fp.data.augment_batch`).  ``levels``: one
-    engine level per node (default: every node ``cl``).  ``partition``: ``rule`` (the compiler's)
+    ``lr_log2``, ``momentum`` (0: none, whatever the net's) and ``translate``, the augmentation's
+    largest translation: the images are the golden study's first epoch's,
+    :func:`pymtl_fp.data.augment_batch`).  ``levels``: one engine level per node (default: every
+    node ``cl``).  ``partition``: ``rule`` (the compiler's)
     or ``search`` (the fastest cut vector by a one-step CL run of each candidate).  ``fault_rate``,
     ``fault_seed``: link faults (:func:`link_faults`; every node at ``verilator``).  ``kernel``, ``skip``, ``trace``: as
     :func:`~pymtl_fp.cluster.run.train.train_on_cluster` (a trace is also recorded when
@@ -175,7 +176,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     defaults = net.train
     seed = defaults.seed if seed is None else seed
     lr_log2 = defaults.lr_log2 if lr_log2 is None else lr_log2
-    momentum = defaults.momentum if momentum is None else momentum
+    momentum = defaults.momentum if momentum is None else momentum or None  # (0: plain SGD)
     check_momentum(momentum)  # (before the data are made)
     translate = defaults.translate if translate is None else translate
     faults = link_faults(fault_rate, fault_seed)

@@ -107,14 +107,12 @@ def _resnet(name: str, blocks: tuple, published: dict) -> Network:
         for i in range(1, n + 1):
             p = f"res{stage}_{i}"
             stride = 2 if (i == 1 and stage > 2) else 1
-            if i == 1:   # projection shortcut first: its output is what stays live
-                short = b.conv(p + "_proj", 4 * width, 1, stride=stride, relu=False, src=x,
-                               bias=False)
-            else:
-                short = x
             b.conv(p + "_a", width, 1, stride=stride, src=x, bias=False)
             b.conv(p + "_b", width, 3, pad=1, bias=False)
             main = b.conv(p + "_c", 4 * width, 1, relu=False, bias=False)
+            short = x
+            if i == 1:   # the projection where the cluster runs it: beside the add, on the block's input
+                short = b.conv(p + "_proj", 4 * width, 1, stride=stride, relu=False, src=x, bias=False)
             x = b.add(p + "_add", main, short)
     b.global_pool("pool5")
     b.fc("fc", 1000, relu=False)
