@@ -91,12 +91,13 @@ def test_two_node_chain_verilated_equals_golden_and_cl_cycle_for_cycle(data):
     _same_cycles(v, _run(data, ccfg, "cl", steps=2))
 
 
-@pytest.mark.parametrize("n,cuts,steps", [(2, (0, 4, 11), 2), (4, None, 1)])
+@pytest.mark.parametrize("n,cuts,steps", [(2, (0, 4, 11), 2)])
 def test_a_residual_skip_crossing_a_cut_verilated_equals_golden_and_cl_cycle_for_cycle(data, n, cuts, steps):
-    """resnet-digits on two nodes (cut after conv2) and on four (conv1 conv2 / conv3 add1 / conv4 add2
-    gap / fc): add1's skip and its gradient share cross the cut after conv2, the routers built with
-    the residual unit where their programs use it (node 3's without); bit-exact and the CL cluster's
-    cycles."""
+    """resnet-digits on two nodes (cut after conv2): add1's skip and its gradient share cross the cut,
+    the routers built with the residual unit; bit-exact and the CL cluster's cycles.  (Four nodes,
+    conv1 conv2 / conv3 add1 / conv4 add2 gap / fc, the same skip across the same cut and a router
+    without the unit: ``train --net resnet-digits --nodes 4 --level verilator``, docs/cluster-residual.md;
+    left out of the suite for its two more node builds.)"""
     net = load_net("resnet-digits")
     ccfg = _ccfg((4,) * n, act_depth=2048, net=net)
     v = _run(data, ccfg, "verilator", steps=steps, cuts=cuts, net=net)
