@@ -81,10 +81,7 @@ def forward(a, sk: Skips, f: dict, kd: str, li: int, conv_fwd) -> int:
         if sk.local(li):
             a.copy(n_in)
         a.compute(conv_fwd)
-    a.store(n_out, local=True)
-    a.store(n_out, local=True)
-    unit(a, n_out)
-    a.load(n_out)
+    _mask(a, n_out)  # (the add's STORE, STORE, unit, LOAD: the same terms as a MASK's)
     return n_out
 
 
