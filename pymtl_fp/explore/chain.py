@@ -31,10 +31,13 @@ network input needs no gradient; the network output carries the loss gradient ba
 
 **Stage cost** on a device: the sum over its pieces of FP + BP + WG cycles from
 :mod:`pymtl_fp.cost.layer` -- the engine's closed forms, the model the RTL validates, on
-the FPGA's engines, ``batch`` images per command (each unit share is one engine command).
+the FPGA's engines, ``batch`` images per command (each unit share is one engine command); the adds,
+their forks and the global average pools as the simulated cluster's router runs them
+(:mod:`pymtl_fp.explore.chain_residual`, the node model's residual terms).
 
 **Storage** per FPGA: :mod:`pymtl_fp.explore.chain_storage` (FPDeep's fine-grained pipeline and
-the simulated cluster's words); costs of position ranges: :mod:`pymtl_fp.explore.ranges`.
+the simulated cluster's words, the skips' slots from :mod:`pymtl_fp.explore.chain_residual`); costs of
+position ranges: :mod:`pymtl_fp.explore.ranges`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.cost.layer import packs
+from pymtl_fp.explore import chain_residual
 from pymtl_fp.explore.chain_storage import cluster_storage, fpdeep_storage, pad
 from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
@@ -96,6 +100,7 @@ class Chain:
         self._storage: dict = {}
         self._crossings: dict = {}
         self._macs = None
+        self.residuals = chain_residual.Residuals(self.network)
 
     # -- construction ----------------------------------------------------------------------
     def _build_units(self):
@@ -236,7 +241,10 @@ class Chain:
         sh = self._share(u, 0, n)
         total = 0
         if n > 0:
+            res = self.residuals
             for ly in unit.members:
+                if res.index[ly.name] in res.kind:
+                    continue  # (below)
                 if ly.has_macs:
                     c = layer_cycles(ly, array, unit.needs_dx, sh["k"], sh["ho"], self.batch)
                 else:
@@ -246,6 +254,8 @@ class Chain:
                                      None if sh["ho"] is None else
                                      max(1, round(ly.Ho * sh["frac"])), self.batch)
                 total += sum(c.values())
+            total += chain_residual.cycles(res, [res.index[ly.name] for ly in unit.members], array.P,
+                                           (unit.axis, n / unit.extent, array.E))
         self._cycle_cache[key] = total
         return total
 
@@ -310,7 +320,17 @@ class Chain:
         slots = 2 * (fwd[b] * self.precision.act_bits + bwd[a] * self.precision.grad_bits)
         ring = np.minimum(n - np.arange(n) + 2, self.batch)
         return st["cluster_weights"].vec(a, b) + st["cluster_maps"].vec(a, b) + slots \
-            + ring * st["cluster_stash"].vec(a, b)
+            + ring * st["cluster_stash"].vec(a, b) + self.skip_bits(cuts, P)
+
+    def skip_bits(self, cuts, P: int = 1) -> np.ndarray:
+        """Bits each FPGA of the partition ``cuts`` keeps for the residual layers under
+        :meth:`cluster_bits`'s schedule (:func:`~pymtl_fp.explore.chain_residual.skip_words`: the adds' and
+        average pools' inputs, the skips held or passing through, the gradient shares)."""
+        n = len(cuts) - 1
+        ring = np.minimum(n - np.arange(n) + 2, self.batch)
+        words = chain_residual.skip_words(self.residuals, self, cuts, P, ring)
+        return np.array([P * (w.X * self.precision.act_bits + w.D * self.precision.grad_bits) for w in words],
+                        dtype=float)
 
     def fine_storage(self) -> RangeFunc:
         """Fine-grained pipeline storage of a range: weights + line buffers + 2 images."""

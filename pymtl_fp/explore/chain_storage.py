@@ -110,6 +110,7 @@ def cluster_storage(chain, P: int) -> dict:
     (``cluster_weights``, ``cluster_stash``, ``cluster_maps``), channels padded to ``P``."""
     prec = chain.precision
     dy_slots = min(chain.batch, 2)   # overlap: the image in its backward pass and the next
+    res = chain.residuals
     packed = [chain.tap_packed(u, P) for u in range(len(chain.units))]
 
     def share(u, lo, hi):
@@ -155,7 +156,7 @@ def cluster_storage(chain, P: int) -> dict:
         ch, rf = share(u, lo, hi)
         bits = dy_slots * ch(mac) * mac.Ho * mac.Wo * rf * prec.grad_bits
         for ly in chain.units[u].members:
-            if ly.kind == "pool":
+            if ly.kind == "pool" and res.index[ly.name] not in res.kind:  # (a global average pool: skip_bits)
                 bits += ch(ly) * rf * (ly.in_shape[1] * ly.in_shape[2] * prec.act_bits
                                        + ly.Ho * ly.Wo * prec.grad_bits)
         return bits
