@@ -17,15 +17,18 @@ import functools
 
 import pytest
 
+from pymtl_fp.cli.benchmarks.storage import buffer_bits
 from pymtl_fp.cluster.compiler.compile import choose_partition
 from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.compiler.partition import layer_info
+from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
 from pymtl_fp.cost.engine import load_cycles, store_cycles
 from pymtl_fp.cost.latency import ISSUE_CYCLES
 from pymtl_fp.cost.layer import layer_cycles
 from pymtl_fp.explore import chain_residual, node_model, node_storage, residual_terms
 from pymtl_fp.explore.against_cluster import cluster_for
 from pymtl_fp.explore.chain import Chain
+from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray
 from pymtl_fp.explore.layers import Network
 from pymtl_fp.net import Add, load_net
@@ -159,3 +162,36 @@ def test_a_skip_passing_through_by_hand():
     assert words[3].terms[("X", "layer 8 skip passing through (one image)")] == skip
     assert words[3].terms[("D", "layer 8 skip share arriving (one image)")] == skip
     assert words[2].terms[("D", "layer 8 skip share arriving (one image)")] == skip
+
+
+@pytest.mark.parametrize("name", ["resnet-digits", "resnet8-mnist"])
+def test_cluster_bits_are_the_storage_models_words(name):
+    """:meth:`Chain.cluster_bits` (the scaling study's in-flight line) against every buffer's words of
+    :func:`node_storage.predict` at their widths, as ``tests/test_explore_scaling.py`` checks it on plain
+    nets, on 1-4 nodes cut where the cluster cuts them, ``--wgrad image``, overlap, the first layer
+    tap-packed (as the chain packs it), batch 8 and 32, ``P = 4``: equal to the bit (a skip crossing a
+    cut is held in X and D, not in the O slots the crossing tensors take)."""
+    net = load_net(name)
+    checked = crossed = 0
+    for nodes in (1, 2, 3, 4):
+        for batch in (8, 32):
+            ecfg = engine_for_net(net, "8", P=4, act_depth=65536, weight_depth=4096)
+            part = choose_partition(net, ClusterConfig.homogeneous(nodes, ecfg), batch,
+                                    Mapping(split=False, pack="on", overlap=True, wgrad="image"))
+            layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
+            kept = node_storage.predict(layers, part.nodes, ecfg, batch, wgrad="image", overlap=True, net=net)
+            want = [buffer_bits({b: {"used": w} for b, w in nw.as_dict().items()}, ecfg) for nw in kept]
+            bits = ecfg.data_bits
+            chain = Chain(Network.from_net(net), Precision(bits, bits, bits, ecfg.acc_bits), batch,
+                          channel_tile=ecfg.P)
+            assert chain.tap_packed(0, ecfg.P)
+            cuts = []
+            for items in part.nodes:
+                layer = net.layers[items[0].layer]
+                cuts.append(int(chain.offset[chain.unit_of[layer.name + ("_proj" if isinstance(layer, Add)
+                                                                          and layer.project else "")]]))
+            got = chain.cluster_bits(cuts + [chain.M], ecfg.P)
+            assert got.tolist() == want, (name, nodes, batch, part.describe())
+            crossed += sum(1 for _, _, js, ja in residual_terms.Skips(net, part.nodes).all if js < ja)
+            checked += 1
+    assert checked == 8 and crossed >= 4

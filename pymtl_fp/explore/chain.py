@@ -92,6 +92,7 @@ class Chain:
             raise ValueError(f"split must be one of {SPLITS}, not {self.split!r}")
         if self.batch < 1 or self.max_pieces < 1 or self.channel_tile < 1:
             raise ValueError("batch, max_pieces and channel_tile must be >= 1")
+        self.residuals = chain_residual.Residuals(self.network)
         self._build_units()
         self._build_positions()
         self._build_traffic()
@@ -100,7 +101,6 @@ class Chain:
         self._storage: dict = {}
         self._crossings: dict = {}
         self._macs = None
-        self.residuals = chain_residual.Residuals(self.network)
 
     # -- construction ----------------------------------------------------------------------
     def _build_units(self):
@@ -180,17 +180,20 @@ class Chain:
         self.fwd_bits = fwd * prec.act_bits + reduce_f
         self.bwd_bits = bwd * prec.grad_bits + reduce_b
 
-    def _crossing(self, P: int):
+    def _crossing(self, P: int, skips: bool = True):
         """Elements crossing each cut position per image, forward and backward (the module
-        docstring's traffic, without the all-reduce), channel counts rounded up to ``P``."""
+        docstring's traffic, without the all-reduce), channel counts rounded up to ``P``; without
+        ``skips``, the tensors crossing only to be read as an add's skip (or its projection's input)
+        left out (what the cluster sends from its own slots: :meth:`cluster_bits`)."""
         net = self.network
         U = len(self.units)
         tensors = ["input"] + [ly.name for ly in net.layers]
         size = {t: pad(net.shape_of(t)[0], P) * math.prod(net.shape_of(t)[1:]) for t in tensors}
         prod = {t: self.unit_of[t] for t in tensors}
+        skip_reads = set() if skips else self.residuals.skip_reads()
         last = {}
         for t in tensors:
-            cons = [self.unit_of[c] for c in net.consumers(t)]
+            cons = [self.unit_of[c] for c in net.consumers(t) if (c, t) not in skip_reads]
             last[t] = max(cons) if cons else U     # network output: read by the loss
         live = [t for t in tensors if last[t] > prod[t]]
         fwd = np.zeros(self.M + 1)
@@ -308,14 +311,15 @@ class Chain:
         with per-image weight gradients (``train --wgrad image``, overlap), channel counts
         rounded up to ``P``: ``cluster_weights + cluster_maps``, the O slots (two per direction:
         the one-image results it sends forward and the data gradient it sends back, what
-        crosses its two cuts) and ``cluster_stash`` for each image in flight, ``N - i + 2`` at
-        FPGA ``i`` of ``N`` (:func:`pymtl_fp.explore.node_storage.in_flight`), at most the batch."""
+        crosses its two cuts but the skips), ``cluster_stash`` for each image in flight, ``N - i + 2`` at
+        FPGA ``i`` of ``N`` (:func:`pymtl_fp.explore.node_storage.in_flight`), at most the batch, and
+        the residual layers' :meth:`skip_bits`."""
         cuts = np.asarray(cuts, dtype=np.int64)
         n = len(cuts) - 1
         a, b = cuts[:-1], cuts[1:]
         st = self.storage(P)
         if P not in self._crossings:
-            self._crossings[P] = self._crossing(P)
+            self._crossings[P] = self._crossing(P, skips=False)
         fwd, bwd = self._crossings[P]
         slots = 2 * (fwd[b] * self.precision.act_bits + bwd[a] * self.precision.grad_bits)
         ring = np.minimum(n - np.arange(n) + 2, self.batch)

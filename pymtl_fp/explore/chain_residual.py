@@ -58,6 +58,14 @@ class Residuals:
             self.reader[i] = min(self.index[c] for c in network.consumers(skip)
                                  if self.index[c] not in self.proj.values())
 
+    def skip_reads(self) -> set:
+        """``(layer, tensor)``: each add's read of its skip, or its projection's."""
+        out = set()
+        for li in self.reader:
+            ly = self.layers[self.proj.get(li, li)]
+            out.add((ly.name, ly.inputs[0] if li in self.proj else ly.inputs[1]))
+        return out
+
     def _producer(self, tensor):
         return None if tensor == "input" else self.layers[self.index[tensor]]
 
