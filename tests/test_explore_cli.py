@@ -137,8 +137,8 @@ def test_memory_limit_infeasible_is_reported(tmp_path, capsys):
 
 
 def test_memory_limit_reports_the_weight_balanced_partition(tmp_path, capsys):
-    rc, out, _ = _run(["partition", "--bits", "8", "--pieces", "4", "--memory-limit", "--out", str(tmp_path),
-                       "--no-plot"], capsys)
+    rc, out, _ = _run(["partition", "--net", "resnet50", "--bits", "8", "--pieces", "4", "--memory-limit",
+                       "--out", str(tmp_path), "--no-plot"], capsys)
     assert rc == 0 and "dp+wb: II" in out and "of weights kept by FPGAs with room" in out
     md = next(tmp_path.glob("partition_*.md")).read_text()
     assert "| dp+wb |" in md and "storage fits" in md

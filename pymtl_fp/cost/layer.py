@@ -9,9 +9,10 @@ channels is dealt out as ``ceil(k / E)`` channels per engine (:func:`engine_shar
 takes the cycles of the largest share (engines left without channels idle).  Pooling layers split
 the same way.
 
-The engine has no residual-addition operation; an ``add`` layer (ResNets) is costed as one element
-per cycle per engine column lane (``E * P`` lanes) forward and nothing backward (the gradient fans
-out unchanged) -- an assumption, not an RTL-validated figure.
+The engine has no residual-addition operation; :func:`layer_cycles` costs an ``add`` layer (ResNets) as
+one element per cycle per engine column lane (``E * P`` lanes) forward and nothing backward -- an
+assumption, not an RTL-validated figure.  The chain ``explore partition`` runs on costs adds instead as
+the simulated cluster's router runs them (:mod:`pymtl_fp.explore.chain_residual`).
 """
 
 from __future__ import annotations

@@ -31,10 +31,13 @@ network input needs no gradient; the network output carries the loss gradient ba
 
 **Stage cost** on a device: the sum over its pieces of FP + BP + WG cycles from
 :mod:`pymtl_fp.cost.layer` -- the engine's closed forms, the model the RTL validates, on
-the FPGA's engines, ``batch`` images per command (each unit share is one engine command).
+the FPGA's engines, ``batch`` images per command (each unit share is one engine command); the adds,
+their forks and the global average pools as the simulated cluster's router runs them
+(:mod:`pymtl_fp.explore.chain_residual`, the node model's residual terms).
 
 **Storage** per FPGA: :mod:`pymtl_fp.explore.chain_storage` (FPDeep's fine-grained pipeline and
-the simulated cluster's words); costs of position ranges: :mod:`pymtl_fp.explore.ranges`.
+the simulated cluster's words, the skips' slots from :mod:`pymtl_fp.explore.chain_residual`); costs of
+position ranges: :mod:`pymtl_fp.explore.ranges`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymtl_fp.cost.layer import packs
+from pymtl_fp.explore import chain_residual
 from pymtl_fp.explore.chain_storage import cluster_storage, fpdeep_storage, pad
 from pymtl_fp.explore.devices import Precision
 from pymtl_fp.explore.fpga_model import EngineArray, layer_cycles
@@ -88,6 +92,7 @@ class Chain:
             raise ValueError(f"split must be one of {SPLITS}, not {self.split!r}")
         if self.batch < 1 or self.max_pieces < 1 or self.channel_tile < 1:
             raise ValueError("batch, max_pieces and channel_tile must be >= 1")
+        self.residuals = chain_residual.Residuals(self.network)
         self._build_units()
         self._build_positions()
         self._build_traffic()
@@ -175,17 +180,20 @@ class Chain:
         self.fwd_bits = fwd * prec.act_bits + reduce_f
         self.bwd_bits = bwd * prec.grad_bits + reduce_b
 
-    def _crossing(self, P: int):
+    def _crossing(self, P: int, skips: bool = True):
         """Elements crossing each cut position per image, forward and backward (the module
-        docstring's traffic, without the all-reduce), channel counts rounded up to ``P``."""
+        docstring's traffic, without the all-reduce), channel counts rounded up to ``P``; without
+        ``skips``, the tensors crossing only to be read as an add's skip (or its projection's input)
+        left out (what the cluster sends from its own slots: :meth:`cluster_bits`)."""
         net = self.network
         U = len(self.units)
         tensors = ["input"] + [ly.name for ly in net.layers]
         size = {t: pad(net.shape_of(t)[0], P) * math.prod(net.shape_of(t)[1:]) for t in tensors}
         prod = {t: self.unit_of[t] for t in tensors}
+        skip_reads = set() if skips else self.residuals.skip_reads()
         last = {}
         for t in tensors:
-            cons = [self.unit_of[c] for c in net.consumers(t)]
+            cons = [self.unit_of[c] for c in net.consumers(t) if (c, t) not in skip_reads]
             last[t] = max(cons) if cons else U     # network output: read by the loss
         live = [t for t in tensors if last[t] > prod[t]]
         fwd = np.zeros(self.M + 1)
@@ -236,7 +244,10 @@ class Chain:
         sh = self._share(u, 0, n)
         total = 0
         if n > 0:
+            res = self.residuals
             for ly in unit.members:
+                if res.index[ly.name] in res.kind:
+                    continue  # (below)
                 if ly.has_macs:
                     c = layer_cycles(ly, array, unit.needs_dx, sh["k"], sh["ho"], self.batch)
                 else:
@@ -246,6 +257,8 @@ class Chain:
                                      None if sh["ho"] is None else
                                      max(1, round(ly.Ho * sh["frac"])), self.batch)
                 total += sum(c.values())
+            total += chain_residual.cycles(res, [res.index[ly.name] for ly in unit.members], array.P,
+                                           (unit.axis, n / unit.extent, array.E))
         self._cycle_cache[key] = total
         return total
 
@@ -298,19 +311,30 @@ class Chain:
         with per-image weight gradients (``train --wgrad image``, overlap), channel counts
         rounded up to ``P``: ``cluster_weights + cluster_maps``, the O slots (two per direction:
         the one-image results it sends forward and the data gradient it sends back, what
-        crosses its two cuts) and ``cluster_stash`` for each image in flight, ``N - i + 2`` at
-        FPGA ``i`` of ``N`` (:func:`pymtl_fp.explore.node_storage.in_flight`), at most the batch."""
+        crosses its two cuts but the skips), ``cluster_stash`` for each image in flight, ``N - i + 2`` at
+        FPGA ``i`` of ``N`` (:func:`pymtl_fp.explore.node_storage.in_flight`), at most the batch, and
+        the residual layers' :meth:`skip_bits`."""
         cuts = np.asarray(cuts, dtype=np.int64)
         n = len(cuts) - 1
         a, b = cuts[:-1], cuts[1:]
         st = self.storage(P)
         if P not in self._crossings:
-            self._crossings[P] = self._crossing(P)
+            self._crossings[P] = self._crossing(P, skips=False)
         fwd, bwd = self._crossings[P]
         slots = 2 * (fwd[b] * self.precision.act_bits + bwd[a] * self.precision.grad_bits)
         ring = np.minimum(n - np.arange(n) + 2, self.batch)
         return st["cluster_weights"].vec(a, b) + st["cluster_maps"].vec(a, b) + slots \
-            + ring * st["cluster_stash"].vec(a, b)
+            + ring * st["cluster_stash"].vec(a, b) + self.skip_bits(cuts, P)
+
+    def skip_bits(self, cuts, P: int = 1) -> np.ndarray:
+        """Bits each FPGA of the partition ``cuts`` keeps for the residual layers under
+        :meth:`cluster_bits`'s schedule (:func:`~pymtl_fp.explore.chain_residual.skip_words`: the adds' and
+        average pools' inputs, the skips held or passing through, the gradient shares)."""
+        n = len(cuts) - 1
+        ring = np.minimum(n - np.arange(n) + 2, self.batch)
+        words = chain_residual.skip_words(self.residuals, self, cuts, P, ring)
+        return np.array([P * (w.X * self.precision.act_bits + w.D * self.precision.grad_bits) for w in words],
+                        dtype=float)
 
     def fine_storage(self) -> RangeFunc:
         """Fine-grained pipeline storage of a range: weights + line buffers + 2 images."""

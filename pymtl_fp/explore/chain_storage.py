@@ -17,10 +17,12 @@ words; two images of each MAC layer's output gradient and one of each pool's inp
 gradient; and two O slots per direction for what crosses the FPGA's cuts.  Channel counts are
 rounded up to the engines' side ``P`` (``storage(P)``: maps to ``t(C) P H W``, weights to
 ``t(K) t(C) P^2 R S``), and the first layer is tap-packed where the cycles pack it (the cluster's
-``--tap-pack auto``).  Cut at layer boundaries, that is the cluster's words to the bit
-(``tests/test_explore_scaling.py``).  Not modelled: on a layer shared by two FPGAs the cluster's
-second holder keeps the whole layer's weights, output gradient and output (one image each), and
-the first holder's O slots hold its own part where the line counts all that crosses the cut;
+``--tap-pack auto``).  A residual net's adds, global average pools and skips (held, passing through,
+their gradient shares) are :mod:`~pymtl_fp.explore.chain_residual`'s, and a skip crossing a cut takes
+no O slot.  Cut at layer boundaries, that is the cluster's words to the bit
+(``tests/test_explore_scaling.py``, ``tests/test_explore_residual_costs.py``).  Not modelled: on a layer
+shared by two FPGAs the cluster's second holder keeps the whole layer's weights, output gradient and
+output (one image each), and the first holder's O slots hold its own part where the line counts all that crosses the cut;
 node 0's O slot for the data gradient its first layer (unless tap-packed) never sends.  A
 ``rows`` share (the cluster splits by output channels only) keeps whole weights and its rows of
 every map.
@@ -110,6 +112,7 @@ def cluster_storage(chain, P: int) -> dict:
     (``cluster_weights``, ``cluster_stash``, ``cluster_maps``), channels padded to ``P``."""
     prec = chain.precision
     dy_slots = min(chain.batch, 2)   # overlap: the image in its backward pass and the next
+    res = chain.residuals
     packed = [chain.tap_packed(u, P) for u in range(len(chain.units))]
 
     def share(u, lo, hi):
@@ -155,7 +158,7 @@ def cluster_storage(chain, P: int) -> dict:
         ch, rf = share(u, lo, hi)
         bits = dy_slots * ch(mac) * mac.Ho * mac.Wo * rf * prec.grad_bits
         for ly in chain.units[u].members:
-            if ly.kind == "pool":
+            if ly.kind == "pool" and res.index[ly.name] not in res.kind:  # (a global average pool: skip_bits)
                 bits += ch(ly) * rf * (ly.in_shape[1] * ly.in_shape[2] * prec.act_bits
                                        + ly.Ho * ly.Wo * prec.grad_bits)
         return bits

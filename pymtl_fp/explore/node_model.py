@@ -270,10 +270,7 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, 
                                                          if kd == "proj" else 0, pending)
                     if dx is not None:
                         residual_terms.fork(a, it.layer, pending)
-                        if idx == 0:
-                            a.store(dx)
-                        elif not placed:
-                            a.copy(dx)  # (into the previous layer's output gradient)
+                        residual_terms.place(a, dx, placed, first=idx == 0)
                     continue
                 if kd == "pool" and prev is not None and kind(prev) == "second":
                     # pooled back in channel-tile pieces straight to where each part goes: the

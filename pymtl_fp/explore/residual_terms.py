@@ -15,7 +15,7 @@ and its result is LOADed back.  Per image:
 * backward: a global average pool STOREs the gradient (and its input, where that comes out of a
   ReLU), runs ``GAPB`` and LOADs the input gradient; an add masks (STORE, STORE, ``MASK``, LOAD)
   each share whose tensor comes out of a ReLU, else copies the main branch's share into the
-  previous layer's output gradient; a projection's skip share is its ``bwd_data``; each share
+  previous layer's output gradient (:func:`place`); a projection's skip share is its ``bwd_data``; each share
   reaching its source's node is summed at the fork (STORE, STORE, ``ADD``, LOAD); shares crossing
   cuts travel as the skips do, behind the data gradient.
 
@@ -121,6 +121,18 @@ def backward(a, sk: Skips, f: dict, kd: str, li: int, conv_bwd, pending: dict) -
         _mask(a, n_out)
         return n_out, True
     return n_out, False
+
+
+def place(a, dx, placed: bool, first: bool) -> None:
+    """Where an add or pool's input gradient (``dx`` elements, :func:`backward`'s) goes: sent back
+    (STOREd) from the node's ``first`` item, else copied into the previous layer's output gradient
+    unless already ``placed`` there."""
+    if dx is None:
+        return
+    if first:
+        a.store(dx)
+    elif not placed:
+        a.copy(dx)
 
 
 def fork(a, t: int, pending: dict) -> None:
