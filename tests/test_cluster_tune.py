@@ -98,3 +98,24 @@ def test_a_whole_layer_partition_searches_the_layer_boundaries():
     bounds = [b for b, _ in found]
     assert bounds == sorted(bounds) and bounds[0] < bounds[-1]
     assert choose_partition(net, ccfg, 2, Mapping()).cuts in cut_sets
+
+
+def test_a_search_with_fitted_buffers_runs_its_candidates_on_roomy_buffers():
+    """``--fit-buffers --partition search`` on nodes whose own buffers fit no candidate (A 64, W 16
+    words: lenet-digits needs more on every cut): the candidates run on the deepest buffers an
+    engine takes, the chosen cuts' buffers are fitted; the run is bit-exact with the fastest
+    candidate's cuts."""
+    from pymtl_fp.cluster.run.session import run_training
+
+    ccfg = ClusterConfig.homogeneous(2, engine_for_net(NET, PREC, act_depth=64, weight_depth=16))
+    lines = []
+    result = run_training(NET, ccfg, Mapping(split=False), steps=1, batch=2, partition="search", fitted=True,
+                          say=lines.append)
+    assert result.weights_equal
+    table = result.search["table"]
+    assert len(table) >= 2
+    chosen = next(r for r in table if r["cuts"] == result.search["cuts"])
+    assert chosen["cycles"] == min(r["cycles"] for r in table)
+    assert result.report["partition"]["cuts"] == chosen["cuts"]
+    fitted = next(line for line in lines if line.startswith("buffers fitted to the run"))
+    assert "A 64," not in fitted and "W 16 " not in fitted
