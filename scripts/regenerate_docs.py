@@ -86,7 +86,7 @@ JOBS = (
         _gen("model_cluster.md"), "20 minutes (38 CL cluster runs)"),
     Job("bench-model-residual", ("bench", "model", "--nets", "resnet-digits,resnet8-mnist", "--nodes", "1,2,4,8",
                                  "--batches", "4", "--markdown", f"{OUT}/model_residual.md"),
-        _gen("model_residual.md"), "fifteen minutes (resnet8-mnist's 28x28 maps)"),
+        _gen("model_residual.md"), "seven minutes (resnet8-mnist's 28x28 maps)"),
     Job("bench-model-deep", ("bench", "model", "--nets", "deep-mnist", "--nodes", "16,32,64", "--batches", "4",
                              "--markdown", f"{OUT}/model_deep-mnist.md"),
         _gen("model_deep-mnist.md"), "ten minutes (CL clusters of 16 to 64 nodes)"),

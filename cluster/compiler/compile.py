@@ -261,14 +261,19 @@ def fits_buffers(net, ccfg, part, tcfg=None, overlap: bool = False, schedule: st
     return not any(set(prog.alloc.overflow()) - deepened for prog in nodes)
 
 
+def splits_layers(net, mapping: Mapping) -> bool:
+    """May ``mapping``'s partition of ``net`` split a layer between two nodes?  As ``mapping.split``
+    says, never for a residual net (its layers run whole: :mod:`~pymtl_fp.cluster.compiler.residual`)."""
+    return mapping.split and not net.residual
+
+
 def choose_partition(net, ccfg, batch: int, mapping: Mapping = DEFAULT, *, tcfg=None):
     """The partition a run compiles, by ``mapping``'s ``split`` (never for a residual net), ``cuts`` and ``pack``
     (``--tap-pack``): ``auto`` takes the tap-packed one where packing pays
     (:func:`~pymtl_fp.cluster.compiler.partition.packed_layers`) and its programs, for the run's
     ``tcfg`` and ``mapping``'s ``overlap``, ``schedule`` and ``wgrad``, compile and fit the buffers
     (the packed input is ``R*S/stride^2`` times the image), else the unpacked one."""
-    split, cuts, pack = mapping.split and not net.residual, mapping.cut_list(), mapping.pack  # (a residual net's
-    # layers run whole: cluster.compiler.residual)
+    split, cuts, pack = splits_layers(net, mapping), mapping.cut_list(), mapping.pack
     part = partition(net, ccfg, batch, split=split, cuts=cuts, pack=pack)
     if pack == "auto" and part.packed and not fits_buffers(net, ccfg, part, tcfg, mapping.overlap, mapping.schedule,
                                                            mapping.wgrad):

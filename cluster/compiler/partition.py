@@ -311,6 +311,16 @@ def items_from_cuts(net, P: int, cuts) -> list:
     return nodes
 
 
+def layer_ends(net, P: int) -> list:
+    """The tile positions of the layer boundaries (tiles of ``P`` channels): 0, the end of every
+    conv/fc layer (its pools and identity adds go with it).  A whole-layer partition's cuts are
+    among them."""
+    ends = [0]
+    for li in _param_layers(net):
+        ends.append(ends[-1] + tiles(layer_info(net, li)["k"], P))
+    return ends
+
+
 def max_nodes(net, P: int, split: bool = True) -> int:
     """Most nodes a pipeline of ``net`` can have on arrays of side ``P``: a node holds at least one
     tile of ``P`` output channels and a layer is shared by at most two neighbouring nodes, so every

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pymtl_fp.cluster.compiler.compile import check_momentum
+from pymtl_fp.cluster.compiler.buffers import DEPTH_BUFFERS
+from pymtl_fp.cluster.compiler.compile import check_momentum, roomy_bias
 from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT, Mapping
 from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.run.train import (
@@ -187,7 +188,10 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     if partition == "search":
         from pymtl_fp.cluster.run.tune import search_partition
 
-        found = search_partition(net, ccfg, params, images, labels, tcfg, batch, mapping)
+        # (``fitted``: the candidates run on the deepest buffers an engine takes, as fit_buffers
+        # compiles; the chosen cuts' buffers are fitted below)
+        searched = roomy_bias(ccfg, DEPTH_BUFFERS) if fitted else ccfg
+        found = search_partition(net, searched, params, images, labels, tcfg, batch, mapping)
         mapping = mapping.replace(cuts=found["cuts"])
         say(f"partition search ({len(found['table'])} cut vectors, one step each at cl): "
             + ", ".join(f"{r['cuts']} {r['cycles']:,} cycles" for r in found["table"]) + f" -> {found['cuts']}")

@@ -19,8 +19,9 @@ from __future__ import annotations
 import itertools
 import math
 
-from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline
+from pymtl_fp.cluster.compiler.compile import choose_partition, compile_pipeline, splits_layers
 from pymtl_fp.cluster.compiler.mapping import DEFAULT, Mapping
+from pymtl_fp.cluster.compiler.partition import grid_unit, layer_ends
 from pymtl_fp.cluster.compiler.schedule import split_allowed
 from pymtl_fp.cluster.config import ClusterError
 
@@ -31,17 +32,20 @@ MAX_CANDIDATES = 5_000
 def candidates(net, ccfg, batch, params, tcfg, total: int, mapping: Mapping = DEFAULT) -> list:
     """``[(compute bound per image, cuts)]`` of every cut vector over ``total`` tiles the compiler
     accepts for ``mapping`` (its ``split``, ``pack``, ``overlap``, ``schedule``, ``wgrad``), best
-    first (the bound: the slowest node's modelled compute of its image passes)."""
+    first (the bound: the slowest node's modelled compute of its image passes).  Where the partition
+    keeps layers whole (``split`` off, or a residual net) the cuts are layer boundaries
+    (:func:`~pymtl_fp.cluster.compiler.partition.layer_ends`): resnet8-mnist's 81 tiles make too many
+    tile-position vectors for 4 or 8 nodes, its 10 layers 84 and 36."""
     n = ccfg.n
-    if n == 1 or math.comb(total - 1, n - 1) > MAX_CANDIDATES:
+    split = splits_layers(net, mapping)
+    inner_positions = range(1, total) if split else layer_ends(net, grid_unit(ccfg))[1:-1]
+    if n == 1 or math.comb(len(inner_positions), n - 1) > MAX_CANDIDATES:
         return []
     out = []
-    for inner in itertools.combinations(range(1, total), n - 1):
+    for inner in itertools.combinations(inner_positions, n - 1):
         cuts = [0, *inner, total]
         try:
             part = choose_partition(net, ccfg, batch, mapping.replace(cuts=cuts), tcfg=tcfg)
-            if not mapping.split and part.split_layers():
-                continue
             _, cprog = compile_pipeline(net, ccfg, part, params, tcfg, 1, mapping.replace(cuts=cuts))
         except ClusterError:  # a 3-way split, a misfit in the buffers, ...
             continue
