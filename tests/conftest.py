@@ -1,7 +1,8 @@
 """pytest set-up shared by every test: Hypothesis profile, level markers, build directory, the
 routers' smallest depths (shared Verilator builds), the compiled cluster benches' quick builds, the order
-in which pytest-xdist hands out the test files, and ``--run-pnr`` (the place-and-route tests, marked
-``pnr``, run only when it is given: each takes 15-30 minutes).
+in which pytest-xdist hands out the test files, ``--run-slow`` (the long tier, marked ``slow``: deselected
+from a plain ``pytest``, run with ``--run-slow`` or a ``-m`` expression naming ``slow``) and ``--run-pnr``
+(the place-and-route tests, marked ``pnr``, run only when it is given: each takes 15-30 minutes).
 
 The pytest-pymtl3 plugin (installed with pymtl3) adds ``--test-verilog``, ``--dump-vcd``,
 ``--dump-textwave`` and ``--max-cycles`` and the ``cmdline_opts`` fixture; when one of its options
@@ -33,6 +34,8 @@ PROFILE = hypothesis_profiles.load()
 def pytest_addoption(parser):
     parser.addoption("--run-pnr", action="store_true",
                      help="also run the place-and-route tests (marker pnr; 15-30 minutes each)")
+    parser.addoption("--run-slow", action="store_true",
+                     help="also run the long tier (marker slow, deselected otherwise); -m slow runs it alone")
 
 
 def pytest_configure(config):
@@ -58,7 +61,9 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Put the :data:`LONGEST_FIRST` files first (each file's tests keep their order), and mark
+    """Deselect the ``slow`` tests unless ``--run-slow`` is given or ``-m`` names ``slow`` (pytest's
+    summary counts them as deselected), put the :data:`LONGEST_FIRST` files first (each file's tests
+    keep their order), and mark
     every test whose parameters name a simulation level with that level's marker (``fl``, ``cl``,
     ``rtl``, ``verilator``), so ``pytest -m verilator`` selects every such case: a
     parameter called ``level``/``levels`` or ending in ``_level``, holding a level or a list of
@@ -68,6 +73,11 @@ def pytest_collection_modifyitems(config, items):
 
     from pymtl_fp.levels import LEVELS
 
+    if not config.getoption("--run-slow") and "slow" not in (config.getoption("-m") or ""):
+        kept = [item for item in items if not item.get_closest_marker("slow")]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("slow")])
+            items[:] = kept
     if not config.getoption("--run-pnr"):
         skip = pytest.mark.skip(reason="place and route takes minutes: run with --run-pnr")
         for item in items:

@@ -104,6 +104,7 @@ def _csv(folder, pattern) -> list:
     (lambda: api.design("vgg-cifar"), ["design", "--net", "vgg-cifar"], "design_*_pareto.csv",
      lambda r: r.to_dataframe().query("pareto").sort_values("gops", ascending=False), "gops"),
 ])
+@pytest.mark.slow
 def test_more_studies_equal_the_commands(study, argv, pattern, frame, key, tmp_path, capsys):
     """Each study's frame holds the figures its command writes (the design's Pareto front: the
     points the frame marks)."""

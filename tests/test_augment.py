@@ -97,6 +97,7 @@ def test_the_golden_study_trains_on_the_translated_images():
     assert any(not np.array_equal(params[n]["w"], plain[n]["w"]) for n in want)  # the translation mattered
 
 
+@pytest.mark.slow
 def test_a_cl_cluster_run_with_translation_equals_the_golden_study():
     """Two steps of lenet5-mnist on 2 CL nodes with ``translate=2``: bit-exact with the golden model,
     and its final weights are the golden study's after the same two steps."""

@@ -3,9 +3,12 @@ cluster, every run checked against the golden step, with its figures (nothing is
 
 import json
 
+import pytest
+
 from pymtl_fp.cli.main import main
 
 
+@pytest.mark.slow
 def test_bench_storage_compares_the_three_modes(tmp_path, capsys):
     out_json = tmp_path / "storage.json"
     assert main(["bench", "storage", "--nets", "lenet-digits", "--nodes", "2", "--batches", "5,10", "--steps", "1",

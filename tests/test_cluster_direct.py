@@ -63,6 +63,7 @@ def _three_ways(data, levels, *, steps=1, batch=2, stall=None, topology="chain",
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.cl
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_direct_and_skipping_equal_pymtl3_on_the_default_shape(data, n):

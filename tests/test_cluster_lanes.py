@@ -66,6 +66,7 @@ def test_link_messages_are_the_compiled_elements_in_beats(data):
     assert measured == planned * steps * 32 > 0
 
 
+@pytest.mark.slow
 @pytest.mark.rtl
 def test_rtl_node_with_wide_beats_beside_fl_nodes(data):
     """A PyMTL3 RTL node (engine and router at E = 2) between FL nodes: golden weights (batch 1 of

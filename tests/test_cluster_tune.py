@@ -29,6 +29,7 @@ def data():
     return quantize_images(split.x_train[order], NET.precision(PREC).act), split.y_train[order]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 3])
 def test_searched_partition_is_faster_and_near_its_bound(data, n):
     images, labels = data

@@ -176,6 +176,7 @@ def test_four_node_hybrid_replicas_in_rtl(data):
     assert v.report["replicas"] == c.report["replicas"] and v.report["replicas"]["size"] == 2
 
 
+@pytest.mark.slow
 def test_three_node_ring_of_mixed_array_sides_with_link_faults(data):
     """P = 2, 4, 2 on a ring, 1e-3 faults per flit on every link: the links retransmit, the weights
     stay exact; without faults the same cluster takes the CL cluster's cycles."""
@@ -258,6 +259,7 @@ def test_the_translation_cache_key_reads_every_rtl_source():
     assert {"hw/RouterRTL.py", "hw/node.py", "isa/__init__.py", "EngineRTL.py", "FifoRTL.py"} <= names
 
 
+@pytest.mark.slow
 def test_the_joined_and_the_flat_verilated_cluster_are_the_same_hardware(data, monkeypatch):
     """The default build (each node and link module Verilated once, the instances joined in C++)
     and the flat build (the whole ClusterRTL as one Verilated model) of one node and its three host

@@ -66,6 +66,7 @@ def _train(digits, net, ccfg, level, batch, place, **kw):
     return run
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(sorted(NETS)), n=st.integers(2, 4), split=st.booleans(), pick=st.integers(0, 1000),
        level=st.sampled_from(["fl", "cl"]), schedule=st.sampled_from(["1f1b", "gpipe"]), overlap=st.booleans(),

@@ -26,6 +26,7 @@ def test_a_malformed_program_line_is_one_error_naming_file_and_line(tmp_path):
     assert program_file.read(bad) == ([{"op": 1, "target": 2, "count": 5}], [-7])
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_the_cocotb_bench_on_the_emitted_kit_is_bit_exact(tmp_path):
     from pymtl_fp.cli.main import main

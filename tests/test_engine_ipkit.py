@@ -145,6 +145,7 @@ def _verilator(cwd: Path, args: list) -> subprocess.CompletedProcess:
                           env=make_env(dict(os.environ)), check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_two_configurations_build_together_in_one_verilator_design(tmp_path):
     tops = [_translate(tmp_path, p) for p in ("tiny", "small")]
@@ -176,6 +177,7 @@ def _program_file(path: Path, prog) -> None:
     program_file.write(path, [msgs.cmd_fields(c) for c in prog.cmds], prog.din)
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_a_plain_cxx_bench_on_the_emitted_header_is_bit_exact(tmp_path):
     """tb/cxx/engine_tb.cpp (only the emitted T.h and T_axis) drives fwd, bwd_data and

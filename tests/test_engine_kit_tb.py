@@ -29,6 +29,7 @@ def test_translate_writes_sv_sources_and_a_filelist_in_compile_order(tmp_path):
     assert filelist_sources(top, []) == ["T.sv"]  # a unit without a kit (link, requant)
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_the_sv_testbench_passes_under_verilator_binary_timing(tmp_path):
     from pymtl_fp.cli.cmd_doctor import shell_line

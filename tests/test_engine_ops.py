@@ -159,7 +159,7 @@ MIXED = preset("tiny").replace(rows=3, cols=3, act_bits=6, weight_bits=7, grad_b
                                stream_bits=40, act_depth=200, weight_depth=40, bias_depth=5, name="mixed")
 
 
-@pytest.mark.parametrize("level", [pytest.param("rtl", marks=pytest.mark.rtl),
+@pytest.mark.parametrize("level", [pytest.param("rtl", marks=[pytest.mark.rtl, pytest.mark.slow]),
                                    pytest.param("verilator", marks=pytest.mark.verilator)])
 @pytest.mark.parametrize("op", COMPUTE_OPS)
 def test_mixed_widths_3x3_array(cmdline_opts, level, op):
@@ -180,7 +180,7 @@ def test_mixed_widths_3x3_array(cmdline_opts, level, op):
         run_op(level, MIXED, op, stall=(0.3, 0.3, 0.3), stall_seed=stride, check=True, **case)
 
 
-@pytest.mark.parametrize("drain_rows", [1, 2, 4])
+@pytest.mark.parametrize("drain_rows", [pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow), 4])
 def test_raw_bwd_weight_every_level(drain_rows):
     """``bwd_weight`` with ``raw=1`` (a data-parallel replica's partial sums: dw and db
     un-rounded, accumulator-wide, in B) equals the golden accumulators at FL, CL and RTL, with CL

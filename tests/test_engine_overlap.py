@@ -250,6 +250,7 @@ HELD = CFG.replace(pipelined_cmd=True)
 
 @pytest.mark.cl
 @pytest.mark.rtl
+@pytest.mark.slow
 def test_hazards_with_the_command_register_cl_equals_pymtl_rtl():
     """With the command register, a command held by a hazard waits in it (and the next one
     behind it): CL and the PyMTL3 RTL handshake in the same cycles, offered at once and once the

@@ -87,6 +87,7 @@ class TestInPlaceCL(InPlaceSuite):
 
 
 @pytest.mark.rtl
+@pytest.mark.slow
 class TestInPlaceRTL(InPlaceSuite):
     level = "rtl"
 

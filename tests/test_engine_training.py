@@ -42,7 +42,7 @@ def _engine_step(level, x, w1, b1, w2, b2, target, rnd):
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("mode", ["nearest", "stochastic"])
+@pytest.mark.parametrize("mode", ["nearest", pytest.param("stochastic", marks=pytest.mark.slow)])
 def test_two_layer_training_step(cmdline_opts, mode):
     level = "verilator" if cmdline_opts.get("test_verilog") else "rtl"
     rng = np.random.default_rng(11)

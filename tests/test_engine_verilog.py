@@ -10,7 +10,7 @@ from pymtl_fp.engine.verilog import ENGINE_WAIVERS, lint_engine
 
 
 @pytest.mark.verilator
-@pytest.mark.parametrize("cfg", [preset("tiny"), preset("small"), preset("medium"),
+@pytest.mark.parametrize("cfg", [preset("tiny"), preset("small"), pytest.param(preset("medium"), marks=pytest.mark.slow),
                                  preset("tiny").replace(rows=3, cols=3, stochastic=False, act_bits=6, grad_bits=12,
                                                         acc_bits=40, stream_bits=40, act_depth=200, stream_lanes=3),
                                  preset("small").replace(drain_rows=2, stream_lanes=2),

@@ -97,6 +97,7 @@ def test_requant_campaign_passes_with_two_workers(tmp_path):
     assert "examples/minute" in out and "result: PASS" in out
 
 
+@pytest.mark.slow
 def test_injected_rounding_bug_is_found_shrunk_and_replayed_first_next_time(tmp_path):
     rc, s, out = fuzz(tmp_path, "--target", "requant", "--level", "rtl", "--max-examples", "400",
                       "--seconds", "3000", "--inject-bug", "round-half-down", "--seed", "3")
@@ -126,6 +127,7 @@ def test_injected_rounding_bug_is_found_shrunk_and_replayed_first_next_time(tmp_
     assert s2["failures"][0]["case"] == case
 
 
+@pytest.mark.slow
 def test_link_credit_bug_is_found_and_shrunk_to_a_tiny_link(tmp_path):
     rc, s, out = fuzz(tmp_path, "--target", "link", "--level", "rtl", "--max-examples", "300", "--seconds", "3000",
                       "--inject-bug", "credit-off-by-one", "--seed", "1", "--shrink-seconds", "3000")

@@ -228,6 +228,7 @@ def test_cli_trains_lenet5_on_mnist(capsys):
     assert "final weights equal the golden model's: yes" in out and "on the 1000 test images" in out
 
 
+@pytest.mark.slow
 def test_cli_fits_the_buffers_of_lenet5_on_mnist(capsys):
     """The 28x28 net without hand-given depths: ``--fit-buffers`` sizes them and the run is golden."""
     from pymtl_fp.cli.main import main

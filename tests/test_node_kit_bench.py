@@ -72,6 +72,7 @@ def test_the_node_wrapper_has_flat_short_ports_a_registered_ready_and_lints_clea
     assert proc.returncode == 0 and not warnings, warnings
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_the_cpp_bench_runs_a_training_step_bit_exact_and_fails_on_a_corrupted_expectation(kit, tmp_path):
     from pymtl_fp.cli.cmd_doctor import shell_line

@@ -173,7 +173,7 @@ def _compare(level, seed, n, stall, lanes=1, structure="units", idle_edges=BOOT_
 
 
 @pytest.mark.parametrize("structure", list(STRUCTURES))
-@pytest.mark.parametrize("level", ["rtl", "verilator"])
+@pytest.mark.parametrize("level", [pytest.param("rtl", marks=pytest.mark.slow), "verilator"])
 @given(seed=st.integers(0, 2**20), n=st.integers(6, 45), stall=st.sampled_from([0.0, 0.3, 0.6]),
        lanes=st.sampled_from([1, 1, 2, 4]))
 @settings(max_examples=examples(12), deadline=None)

@@ -58,6 +58,7 @@ def test_node_and_cluster_options_are_checked(tmp_path, capsys):
     assert "\n" not in err and "--pipeline 'mac,fast': choose from requant, mac, addr, cmd, dsp" in err
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_node_translates_lint_clean_and_builds_plainly_with_its_waiver_file_alone(tmp_path, capsys):
     """The node's Verilog: lint clean under -Wall with the shared waivers, and a plain
@@ -145,6 +146,7 @@ def test_engine_small_translates_lints_clean_and_writes_its_parameters(tmp_path,
     assert ": clean" in out and "waived:" in out
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_engine_vcd_of_the_smoke_run_reads_back(tmp_path, capsys):
     assert run("--config", "tiny", "--out", str(tmp_path), "--vcd", "--no-synth") == 0
@@ -203,6 +205,7 @@ def test_link_translates_and_lints_clean(tmp_path):
     assert str(Path(__file__).resolve().parent.parent) not in verilog
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 @pytest.mark.parametrize("unit", ["requant", "link"])
 def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
@@ -242,6 +245,7 @@ def test_yosys_estimate_beside_the_model(unit, tmp_path, capsys):
         assert syn["ffs"] > 6 * 32 and 0.75 * model.ffs <= syn["ffs"] <= 1.25 * model.ffs
 
 
+@pytest.mark.slow
 def test_synthesis_times_each_sub_unit_alone_beside_the_top(tmp_path):
     """``units``: each named module of the file is synthesized alone too (a Yosys run of its own, the
     module a root of its own) and gets its own critical path; the top's crosses into it.  A node names
