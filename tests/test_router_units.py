@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from pymtl3 import mk_bits
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.cluster.hw.RouterDeliverRTL import RouterDeliverRTL
+from pymtl_fp.cluster.hw.RouterDeliverRTL import RouterDeliverRTL, RouterDeliverWregRTL
 from pymtl_fp.cluster.hw.RouterMoveRTL import RouterMoveRTL
 from pymtl_fp.cluster.hw.RouterPendRTL import RouterPendRTL
 from pymtl_fp.cluster.hw.RouterProgMemRTL import RouterProgMemRTL
@@ -43,7 +43,7 @@ from pymtl_fp.cluster.hw.RouterUnitRTL import RouterUnitRTL
 from pymtl_fp.cluster.hw.RouterUnitSatRTL import RouterUnitSatRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkRTL import RouterUnitWalkRTL
 from pymtl_fp.cluster.hw.RouterUnitWalkSumRTL import RouterUnitWalkSumRTL
-from pymtl_fp.primitives.FifoRTL import FifoRTL
+from pymtl_fp.primitives.FifoRTL import FifoRTL, FifoWregRTL
 from pymtl_fp.primitives.RingPtrRTL import RingPtrRTL
 from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -70,16 +70,18 @@ def _set(m, name, value):
 
 # ---- the ring and the FIFO ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cls", [FifoRTL, RingPtrRTL])
+@pytest.mark.parametrize("cls", [FifoRTL, FifoWregRTL, RingPtrRTL])
 @given(seed=st.integers(0, 2**20), depth=st.sampled_from([2, 4, 8]))
 @settings(max_examples=examples(20), deadline=None)
 def test_ring_and_fifo_count_like_a_queue(cls, seed, depth):
+    """Also the FIFO with its write registered (``FifoWregRTL``, the output buffers of a pipelined
+    router): the head, count, peak and flag of a queue every edge."""
     rng = random.Random(seed)
-    m = fresh(cls, 16, depth) if cls is FifoRTL else fresh(cls, depth, 1, 1)
+    m = fresh(cls, depth, 1, 1) if cls is RingPtrRTL else fresh(cls, 16, depth)
     q, peak, error = collections.deque(), 0, 0
     for _ in range(60):
         push, pop, data = rng.random() < 0.55, rng.random() < 0.45, rng.getrandbits(16)
-        if cls is FifoRTL:
+        if cls is not RingPtrRTL:
             m.push @= push
             m.pop @= pop
             m.push_data @= data
@@ -99,7 +101,7 @@ def test_ring_and_fifo_count_like_a_queue(cls, seed, depth):
         error |= not (ok_pop and ok_push) if ok_pop else 1
         peak = max(peak, len(q))
         assert (int(m.count), int(m.peak), int(m.error)) == (len(q), peak, error)
-        if cls is FifoRTL and q:
+        if cls is not RingPtrRTL and q:
             assert int(m.head) == q[0]
 
 
@@ -277,9 +279,10 @@ DLV_IN = ("deliver", "mask", "data", "n", "mv_fire", "dmask", "red", "mv_val", "
           "rl_bc", "rl_n2", "bwd_msg", "unit_push", "unit_data", "feed_pop_n")
 
 
+@pytest.mark.parametrize("cls", [RouterDeliverRTL, RouterDeliverWregRTL])
 @pytest.mark.parametrize("lanes", [1, 2])
-def test_deliveries_reach_the_buffers_of_their_masks_in_order(lanes):
-    m = fresh(RouterDeliverRTL, 8, lanes, 4)
+def test_deliveries_reach_the_buffers_of_their_masks_in_order(lanes, cls):
+    m = fresh(cls, 8, lanes, 4)
     _idle_inputs(m, DLV_IN)
     for i in range(3):
         m.out[i].rdy @= 0
@@ -463,7 +466,8 @@ def test_status_counts_a_compute_cycle_after_an_engine_command():
 
 LINT_UNITS = [
     (RingPtrRTL, (16, 3, 5)), (RingPtrRTL, (4, 1, 1, False)), (RingPtrRTL, (16, 3, 5, True, True)),
-    (FifoRTL, (8, 2, False)), (RouterDeliverRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)),
+    (FifoRTL, (8, 2, False)), (FifoWregRTL, (8, 4)), (RouterDeliverRTL, (32, 2, 8)),
+    (RouterDeliverWregRTL, (32, 2, 8)), (RouterMoveRTL, (32, 12, 4)),
     (RouterMoveRTL, (32, 12, 4, True)), (RouterPendRTL, (4,)), (RouterProgMemRTL, (64, 16)),
     (RouterProgMemRTL, (64, 16, True)), (RouterStatusRTL, ()), (RouterUnitWalkRTL, ()), (RouterUnitSatRTL, (32,)),
     (RouterUnitWalkSumRTL, ()), (RouterUnitPipeRTL, (32,)), (RouterUnitRTL, (32, 12, 8, True)),

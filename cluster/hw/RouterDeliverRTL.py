@@ -13,14 +13,17 @@ host, and what enters and leaves the scratch FIFO at an edge.
   (``sc_pop_n``) a REDUCE's or a RELAY's beat, else what the feeder takes (``feed_pop_n``).
 
 Elaboration parameters: ``bits`` (element width), ``lanes`` (``E``, elements per beat),
-``out_beats`` (beats of each output buffer, a power of two).
+``out_beats`` (beats of each output buffer, a power of two).  :class:`RouterDeliverWregRTL` (a
+pipelined router's) is the same with output buffers that register their writes
+(:class:`~pymtl_fp.primitives.FifoRTL.FifoWregRTL`): no path from the engine's ``dout`` or a link's
+input into a buffer's memory, the same values at every port in every cycle.
 """
 
 from pymtl3 import Bits4, Component, InPort, OutPort, Wire, mk_bits, update
 from pymtl3.stdlib.stream.ifcs import SendIfcRTL
 
 from pymtl_fp.cluster import isa
-from pymtl_fp.primitives.FifoRTL import FifoRTL
+from pymtl_fp.primitives.FifoRTL import FifoRTL, FifoWregRTL
 
 D_FWD, D_BWD, D_HOST = Bits4(isa.DST_FWD_OUT), Bits4(isa.DST_BWD_OUT), Bits4(isa.DST_HOST)
 D_SCRATCH = Bits4(isa.DST_SCRATCH)
@@ -28,6 +31,9 @@ D_SCRATCH = Bits4(isa.DST_SCRATCH)
 
 class RouterDeliverRTL(Component):
     def construct(s, bits=32, lanes=1, out_beats=16):
+        s._build(bits, lanes, out_beats, False)
+
+    def _build(s, bits, lanes, out_beats, wreg):
         E = lanes
         BW = E * bits
         NB = E.bit_length()
@@ -38,6 +44,8 @@ class RouterDeliverRTL(Component):
         Z4 = Bits4(0)
         ZSB = mk_bits(bits)(0)
         s.params = dict(bits=bits, lanes=lanes, out_beats=out_beats)
+        if wreg:
+            s.params["wreg"] = True
 
         # the drainer's beat
         s.deliver = InPort()
@@ -71,7 +79,7 @@ class RouterDeliverRTL(Component):
         s.sc_push_data = [OutPort(bits) for _ in range(E)]
         s.sc_pop_n = OutPort(NB)
 
-        s.outs = [FifoRTL(BW, out_beats) for _ in range(3)]
+        s.outs = [(FifoWregRTL if wreg else FifoRTL)(BW, out_beats) for _ in range(3)]
         s.push_out = [Wire() for _ in range(3)]
         s.push_val = Wire(BW)
         s.drn_l, s.mv_val_l, s.bwd_l = ([Wire(bits) for _ in range(E)] for _ in range(3))
@@ -152,3 +160,10 @@ class RouterDeliverRTL(Component):
 
     def line_trace(s):
         return "".join(q.line_trace() for q in s.outs)
+
+
+class RouterDeliverWregRTL(RouterDeliverRTL):
+    """:class:`RouterDeliverRTL` whose output buffers register their writes (the module docstring)."""
+
+    def construct(s, bits=32, lanes=1, out_beats=16):
+        s._build(bits, lanes, out_beats, True)

@@ -33,7 +33,9 @@ starts from registers and no instruction takes a cycle more.  The memory's first
 instruction 0, 1 load it, 2 running; a reset's first edge and every program write restart it); the
 edges missing at the release of reset are spent before the first instruction (the current
 instruction is then none: no command, no move, state ``engine``), as in
-:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`.
+:class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`.  The output buffers then register their writes
+(:class:`RouterDeliverWregRTL`), so no path runs from the engine's ``dout`` into a buffer's
+memory; their ports keep every cycle's values.
 
 The units, each its own component: :class:`RouterProgMemRTL`, :class:`RouterFeedRTL`,
 :class:`RouterDrainRTL`, :class:`RouterMoveRTL` (MOVE / REDUCE / RELAY), :class:`RouterDeliverRTL`
@@ -65,7 +67,7 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.hw.router_config import STATES, RouterConfig, declare_status_ports
-from pymtl_fp.cluster.hw.RouterDeliverRTL import RouterDeliverRTL
+from pymtl_fp.cluster.hw.RouterDeliverRTL import RouterDeliverRTL, RouterDeliverWregRTL
 from pymtl_fp.cluster.hw.RouterDrainRTL import RouterDrainRTL
 from pymtl_fp.cluster.hw.RouterFeedRTL import RouterFeedRTL
 from pymtl_fp.cluster.hw.RouterMoveRTL import RouterMoveRTL
@@ -126,7 +128,7 @@ class RouterRTL(Component):
         s.feed = RouterFeedRTL(sb, SCB, E)
         s.drain = RouterDrainRTL(sb, E)
         s.move = RouterMoveRTL(sb, SCB, E, running=cfg.pipelined_seq)
-        s.dlv = RouterDeliverRTL(sb, E, cfg.out_beats)
+        s.dlv = (RouterDeliverWregRTL if cfg.pipelined_seq else RouterDeliverRTL)(sb, E, cfg.out_beats)
         s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq)
         s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units, cfg.residual)
         s.pend = RouterPendRTL(NPEND)

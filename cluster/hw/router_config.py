@@ -45,6 +45,9 @@ class RouterConfig:
       same clock; a node's router has it by the same rule as ``pipelined_units``.  The program bus must
       then be idle for the last :data:`BOOT_EDGES` edges of reset (the memory's first two reads), else
       the router spends the missing edges after reset before its first instruction.
+      With it the output buffers register their writes too (``RouterDeliverWregRTL``: a beat from
+      the engine's ``dout`` or a link waits one edge in a register before it enters a buffer's memory,
+      and the buffer's head reads that register while it holds the head), with no cycle more.
     * ``residual``: the residual unit (ADD, MASK, GAP, GAPB: :mod:`pymtl_fp.cluster.isa.residual`), for
       residual networks' adds and average pools; off by default (about 1.7k LUTs and 14 DSPs that a
       chain of conv/pool/fc layers does not use).  A router without it must not be given those kinds:
