@@ -94,6 +94,20 @@ def watchdog_limit(ccfg, cprog, stall=None) -> int:
     return max(limit, 20_000)
 
 
+def serial_work(cprog) -> int:
+    """Every node's modelled work of a step (compute, LOAD/STORE occupancy, link and skip elements)
+    summed over the nodes: the cycles of a step if nothing overlapped."""
+    return sum(p.compute_cycles + p.io_cycles + sum(p.link_elems.values()) + sum(p.skip_elems.values())
+               for p in cprog.nodes)
+
+
+def cycle_cap(cprog, steps: int) -> int:
+    """The most cycles a run of ``steps`` steps may take before it is stopped as a livelock (a
+    deadlock stops earlier, at :func:`watchdog_limit` cycles without progress): four times
+    :func:`serial_work` a step, and at least 20 million cycles."""
+    return max(20_000_000, 4 * serial_work(cprog) * steps)
+
+
 #: the smallest program, gather-table and scratch depths a run's routers get
 MIN_ROUTER = RouterConfig(prog_depth=256, table_depth=64, scratch_depth=256)
 
