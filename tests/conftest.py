@@ -61,19 +61,19 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Deselect the ``slow`` tests unless ``--run-slow`` is given or ``-m`` names ``slow`` (pytest's
-    summary counts them as deselected), put the :data:`LONGEST_FIRST` files first (each file's tests
-    keep their order), and mark
-    every test whose parameters name a simulation level with that level's marker (``fl``, ``cl``,
-    ``rtl``, ``verilator``), so ``pytest -m verilator`` selects every such case: a
-    parameter called ``level``/``levels`` or ending in ``_level``, holding a level or a list of
-    levels, or a test class (one class per level, inheriting one suite) with a ``level`` or
-    ``LEVEL`` attribute."""
+    """Deselect the ``slow`` tests unless ``--run-slow`` is given, ``-m`` names ``slow`` or a test is
+    named by its node id (pytest's summary counts them as deselected), put the :data:`LONGEST_FIRST`
+    files first (each file's tests keep their order), and mark every test whose parameters name a
+    simulation level with that level's marker (``fl``, ``cl``, ``rtl``, ``verilator``), so ``pytest
+    -m verilator`` selects every such case: a parameter called ``level``/``levels`` or ending in
+    ``_level``, holding a level or a list of levels, or a test class (one class per level, inheriting
+    one suite) with a ``level`` or ``LEVEL`` attribute."""
     import pytest
 
     from pymtl_fp.levels import LEVELS
 
-    if not config.getoption("--run-slow") and "slow" not in (config.getoption("-m") or ""):
+    named = any("::" in str(arg) for arg in config.args)  # (a test named by its node id runs, slow or not)
+    if not (config.getoption("--run-slow") or named) and "slow" not in (config.getoption("-m") or ""):
         kept = [item for item in items if not item.get_closest_marker("slow")]
         if len(kept) < len(items):
             config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("slow")])

@@ -14,8 +14,9 @@ from pymtl_fp.cluster import isa
 from pymtl_fp.cluster.compiler.compile import choose_partition, compile_cluster
 from pymtl_fp.cluster.compiler.mapping import Mapping
 from pymtl_fp.cluster.config import ClusterConfig, ClusterError, engine_for_net
+from pymtl_fp.cluster.run.limits import serial_work
 from pymtl_fp.cluster.run.report import format_report
-from pymtl_fp.cluster.run.train import compile_run, router_configs, serial_work, train_on_cluster
+from pymtl_fp.cluster.run.train import compile_run, router_configs, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.golden.train import TrainConfig, forward, init_params_float64, quantize_params, step_seed, train_step
 from pymtl_fp.net import load_net, net_from_dict
@@ -77,7 +78,7 @@ def test_a_skip_crossing_a_cut_trains_bit_exact_and_is_counted_on_its_links(data
     analytical models predict the run (cycles per step within 3 %, words and link elements exact).
     Also with per-image weight gradients and overlapping commands."""
     run = run_and_check(data, n, steps=steps, mapping=Mapping(split=False, **kw))
-    # the session's cycle cap (cluster.run.train.cycle_cap: four times the serial work) rests on this
+    # the runs' cycle cap (cluster.run.limits.cycle_cap: four times the serial work) rests on this
     _, _, _, cprog = compile_run(NET, ClusterConfig.homogeneous(n, engine_for_net(NET, "8"), None),
                                  quantize_params(NET, init_params_float64(NET, 0), "8"),
                                  TCFG, Mapping(split=False, **kw), steps=steps, batch=2)

@@ -254,7 +254,7 @@ def test_watchdog_allows_the_longest_command_and_still_catches_a_deadlock():
     limit stays a small multiple of it, so a real deadlock is still caught."""
     from pymtl_fp.cluster.compiler.compile import compile_cluster
     from pymtl_fp.cluster.compiler.partition import partition
-    from pymtl_fp.cluster.run.train import watchdog_limit
+    from pymtl_fp.cluster.run.limits import watchdog_limit
 
     eng = engine_for_net(NET, "8", P=2, act_depth=8192)
     ccfg = ClusterConfig.homogeneous(3, eng)

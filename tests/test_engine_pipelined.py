@@ -29,8 +29,7 @@ CASES = [  # (config, op, stream length, same weights, layer)
     ("small", "bwd_data", 3, True, dict(n=1, c=5, k=8, h=6, w=5, r=3, s=3)),
     ("small", "bwd_weight", 3, False, dict(n=2, c=8, k=8, h=5, w=5, r=3, s=3)),  # G slots share 8 words
     ("tiny", "fwd", 4, False, dict(n=1, c=3, k=4, h=12, w=10, r=3, s=3)),  # X and O slots share words
-    pytest.param("tiny", "fwd", 3, False, dict(n=1, c=3, k=4, h=16, w=8, r=3, s=3),  # X full: one slot
-                 marks=pytest.mark.slow),
+    ("tiny", "fwd", 3, False, dict(n=1, c=3, k=4, h=16, w=8, r=3, s=3)),  # X full: one slot
 ]
 
 

@@ -27,7 +27,6 @@ from pymtl_fp.cluster.run.train import (
     ClusterRun,
     compile_run,
     cp_versions,
-    cycle_cap,
     fit_buffers,
     golden_steps,
     params_equal,
@@ -208,7 +207,7 @@ def run_training(net, ccfg, mapping: Mapping = TRAIN_DEFAULT, *, dataset: str | 
     bar = progress(steps * batch) if progress is not None else None
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg, mapping, steps=steps, batch=batch,
-                               levels=levels, faults=faults, max_cycles=cycle_cap(compiled[3], steps),
+                               levels=levels, faults=faults,
                                kernel=kernel, skip=skip, trace=bool(trace or outputs.trace or outputs.timeline),
                                progress_cb=bar, compiled=compiled)
     finally:

@@ -30,11 +30,12 @@ from pymtl_fp.cluster.compiler.replicas import (
 )
 from pymtl_fp.cluster.compiler.schedule import PER_IMAGE, layer_versions, split_allowed
 from pymtl_fp.cluster.compiler.weights_home import place_weights
-from pymtl_fp.cluster.config import ClusterError, link_names
+from pymtl_fp.cluster.config import ClusterError
 from pymtl_fp.cluster.hw.node import node_module_name, node_params, router_config_for
 from pymtl_fp.cluster.hw.observe import StatusPoller, log_from_cl
 from pymtl_fp.cluster.hw.router_config import RouterConfig
 from pymtl_fp.cluster.hw.top import ClusterTop, load_programs
+from pymtl_fp.cluster.run.limits import cycle_cap, watchdog_limit
 from pymtl_fp.cluster.run.report import format_report, make_report
 from pymtl_fp.golden.per_image import train_step_per_image
 from pymtl_fp.golden.train import TrainConfig, train_step
@@ -79,33 +80,6 @@ class ClusterRun:
     report: dict = field(default_factory=dict)
     logits: list = field(default_factory=list)
     trace: dict | None = None  #: the Chrome / Perfetto trace-event document (``trace=True``)
-
-
-def watchdog_limit(ccfg, cprog, stall=None) -> int:
-    """Cycles without progress after which a run is a deadlock, derived from the programs: a node
-    may legitimately wait for its own longest engine command plus a neighbour's (which its input
-    waits behind) and a few link round trips (with retransmission timeouts); random stalls stretch
-    all of it."""
-    longest = max(p.longest_command for p in cprog.nodes)
-    links = max(ccfg.link_cfg(n).round_trip + ccfg.link_cfg(n).timeout for n in link_names(ccfg.n, ccfg.topology))
-    limit = 2 * longest + 8 * links + 2000
-    if stall and stall[0] > 0:
-        limit = int(limit / (1.0 - min(stall[0], 0.95)))
-    return max(limit, 20_000)
-
-
-def serial_work(cprog) -> int:
-    """Every node's modelled work of a step (compute, LOAD/STORE occupancy, link and skip elements)
-    summed over the nodes: the cycles of a step if nothing overlapped."""
-    return sum(p.compute_cycles + p.io_cycles + sum(p.link_elems.values()) + sum(p.skip_elems.values())
-               for p in cprog.nodes)
-
-
-def cycle_cap(cprog, steps: int) -> int:
-    """The most cycles a run of ``steps`` steps may take before it is stopped as a livelock (a
-    deadlock stops earlier, at :func:`watchdog_limit` cycles without progress): four times
-    :func:`serial_work` a step, and at least 20 million cycles."""
-    return max(20_000_000, 4 * serial_work(cprog) * steps)
 
 
 #: the smallest program, gather-table and scratch depths a run's routers get
@@ -216,7 +190,7 @@ def fit_buffers(net, ccfg, params, tcfg: TrainConfig, mapping: Mapping = DEFAULT
 
 def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mapping: Mapping = DEFAULT, *, steps: int,
                      batch: int, levels: list, link_level: str | None = None, stall=None,
-                     max_cycles: int = 20_000_000, idle_limit: int | None = None, progress_cb=None,
+                     max_cycles: int | None = None, idle_limit: int | None = None, progress_cb=None,
                      router: RouterConfig | None = None, fast: bool = True, faults: dict | None = None,
                      kernel: str | None = None, skip: bool = True, trace: bool = False,
                      compiled: tuple | None = None) -> ClusterRun:
@@ -224,7 +198,9 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     ``mapping`` says (:class:`~pymtl_fp.cluster.compiler.mapping.Mapping`: how the nodes share the
     work, the schedule, weight gradients, row bands, tap packing, weights kept by a neighbour,
     overlap, cuts); return the weights the nodes send back, the losses, the cycles and the report.
-    The other options say how the cluster is simulated.
+    The other options say how the cluster is simulated (``max_cycles``: default
+    :func:`~pymtl_fp.cluster.run.limits.cycle_cap`; ``idle_limit``: default
+    :func:`~pymtl_fp.cluster.run.limits.watchdog_limit`).
 
     ``levels``: one engine level per node (``fl``, ``cl``, ``rtl``, ``verilator``).  With every
     node at ``verilator`` (and ``fast``), the whole RTL cluster is Verilated and run by a compiled
@@ -260,6 +236,8 @@ def train_on_cluster(net, params, images, labels, tcfg: TrainConfig, ccfg, mappi
     rcfgs = router_configs(ccfg, cprog, router)
     if idle_limit is None:
         idle_limit = watchdog_limit(ccfg, cprog, stall)
+    if max_cycles is None:
+        max_cycles = cycle_cap(cprog, steps, stall, faults)
     fmt = net.precision(tcfg.precision)
     if fast and all(lv == "verilator" for lv in levels):
         return _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfgs, fmt, steps, batch,
