@@ -62,6 +62,13 @@ def _measured(net, part, layers, P) -> list:
     return [spent.get(j, 0) / BATCH for j in range(len(part.nodes))]
 
 
+def _first_unit(chain, net, items) -> int:
+    """The chain's unit offset where a node of the cluster's partition starts: its first layer, or
+    that add's projection (which the chain places before it)."""
+    layer = net.layers[items[0].layer]
+    return int(chain.offset[chain.unit_of[layer.name + ("_proj" if isinstance(layer, Add) and layer.project else "")]])
+
+
 @functools.cache
 def _case(name, nodes):
     net = load_net(name)
@@ -70,12 +77,7 @@ def _case(name, nodes):
     P = ccfg.engines[0].P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
     chain = Chain(Network.from_net(net), batch=BATCH)
-    cuts = [0]
-    for j in range(1, nodes):
-        layer = net.layers[part.nodes[j][0].layer]
-        first = layer.name + ("_proj" if isinstance(layer, Add) and layer.project else "")
-        cuts.append(int(chain.offset[chain.unit_of[first]]))
-    cuts.append(chain.M)
+    cuts = [0] + [_first_unit(chain, net, part.nodes[j]) for j in range(1, nodes)] + [chain.M]
     return net, part, P, layers, chain, cuts
 
 
@@ -185,11 +187,7 @@ def test_cluster_bits_are_the_storage_models_words(name):
             chain = Chain(Network.from_net(net), Precision(bits, bits, bits, ecfg.acc_bits), batch,
                           channel_tile=ecfg.P)
             assert chain.tap_packed(0, ecfg.P)
-            cuts = []
-            for items in part.nodes:
-                layer = net.layers[items[0].layer]
-                cuts.append(int(chain.offset[chain.unit_of[layer.name + ("_proj" if isinstance(layer, Add)
-                                                                          and layer.project else "")]]))
+            cuts = [_first_unit(chain, net, items) for items in part.nodes]
             got = chain.cluster_bits(cuts + [chain.M], ecfg.P)
             assert got.tolist() == want, (name, nodes, batch, part.describe())
             crossed += sum(1 for _, _, js, ja in residual_terms.Skips(net, part.nodes).all if js < ja)

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 
 from pymtl_fp.cost.layer import engine_share
 from pymtl_fp.explore import residual_terms
-from pymtl_fp.explore.node_model import _Acc
+from pymtl_fp.explore.node_model import Acc
 
 
 class Residuals:
@@ -109,7 +109,7 @@ class Residuals:
         return {"res": self.kind.get(i), "c": c, "h": h, "w": w, "k": k, "ho": ho, "wo": wo}
 
 
-class _Busy(_Acc):
+class _Busy(Acc):
     """The node model's accumulator; a compute command (a projection's conv) costs nothing here."""
 
     def __init__(self, P: int):

@@ -102,7 +102,7 @@ class NodeCycles:
         return self.per_step() / batch
 
 
-class _Acc:
+class Acc:
     def __init__(self, node, P):
         self.c = NodeCycles(node)
         self.P = P
@@ -192,7 +192,7 @@ def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, 
     out = []
     sk = residual_terms.Skips(net, nodes)
     for j, items in enumerate(nodes):
-        a = _Acc(j, P)
+        a = Acc(j, P)
 
         def kind(it):
             f = layers[it.layer]
