@@ -50,12 +50,24 @@ def test_link_latency_adds_to_every_hop_of_the_fill():
 
 
 def test_a_second_holder_waits_for_the_first_holders_weights():
-    first = _node(100, 100, 1000)
-    alone = predict_steps([first, _node(100, 100, 10)], 2, latency=5, lanes=1)
-    waits = predict_steps([first, _node(100, 100, 10, weights_loaded_at=10)], 2, latency=5, lanes=1)
+    first = _node(100, 100, 1000, wg_last=900)  # its last command: the STORE of its updated piece
+    alone = predict_steps([first, _node(100, 100, 300, wg_last=50)], 2, latency=5, lanes=1)
+    waits = predict_steps([first, _node(100, 100, 300, weights_loaded_at=10, wg_last=50)], 2, latency=5, lanes=1)
     assert waits.weight_phase > alone.weight_phase
-    # the second node's weight phase ends with the first's piece, one link later
-    assert waits.ends[(1, "wg", 2, None)] == waits.ends[(0, "wg", 2, None)] + 5
+    # the second node's LOAD of the first's piece ends one link after it, 290 cycles of its phase follow
+    assert waits.ends[(1, "wg", 2, None)] == waits.ends[(0, "wg", 2, None)] + 5 + 290
+
+
+def test_a_nodes_step_ends_when_its_engine_takes_the_last_command():
+    """As the cluster report's marks count it: a node's weight phase ends where its program passes
+    the step's end, once the engine has taken the phase's last command; a second holder whose last
+    command is the LOAD of the first holder's piece waits for it after that (in the next step)."""
+    one = predict_steps([_node(100, 70, 300, wg_last=120)], 2, latency=0, lanes=1)
+    assert one.weight_phase == 300 - 120 and one.cycles_per_step == 2 * 170 + 300
+    first = _node(100, 100, 1000, wg_last=900)
+    p = predict_steps([first, _node(100, 100, 40, weights_loaded_at=40, wg_last=30)], 2, latency=5, lanes=1)
+    assert p.weight_phase == max(1000 - 900, 40 - 30)
+    assert p.ends[(1, "wg", 2, None)] == p.ends[(0, "wg", 2, None)] + 5  # (its LOAD still waits)
 
 
 def test_unknown_schedule_refused():

@@ -34,8 +34,10 @@ leaves out, the waits between nodes:
   piece in its weight phase (after its own update of the layer), so the LOAD does not end before
   the piece (node ``j-1``'s last STORE of its weight phase, into its output buffer) has crossed
   the link at the link's rate;
-* a step ends when the last node has finished its weight phase (the cluster report's step
-  boundary), so a step's cycles are the time between consecutive step ends.
+* a step ends when the last node has finished its weight phase, so a step's cycles are the time
+  between consecutive step ends; a node's own step ends, as the cluster report's marks count it,
+  when its engine has taken the weight phase's last command (a first holder's STORE of its updated
+  piece, a second holder's LOAD of it: their cycles, and a LOAD's wait, fall in the next step).
 
 The recurrence is evaluated exactly (every pass of every node, a few steps), so fill, drain and
 the bubbles of an unbalanced partition come out of it instead of being assumed: ``(B + N - 1)``
@@ -113,7 +115,9 @@ class StepPrediction:
     interval: float               #: node N-1's forward completions in the last step: :func:`steady_interval`
     fill: float                   #: node 0's start of the last step (:attr:`NodePasses.wg_last`) to its first image's logits
     #: the longest weight phase of a node in the last step, waits included: from its mark (the
-    #: last backward pass's last command taken, :attr:`NodePasses.bwd_last_compute`) to its end
+    #: last backward pass's last command taken, :attr:`NodePasses.bwd_last_compute`) to the end
+    #: of its step, where its program passes the step's end: once the engine has taken the
+    #: phase's last command (:attr:`NodePasses.wg_last`), as the cluster report counts it
     weight_phase: float
     step_ends: list               #: every step's end
     #: every pass's end: ``(node, "fwd" | "bwd", step, image) -> cycle``; the weight phases'
@@ -149,7 +153,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     # link has drained what it sent, what it sent before its last compute: source()); per
     # (node, "wg", step, None): likewise for its weight phase
     sent: dict = {}
-    wg_start, wg_end = np.zeros((steps, n)), np.zeros((steps, n))
+    wg_start, wg_end, wg_taken = np.zeros((steps, n)), np.zeros((steps, n)), np.zeros((steps, n))
     logits: dict = {}
 
     def xfer(elems):
@@ -202,9 +206,15 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
                             break
                         # the LOAD of node j-1's updated piece ends when its last word has crossed
                         loaded = max(free[j] + nd.weights_loaded_at, sent[(j - 1, "wg", s, None)][2] + latency)
+                        # the engine takes the phase's last command when the one before it ends: a
+                        # last LOAD waits for the piece after it has been taken
+                        taken = (free[j] + nd.wg - nd.wg_last if nd.weights_loaded_at >= nd.wg
+                                 else loaded + nd.wg - nd.weights_loaded_at - nd.wg_last)
                         free[j] = loaded + nd.wg - nd.weights_loaded_at
                     else:
                         free[j] += nd.wg
+                        taken = free[j] - nd.wg_last
+                    wg_taken[s, j] = taken
                     # the updated piece a first holder sends (its last STORE) goes into its output
                     # buffer towards node j+1, which the link drains at its rate
                     out, cycles = nd.link_io.get(("wg", "send"), (0, 0))
@@ -269,7 +279,7 @@ def predict_steps(nodes: list, batch: int, latency: int, lanes: int, msgs_per_cy
     interval = steady_interval([sent[(n - 1, "fwd", last, b)][1] for b in range(batch)])
     # node 0 starts the last step when its program reaches it: once the last command of its weight
     # phase of the step before is accepted
-    start0 = float(wg_end[last - 1, 0] - nodes[0].wg_last) if steps > 1 else 0.0
+    start0 = float(wg_taken[last - 1, 0]) if steps > 1 else 0.0
     fill = logits[(last, 0)] - start0
-    return StepPrediction(cps, interval, fill, float((wg_end[last] - wg_start[last]).max()), [float(e) for e in ends],
+    return StepPrediction(cps, interval, fill, float((wg_taken[last] - wg_start[last]).max()), [float(e) for e in ends],
                           {k: v[1] for k, v in sent.items()})
