@@ -92,6 +92,9 @@ TRAIN_RANGES = {"epochs": (1, MAX_EPOCHS), "batch": (1, 65536), "lr_log2": (0, 1
 
 SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
 
+#: layer options a net file leaves out (and :meth:`Net.to_dict` omits) when they are at their default
+DEFAULTED_OPTIONS = ("init_scale", "lr_log2_offset")
+
 
 @dataclass(frozen=True)
 class LayerShifts:
@@ -371,8 +374,7 @@ class Net:
         for layer in self.layers:
             d = {"type": types[type(layer)]}
             d.update({FILE_KEYS.get(f.name, f.name): getattr(layer, f.name) for f in fields(layer)
-                      if not (f.name == "init_scale" and layer.init_scale == 1.0)
-                      and not (f.name == "lr_log2_offset" and layer.lr_log2_offset == 0)})
+                      if not (f.name in DEFAULTED_OPTIONS and getattr(layer, f.name) == f.default)})
             if isinstance(layer, Conv):
                 d["kernel"] = list(layer.kernel)
             layers.append(d)

@@ -54,6 +54,12 @@ def _lr_log2_offset(layer) -> None:
     object.__setattr__(layer, "lr_log2_offset", int(v))
 
 
+def _weight_options(layer) -> None:
+    """Validate the options of a layer with weights (``init_scale``, ``lr_log2_offset``)."""
+    _init_scale(layer)
+    _lr_log2_offset(layer)
+
+
 def _init_scale(layer) -> None:
     v = layer.init_scale
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 16.0:
@@ -76,8 +82,7 @@ class Conv:
 
     def __post_init__(self):
         _name(self.name, "conv name")
-        _init_scale(self)
-        _lr_log2_offset(self)
+        _weight_options(self)
         _int(self.out_channels, f"{self.name}: out_channels", hi=MAX_CHANNELS)
         kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
         if len(kernel) != 2:
@@ -117,8 +122,7 @@ class Fc:
 
     def __post_init__(self):
         _name(self.name, "fc name")
-        _init_scale(self)
-        _lr_log2_offset(self)
+        _weight_options(self)
         _int(self.out_features, f"{self.name}: out_features", hi=MAX_CHANNELS)
         if not isinstance(self.relu, bool):
             raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
@@ -149,8 +153,9 @@ class Add:
         _int(self.stride, f"{self.name}: stride", hi=MAX_SIDE)
         if self.stride != 1 and not self.project:
             raise NetError(f"{self.name}: stride {self.stride} needs project = true (an identity skip has stride 1)")
-        _init_scale(self)
-        _lr_log2_offset(self)
+        _weight_options(self)
+        if self.lr_log2_offset and not self.project:
+            raise NetError(f"{self.name}: lr_log2_offset needs project = true (an identity add has no weights to learn)")
 
     @property
     def kernel(self) -> tuple:

@@ -92,6 +92,10 @@ def test_explicit_shift_overrides_win():
     assert custom.shifts("16")["conv1"] == net.shifts("16")["conv1"]
 
 
+def load_net_from_json(net):
+    return net_from_dict(json.loads(json.dumps(net.to_dict())))
+
+
 def test_a_layers_lr_log2_offset_scales_its_learning_rate_only():
     """``lr_log2_offset = k`` gives the layer the update shifts of the learning rate 2**-(L + k)
     and leaves every other shift and every other layer as at 2**-L; an explicit shift still wins;
@@ -116,10 +120,6 @@ def test_a_layers_lr_log2_offset_scales_its_learning_rate_only():
     assert net_from_dict(d).shifts("16", 2)[last].update_w == 1
 
 
-def load_net_from_json(net):
-    return net_from_dict(json.loads(json.dumps(net.to_dict())))
-
-
 def test_a_layers_lr_log2_offset_gives_its_float64_update_that_learning_rate():
     net = load_net("lenet-digits")
     d = net.to_dict()
@@ -137,6 +137,17 @@ def test_a_layers_lr_log2_offset_gives_its_float64_update_that_learning_rate():
         lr = 2.0**-3 * (2.0**-2 if name == last else 1.0)
         np.testing.assert_allclose(new[name]["w"], params[name]["w"] - lr * dw, rtol=0, atol=1e-15)
         np.testing.assert_allclose(new[name]["b"], params[name]["b"] - lr * db, rtol=0, atol=1e-15)
+
+
+def test_a_schedule_that_takes_an_update_shift_out_of_range_is_refused_before_any_step():
+    """lr 2**-16 halved every epoch: conv1's update shift leaves -32..32 in a later epoch; the
+    golden study refuses it before it trains (``max_steps=0``: no step would reach that epoch)."""
+    from pymtl_fp.data import load_digits_split
+    from pymtl_fp.golden.study import fit
+
+    with pytest.raises(NetError, match=r"^lenet-digits/8: derived shift conv1\.update_w = 33 is outside -32\.\.32"):
+        fit(load_net("lenet-digits"), load_digits_split(seed=0), "8", epochs=100, batch=32, lr_log2=16,
+            lr_halve_every=1, max_steps=0)
 
 
 def test_json_round_trip_and_toml_file(tmp_path):

@@ -96,6 +96,8 @@ def test_plain_nets_save_as_before():
      r"^a1: from 'a1' names itself"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "from": "c1", "stride": 2}],
      r"^a1: stride 2 needs project = true"),
+    ([conv("c1", 4), conv("c2", 4), {"type": "add", "name": "a1", "from": "c1", "lr_log2_offset": 1}],
+     r"^a1: lr_log2_offset needs project = true \(an identity add has no weights to learn\)$"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "source": "c1"}],
      r"^layer 1 \(add\): unknown keys \['source'\]"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "from": "c1", "relu": 1}],
