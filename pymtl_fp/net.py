@@ -23,7 +23,10 @@ MACs per sample (:meth:`Net.macs`): ``fp = K*C*R*S*Ho*Wo`` for every layer with 
 fc, an add's projection: ``K*C_skip*Ho*Wo``); ``wg`` the same; ``bp`` the same, except 0 when the
 layer's input needs no gradient (no layer with weights before it).  Pools and adds do no MACs.
 Layer options: ``init_scale`` (conv, fc, add) multiplies the He-normal initial weights (0: the
-layer starts at zero, as Fixup starts each residual branch's last conv).
+layer starts at zero, as Fixup starts each residual branch's last conv); ``lr_log2_offset`` (conv,
+fc, add; an integer, default 0) gives the layer the learning rate ``2**-(lr_log2 +
+lr_log2_offset)``, following the net's schedule (Caffe's per-layer ``lr_mult``, in powers of two:
+the layer's update shifts grow by the offset).
 
 Number formats (:class:`Formats`, one set per precision name such as ``"16"`` or ``"8"``):
 ``act`` (activations, logits), ``weight``, ``grad`` (activation gradients dy/dx and dlogits),
@@ -88,6 +91,9 @@ TRAIN_RANGES = {"epochs": (1, MAX_EPOCHS), "batch": (1, 65536), "lr_log2": (0, 1
 
 
 SHIFT_NAMES = ("fwd", "bwd_data", "wgrad", "bgrad", "update_w", "update_b")
+
+#: layer options a net file leaves out (and :meth:`Net.to_dict` omits) when they are at their default
+DEFAULTED_OPTIONS = ("init_scale", "lr_log2_offset")
 
 
 @dataclass(frozen=True)
@@ -348,9 +354,9 @@ class Net:
         """``{layer name: LayerShifts}`` for a precision (derived, then explicit overrides)."""
         fmt = self.precision(precision)
         lr_log2 = self.train.lr_log2 if lr_log2 is None else lr_log2
-        base = asdict(fmt.derived_shifts(lr_log2))
         result = {}
         for layer in self.param_layers():
+            base = asdict(fmt.derived_shifts(lr_log2 + layer.lr_log2_offset))
             values = dict(base, **fmt.shifts.get(layer.name, {}))
             for key, value in values.items():
                 lo = -MAX_SHIFT if key.startswith("update") else 0
@@ -368,7 +374,7 @@ class Net:
         for layer in self.layers:
             d = {"type": types[type(layer)]}
             d.update({FILE_KEYS.get(f.name, f.name): getattr(layer, f.name) for f in fields(layer)
-                      if not (f.name == "init_scale" and layer.init_scale == 1.0)})
+                      if not (f.name in DEFAULTED_OPTIONS and getattr(layer, f.name) == f.default)})
             if isinstance(layer, Conv):
                 d["kernel"] = list(layer.kernel)
             layers.append(d)

@@ -42,6 +42,24 @@ def _name(value, what: str) -> str:
     return value
 
 
+#: largest ``lr_log2_offset`` magnitude: a layer's learning rate within 2**-8..2**8 of the net's
+MAX_LR_LOG2_OFFSET = 8
+
+
+def _lr_log2_offset(layer) -> None:
+    v = layer.lr_log2_offset
+    if not _is_int(v) or not -MAX_LR_LOG2_OFFSET <= v <= MAX_LR_LOG2_OFFSET:
+        raise NetError(f"{layer.name}: lr_log2_offset must be an integer in -{MAX_LR_LOG2_OFFSET}..{MAX_LR_LOG2_OFFSET}, "
+                       f"got {v!r}")
+    object.__setattr__(layer, "lr_log2_offset", int(v))
+
+
+def _weight_options(layer) -> None:
+    """Validate the options of a layer with weights (``init_scale``, ``lr_log2_offset``)."""
+    _init_scale(layer)
+    _lr_log2_offset(layer)
+
+
 def _init_scale(layer) -> None:
     v = layer.init_scale
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 16.0:
@@ -60,10 +78,11 @@ class Conv:
     pad: int = 0
     relu: bool = False
     init_scale: float = 1.0
+    lr_log2_offset: int = 0
 
     def __post_init__(self):
         _name(self.name, "conv name")
-        _init_scale(self)
+        _weight_options(self)
         _int(self.out_channels, f"{self.name}: out_channels", hi=MAX_CHANNELS)
         kernel = (self.kernel, self.kernel) if _is_int(self.kernel) else tuple(self.kernel)
         if len(kernel) != 2:
@@ -99,10 +118,11 @@ class Fc:
     out_features: int
     relu: bool = False
     init_scale: float = 1.0
+    lr_log2_offset: int = 0
 
     def __post_init__(self):
         _name(self.name, "fc name")
-        _init_scale(self)
+        _weight_options(self)
         _int(self.out_features, f"{self.name}: out_features", hi=MAX_CHANNELS)
         if not isinstance(self.relu, bool):
             raise NetError(f"{self.name}: relu must be true or false, got {self.relu!r}")
@@ -122,6 +142,7 @@ class Add:
     stride: int = 1
     relu: bool = False
     init_scale: float = 1.0
+    lr_log2_offset: int = 0
 
     def __post_init__(self):
         _name(self.name, "add name")
@@ -132,7 +153,9 @@ class Add:
         _int(self.stride, f"{self.name}: stride", hi=MAX_SIDE)
         if self.stride != 1 and not self.project:
             raise NetError(f"{self.name}: stride {self.stride} needs project = true (an identity skip has stride 1)")
-        _init_scale(self)
+        _weight_options(self)
+        if self.lr_log2_offset and not self.project:
+            raise NetError(f"{self.name}: lr_log2_offset needs project = true (an identity add has no weights to learn)")
 
     @property
     def kernel(self) -> tuple:

@@ -18,6 +18,7 @@ from pymtl_fp.tb import hypothesis_profiles
 #: (``--no-loadscope-reorder`` in setup.cfg keeps that order); a long file handed out last would
 #: run alone at the end while the other workers wait.  Longest first, the rest as collected.
 LONGEST_FIRST = (
+    "test_cluster_resnet_mnist.py",
     "test_cluster_verilated.py",
     "test_cluster_levels.py",
     "test_cluster_rtl.py",

@@ -69,6 +69,26 @@ def test_partition_that_splits_conv1_and_fc(data):
     assert run.report["partition"]["split_layers"] == ["conv1", "fc"]
 
 
+def test_a_layers_learning_rate_offset_trains_bit_exact(data):
+    """lenet-digits with its fc layer at 2**-2 of the net's learning rate (``lr_log2_offset = 2``) on
+    two CL nodes: the cluster's update shifts are the net's, so its weights equal the golden model's,
+    and differ from those of the net without the offset."""
+    from pymtl_fp.net import net_from_dict
+
+    d = NET.to_dict()
+    d["layers"][-1]["lr_log2_offset"] = 2
+    net = net_from_dict(d)
+    images, labels = data
+    params = _params()
+    ccfg = ClusterConfig.homogeneous(2, ENGINE)
+    run = train_on_cluster(net, params, images, labels, TCFG, ccfg, Mapping(), steps=1, batch=2, levels=["cl"] * 2)
+    want, _ = golden_steps(net, params, images, labels, TCFG, 1, 2)
+    plain, _ = golden_steps(NET, params, images, labels, TCFG, 1, 2)
+    assert params_equal(run.params, want)
+    assert not np.array_equal(want["fc"]["w"], plain["fc"]["w"])  # the offset changed the fc update
+    assert all(np.array_equal(want[k]["w"], plain[k]["w"]) for k in want if k != "fc")
+
+
 def test_stochastic_forward_and_nearest_gradients(data):
     _check(data, 2, steps=1, tcfg=replace(TCFG, fwd_mode="stochastic", grad_mode="nearest"))
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp import golden
 from pymtl_fp.golden import reference
+from pymtl_fp.golden import train as T
 from pymtl_fp.net import Conv, Fc, Formats, Net, NetError, Pool, load_net, net_from_dict, presets
 from pymtl_fp.numerics import QFormat
 
@@ -91,6 +92,64 @@ def test_explicit_shift_overrides_win():
     assert custom.shifts("16")["conv1"] == net.shifts("16")["conv1"]
 
 
+def load_net_from_json(net):
+    return net_from_dict(json.loads(json.dumps(net.to_dict())))
+
+
+def test_a_layers_lr_log2_offset_scales_its_learning_rate_only():
+    """``lr_log2_offset = k`` gives the layer the update shifts of the learning rate 2**-(L + k)
+    and leaves every other shift and every other layer as at 2**-L; an explicit shift still wins;
+    the offset survives the JSON round trip and is left out of it when 0."""
+    net = load_net("lenet-digits")
+    d = net.to_dict()
+    assert all("lr_log2_offset" not in layer for layer in d["layers"])
+    d["layers"][-1]["lr_log2_offset"] = 3
+    d["layers"][0]["lr_log2_offset"] = -1
+    custom = net_from_dict(d)
+    first, last = net.param_layers()[0].name, net.param_layers()[-1].name
+    for lr_log2 in (2, 4):
+        got, base = custom.shifts("16", lr_log2), net.shifts("16", lr_log2)
+        assert got[last] == net.shifts("16", lr_log2 + 3)[last] != base[last]
+        assert got[first] == net.shifts("16", lr_log2 - 1)[first] != base[first]
+        assert (got[last].update_w, got[last].update_b) == (base[last].update_w + 3, base[last].update_b + 3)
+        assert got[last].fwd == base[last].fwd and got[last].wgrad == base[last].wgrad
+        middle = [layer.name for layer in net.param_layers()[1:-1]]
+        assert middle and all(got[name] == base[name] for name in middle)
+    assert load_net_from_json(custom) == custom
+    d["formats"]["16"]["shifts"] = {last: {"update_w": 1}}
+    assert net_from_dict(d).shifts("16", 2)[last].update_w == 1
+
+
+def test_a_layers_lr_log2_offset_gives_its_float64_update_that_learning_rate():
+    net = load_net("lenet-digits")
+    d = net.to_dict()
+    d["layers"][-1]["lr_log2_offset"] = 2
+    custom = net_from_dict(d)
+    rng = np.random.default_rng(3)
+    params = T.init_params_float64(custom, seed=1)
+    images = rng.random((2,) + custom.input_shape)
+    labels = np.array([3, 7])
+    cfg = T.TrainConfig("float64", lr_log2=3)
+    _, grads = T.gradients_float64(custom, params, images, labels)
+    new, _ = T.train_step_float64(custom, params, images, labels, cfg)
+    last = custom.param_layers()[-1].name
+    for name, (dw, db) in grads.items():
+        lr = 2.0**-3 * (2.0**-2 if name == last else 1.0)
+        np.testing.assert_allclose(new[name]["w"], params[name]["w"] - lr * dw, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(new[name]["b"], params[name]["b"] - lr * db, rtol=0, atol=1e-15)
+
+
+def test_a_schedule_that_takes_an_update_shift_out_of_range_is_refused_before_any_step():
+    """lr 2**-16 halved every epoch: conv1's update shift leaves -32..32 in a later epoch; the
+    golden study refuses it before it trains (``max_steps=0``: no step would reach that epoch)."""
+    from pymtl_fp.data import load_digits_split
+    from pymtl_fp.golden.study import fit
+
+    with pytest.raises(NetError, match=r"^lenet-digits/8: derived shift conv1\.update_w = 33 is outside -32\.\.32"):
+        fit(load_net("lenet-digits"), load_digits_split(seed=0), "8", epochs=100, batch=32, lr_log2=16,
+            lr_halve_every=1, max_steps=0)
+
+
 def test_json_round_trip_and_toml_file(tmp_path):
     net = load_net("lenet-digits")
     path = tmp_path / "net.json"
@@ -147,6 +206,9 @@ def edit(path, value):
     (edit(["formats", "8", "shifts"], {"nope": {"fwd": 1}}), "unknown layers"),
     (edit(["formats", "8", "shifts"], {"c": {"fwd": 40}}), "shift"),
     (edit(["formats", "8", "shifts"], {"c": {"sideways": 1}}), "unknown shift"),
+    (edit(["layers", 1, "lr_log2_offset"], 9), r"^f: lr_log2_offset must be an integer in -8..8, got 9$"),
+    (edit(["layers", 0, "lr_log2_offset"], 1.5), r"^c: lr_log2_offset must be an integer"),
+    (edit(["layers", 0, "lr_log2_offset"], True), r"^c: lr_log2_offset must be an integer"),
     (edit(["train"], {"epochs": 0}), "epochs"),
     (edit(["train"], {"speed": 3}), "unknown keys"),
 ])

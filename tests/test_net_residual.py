@@ -49,6 +49,24 @@ def test_the_preset_has_its_blocks_shapes_and_macs():
     assert net.layer("b1b").init_scale == 0.0 and net.layer("conv1").init_scale == 1.0
 
 
+def test_the_plain_sgd_resnet_differs_from_resnet8_mnist_only_in_its_classifier_and_its_start():
+    """resnet8fc-mnist: resnet8-mnist's blocks, its fc layer over the whole 64x4x4 map (no average
+    pool) at 2**-4 of the net's learning rate and starting at zero, the branches' last convs at 0.1;
+    its file trains plain SGD (what the cluster's engines do), so the cluster runs its settings."""
+    base, net = load_net(RESNET), load_net("resnet8fc-mnist")
+    assert "resnet8fc-mnist" in presets()
+    strip = {"init_scale", "lr_log2_offset"}
+    def shape_of(layer):
+        return {k: v for k, v in vars(layer).items() if k not in strip}
+    assert [shape_of(ly) for ly in base.layers if ly.name != "gap"] == [shape_of(ly) for ly in net.layers]
+    assert not any(isinstance(ly, GlobalAvgPool) for ly in net.layers)
+    assert net.shapes()[-2] == (64, 4, 4) and {m.name: m.fp for m in net.macs()}["fc"] == 10 * 64 * 16
+    assert [ly.init_scale for ly in net.layers if ly.name in ("b1b", "b2b", "b3b", "fc")] == [0.1, 0.1, 0.1, 0.0]
+    assert net.layer("fc").lr_log2_offset == 4
+    assert net.shifts("8", 2)["fc"] == base.shifts("8", 6)["fc"] and net.shifts("8", 2)["b3b"] == base.shifts("8", 2)["b3b"]
+    assert net.train.momentum is None and (net.train.lr_log2, net.train.lr_halve_every) == (2, 3)
+
+
 @pytest.mark.parametrize("suffix", [".toml", ".json"])
 def test_a_residual_net_file_round_trips(tmp_path, suffix):
     net = load_net(RESNET)
@@ -78,6 +96,8 @@ def test_plain_nets_save_as_before():
      r"^a1: from 'a1' names itself"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "from": "c1", "stride": 2}],
      r"^a1: stride 2 needs project = true"),
+    ([conv("c1", 4), conv("c2", 4), {"type": "add", "name": "a1", "from": "c1", "lr_log2_offset": 1}],
+     r"^a1: lr_log2_offset needs project = true \(an identity add has no weights to learn\)$"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "source": "c1"}],
      r"^layer 1 \(add\): unknown keys \['source'\]"),
     ([conv("c1", 4), {"type": "add", "name": "a1", "from": "c1", "relu": 1}],

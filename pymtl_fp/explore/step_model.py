@@ -88,8 +88,9 @@ class NodePasses:
     #: per image, the backward pass's busy cycles from the end of its last STORE to a neighbour
     #: before its last compute command to the end of that command
     bwd_early_gap: float = 0
-    #: the cycles of the weight phase's last command (node 0's program reaches the next step, the
-    #: fill's start, once that command is accepted)
+    #: the cycles of the weight phase's last command: every node's program passes its step's end
+    #: (the end of its weight phase; for node 0 the next step's start, the fill's) once the
+    #: engine has taken that command
     wg_last: float = 0
     #: the cycles of the backward pass's last command if it computes (0 if the pass ends with a
     #: STORE or computes nothing): the router issues the next command, and marks the weight
@@ -114,10 +115,12 @@ class StepPrediction:
     cycles_per_step: float        #: steady state: between the last two step ends
     interval: float               #: node N-1's forward completions in the last step: :func:`steady_interval`
     fill: float                   #: node 0's start of the last step (:attr:`NodePasses.wg_last`) to its first image's logits
-    #: the longest weight phase of a node in the last step, waits included: from its mark (the
-    #: last backward pass's last command taken, :attr:`NodePasses.bwd_last_compute`) to the end
-    #: of its step, where its program passes the step's end: once the engine has taken the
-    #: phase's last command (:attr:`NodePasses.wg_last`), as the cluster report counts it
+    #: the longest weight phase of a node in the last step: from its mark (the last backward
+    #: pass's last command taken, :attr:`NodePasses.bwd_last_compute`; the cluster report takes
+    #: the later of the mark and the pass's completion) to the end of its step, where its program
+    #: passes the step's end once the engine has taken the phase's last command
+    #: (:attr:`NodePasses.wg_last`: the waits before that command are included, not a last LOAD's
+    #: own wait for its data)
     weight_phase: float
     step_ends: list               #: every step's end
     #: every pass's end: ``(node, "fwd" | "bwd", step, image) -> cycle``; the weight phases'

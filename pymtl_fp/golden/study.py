@@ -99,6 +99,9 @@ def fit(net: Net, split: Split, precision: str, *, epochs: int, batch: int, lr_l
         if schedule == "cp" and fwd_versions is None:
             raise ValueError("the cp schedule needs fwd_versions (the pipeline's staleness)")
         step_fn = functools.partial(train_step_per_image, fwd_versions=fwd_versions if schedule == "cp" else None)
+    if precision != FLOAT64:  # every epoch's update shifts in range (NetError otherwise), before any step
+        for epoch in range(epochs):
+            net.shifts(precision, lr_log2 + (epoch // lr_halve_every if lr_halve_every else 0))
     with _single_threaded_blas():
         return _fit(net, split, precision, params, x_train, x_test, step_fn, epochs=epochs,
                     batch=batch, lr_log2=lr_log2, momentum=momentum,

@@ -385,14 +385,16 @@ def train_step_float64(net: Net, params: dict, images, labels, cfg: TrainConfig)
     """The float64 counterpart of :func:`train_step` (same lr, same momentum, no rounding)."""
     loss, grads = gradients_float64(net, params, images, labels)
     mu = None if cfg.momentum is None else 1.0 - 2.0**-cfg.momentum
+    offsets = {layer.name: layer.lr_log2_offset for layer in net.param_layers()}
     new = {}
     for name, prm in params.items():
         dw, db = grads[name]
+        lr = cfg.lr * 2.0**-offsets[name]
         if mu is None:
-            new[name] = {"w": reference.sgd_update(prm["w"], dw, lr=cfg.lr),
-                         "b": reference.sgd_update(prm["b"], db, lr=cfg.lr)}
+            new[name] = {"w": reference.sgd_update(prm["w"], dw, lr=lr),
+                         "b": reference.sgd_update(prm["b"], db, lr=lr)}
         else:
-            w, vw = reference.sgd_update(prm["w"], dw, lr=cfg.lr, momentum=mu, velocity=prm.get("vw"))
-            b, vb = reference.sgd_update(prm["b"], db, lr=cfg.lr, momentum=mu, velocity=prm.get("vb"))
+            w, vw = reference.sgd_update(prm["w"], dw, lr=lr, momentum=mu, velocity=prm.get("vw"))
+            b, vb = reference.sgd_update(prm["b"], db, lr=lr, momentum=mu, velocity=prm.get("vb"))
             new[name] = {"w": w, "b": b, "vw": vw, "vb": vb}
     return new, loss
