@@ -68,6 +68,8 @@ MAX_CLOCKED = 10000
 #: stage and the clock edge run half the instances on each (every instance has its own
 #: ``VerilatedContext``; see "Two threads" above); unset or ``1``: one thread
 THREADS_ENV = "PYMTL_FP_SIM_THREADS"
+#: most runs of neighbouring groups the instances are cut into for the two threads (:func:`parts`)
+RUNS = 8
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ static inline bool joined_clocked_{top}({r}* r) {{  // ___eval without its input
 def parts(instances) -> dict:
     """Which of the two threads evaluates each instance (``{name: 0 or 1}``).  The groups
     (:attr:`Instance.group`; an instance without one is a group of its own, numbered after the others
-    in its stage) go in order in up to eight runs of neighbours, the runs alternating between the
+    in its stage) go in order in up to :data:`RUNS` runs of neighbours, the runs alternating between the
     threads: an instance's wires then mostly join it to instances of its own thread (a wire across
     the threads moves a cache line every cycle), and the busy runs of a pipeline's nodes are shared
     between the threads."""
@@ -181,7 +183,7 @@ def parts(instances) -> dict:
         key.update({i.name: first + k for k, i in enumerate(loose)})
     key.update({i.name: i.group for i in instances if i.group is not None})
     order = sorted(set(key.values()))
-    run = -(-len(order) // 8)
+    run = -(-len(order) // RUNS)
     rank = {g: (k // run) % 2 for k, g in enumerate(order)}
     return {name: rank[g] for name, g in key.items()}
 
