@@ -7,27 +7,37 @@ Verilator optimizes per scope, so one flat model carries every node's C++ again.
 (:func:`header`) holds one model object per instance and fields named like the flat top's ports;
 its ``eval()`` does what one Verilated ``eval()`` of the flat design does:
 
-* clock low (the settle, before the bench samples the handshakes): the top's input fields go to
-  the instances (:attr:`Joined.inputs`), then stage by stage every wire into an instance of that
-  stage is copied from its source and the stage's instances evaluate; the wires are then checked
-  *settled* (every input equal to the output it is wired to).  With the stages ordered so that
-  each instance's wired inputs come from instances evaluated before it or from outputs that depend
-  on state only (the links: their ``send`` and ``recv.rdy`` are registers) one pass settles; any
-  other netlist gets further passes, and a netlist still unsettled after
-  :data:`MAX_PASSES` counts in the output field ``joined_unsettled`` (a combinational loop
-  across models: the caller raises on it);
+* clock low (the settle, before the bench samples the handshakes): stage by stage, the top's input
+  fields (:attr:`Joined.inputs`) and every wire into an instance of that stage are copied to it, its
+  clock goes low and it evaluates; the wires are then checked *settled* (every input equal to the
+  output it is wired to).  With the stages ordered so that each instance's wired inputs come from
+  instances evaluated before it or from outputs that depend on state only (the links: their
+  ``send`` and ``recv.rdy`` are registers) one pass settles; any other netlist gets further
+  passes, and a netlist still unsettled after :data:`MAX_PASSES` counts in the output field
+  ``joined_unsettled`` (a combinational loop across models: the caller raises on it);
 * clock rising: every instance takes its edge with the inputs of the settle (the bench settles
   before every rising edge: :func:`pymtl_fp.cxxsim_source.generate`);
-* clock falling: every instance's clock goes low, evaluated at the next settle (no logic of a
-  PyMTL3 design runs on a falling edge); a rising edge that follows a falling edge with no settle
-  between them (a bench that ticks several raw cycles in a row, as the program loading does) settles
-  first, so that every instance sees its clock low before the edge and the inputs set since.
+* clock falling: nothing runs (no logic of a PyMTL3 design runs on a falling edge); the instances'
+  clocks go low at the next settle.  A rising edge that follows a falling edge with no settle
+  between them (a bench that ticks several raw cycles in a row, as the program loading does)
+  settles first, so that every instance sees its clock low before the edge and the inputs set since.
 
-After each settle and each rising edge the top's output fields are copied from the instances
-(:attr:`Joined.outputs`; the falling edge changes none).  Outputs the bench reads right after an
-edge, before the next settle (``done``, ``progress``), must be registered in their instance, as
-the cluster's status ports are: after an edge the wires between instances are settled at the next
-settle, not before.
+The top's output fields are references to the instance outputs they are wired to
+(:attr:`Joined.outputs`; ``JRef``, ``JArr`` in the header): the bench reads an instance's own field,
+as it stands after the instance's last evaluation, and nothing is copied.  Outputs the bench reads
+right after an edge, before the next settle (``done``, ``progress``), must be registered in their
+instance, as the cluster's status ports are: after an edge the wires between instances are settled
+at the next settle, not before.
+
+**Two threads** (:data:`THREADS_ENV`): every step above -- a settle stage, the check, the rising
+edge -- is a job of two halves, one on the calling thread and one on a helper thread, joined by a
+spinning barrier (three a cycle).  An instance is always in the same half (:func:`parts`), and
+each half does all the work of its instances: their input copies (a wire whose source is in the
+same stage is copied before the stage, as the other half may be evaluating that source), their
+evaluation and the check of their wires.  Nothing is left for one thread alone but the bench, so
+the two halves' work is what a cycle costs.  Instances wired to each other are kept in one half
+where the netlist allows (:attr:`Instance.group`): a wire across the halves moves a cache line
+between the cores every cycle.
 
 Each instance is evaluated through its Verilated root's evaluation function
 (``V<top>___024root___eval``, what the model's ``eval()`` calls between its bookkeeping) once the
@@ -56,8 +66,10 @@ MAX_PASSES = 4
 MAX_CLOCKED = 10000
 #: the environment variable that gives the joined top a second thread (``2``): each evaluation
 #: stage and the clock edge run half the instances on each (every instance has its own
-#: ``VerilatedContext``); unset or ``1``: one thread
+#: ``VerilatedContext``; see "Two threads" above); unset or ``1``: one thread
 THREADS_ENV = "PYMTL_FP_SIM_THREADS"
+#: most runs of neighbouring groups the instances are cut into for the two threads (:func:`parts`)
+RUNS = 8
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,7 @@ class Instance:
     name: str    #: C++ member name
     top: str     #: the Verilated model (class ``V<top>``)
     stage: int   #: evaluation order within a settle (lower first)
+    group: int | None = None  #: instances of one group share a thread (e.g. a node and its input links)
 
 
 @dataclass
@@ -155,36 +168,85 @@ static inline bool joined_clocked_{top}({r}* r) {{  // ___eval without its input
 }}"""
 
 
-def _halves(instances) -> tuple:
-    """The evaluations of ``instances`` in two parts (alternately), for two threads."""
-    return tuple(" ".join(_eval(i) for i in instances[k::2]) for k in (0, 1))
+def parts(instances) -> dict:
+    """Which of the two threads evaluates each instance (``{name: 0 or 1}``).  The groups
+    (:attr:`Instance.group`; an instance without one is a group of its own, numbered after the others
+    in its stage) go in order in up to :data:`RUNS` runs of neighbours, the runs alternating between the
+    threads: an instance's wires then mostly join it to instances of its own thread (a wire across
+    the threads moves a cache line every cycle), and the busy runs of a pipeline's nodes are shared
+    between the threads."""
+    named = [i.group for i in instances if i.group is not None]
+    first = max(named, default=-1) + 1
+    key = {}
+    for st in sorted({i.stage for i in instances}):
+        loose = [i for i in instances if i.stage == st and i.group is None]
+        key.update({i.name: first + k for k, i in enumerate(loose)})
+    key.update({i.name: i.group for i in instances if i.group is not None})
+    order = sorted(set(key.values()))
+    run = -(-len(order) // RUNS)
+    rank = {g: (k // run) % 2 for k, g in enumerate(order)}
+    return {name: rank[g] for name, g in key.items()}
+
+
+def _output_fields(j: Joined) -> tuple:
+    """``(declarations, constructor statements)`` of the top's output fields: each a reference to the
+    instance output it is wired to (``JRef``; an array, ``JArr``), so that the bench reads
+    the instance's own field and nothing is copied."""
+    sources = {(t.name, t.index): s for t, s in j.outputs}
+    decls, binds = [], []
+    for name, width, count in j.fields:
+        if not any(n == name for n, _ in sources):
+            continue
+        ref = verilator_name(name)
+        t = _ctype(width)
+        decls.append(f"  JRef<{t}> {ref};" if count is None else f"  JArr<{t}, {count}> {ref};")
+        for idx in [None] if count is None else range(count):
+            src = sources.get((name, idx))
+            if src is not None:
+                binds.append(f"    {ref}.p{'' if idx is None else f'[{idx}]'} = &{src.cxx()};")
+    return decls, binds
 
 
 def header(j: Joined) -> str:
     """The C++ header ``V<top>.h`` of the joined top."""
     tops = sorted({i.top for i in j.instances})
     includes = "\n".join(f'#include "V{t}.h"' for t in tops)
-    decls = "\n".join(f"  {_ctype(w)} {verilator_name(name)}{f'[{n}]' if n else ''} = {{}};"
-                      for name, w, n in j.fields)
+    outs = {verilator_name(t.name) for t, _ in j.outputs}
+    out_decls, out_binds = _output_fields(j)
+    decls = "\n".join([f"  {_ctype(w)} {verilator_name(name)}{f'[{n}]' if n else ''} = {{}};"
+                       for name, w, n in j.fields if verilator_name(name) not in outs] + out_decls)
     members = "\n".join(f"  VerilatedContext* {i.name}_ctx;\n  V{i.top}* {i.name};" for i in j.instances)
     new = "\n".join(f'    {i.name}_ctx = new VerilatedContext; {i.name} = new V{i.top}{{{i.name}_ctx, "{i.name}"}};'
                      for i in j.instances)
     delete = " ".join(f"delete {i.name}; delete {i.name}_ctx;" for i in j.instances)
     final = " ".join(f"{i.name}->final();" for i in j.instances)
     owner_stage = {i.name: i.stage for i in j.instances}
+    part = parts(j.instances)
+
+    def halves(code_of) -> tuple:  # (part 0's C++, part 1's C++): code_of(instance) for each
+        return tuple(" ".join(code_of(i) for i in j.instances if part[i.name] == k) for k in (0, 1))
+
+    def into(i: Instance, cross: bool) -> list:  # copies into i: the top's inputs, wires from other stages
+        return ([_copy(d, e) for d, e in j.inputs if d.owner == i.name] * cross
+                + [_copy(d, s.cxx()) for d, s in j.wires
+                   if d.owner == i.name and (owner_stage[s.owner] != i.stage) == cross])
+
+    # a settle stage: wires from instances of the same stage copied before the stage's job (the other
+    # thread evaluates those instances during it); each half then copies the top's inputs and the
+    # wires from other stages into its instances, sets their clock low and evaluates them
     stages, jobs = [], []
     for k, st in enumerate(sorted(set(owner_stage.values()))):
-        copies = [_copy(d, s.cxx()) for d, s in j.wires if owner_stage[d.owner] == st]
-        stages.append("\n      ".join(copies + [f"joined_run({k + 1});"]))
-        jobs.append(_halves([i for i in j.instances if i.stage == st]))
-    rise_job = len(jobs) + 1
-    jobs.append(tuple(" ".join(f"{i.name}->clk = 1; {_rise(i)}" for i in j.instances[k::2]) for k in (0, 1)))
+        same = [c for i in j.instances if i.stage == st for c in into(i, False)]
+        stages.append("\n      ".join(same + [f"joined_run({k + 1});"]))
+        jobs.append(halves(lambda i, st=st: " ".join(into(i, True) + [f"{i.name}->clk = 0;", _eval(i)])
+                           if i.stage == st else ""))
+    finish_job = len(jobs) + 1  # after the stages: each half checks the wires into its instances
+    jobs.append(halves(lambda i: " ".join(
+        f"if ({_differs(d, s)}) joined_pend[{part[i.name]}] = true;" for d, s in j.wires if d.owner == i.name)))
+    rise_job = len(jobs) + 1  # the rising edge: each half's instances take it
+    jobs.append(halves(lambda i: f"{i.name}->clk = 1; {_rise(i)}"))
     roots = "\n".join(_roots(t) for t in tops)
     cases = "\n".join(f"      case {n + 1}: if (part) {{ {h1} }} else {{ {h0} }} break;" for n, (h0, h1) in enumerate(jobs))
-    unsettled = " ||\n        ".join(f"({_differs(d, s)})" for d, s in j.wires) or "false"
-    ins = "\n    ".join(_copy(d, e) for d, e in j.inputs)
-    outs = "\n    ".join(_copy(t, s.cxx()) for t, s in j.outputs)
-    fall = " ".join(f"{i.name}->clk = 0;" for i in j.instances)
     return f"""// generated by pymtl_fp.joined_top: {len(j.instances)} Verilated models joined as one top
 #pragma once
 #include "verilated.h"
@@ -195,6 +257,20 @@ def header(j: Joined) -> str:
 #include <cstdlib>
 #include <thread>
 
+#ifndef JOINED_REFS
+#define JOINED_REFS
+template <class T> struct JRef {{  // an output of the top: the instance's field it is wired to
+  T* p = nullptr;
+  operator const T&() const {{ return *p; }}
+  template <class I> auto operator[](I i) const -> decltype((*p)[i]) {{ return (*p)[i]; }}  // (a wide value's words)
+}};
+template <class T, int N> struct JArr {{  // an unpacked array of outputs (an unwired element reads 0)
+  T* p[N];
+  JArr() {{ static T zero{{}}; for (int i = 0; i < N; ++i) p[i] = &zero; }}
+  T& operator[](int i) const {{ return *p[i]; }}
+}};
+#endif
+
 class V{j.top} {{
  public:
   CData clk = 0;
@@ -204,6 +280,7 @@ class V{j.top} {{
 
   explicit V{j.top}(VerilatedContext*) {{
 {new}
+{chr(10).join(out_binds)}
     const char* t = std::getenv("{THREADS_ENV}");
     if (t && std::atoi(t) >= 2) joined_helper = std::thread([this] {{ joined_loop(); }});
   }}
@@ -218,11 +295,11 @@ class V{j.top} {{
   void final() {{ {final} }}
   void eval() {{
     if (clk && !joined_last_clk) {{
-      if (!joined_settled) {{ joined_in(); joined_settle(); }}  // (a falling edge and no settle since)
-      joined_run({rise_job}); joined_out();  // (inputs as the settle before it left them)
+      if (!joined_settled) joined_settle();  // (a falling edge and no settle since)
+      joined_run({rise_job});  // (inputs as the settle before it left them)
       joined_settled = false;
-    }} else if (!clk && joined_last_clk) {{ {fall} joined_settled = false; }}  // (no output changes)
-    else {{ joined_in(); joined_settle(); joined_out(); joined_settled = true; }}
+    }} else if (!clk && joined_last_clk) joined_settled = false;  // (no output changes; clocks low at the settle)
+    else {{ joined_settle(); joined_settled = true; }}
     joined_last_clk = clk;
     joined_started = true;
   }}
@@ -234,6 +311,7 @@ class V{j.top} {{
   std::thread joined_helper;           // the second thread (``{THREADS_ENV}`` >= 2), or none
   int joined_job = 0;                  // what the helper runs next (written before joined_req)
   std::atomic<unsigned> joined_req{{0}}, joined_done{{0}};
+  bool joined_pend[2] = {{false, false}};  // a wire into a half's instances not settled (each half writes its own)
   void joined_part(int job, int part) {{
     switch (job) {{
 {cases}
@@ -263,19 +341,12 @@ class V{j.top} {{
       joined_done.store(last, std::memory_order_release);
     }}
   }}
-  void joined_in() {{
-    {ins}
-  }}
-  void joined_out() {{
-    {outs}
-  }}
-  bool joined_pending() const {{
-    return {unsettled};
-  }}
   void joined_settle() {{
     for (int pass = 0; pass < {MAX_PASSES}; ++pass) {{
       {(chr(10) + '      ').join(stages)}
-      if (!joined_pending()) return;
+      joined_pend[0] = joined_pend[1] = false;
+      joined_run({finish_job});
+      if (!joined_pend[0] && !joined_pend[1]) return;
     }}
     ++joined_unsettled;
   }}

@@ -41,7 +41,7 @@ def stage(tmp_path_factory):
 
 def _joined(name, stages, loop=False):
     """Stage a then b in the order ``stages`` gives them; ``loop``: a's input is b's output."""
-    j = Joined(top=name, instances=[Instance("a", "Stage", stages[0]), Instance("b", "Stage", stages[1])],
+    j = Joined(top=name, instances=[Instance("a", "Stage", stages[0], group=0), Instance("b", "Stage", stages[1], group=1)],
                fields=[("reset", 1, None), ("x", 8, None), ("out", 8, None), ("qa", 8, None), ("qb", 8, None)])
     j.wires = [(Port("b", "x", 8), Port("a", "y", 8))]
     if loop:
@@ -86,6 +86,20 @@ def test_joined_models_equal_the_flat_model_in_any_stage_order(stage, stages, th
     sim.close()
     assert [(x + 2) & 0xFF for x in xs] == [w[0] for w in want]  # the flat model is right
     assert got == want  # reversed: a second pass settles the wire, and nothing is counted
+
+
+def test_the_two_threads_share_the_instances_in_runs_of_groups():
+    """:func:`joined_top.parts`: a group's instances share a thread; the groups go to the threads in
+    up to eight runs of neighbours, alternating, so each thread gets half of them."""
+    nodes = [Instance(f"node{n}", "Node", 0, group=n) for n in range(64)]
+    links = [Instance(f"link{n}", "Link", 1, group=min(n, 63)) for n in range(65)]
+    part = joined_top.parts(nodes + links)
+    assert [part[f"node{n}"] for n in range(0, 64, 8)] == [0, 1] * 4
+    assert all(part[f"node{n}"] == part[f"node{n - n % 8}"] for n in range(64))  # runs of 8 neighbours
+    assert all(part[f"link{n}"] == part[f"node{min(n, 63)}"] for n in range(65))  # a link with its node
+    assert sum(part[f"node{n}"] for n in range(64)) == 32  # half the nodes on each thread
+    loose = joined_top.parts([Instance(x, "M", 0) for x in "abcd"])  # no groups: each its own
+    assert [loose[x] for x in "abcd"] == [0, 1, 0, 1]
 
 
 def test_a_combinational_loop_across_models_is_counted(stage):

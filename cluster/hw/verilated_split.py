@@ -121,13 +121,15 @@ def joined_cluster(ccfg, rcfgs, ports, faults: bool) -> tuple[Joined, list]:
         key = (ccfg.engines[n], rcfgs[n])
         if key not in models:
             models[key] = node_verilog(*key)
-        j.instances.append(Instance(f"node{n}", models[key][1], 0))
+        j.instances.append(Instance(f"node{n}", models[key][1], 0, group=n))
     plan = link_plan(N, ccfg.topology)
-    for i, (name, _, _) in enumerate(plan):
+    delivered = {"fwd": 0, "bwd": 0}  # a link shares the thread of the node it delivers to (fwd k, bwd k: node k)
+    for i, (name, d, _) in enumerate(plan):
         key = ccfg.link_cfg(name)
         if key not in models:
             models[key] = (*link_verilog(T, key, faults), None)
-        j.instances.append(Instance(f"link{i}", models[key][1], 1))
+        j.instances.append(Instance(f"link{i}", models[key][1], 1, group=min(delivered[d], N - 1)))
+        delivered[d] += 1
     j.fields = fields_of(ports)
 
     def top(name, width, index=None):
