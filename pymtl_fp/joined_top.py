@@ -31,8 +31,9 @@ at the next settle, not before.
 
 **Two threads** (:data:`THREADS_ENV`): every step above -- a settle stage, the check, the rising
 edge -- is a job of two halves, one on the calling thread and one on a helper thread, joined by a
-spinning barrier (three a cycle).  An instance is always in the same half (:func:`parts`), and
-each half does all the work of its instances: their input copies (a wire whose source is in the
+spinning barrier at its end (a cluster's cycle: four jobs, its two stages, the check and the
+edge).  An instance is always in the same half (:func:`parts`), and each half does all the work of
+its instances: their input copies (a wire whose source is in the
 same stage is copied before the stage, as the other half may be evaluating that source), their
 evaluation and the check of their wires.  Nothing is left for one thread alone but the bench, so
 the two halves' work is what a cycle costs.  Instances wired to each other are kept in one half
