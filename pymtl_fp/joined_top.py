@@ -189,17 +189,18 @@ def parts(instances) -> dict:
     return {name: rank[g] for name, g in key.items()}
 
 
-def _output_fields(j: Joined) -> tuple:
-    """``(declarations, constructor statements)`` of the top's output fields: each a reference to the
-    instance output it is wired to (``JRef``; an array, ``JArr``), so that the bench reads
-    the instance's own field and nothing is copied."""
+def _fields(j: Joined) -> tuple:
+    """``(declarations, constructor statements)`` of the top's fields: an input a plain field, an
+    output a reference to the instance output it is wired to (``JRef``; an array, ``JArr``), so that
+    the bench reads the instance's own field and nothing is copied."""
     sources = {(t.name, t.index): s for t, s in j.outputs}
+    outputs = {name for name, _ in sources}
     decls, binds = [], []
     for name, width, count in j.fields:
-        if not any(n == name for n, _ in sources):
+        ref, t = verilator_name(name), _ctype(width)
+        if name not in outputs:
+            decls.append(f"  {t} {ref}{f'[{count}]' if count else ''} = {{}};")
             continue
-        ref = verilator_name(name)
-        t = _ctype(width)
         decls.append(f"  JRef<{t}> {ref};" if count is None else f"  JArr<{t}, {count}> {ref};")
         for idx in [None] if count is None else range(count):
             src = sources.get((name, idx))
@@ -212,10 +213,8 @@ def header(j: Joined) -> str:
     """The C++ header ``V<top>.h`` of the joined top."""
     tops = sorted({i.top for i in j.instances})
     includes = "\n".join(f'#include "V{t}.h"' for t in tops)
-    outs = {verilator_name(t.name) for t, _ in j.outputs}
-    out_decls, out_binds = _output_fields(j)
-    decls = "\n".join([f"  {_ctype(w)} {verilator_name(name)}{f'[{n}]' if n else ''} = {{}};"
-                       for name, w, n in j.fields if verilator_name(name) not in outs] + out_decls)
+    field_decls, out_binds = _fields(j)
+    decls = "\n".join(field_decls)
     members = "\n".join(f"  VerilatedContext* {i.name}_ctx;\n  V{i.top}* {i.name};" for i in j.instances)
     new = "\n".join(f'    {i.name}_ctx = new VerilatedContext; {i.name} = new V{i.top}{{{i.name}_ctx, "{i.name}"}};'
                      for i in j.instances)
@@ -223,27 +222,31 @@ def header(j: Joined) -> str:
     final = " ".join(f"{i.name}->final();" for i in j.instances)
     owner_stage = {i.name: i.stage for i in j.instances}
     part = parts(j.instances)
+    inputs, wires = {i.name: [] for i in j.instances}, {i.name: [] for i in j.instances}  # by destination
+    for d, e in j.inputs:
+        inputs[d.owner].append((d, e))
+    for d, s in j.wires:
+        wires[d.owner].append((d, s))
 
-    def halves(code_of) -> tuple:  # (part 0's C++, part 1's C++): code_of(instance) for each
-        return tuple(" ".join(code_of(i) for i in j.instances if part[i.name] == k) for k in (0, 1))
+    def halves(code_of, of=j.instances) -> tuple:  # (part 0's C++, part 1's C++): code_of(i) for each i of ``of``
+        return tuple(" ".join(code_of(i) for i in of if part[i.name] == k) for k in (0, 1))
 
     def into(i: Instance, cross: bool) -> list:  # copies into i: the top's inputs, wires from other stages
-        return ([_copy(d, e) for d, e in j.inputs if d.owner == i.name] * cross
-                + [_copy(d, s.cxx()) for d, s in j.wires
-                   if d.owner == i.name and (owner_stage[s.owner] != i.stage) == cross])
+        return ([_copy(d, e) for d, e in inputs[i.name]] if cross else []) + [
+            _copy(d, s.cxx()) for d, s in wires[i.name] if (owner_stage[s.owner] != i.stage) == cross]
 
     # a settle stage: wires from instances of the same stage copied before the stage's job (the other
     # thread evaluates those instances during it); each half then copies the top's inputs and the
     # wires from other stages into its instances, sets their clock low and evaluates them
     stages, jobs = [], []
     for k, st in enumerate(sorted(set(owner_stage.values()))):
-        same = [c for i in j.instances if i.stage == st for c in into(i, False)]
+        in_stage = [i for i in j.instances if i.stage == st]
+        same = [c for i in in_stage for c in into(i, False)]
         stages.append("\n      ".join(same + [f"joined_run({k + 1});"]))
-        jobs.append(halves(lambda i, st=st: " ".join(into(i, True) + [f"{i.name}->clk = 0;", _eval(i)])
-                           if i.stage == st else ""))
+        jobs.append(halves(lambda i: " ".join(into(i, True) + [f"{i.name}->clk = 0;", _eval(i)]), in_stage))
     finish_job = len(jobs) + 1  # after the stages: each half checks the wires into its instances
     jobs.append(halves(lambda i: " ".join(
-        f"if ({_differs(d, s)}) joined_pend[{part[i.name]}] = true;" for d, s in j.wires if d.owner == i.name)))
+        f"if ({_differs(d, s)}) joined_pend[{part[i.name]}] = true;" for d, s in wires[i.name])))
     rise_job = len(jobs) + 1  # the rising edge: each half's instances take it
     jobs.append(halves(lambda i: f"{i.name}->clk = 1; {_rise(i)}"))
     roots = "\n".join(_roots(t) for t in tops)
