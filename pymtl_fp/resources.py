@@ -146,8 +146,9 @@ def requant_luts(acc_bits: int, out_bits: int) -> int:
 
 
 def DSP_MAC_DELAY_LUTS(P: int) -> int:
-    """Shift-register LUTs of the stage-B signals delayed the MAC pipeline's 3 cycles beside a
-    :func:`dsp_mac_array` (the fabric array's ``48 P + 80`` less its bias's ``P x acc`` bits)."""
+    """Bits of the stage-B signals delayed the MAC pipeline's 3 cycles beside a :func:`dsp_mac_array`
+    (the fabric array's ``48 P + 80`` less its bias's ``P x acc`` bits), as Yosys counted them when they
+    were shift-register LUTs; a 3-stage line whose last register is reset is three flip-flops a bit."""
     return 16 * P + 80
 
 
@@ -252,23 +253,29 @@ def engine_resources(cfg) -> Resources:
         # measured (Yosys 0.70, flattened; requantizer pipelined minus combinational): 555 / 1 015 /
         # 1 919 FFs for P = 2 / 4 / 8 (13 stages of hash, offset, sum and shift registers a lane),
         # 300 / 525 / 975 LUTs of shift registers (SRL: the write-back's stage-B inputs, delayed
-        # 13 cycles without reset), the same DSPs (+3 on tiny) and logic LUTs within 300
-        r.add(Resources(ffs=227 * rq_lanes + 101, luts=112 * P + 75, lutram_luts=112 * P + 75),
+        # 13 cycles without reset), the same DSPs (+3 on tiny) and logic LUTs within 300; behind each
+        # shift register its line's last register, reset, so a flip-flop (DelayLineRTL)
+        r.add(Resources(ffs=227 * rq_lanes + 101 + 112 * P + 75, luts=112 * P + 75, lutram_luts=112 * P + 75),
               f"pipelined requantizer ({cfg.rq_latency} stages) and the write-back's delay lines")
     if cfg.dsp_mac:
         # the drain's and the write-back's stage-B inputs delayed the MAC pipeline's 3 cycles (shift-register
         # LUTs); the array's own registers are in dsp_mac_array.  Measured (Yosys 0.70, with the other three
-        # pipelines; small / medium): 12 381 / 23 969 LUTs (1 227 / 2 992 LUT RAM), 5 334 / 9 394 FFs, 50 / 128
-        # DSPs -- -553 / -1 840 LUTs and -1 000 / -4 312 FFs against the fabric MAC pipeline, the same DSPs
-        r.add(Resources(luts=DSP_MAC_DELAY_LUTS(P), lutram_luts=DSP_MAC_DELAY_LUTS(P)),
+        # pipelines; small / medium): 12 322 / 23 756 LUTs (1 049 / 2 749 LUT RAM), 6 820 / 11 882 FFs, 50 / 128
+        # DSPs -- -536 / -2 127 LUTs and -1 002 / -4 314 FFs against the fabric MAC pipeline, the same DSPs.
+        # A 3-stage delay line is three flip-flops a bit (its last register is reset, and Yosys maps no
+        # shift register shorter than 3), not a shift-register LUT
+        r.add(Resources(ffs=3 * DSP_MAC_DELAY_LUTS(P), luts=DSP_MAC_DELAY_LUTS(P)),
               f"the drain's delay lines for the MAC pipeline ({cfg.mac_latency} stages, in the DSPs)")
     elif cfg.pipelined_mac:
         # measured (with the pipelined requantizer, MAC array pipelined minus not): 222 / 756 / 2 788
         # FFs (operand, product and row-sum registers; the DSPs take some), 176 / 271 / 463 LUTs of
         # shift registers (bias and the drain's stage-B inputs, 3 cycles); logic LUTs -183 / -788 /
         # -3 069 (about -48 P^2: the row sums at their exact width instead of 32-bit adds; re-measured
-        # after the write addresses took their product last)
-        r.add(Resources(ffs=40 * lanes + 27 * P + 8, luts=48 * P + 80 - 48 * lanes, lutram_luts=48 * P + 80),
+        # after the write addresses took their product last); the 3-stage delay lines are three
+        # flip-flops a bit, not a shift-register LUT (their last register is reset): the LUT RAM column
+        # falls by 145 / 178 LUTs on tiny / small, as many logic LUTs come, the FFs rise by 982 / 1 488
+        # with the requantizer's lines (measured, all four pipelines)
+        r.add(Resources(ffs=40 * lanes + 27 * P + 8 + 3 * (48 * P + 80), luts=48 * P + 80 - 48 * lanes),
               f"pipelined MAC array ({cfg.mac_latency} stages) and the drain's delay lines")
     if cfg.pipelined_addr:
         # measured (with both other pipelines, address stage minus not): +162 / +185 / +186 FFs (the
@@ -292,13 +299,15 @@ def engine_resources(cfg) -> Resources:
 
 
 def _delay_line(bits: int, latency: int) -> Resources:
-    """A ``latency``-stage delay line of ``bits`` data bits and a valid bit (reset): flip-flops up
-    to 2 stages (Yosys's shift-register mapping starts at 3), else SRLC32E shift registers for the
-    data (one LUT per bit per 32 stages; not measured: the long-latency links do not finish
-    synthesis) and flip-flops for the valid bit."""
-    if latency <= 2:
+    """A ``latency``-stage delay line of ``bits`` data bits and a valid bit (reset), as
+    :class:`~pymtl_fp.link.ChannelRTL.ChannelRTL` builds it: its last data register is reset (a
+    flip-flop), the ``latency - 1`` before it are not: flip-flops up to 2 of them (Yosys's
+    shift-register mapping starts at 3), else SRLC32E shift registers (one LUT per bit per 32
+    stages; not measured: the long-latency links do not finish synthesis); the valid bit's
+    registers are flip-flops."""
+    if latency <= 3:
         return Resources(ffs=(bits + 1) * latency)
-    return Resources(luts=bits * math.ceil(latency / 32), ffs=latency + bits)
+    return Resources(luts=bits * math.ceil((latency - 1) / 32), ffs=latency + bits)
 
 
 def link_resources(cfg) -> Resources:
@@ -369,6 +378,16 @@ def router_resources(cfg) -> Resources:
     r.add(Resources(luts=qp + mux, lutram_luts=qp, ffs=3 * math.ceil(math.log2(cfg.scratch_depth + 1)) + 2),
           f"scratch FIFO ({cfg.scratch_depth} x {sb} bits, three asynchronous read ports: quad-port LUT RAM"
           + (f", in {E} banks" if E > 1 else "") + ")")
+    if cfg.pipelined_units:
+        # measured (Yosys 0.70, node small with all four pipelines minus engine small with them): 3 391
+        # FFs against 2 591 for the unpipelined router (node small minus engine small): the BIAS and
+        # REQUANT units' stages, the walk's running sums and their delay lines, the sequencer's
+        # instruction register (the scratch FIFO's write registers below apart)
+        r.add(Resources(ffs=750), "pipelined BIAS / REQUANT units and sequencer")
+    if cfg.pipelined_seq:  # every bank's write register (RouterScratchBankRTL's wreg) and its read bypass
+        row_bits = math.ceil(math.log2(cfg.scratch_depth // E))
+        r.add(Resources(ffs=E * (1 + row_bits + sb), luts=3 * E * (sb + row_bits // 3)),
+              "the scratch FIFO's registered writes")
     if E > 1:
         # measured (Yosys 0.70, nodes tiny at E = 2 and small at E = 4 against tiny at E = 1):
         # +1.0k / +1.6k LUTs, +148 / +468 FFs, no DSP -- the scratch FIFO's lane rotation (each

@@ -179,7 +179,12 @@ def main(args) -> int:
         if unit.name not in ("engine", "node"):
             raise UserError(f"--pipeline is an engine, node and cluster option, not for --unit {unit.name}")
         on = validate.pipelines(args.pipeline)
-        cfg = cfg.replace(**on) if unit.name == "engine" else (cfg[0].replace(**on), cfg[1])
+        if unit.name == "engine":
+            cfg = cfg.replace(**on)
+        else:  # the node's router as the node builds it (pipelined units and sequencer with the requantizer)
+            from pymtl_fp.cluster.hw.node import router_config_for
+
+            cfg = (cfg[0].replace(**on), router_config_for(cfg[0].replace(**on), cfg[1]))
     case = None
     if case_dir is not None:  # compiled before anything is translated: a net that does not fit is refused first
         from pymtl_fp.cluster.compiler.compile import BufferFitError

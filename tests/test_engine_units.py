@@ -796,3 +796,26 @@ def test_delay_line_delays_every_lane_and_clears_on_reset(reset):
         m.sim_tick()
     assert seen[3:] == [(t + 1, 31 - t) for t in range(5)]  # three cycles late
     assert seen[:3] == [(0, 0)] * 3  # after reset (PyMTL3 starts registers at 0 either way)
+
+
+def test_delay_line_without_reset_clears_its_last_register_on_reset():
+    """The line without ``reset``: its last register clears on reset (a flip-flop an FPGA flow does
+    not absorb into a shift-register LUT); the registers before it keep what they hold."""
+    m = fresh(DelayLineRTL, 8, 4, 1, False)
+    for t in range(6):
+        m.in_[0] @= 10 + t
+        m.sim_tick()
+    m.sim_eval_combinational()
+    assert int(m.out[0]) == 12  # in_ of four edges ago
+    m.reset @= 1
+    m.in_[0] @= 99
+    m.sim_tick()
+    m.reset @= 0
+    m.sim_eval_combinational()
+    assert int(m.out[0]) == 0
+    seen = []
+    for _ in range(3):
+        m.sim_tick()
+        m.sim_eval_combinational()
+        seen.append(int(m.out[0]))
+    assert seen == [14, 15, 99]  # the held values move on; 99 entered at the reset edge

@@ -220,12 +220,13 @@ def test_parse_verilator_output(text, expected):
     assert got == expected
 
 
-@pytest.mark.parametrize("lanes", [1, 4])
-def test_router_scratch_fifo_lints_clean(lanes, tmp_path):
-    """The scratch FIFO as one ring (E = 1) and as E banks of one write and three reads each."""
+@pytest.mark.parametrize("lanes,wreg", [(1, False), (4, False), (1, True), (4, True)])
+def test_router_scratch_fifo_lints_clean(lanes, wreg, tmp_path):
+    """The scratch FIFO as one ring (E = 1) and as E banks of one write and three reads each, also
+    with the banks' writes registered (``wreg``)."""
     from pymtl_fp.cluster.hw.lint import CLUSTER_WAIVERS
     from pymtl_fp.cluster.hw.RouterScratchRTL import RouterScratchRTL
 
-    result = lint_component(RouterScratchRTL(32, 256, lanes), f"LintRouterScratchRTL_e{lanes}", tmp_path,
-                            CLUSTER_WAIVERS)
+    result = lint_component(RouterScratchRTL(32, 256, lanes, wreg, wreg), f"LintRouterScratchRTL_e{lanes}_w{int(wreg)}",
+                            tmp_path, CLUSTER_WAIVERS)
     assert result.clean, result.report() + "\n" + result.output

@@ -134,12 +134,15 @@ def test_fast_ring_gives_the_same_values_every_edge(seed, depth, push_bits):
             [int(getattr(a, n)) for n in ("count", "peak", "hd", "tl")]
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast"])
+@pytest.mark.parametrize("fast,wreg", [(False, False), (True, False), (True, True)],
+                         ids=["plain", "fast", "fast-wreg"])
 @pytest.mark.parametrize("lanes", [1, 2, 4])
-def test_scratch_moves_beats_drops_and_reads_relative_to_the_head(lanes, fast):
+def test_scratch_moves_beats_drops_and_reads_relative_to_the_head(lanes, fast, wreg):
+    """Also with the banks' writes registered (``wreg``, a pipelined router's): the same values at
+    every port in every cycle, the element pushed at the last edge read back at once."""
     rng = random.Random(lanes)
     depth = 16
-    m = fresh(RouterScratchRTL, 8, depth, lanes, fast)
+    m = fresh(RouterScratchRTL, 8, depth, lanes, fast, wreg)
     q, peak = collections.deque(), 0
     for _ in range(120):
         room = depth - len(q)

@@ -318,28 +318,28 @@ YOSYS_RECORDED = {
     ("engine", "medium"): dict(luts=26752, ffs=7968, dsps=128, bram18=24, ns=25.2),
     # "/r": pipelined requantizer; "/rm": and pipelined MAC array; "/arm": and the address stage
     # (translate --pipeline requant / requant,mac / requant,mac,addr)
-    ("engine", "tiny/r"): dict(luts=8882, ffs=2789, dsps=24, bram18=0, ns=5.7),
-    ("engine", "small/r"): dict(luts=13271, ffs=4553, dsps=50, bram18=12, ns=10.8),
-    ("engine", "medium/r"): dict(luts=28600, ffs=9885, dsps=128, bram18=24, ns=11.7),
-    ("engine", "tiny/rm"): dict(luts=8911, ffs=3011, dsps=24, bram18=0, ns=5.8),
-    ("engine", "small/rm"): dict(luts=12827, ffs=5309, dsps=50, bram18=12, ns=5.6),
-    ("engine", "medium/rm"): dict(luts=25938, ffs=12673, dsps=128, bram18=24, ns=5.9),
-    ("engine", "tiny/arm"): dict(luts=8936, ffs=3213, dsps=24, bram18=0, ns=5.5),
-    ("engine", "small/arm"): dict(luts=12957, ffs=5534, dsps=50, bram18=12, ns=5.7),
-    ("engine", "medium/arm"): dict(luts=25939, ffs=12899, dsps=128, bram18=24, ns=5.6),
+    ("engine", "tiny/r"): dict(luts=8969, ffs=3059, dsps=24, bram18=0, ns=5.7),
+    ("engine", "small/r"): dict(luts=13487, ffs=4987, dsps=50, bram18=12, ns=10.9),
+    ("engine", "medium/r"): dict(luts=28827, ffs=10643, dsps=128, bram18=24, ns=11.7),
+    ("engine", "tiny/rm"): dict(luts=8920, ffs=3992, dsps=24, bram18=0, ns=5.8),
+    ("engine", "small/rm"): dict(luts=12809, ffs=6796, dsps=50, bram18=12, ns=5.9),
+    ("engine", "medium/rm"): dict(luts=25854, ffs=15162, dsps=128, bram18=24, ns=5.8),
+    ("engine", "tiny/arm"): dict(luts=9028, ffs=4194, dsps=24, bram18=0, ns=5.8),
+    ("engine", "small/arm"): dict(luts=12976, ffs=7021, dsps=50, bram18=12, ns=6.0),
+    ("engine", "medium/arm"): dict(luts=26006, ffs=15388, dsps=128, bram18=24, ns=5.9),
     # "/armc": and the command register (translate --pipeline all)
-    ("engine", "tiny/armc"): dict(luts=8915, ffs=3962, dsps=24, bram18=0, ns=4.9),
-    ("engine", "small/armc"): dict(luts=12934, ffs=6334, dsps=50, bram18=12, ns=4.9),
-    ("engine", "medium/armc"): dict(luts=25809, ffs=13706, dsps=128, bram18=24, ns=4.9),
+    ("engine", "tiny/armc"): dict(luts=8944, ffs=4944, dsps=24, bram18=0, ns=4.9),
+    ("engine", "small/armc"): dict(luts=12858, ffs=7822, dsps=50, bram18=12, ns=4.9),
+    ("engine", "medium/armc"): dict(luts=25883, ffs=16196, dsps=128, bram18=24, ns=4.9),
     # "/armcd": and the MAC pipeline accumulating in the DSPs (translate --pipeline all,dsp)
-    ("engine", "small/armcd"): dict(luts=12381, ffs=5334, dsps=50, bram18=12, ns=4.9),
-    ("engine", "medium/armcd"): dict(luts=23969, ffs=9394, dsps=128, bram18=24, ns=4.6),
+    ("engine", "small/armcd"): dict(luts=12322, ffs=6820, dsps=50, bram18=12, ns=4.9),
+    ("engine", "medium/armcd"): dict(luts=23756, ffs=11882, dsps=128, bram18=24, ns=4.5),
     ("node", "tiny"): dict(luts=23083, ffs=4801, dsps=44, bram18=71, ns=31.7),
     ("node", "small"): dict(luts=27147, ffs=6132, dsps=73, bram18=83, ns=31.5),
     ("node", "medium"): dict(luts=41295, ffs=10559, dsps=151, bram18=95, ns=31.6),
     # the engine's four pipelines and so the router's pipelined units and sequencer (translate --unit node
     # --pipeline all)
-    ("node", "small/armc"): dict(luts=27327, ffs=9553, dsps=63, bram18=83, ns=4.95),
+    ("node", "small/armc"): dict(luts=27189, ffs=11213, dsps=63, bram18=83, ns=4.99),
     ("engine", "tiny-e2"): dict(luts=8509, ffs=2234, dsps=21, bram18=0, ns=24.9),
     ("engine", "small-e4"): dict(luts=12453, ffs=3539, dsps=50, bram18=12, ns=25.2),
     ("node", "tiny-e2"): dict(luts=23828, ffs=4937, dsps=44, bram18=71, ns=31.8),
@@ -366,9 +366,11 @@ def _model(unit, name):
                                                                pipelined_cmd="c" in pipes,
                                                                dsp_mac="d" in pipes))
     if unit == "node":
+        from pymtl_fp.cluster.hw.node import router_config_for
+
         e = preset(base).replace(stream_lanes=int(lanes or 1), pipelined_requant="r" in pipes,
                                  pipelined_mac="m" in pipes, pipelined_addr="a" in pipes, pipelined_cmd="c" in pipes)
-        return resources.estimate("node", (e, RouterConfig(stream_bits=e.stream_bits, stream_lanes=e.stream_lanes)))
+        return resources.estimate("node", (e, router_config_for(e, RouterConfig())))
     if unit == "link":
         return resources.link_resources(link_preset(name))
     return resources.estimate("requant", PRESETS[name])

@@ -34,8 +34,9 @@ instruction 0, 1 load it, 2 running; a reset's first edge and every program writ
 edges missing at the release of reset are spent before the first instruction (the current
 instruction is then none: no command, no move, state ``engine``), as in
 :class:`~pymtl_fp.cluster.hw.RouterCL.RouterCL`.  The output buffers then register their writes
-(:class:`RouterDeliverWregRTL`), so no path runs from the engine's ``dout`` into a buffer's
-memory; their ports keep every cycle's values.
+(:class:`RouterDeliverWregRTL`), and so do the scratch FIFO's banks (``RouterScratchRTL``'s
+``wreg``), so no path runs from the engine's ``dout`` into a buffer's or the scratch FIFO's memory;
+their ports keep every cycle's values.
 
 The units, each its own component: :class:`RouterProgMemRTL`, :class:`RouterFeedRTL`,
 :class:`RouterDrainRTL`, :class:`RouterMoveRTL` (MOVE / REDUCE / RELAY), :class:`RouterDeliverRTL`
@@ -129,7 +130,7 @@ class RouterRTL(Component):
         s.drain = RouterDrainRTL(sb, E)
         s.move = RouterMoveRTL(sb, SCB, E, running=cfg.pipelined_seq)
         s.dlv = (RouterDeliverWregRTL if cfg.pipelined_seq else RouterDeliverRTL)(sb, E, cfg.out_beats)
-        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq)
+        s.scratch = RouterScratchRTL(sb, cfg.scratch_depth, E, fast=cfg.pipelined_seq, wreg=cfg.pipelined_seq)
         s.unit = RouterUnitRTL(sb, SCB, TAB, cfg.pipelined_units, cfg.residual)
         s.pend = RouterPendRTL(NPEND)
         s.stat = RouterStatusRTL()

@@ -20,7 +20,9 @@ or read in one edge with the lanes rotated by the tail's (head's) position.  Eac
 RAM to Yosys).  With ``lanes = 1`` this is a plain one-element ring in the same shape.
 Elaboration parameters: ``width``, ``depth`` and ``lanes``
 (powers of two, ``lanes`` dividing ``depth``), ``fast`` (the ring's count and peak computed for a
-short path: :class:`~pymtl_fp.primitives.RingPtrRTL.RingPtrRTL`'s ``fast``; the same values).
+short path: :class:`~pymtl_fp.primitives.RingPtrRTL.RingPtrRTL`'s ``fast``; the same values) and
+``wreg`` (every bank's write registered, a bank even for ``lanes = 1``: the bank's ``wreg``; the
+same values at every port in every cycle).
 """
 
 from pymtl3 import Component, InPort, OutPort, Wire, mk_bits, update, update_ff, zext
@@ -34,7 +36,7 @@ def _pow2(v) -> bool:
 
 
 class RouterScratchRTL(Component):
-    def construct(s, width=32, depth=1024, lanes=1, fast=False):
+    def construct(s, width=32, depth=1024, lanes=1, fast=False, wreg=False):
         if not (_pow2(depth) and depth >= 2):
             raise ValueError(f"RouterScratchRTL: depth must be a power of two >= 2, got {depth!r}")
         if not (_pow2(lanes) and lanes <= depth // 2):
@@ -42,6 +44,8 @@ class RouterScratchRTL(Component):
         s.params = dict(width=width, depth=depth, lanes=lanes)
         if fast:
             s.params["fast"] = True
+        if wreg:
+            s.params["wreg"] = True
         E = lanes
         A = depth.bit_length() - 1   # element address bits
         LB = E.bit_length() - 1      # lane bits
@@ -87,7 +91,7 @@ class RouterScratchRTL(Component):
             else:
                 s.ring.pop_n @= zext(s.pop_n, C)
 
-        if E == 1:
+        if E == 1 and not wreg:
             # one element an edge: a plain ring, one write and three reads at computed addresses
             # (Yosys maps it to quad-port LUT RAM)
             s.mem = [Wire(width) for _ in range(depth)]
@@ -109,7 +113,7 @@ class RouterScratchRTL(Component):
             # bank (tl + j) % E, head lane j reads bank (hd + j) % E, and every bank reads the rows
             # of raddr0 and raddr1 (one of them is the bank that holds the element)
             RT = mk_bits(A - LB)
-            s.banks = [RouterScratchBankRTL(width, depth // E) for _ in range(E)]
+            s.banks = [RouterScratchBankRTL(width, depth // E, wreg) for _ in range(E)]
             s.h_idx = [Wire(A) for _ in range(E)]  # head lane j: element hd + j
             s.t_idx = [Wire(A) for _ in range(E)]  # tail lane j: element tl + j
 
