@@ -145,7 +145,7 @@ def requant_luts(acc_bits: int, out_bits: int) -> int:
     return w * (3 * 3 + 1) + 2 * out_bits
 
 
-def DSP_MAC_DELAY_LUTS(P: int) -> int:
+def DSP_MAC_DELAY_BITS(P: int) -> int:
     """Bits of the stage-B signals delayed the MAC pipeline's 3 cycles beside a :func:`dsp_mac_array`
     (the fabric array's ``48 P + 80`` less its bias's ``P x acc`` bits), as Yosys counted them when they
     were shift-register LUTs; a 3-stage line whose last register is reset is three flip-flops a bit."""
@@ -264,7 +264,7 @@ def engine_resources(cfg) -> Resources:
         # DSPs -- -536 / -2 127 LUTs and -1 002 / -4 314 FFs against the fabric MAC pipeline, the same DSPs.
         # A 3-stage delay line is three flip-flops a bit (its last register is reset, and Yosys maps no
         # shift register shorter than 3), not a shift-register LUT
-        r.add(Resources(ffs=3 * DSP_MAC_DELAY_LUTS(P), luts=DSP_MAC_DELAY_LUTS(P)),
+        r.add(Resources(ffs=3 * DSP_MAC_DELAY_BITS(P), luts=DSP_MAC_DELAY_BITS(P)),
               f"the drain's delay lines for the MAC pipeline ({cfg.mac_latency} stages, in the DSPs)")
     elif cfg.pipelined_mac:
         # measured (with the pipelined requantizer, MAC array pipelined minus not): 222 / 756 / 2 788

@@ -184,7 +184,8 @@ def main(args) -> int:
         else:  # the node's router as the node builds it (pipelined units and sequencer with the requantizer)
             from pymtl_fp.cluster.hw.node import router_config_for
 
-            cfg = (cfg[0].replace(**on), router_config_for(cfg[0].replace(**on), cfg[1]))
+            ecfg = cfg[0].replace(**on)
+            cfg = (ecfg, router_config_for(ecfg, cfg[1]))
     case = None
     if case_dir is not None:  # compiled before anything is translated: a net that does not fit is refused first
         from pymtl_fp.cluster.compiler.compile import BufferFitError

@@ -4,17 +4,19 @@ Models the physical path of one direction of a link (serdes, transceivers, cable
 ``latency`` pipeline stages: ``in_val``/``in_msg`` presented in cycle t appear at
 ``out_val``/``out_msg`` in cycle t + latency.  No back-pressure (a link's flow control is the
 credit protocol around it).  Used for the forward flit channel and for the return path (credits,
-ACK/NAK).  The valid bits and the last data register are reset; the other data registers are not
-(they map to shift-register LUTs on an FPGA, and the reset last register stays a flip-flop, so
-the logic behind the channel starts from a flip-flop's clock-to-output, not a shift-register
-LUT's).  Synthesizable; elaboration parameters: ``nbits``, ``latency``.
+ACK/NAK).  Two :class:`~pymtl_fp.primitives.DelayLineRTL.DelayLineRTL`: the valid bits, every
+register reset, and the data, no register reset but the last (shift-register LUTs on an FPGA, the
+last a flip-flop, so the logic behind the channel starts from a flip-flop's clock-to-output).
+Synthesizable; elaboration parameters: ``nbits``, ``latency``.
 
 Test benches may put a fault injector (:mod:`pymtl_fp.tb.link_faults`) in front of this component by
 passing another channel type to :class:`~pymtl_fp.link.LinkRTL.LinkRTL`; this file stays
 fault-free.
 """
 
-from pymtl3 import Component, InPort, OutPort, Wire, b32, update_ff
+from pymtl3 import Component, InPort, OutPort
+
+from pymtl_fp.primitives.DelayLineRTL import delayed
 
 
 class ChannelRTL(Component):
@@ -30,53 +32,14 @@ class ChannelRTL(Component):
         s.out_val = OutPort()
         s.out_msg = OutPort(nbits)
 
-        L = latency
-        s.val_q = [Wire() for _ in range(L)]
-        s.out_val //= s.val_q[L - 1]
-        ZERO = b32(0)
-        ONE = b32(1)
-
-        @update_ff
-        def up_valid():
-            if s.reset:
-                for i in range(ZERO, L):
-                    s.val_q[i] <<= 0
-            else:
-                s.val_q[0] <<= s.in_val
-                for i in range(ONE, L):
-                    s.val_q[i] <<= s.val_q[i - 1]
-
-        if L == 1:
-            s.msg_q = [Wire(nbits)]
-            s.out_msg //= s.msg_q[0]
-
-            @update_ff
-            def up_msg():
-                s.msg_q[0] <<= s.in_msg
-        else:
-            LD = L - 1  # data registers without reset (shift-register LUTs), then the reset one
-            s.msg_q = [Wire(nbits) for _ in range(LD)]
-            s.msg_last_in = Wire(nbits)
-            s.msg_out = Wire(nbits)
-            s.msg_last_in //= s.msg_q[LD - 1]
-            s.out_msg //= s.msg_out
-
-            @update_ff
-            def up_msg_shift():
-                s.msg_q[0] <<= s.in_msg
-                for i in range(ONE, LD):
-                    s.msg_q[i] <<= s.msg_q[i - 1]
-
-            @update_ff
-            def up_msg_out():
-                if s.reset:
-                    s.msg_out <<= 0
-                else:
-                    s.msg_out <<= s.msg_last_in
+        # valid bits reset; data registers as DelayLineRTL keeps them without reset: shift-register LUTs
+        # but the last, which is reset and so a flip-flop
+        s.out_val //= delayed(s, "val", s.in_val, latency, valid=True)
+        s.out_msg //= delayed(s, "msg", s.in_msg, latency)
 
     def occupancy(s) -> int:
         """Valid entries in flight (Python-side helper for traces and tests)."""
-        return sum(int(v) for v in s.val_q)
+        return sum(int(stage[0]) for stage in s.val.r)
 
     def line_trace(s):
-        return f"[{''.join('*' if v else '.' for v in s.val_q)}]"
+        return f"[{''.join('*' if stage[0] else '.' for stage in s.val.r)}]"
