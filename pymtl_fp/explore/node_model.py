@@ -24,8 +24,10 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
 * one cycle per command for the router to offer the next command (its outputs are registered:
   :data:`pymtl_fp.cost.latency.ISSUE_CYCLES`).
 
-The engines are modelled without pipelines (``wb_latency = cmd_latency = 0``, the cluster's
-default engines).
+An engine's pipelines add ``wb_latency`` cycles to each compute command (``predict``'s
+``wb_latency``, ``EngineConfig.wb_latency``: 17 for the cluster's default engines, every pipeline
+on); its command register costs nothing here (a node's router offers the next command while one
+runs: :func:`pymtl_fp.cost.engine.compute_cycles`).
 
 Each node's cycles are also split by phase (forward and backward pass of an image, the weight
 phase) with what each pass receives and sends (elements, and the cycles of those LOADs and STOREs):
@@ -103,9 +105,11 @@ class NodeCycles:
 
 
 class Acc:
-    def __init__(self, node, P):
+    def __init__(self, node, P, wb_latency=0, unit_latency=0):
         self.c = NodeCycles(node)
         self.P = P
+        self.wb = wb_latency
+        self.unit_latency = unit_latency
 
     def act(self, c, h, w) -> int:
         """Elements of one image's ``(c, h, w)`` activation in the engine's layout."""
@@ -168,6 +172,7 @@ class Acc:
         self.load(n)
 
     def compute(self, cycles):
+        cycles += self.wb
         self.fresh, self.last = False, cycles
         self.c.compute += cycles
         self.c.commands += 1
@@ -179,20 +184,24 @@ def _conv(P, op, f, n, k, drain_rows=1):
                                                       s=f["s"], stride=f["stride"], pad=f["pad"]), drain_rows)
 
 
-def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, net=None) -> list:
+def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, wb_latency: int = 0,
+            net=None, unit_latency: int = 0) -> list:
     """Busy cycles of every node for one step.
 
     ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
     also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
     e.g. :func:`pymtl_fp.cluster.compiler.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
     ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``; ``P`` and
-    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle; ``net``: the
-    net, for a residual net's adds and average pools (:mod:`.residual_terms`).  Returns
+    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle;
+    ``wb_latency``: the cycles their pipelines add to each compute command
+    (``EngineConfig.wb_latency``); ``net``: the net, for a residual net's adds and average pools
+    (:mod:`.residual_terms`); ``unit_latency``: the cycles the routers' pipelined units add to each
+    residual-unit instruction (:func:`~pymtl_fp.cost.latency.router_unit_latency`).  Returns
     :class:`NodeCycles` per node."""
     out = []
     sk = residual_terms.Skips(net, nodes)
     for j, items in enumerate(nodes):
-        a = Acc(j, P)
+        a = Acc(j, P, wb_latency, unit_latency)
 
         def kind(it):
             f = layers[it.layer]
