@@ -46,17 +46,17 @@ def test_the_estimate_is_the_recorded_path_times_the_routing_allowance():
 
 
 def test_the_default_nodes_clock_is_the_pipelined_nodes_record():
-    """The presets' (and train's) nodes have every pipeline: node small's recorded 5.3 ns, with no
+    """The presets' (and train's) nodes have every pipeline: node small's recorded 4.99 ns, with no
     place-and-route of an engine small with them, times the largest allowance recorded (said so)."""
     est = cluster_for_net(NET, "8", [4, 4]).clock
     rec = next(r for r in clock.pre_route_records()
                if (r["unit"], r["preset"], r["pipelines"]) == ("node", "small", ",".join(PIPELINES)))
     factor = max(r["post_route_ns"] / r["logic_ns"] for r in pnr.recorded())
-    assert rec["ns"] == 5.3 and est.pre_route_ns == rec["ns"] and est.allowance == pytest.approx(factor)
-    assert est.mhz == pytest.approx(1000 / (5.3 * factor))
+    assert rec["ns"] == 4.99 and est.pre_route_ns == rec["ns"] and est.allowance == pytest.approx(factor)
+    assert est.mhz == pytest.approx(1000 / (4.99 * factor))
     assert "pipelines requant,mac,addr,cmd" in est.describe() and "the largest allowance recorded" in est.describe()
-    # the docs' figure for the default nodes (5.3 ns x 3.04)
-    assert est.mhz == pytest.approx(62.0, abs=0.05)
+    # the docs' figure for the default nodes (4.99 ns x 3.09)
+    assert est.mhz == pytest.approx(65.0, abs=0.05)
 
 
 def test_a_cluster_runs_at_its_slowest_nodes_clock():
