@@ -37,7 +37,7 @@ def _timing(net, part, ccfg, batch: int, schedule: str = "1f1b"):
     P = ecfg.P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
     cyc = node_model.predict(layers, part.nodes, P, batch, ecfg.drain_rows, ecfg.wb_latency, net=net,
-                             unit_latency=router_unit_latency(ecfg))
+                             unit_latency=router_unit_latency(ecfg), held=ecfg.pipelined_cmd)
     passes = [NodePasses.of(c, batch) for c in cyc]
     steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule,
                           out_buffer=router_config_for(ecfg).out_depth)
