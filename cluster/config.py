@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pymtl_fp.engine.config import CLUSTER_DEPTHS, EngineConfig
+from pymtl_fp.engine.config import CLUSTER_DEPTHS, DEFAULT_PIPELINES, EngineConfig
 from pymtl_fp.levels import LEVELS
 from pymtl_fp.link.config import MAX_WINDOW, LinkConfig
 
@@ -86,7 +86,8 @@ def link_flits(ccfg, flits: int):
 def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_DEPTHS["act_depth"],
                    weight_depth: int = CLUSTER_DEPTHS["weight_depth"], bias_depth: int = CLUSTER_DEPTHS["bias_depth"],
                    stochastic: bool = True) -> EngineConfig:
-    """An engine whose word widths are the net's formats at ``precision``."""
+    """An engine whose word widths are the net's formats at ``precision``, with the presets' pipelines
+    (:data:`~pymtl_fp.engine.config.DEFAULT_PIPELINES`)."""
     fmt = net.precision(precision)
     if fmt.wgrad.bits != fmt.grad.bits:
         raise ClusterError(
@@ -98,7 +99,7 @@ def engine_for_net(net, precision: str, *, P: int = 4, act_depth: int = CLUSTER_
     return EngineConfig(rows=P, cols=P, act_bits=fmt.act.bits, weight_bits=fmt.weight.bits,
                         grad_bits=fmt.grad.bits, acc_bits=acc, act_depth=act_depth,
                         weight_depth=weight_depth, bias_depth=bias_depth, stream_bits=stream,
-                        stochastic=stochastic, name=f"cluster{P}")
+                        stochastic=stochastic, name=f"cluster{P}", **DEFAULT_PIPELINES)
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@ def add_arguments(parser):
     parser.add_argument("--config", default="tiny", help="engine preset: tiny (2x2), small (4x4), medium (8x8)")
     parser.add_argument("--op", choices=OPS, required=True)
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all, and dsp "
-                             "(the mac pipeline accumulating in the DSPs) (as translate --pipeline; default none)")
+                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated), all or none, "
+                             "and dsp (the mac pipeline accumulating in the DSPs) (as translate --pipeline; default all, "
+                             "the presets')")
     parser.add_argument("--case", type=Path, help="input case (.npz); keys per operation: docs/engine.md")
     parser.add_argument("--out", type=Path, help="where to write the results (.npz)")
     parser.add_argument("--stall", type=float, nargs=3, default=(0.0, 0.0, 0.0), metavar=("P_CMD", "P_DIN", "P_DOUT"),
@@ -160,7 +161,9 @@ def main(args) -> int:
         util = res["macs"] / (cfg.macs_per_cycle * res["compute_cycles"]) if res["compute_cycles"] else 0.0
         timing = (f"; {res['cycles']} cycles ({res['compute_cycles']} computing), {res['macs']} useful MACs, "
                   f"utilization {util:.1%}")
-    pipes = f" with pipelines {args.pipeline}" if args.pipeline else ""
+    from pymtl_fp.clock import pipelines_key
+
+    pipes = f" with pipelines {pipelines_key(cfg)}" + (" (mac in the DSPs)" if cfg.dsp_mac else "")
     print(f"{args.op} at {args.level} on {args.config}{pipes}: {shapes}; saturated to {res['bits']} bits{timing}; "
           f"{seconds:.1f} s -> {args.out}" + (" (golden: equal)" if args.check else ""))
     return 0

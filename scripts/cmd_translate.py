@@ -79,9 +79,10 @@ def add_arguments(parser):
                              "stages; a node's router then pipelines its BIAS and REQUANT units too, 17 cycles more "
                              "each, and registers its instructions, no cycle more), mac (3), addr (1) -- every "
                              "compute command takes their stages more -- and cmd (a command register: a command "
-                             "starts a cycle after its handshake at the earliest), or all (the engine for a 200 MHz "
-                             "clock; EngineConfig.pipelined_*; default none); dsp: the mac pipeline accumulating in "
-                             "the DSP blocks (the same cycles, fewer LUTs and FFs; e.g. all,dsp)")
+                             "starts a cycle after its handshake at the earliest), all (the engine for a 200 MHz "
+                             "clock; EngineConfig.pipelined_*; the default, the presets') or none (the parts named are "
+                             "built, the others not); dsp: the mac pipeline accumulating in the DSP blocks (the same "
+                             "cycles, fewer LUTs and FFs; e.g. all,dsp)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",

@@ -5,6 +5,7 @@ import json
 
 from pymtl_fp import timing
 from pymtl_fp.cli.main import main
+from pymtl_fp.engine.config import preset
 
 
 def test_bench_bands_checks_every_band_and_prints_its_cost(tmp_path, capsys):
@@ -13,13 +14,15 @@ def test_bench_bands_checks_every_band_and_prints_its_cost(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "every banded result checked against the whole map's" in out
     rows = json.loads(out_json.read_text())["rows"]
+    cfg = preset("small")  # (the bench's default engine: the array's PIPE, the preset's pipelines)
+    per_command = timing.PIPE + cfg.wb_latency + cfg.cmd_latency
     assert {r["op"] for r in rows} == {"fwd", "bwd_data", "bwd_weight"}
     for r in rows:
         whole = next(w for w in rows if (w["layer"], w["op"]) == (r["layer"], r["op"]) and w["commands"] == 1)
         # a band pays the pipeline's fill and drain again: never fewer cycles than the whole map
         assert r["cycles"] >= whole["cycles"] and r["window_words"] <= whole["window_words"]
-        if r["op"] == "fwd" and r["commands"] > 1:  # fwd bands add exactly PIPE cycles each
-            assert r["cycles"] - whole["cycles"] == timing.PIPE * (r["commands"] - 1)
+        if r["op"] == "fwd" and r["commands"] > 1:  # fwd bands add exactly the pipelines' cycles each
+            assert r["cycles"] - whole["cycles"] == per_command * (r["commands"] - 1)
     thin = [r for r in rows if r["height"] == 1]
     assert thin and all(r["window_words"] < r["map_words"] for r in thin)
 

@@ -13,6 +13,7 @@ from pymtl_fp.net import load_net
 
 NET = load_net("lenet-digits")
 ALL = pipeline_fields("all")
+NONE = pipeline_fields("none")
 
 
 def test_every_record_names_a_preset_and_a_known_set_of_pipelines():
@@ -25,14 +26,14 @@ def test_every_record_names_a_preset_and_a_known_set_of_pipelines():
 
 
 def test_the_engine_with_every_pipeline_reaches_a_faster_clock_than_without():
-    plain = clock.rtl_clock([PRESETS["small"]], unit="engine")
-    fast = clock.rtl_clock([PRESETS["small"].replace(**ALL)], unit="engine")
+    plain = clock.rtl_clock([PRESETS["small"].replace(**NONE)], unit="engine")
+    fast = clock.rtl_clock([PRESETS["small"]], unit="engine")
     assert fast.mhz > 4 * plain.mhz
     assert plain.record == "engine small, pipelines none" and fast.pre_route_ns < 5.0
 
 
 def test_the_estimate_is_the_recorded_path_times_the_routing_allowance():
-    est = clock.rtl_clock([PRESETS["small"]])
+    est = clock.rtl_clock([PRESETS["small"].replace(**NONE)])
     rec = next(r for r in clock.pre_route_records()
                if (r["unit"], r["preset"], r["pipelines"]) == ("node", "small", "none"))
     # no node was placed and routed: the node takes its engine's run (small, no pipelines)
@@ -40,13 +41,27 @@ def test_the_estimate_is_the_recorded_path_times_the_routing_allowance():
     assert est.pre_route_ns == rec["ns"] and est.allowance == run["post_route_ns"] / run["logic_ns"]
     assert est.mhz == pytest.approx(1000 / (rec["ns"] * run["post_route_ns"] / run["logic_ns"]))
     assert f"{rec['ns']:g} ns pre-route" in est.describe() and "its engine's" in est.describe()
-    # the docs' figure for the default nodes (31.5 ns x 2.97)
+    # the docs' figure for nodes without pipelines (31.5 ns x 2.97)
     assert est.mhz == pytest.approx(10.7, abs=0.05)
 
 
+def test_the_default_nodes_clock_is_the_pipelined_nodes_record():
+    """The presets' (and train's) nodes have every pipeline: node small's recorded 4.99 ns, with no
+    place-and-route of an engine small with them, times the largest allowance recorded (said so)."""
+    est = cluster_for_net(NET, "8", [4, 4]).clock
+    rec = next(r for r in clock.pre_route_records()
+               if (r["unit"], r["preset"], r["pipelines"]) == ("node", "small", ",".join(PIPELINES)))
+    factor = max(r["post_route_ns"] / r["logic_ns"] for r in pnr.recorded())
+    assert rec["ns"] == 4.99 and est.pre_route_ns == rec["ns"] and est.allowance == pytest.approx(factor)
+    assert est.mhz == pytest.approx(1000 / (4.99 * factor))
+    assert "pipelines requant,mac,addr,cmd" in est.describe() and "the largest allowance recorded" in est.describe()
+    # the docs' figure for the default nodes (4.99 ns x 3.09)
+    assert est.mhz == pytest.approx(65.0, abs=0.05)
+
+
 def test_a_cluster_runs_at_its_slowest_nodes_clock():
-    fast = cluster_for_net(NET, "8", [4], pipelines=ALL)
-    slow = cluster_for_net(NET, "8", [2])
+    fast = cluster_for_net(NET, "8", [4])
+    slow = cluster_for_net(NET, "8", [2], pipelines=NONE)
     assert fast.clock.mhz > slow.clock.mhz
     mixed = cluster_for_net(NET, "8", [4, 2]).replace(engines=(fast.engines[0], slow.engines[0])).clock
     assert mixed.mhz == slow.clock.mhz and not mixed.given

@@ -56,17 +56,19 @@ def test_overlap_option_is_bit_exact_and_bounded_by_compute(tmp_path, capsys):
 
 
 def test_pipelined_engines_from_the_command_line(tmp_path, capsys):
-    """--pipeline builds every node's engine with the pipelines (here all four, for 200 MHz):
-    bit-exact, reported, and every compute command's 17 cycles more show in the step and in the
-    modelled bound."""
+    """Every node's engine has the four pipelines by default (for 200 MHz), ``--pipeline none``
+    builds them without: both bit-exact and reported, and every compute command's 17 cycles more
+    show in the step and in the modelled bound."""
     report = tmp_path / "r.json"
     args = ("--nodes", "2", "--batch", "2", "--steps", "1", "--report", str(report))
     assert run_cli(*args) == 0
-    plain = json.loads(report.read_text())
-    assert run_cli(*args, "--pipeline", "all") == 0
     out = capsys.readouterr().out
     assert "engine pipelines: requant, mac, addr, cmd" in out and "final weights equal the golden model's: yes" in out
     data = json.loads(report.read_text())
+    assert run_cli(*args, "--pipeline", "none") == 0
+    out = capsys.readouterr().out
+    assert "engine pipelines" not in out and "final weights equal the golden model's: yes" in out
+    plain = json.loads(report.read_text())
     assert data["engine_pipelines"] == ["requant", "mac", "addr", "cmd"] and plain["engine_pipelines"] == []
     assert data["cycles_total"] > plain["cycles_total"]
     assert data["bound"]["node_compute_cycles_per_step"] > plain["bound"]["node_compute_cycles_per_step"]

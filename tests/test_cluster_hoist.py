@@ -21,6 +21,7 @@ from pymtl_fp.cluster.config import ClusterConfig, default_link
 from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
 from pymtl_fp.data import load_digits_split, quantize_images
 from pymtl_fp.engine import encoding, msgs
+from pymtl_fp.engine.config import pipeline_fields
 from pymtl_fp.golden.train import TrainConfig
 from pymtl_fp.net import load_net
 from pymtl_fp.tb.cluster_setup import seeded_params, small_cluster
@@ -76,13 +77,13 @@ def test_hoist_moves_the_block_and_renumbers_the_tables():
         hoist.hoist(nd, 3, 2, 0)
 
 
-def _cluster(n, lanes=1, latency=8):
-    engines = tuple(e.replace(stream_lanes=lanes) for e in small_cluster(n, NET, PREC).engines)
+def _cluster(n, lanes=1, latency=8, pipelines=None):
+    engines = tuple(e.replace(stream_lanes=lanes, **(pipelines or {})) for e in small_cluster(n, NET, PREC).engines)
     return ClusterConfig(engines, default_link(engines[0].stream_bits, latency, lanes))
 
 
-def _compile(n, batch, lanes, wgrad="auto"):
-    ccfg = _cluster(n, lanes)
+def _compile(n, batch, lanes, wgrad="auto", pipelines=None):
+    ccfg = _cluster(n, lanes, pipelines=pipelines)
     part = choose_partition(NET, ccfg, batch, Mapping(wgrad=wgrad))
     return compile_pipeline(NET, ccfg, part, seeded_params(NET, PREC), TCFG, 1,
                             Mapping(overlap=True, wgrad=wgrad))[1]
@@ -90,14 +91,17 @@ def _compile(n, batch, lanes, wgrad="auto"):
 
 def test_1f1b_programs_move_the_next_input_in_front_of_the_backward_pass():
     """LeNet on 3 nodes, per-image weight gradients: node 1 (its upstream node computes little)
-    takes the next image's input beside the weight gradients, in front of the backward pass;
-    the last node does not (its upstream node's forward pass is not done by then), and with the
-    weight gradients over the batch nothing moves."""
+    takes the next image's input beside the weight gradients, in front of the backward pass (and,
+    on engines without pipelines, its output gradient too); the last node does not (its upstream
+    node's forward pass is not done by then), and with the weight gradients over the batch nothing
+    moves."""
+    bare = _compile(3, 8, 1, pipelines=pipeline_fields("none"))
+    assert bare.nodes[1].hoisted.get("input", 0) > 0 and bare.nodes[1].hoisted.get("dy", 0) > 0
     cprog = _compile(3, 8, 1)
     hoisted = [p.hoisted for p in cprog.nodes]
-    assert hoisted[1].get("input", 0) > 0 and hoisted[1].get("dy", 0) > 0
+    assert hoisted[1].get("input", 0) > 0
     assert hoisted[2].get("input", 0) == 0
-    prog = cprog.nodes[1]
+    prog = bare.nodes[1]
     lo, hi = prog.loop
     ops = prog.ops[lo:hi + 1]
     # a fwd_in LOAD right behind a bwd_weight (the weight gradients) and before a pool_bwd

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pymtl_fp.engine import program
 from pymtl_fp.engine.cases import golden_op, validate_case
-from pymtl_fp.engine.config import EngineConfig, preset
+from pymtl_fp.engine.config import EngineConfig, pipeline_fields, preset
 from pymtl_fp.tb.engine_harness import get_model, handshake_trace, random_case, run_op
 from pymtl_fp.tb.engine_strategies import engine_cases
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -60,11 +60,13 @@ def test_cl_equals_rtl_cycle_by_cycle(cmdline_opts, op, data):
 @pytest.mark.parametrize("lanes", [1, 2, 4])
 @pytest.mark.parametrize("op", ["fwd", "bwd_weight", "update"])
 def test_cl_equals_rtl_on_a_4x4_engine(cmdline_opts, op, lanes):
-    """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``; at 2 also the
-    four pipelines and two drain rows, one Verilator build for this test and the next): CL
-    and Verilator handshake in the same cycles with and without stalls, and the results equal the
-    golden model."""
-    cfg = PIPELINED if lanes == 2 else preset("small").replace(stream_lanes=lanes)
+    """``small`` with 1, 2 and 4 elements per stream beat (``stream_lanes``; at 2 also two drain
+    rows, one Verilator build for this test and the next; at 4 without the preset's pipelines,
+    ``--pipeline none``): CL and Verilator handshake in the same cycles with and without stalls,
+    and the results equal the golden model."""
+    cfg = PIPELINED if lanes == 2 else preset("small").replace(
+        stream_lanes=lanes, **(pipeline_fields("none") if lanes == 4 else {}))
+    assert (cfg.wb_latency > 0) == (lanes != 4)
     case = random_case(cfg, op, np.random.default_rng(11), n=2, c=5, k=6, h=5, w=5, stride=2, pad=1,
                        mode="stochastic")
     for stall, seed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
@@ -231,14 +233,16 @@ def test_run_op_and_the_cli_at_level_cl(tmp_path, capsys):
                  "--check"]) == 0
     z = np.load(out)
     assert int(z["compute_cycles"]) == want["compute_cycles"] and int(z["cycles"]) == want["cycles"]
-    assert "(golden: equal)" in capsys.readouterr().out
-    # --pipeline: the engine for 200 MHz, its compute command 18 cycles longer (wb + cmd latency)
+    assert "(golden: equal)" in (printed := capsys.readouterr().out)
+    assert "with pipelines requant,mac,addr,cmd" in printed  # (the preset's)
+    # --pipeline none: the engine without them, its compute command 18 cycles shorter (wb + cmd latency)
     assert main(["run-op", "--level", "cl", "--op", "bwd_weight", "--case", str(path), "--out", str(out),
-                 "--check", "--pipeline", "all"]) == 0
-    assert "with pipelines all" in capsys.readouterr().out
-    fast = CFG.replace(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True)
-    assert int(np.load(out)["compute_cycles"]) == want["compute_cycles"] + fast.wb_latency + fast.cmd_latency == (
-        program.op_timing(fast, "bwd_weight", validate_case(fast, "bwd_weight", case))["compute_cycles"])
+                 "--check", "--pipeline", "none"]) == 0
+    assert "with pipelines none" in capsys.readouterr().out
+    bare = CFG.replace(**pipeline_fields("none"))
+    assert CFG.wb_latency + CFG.cmd_latency == 13 + 3 + 1 + 1
+    assert int(np.load(out)["compute_cycles"]) == want["compute_cycles"] - CFG.wb_latency - CFG.cmd_latency == (
+        program.op_timing(bare, "bwd_weight", validate_case(bare, "bwd_weight", case))["compute_cycles"])
     assert main(["run-op", "--level", "cl", "--op", "fwd", "--pipeline", "fast", "--case", str(path),
                  "--out", str(out)]) == 1
     assert "--pipeline 'fast': choose from" in capsys.readouterr().err

@@ -28,16 +28,36 @@ def test_presets_and_derived_fields():
 def test_dsp_mac_is_an_elaboration_parameter_chosen_by_the_pipeline_option():
     """``--pipeline dsp`` builds the MAC pipeline accumulating in the DSPs (``dsp_mac``, implying
     ``pipelined_mac``), with ``all`` too; its module name differs, its latencies do not."""
-    assert pipeline_fields("dsp") == dict(pipelined_mac=True, dsp_mac=True)
+    off = dict(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False, pipelined_cmd=False, dsp_mac=False)
+    assert pipeline_fields("dsp") == dict(off, pipelined_mac=True, dsp_mac=True)
     assert pipeline_fields("all,dsp") == dict(pipeline_fields("all"), dsp_mac=True)
-    assert "dsp_mac" not in pipeline_fields("all")
-    for bad in ("all,mac", "dsp,all,all", "dps"):
+    assert pipeline_fields("all")["dsp_mac"] is False
+    for bad in ("all,mac", "dsp,all,all", "dps", "none,mac", "all,none"):
         with pytest.raises(ValueError, match="choose from requant, mac, addr, cmd, dsp"):
             pipeline_fields(bad)
     plain = preset("small").replace(**pipeline_fields("all"))
     dsp = plain.replace(dsp_mac=True)
     assert dsp.module_name() != plain.module_name() and "__" not in dsp.module_name()
     assert (dsp.mac_latency, dsp.wb_latency) == (plain.mac_latency, plain.wb_latency)
+
+
+def test_presets_have_every_pipeline_and_the_option_names_the_exact_set():
+    """The presets (and a cluster node's engine) are built with all four pipelines, the MAC array in
+    the fabric; ``--pipeline`` gives the whole set (the parts named on, the others off), ``none``
+    none of them."""
+    from pymtl_fp.cluster.config import engine_for_net
+    from pymtl_fp.net import load_net
+
+    every = dict(pipelined_requant=True, pipelined_mac=True, pipelined_addr=True, pipelined_cmd=True, dsp_mac=False)
+    node = engine_for_net(load_net("lenet-digits"), "8")
+    for cfg in (*PRESETS.values(), node):
+        assert {f: getattr(cfg, f) for f in every} == every
+        assert cfg.wb_latency == 1 + 3 + 13 and cfg.cmd_latency == 1
+    bare = preset("small").replace(**pipeline_fields("none"))
+    assert not any(getattr(bare, f) for f in every) and bare.wb_latency == bare.cmd_latency == 0
+    assert bare.module_name() != preset("small").module_name()
+    two = preset("small").replace(**pipeline_fields("requant,mac"))
+    assert (two.pipelined_requant, two.pipelined_mac, two.pipelined_addr, two.pipelined_cmd) == (True, True, False, False)
 
 
 def test_stream_lanes_is_an_elaboration_parameter():

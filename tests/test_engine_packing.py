@@ -73,7 +73,8 @@ def test_engine_runs_packed_layer_bit_exact(level, op):
             assert np.array_equal(got[key], val), (name, key)
         if level != "fl":
             shape = timing.ConvShape(n=n, c=c, k=k, h=h, w=w, r=r, s=s, stride=stride, pad=pad)
-            assert res["compute_cycles"] == timing.mapped_conv_cycles(cfg.P, op, shape, packed=True)
+            assert res["compute_cycles"] == (timing.mapped_conv_cycles(cfg.P, op, shape, packed=True)
+                                             + cfg.wb_latency + cfg.cmd_latency)
 
 
 def test_bwd_data_of_a_packed_layer_is_refused():

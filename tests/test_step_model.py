@@ -165,7 +165,12 @@ def test_bench_scaling_draws_the_simulated_points_on_the_models_curve(tmp_path, 
     ({"curve": []}, "no 'simulated' list"),
     ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": -5, "images_s": 1.0}]}, "point 0 needs positive"),
     ({"simulated": [{"nodes": 99, "flits": 1, "cycles_per_step": 5, "images_s": 1.0}]}, "integers in 1..64"),
-    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8}]}, "another batch"),
+    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8}]}, "same 'pipelines'"),
+    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8, "pipelines": "none"},
+                    {"nodes": 2, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8,
+                     "pipelines": "requant,mac,addr,cmd"}]}, "same 'pipelines'"),
+    ({"simulated": [{"nodes": 1, "flits": 1, "cycles_per_step": 5, "images_s": 1.0, "batch": 8, "pipelines": "none"}]},
+     "another batch"),
 ])
 def test_bench_scaling_refuses_a_bad_record(doc, message, tmp_path, capsys):
     path = tmp_path / "rec.json"

@@ -426,15 +426,17 @@ def _verilog_digest(text: str) -> str:
 def test_tiny_engines_yosys_record_is_of_its_current_verilog(tmp_path):
     """Synthesis is deterministic for one Yosys: the tiny engine's record holds while its Verilog is
     the one synthesized.  A change of the RTL fails here until the engine is re-synthesized
-    (``pymtl-fp translate --config tiny --out DIR``, about 95 s; the requantizer and the link are
-    synthesized by ``test_yosys_estimate_beside_the_model``) and the record and digest updated."""
-    from pymtl_fp.engine.config import preset
+    (``pymtl-fp translate --config tiny --pipeline none --out DIR``, about 95 s; the requantizer and the
+    link are synthesized by ``test_yosys_estimate_beside_the_model``) and the record and digest updated.
+    The record is of the engine without pipelines (``--pipeline none``): the one the place-and-route
+    record without pipelines also synthesized (pymtl_fp/pnr_records.toml)."""
+    from pymtl_fp.engine.config import pipeline_fields, preset
 
-    assert run("--config", "tiny", "--out", str(tmp_path), "--no-synth") == 0
-    verilog = (tmp_path / f"{preset('tiny').module_name()}.sv").read_text()
+    assert run("--config", "tiny", "--pipeline", "none", "--out", str(tmp_path), "--no-synth") == 0
+    verilog = (tmp_path / f"{preset('tiny').replace(**pipeline_fields('none')).module_name()}.sv").read_text()
     assert _verilog_digest(verilog) == TINY_ENGINE_VERILOG, (
         "the tiny engine's Verilog changed since YOSYS_RECORDED was synthesized: re-synthesize it "
-        "(pymtl-fp translate --config tiny --out DIR) and update the record and TINY_ENGINE_VERILOG")
+        "(pymtl-fp translate --config tiny --pipeline none --out DIR) and update the record and TINY_ENGINE_VERILOG")
 
 
 def test_memory_mapping_rules():
@@ -459,7 +461,7 @@ def test_dsps_per_mac_lane():
 
 
 def test_engine_model_scales_with_the_array():
-    from pymtl_fp.engine.config import preset
+    from pymtl_fp.engine.config import pipeline_fields, preset
 
     est = {n: resources.engine_resources(preset(n)) for n in ("tiny", "small", "medium")}
     for n, P in (("tiny", 2), ("small", 4), ("medium", 8)):
@@ -473,11 +475,16 @@ def test_engine_model_scales_with_the_array():
     assert est["tiny"].bram18 == 0 and est["tiny"].lutram_luts > 0  # 256 x 8 banks: LUT RAM
     no_hash = resources.estimate("engine", preset("small").replace(stochastic=False))
     assert no_hash.dsps == 16 + resources.CONTROL_DSPS
-    # drain_rows = DR: DR x P requantizer lanes (each with its hash), the rest unchanged
-    wide = resources.engine_resources(preset("small").replace(drain_rows=4))
-    assert wide.dsps == est["small"].dsps + 3 * 4 * resources.RQ_LANE_DSPS
-    assert wide.luts >= est["small"].luts + 3 * 4 * resources.requant_luts(32, 8)
-    assert (wide.ffs, wide.bram18) == (est["small"].ffs, est["small"].bram18)
+    # drain_rows = DR: DR x P requantizer lanes (each with its hash), the rest unchanged (without
+    # pipelines: the combinational requantizer has no registers)
+    bare = preset("small").replace(**pipeline_fields("none"))
+    base, wide = resources.engine_resources(bare), resources.engine_resources(bare.replace(drain_rows=4))
+    assert wide.dsps == base.dsps + 3 * 4 * resources.RQ_LANE_DSPS
+    assert wide.luts >= base.luts + 3 * 4 * resources.requant_luts(32, 8)
+    assert (wide.ffs, wide.bram18) == (base.ffs, base.bram18)
+    # the presets' pipelined requantizer: every added lane's stages are registers
+    piped = resources.engine_resources(preset("small").replace(drain_rows=4))
+    assert piped.ffs > est["small"].ffs and piped.bram18 == est["small"].bram18
 
 
 def test_link_model_uses_bram_for_deep_buffers():

@@ -191,8 +191,11 @@ class EngineCL(EngineFL):
 
     def direct_quiet(s):
         cmd = s._dc[0]
-        if s.ld is not None or s.st is not None or s.q is not None or (cmd.val and cmd.rdy):
+        if s.ld is not None or s.st is not None or (cmd.val and cmd.rdy):
             return 0
+        if s.q is not None and (s.ex is None or s._held_rdy()):
+            return 0  # (the held command starts at this edge)
+        # (a held command that waits for EX alone waits as an offered one does: until EX ends)
         return QUIET_FOREVER if s.ex is None else s.ex_left - 1
 
     def direct_skip(s, n):

@@ -216,33 +216,46 @@ PIPELINES = tuple(PIPELINE_LATENCY)
 #: ``--pipeline`` parts that choose a pipeline's structure, not a pipeline: their EngineConfig fields
 #: (``dsp``: the MAC pipeline accumulating in the DSP blocks, ``dsp_mac``; the same cycles as ``mac``)
 STRUCTURES = {"dsp": {"pipelined_mac": True, "dsp_mac": True}}
+#: the EngineConfig fields of an engine without any pipeline (``--pipeline none``)
+NO_PIPELINES = {**{f"pipelined_{p}": False for p in PIPELINES}, "dsp_mac": False}
+#: the pipelines of the presets and of a cluster node's engine (:func:`pymtl_fp.cluster.config.engine_for_net`):
+#: all four (the node's path 5.3 ns pre-route against 31.5 ns without, docs/verilog.md); the MAC array
+#: in fabric (``dsp`` is not in the default: docs/verilog.md, "The presets' pipelines")
+DEFAULT_PIPELINES = {**NO_PIPELINES, **{f"pipelined_{p}": True for p in PIPELINES}}
 
 
 def pipeline_fields(text: str) -> dict:
-    """A ``--pipeline`` option (``requant,mac``, ``all``, ``all,dsp``, ...) as EngineConfig fields;
-    ValueError (one line) for anything else."""
+    """A ``--pipeline`` option (``requant,mac``, ``all``, ``all,dsp``, ``none``, ...) as EngineConfig
+    fields, every pipeline field given (the parts named on, the others off: ``requant,mac`` builds
+    those two whatever the preset's default); ValueError (one line) for anything else."""
     parts = [p.strip() for p in str(text).split(",")]
     known = (*PIPELINES, *STRUCTURES)
+    if parts == ["none"]:
+        return dict(NO_PIPELINES)
     if "all" in parts and all(p == "all" or p in STRUCTURES for p in parts) and parts.count("all") == 1:
         parts = [p for p in parts if p != "all"] + list(PIPELINES)
     if not parts or any(p not in known for p in parts):
-        raise ValueError(f"--pipeline {text!r}: choose from {', '.join(known)} (comma-separated) or all "
-                         f"(with dsp: all,dsp)")
-    fields = {f"pipelined_{p}": True for p in parts if p in PIPELINES}
+        raise ValueError(f"--pipeline {text!r}: choose from {', '.join(known)} (comma-separated), all "
+                         f"(with dsp: all,dsp) or none")
+    fields = dict(NO_PIPELINES)
+    fields.update({f"pipelined_{p}": True for p in parts if p in PIPELINES})
     for p in parts:
         fields.update(STRUCTURES.get(p, {}))
     return fields
 
 
 PRESETS = {
-    "tiny": EngineConfig(rows=2, cols=2, act_depth=256, weight_depth=128, bias_depth=16, name="tiny"),
-    "small": EngineConfig(rows=4, cols=4, act_depth=512, weight_depth=64, bias_depth=16, name="small"),
-    "medium": EngineConfig(rows=8, cols=8, act_depth=1024, weight_depth=64, bias_depth=16, name="medium"),
+    "tiny": EngineConfig(rows=2, cols=2, act_depth=256, weight_depth=128, bias_depth=16, name="tiny",
+                         **DEFAULT_PIPELINES),
+    "small": EngineConfig(rows=4, cols=4, act_depth=512, weight_depth=64, bias_depth=16, name="small",
+                          **DEFAULT_PIPELINES),
+    "medium": EngineConfig(rows=8, cols=8, act_depth=1024, weight_depth=64, bias_depth=16, name="medium",
+                           **DEFAULT_PIPELINES),
 }
 
 
 def preset(name: str) -> EngineConfig:
-    """A named preset (``tiny`` 2x2, ``small`` 4x4, ``medium`` 8x8)."""
+    """A named preset (``tiny`` 2x2, ``small`` 4x4, ``medium`` 8x8), with :data:`DEFAULT_PIPELINES`."""
     try:
         return PRESETS[name]
     except KeyError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pymtl_fp.cluster.compiler.partition import layer_info
 from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.cluster.hw.node import router_config_for
+from pymtl_fp.cost.latency import router_unit_latency
 from pymtl_fp.explore import node_model, node_storage
 from pymtl_fp.explore.step_model import NodePasses, predict_steps, steady_interval
 
@@ -35,7 +36,8 @@ def _timing(net, part, ccfg, batch: int, schedule: str = "1f1b"):
     ecfg = ccfg.engines[0]
     P = ecfg.P
     layers = [layer_info(net, i, i in part.packed) for i in range(len(net.layers))]
-    cyc = node_model.predict(layers, part.nodes, P, batch, net=net)
+    cyc = node_model.predict(layers, part.nodes, P, batch, ecfg.drain_rows, ecfg.wb_latency, net=net,
+                             unit_latency=router_unit_latency(ecfg), held=ecfg.pipelined_cmd)
     passes = [NodePasses.of(c, batch) for c in cyc]
     steps = predict_steps(passes, batch, ccfg.link.latency, ccfg.lanes, ccfg.link.throughput_msgs, schedule,
                           out_buffer=router_config_for(ecfg).out_depth)
@@ -98,17 +100,20 @@ def compare(model: dict, sim: dict) -> dict:
     return out
 
 
-def cluster_for(net, precision: str, nodes: int, flits: int = 1):
+def cluster_for(net, precision: str, nodes: int, flits: int = 1, pipelines: dict | None = None):
     """The CL cluster :func:`predict_run` and the scaling curve describe: ``nodes`` default engines
-    for ``net`` (buffers deep enough for any plan: the partition does not depend on them) on links
-    of ``flits`` cycles a message (:func:`~pymtl_fp.cluster.config.link_flits`)."""
+    for ``net`` (buffers deep enough for any plan: the partition does not depend on them; ``pipelines``:
+    ``EngineConfig`` fields replacing the default pipelines) on links of ``flits`` cycles a message
+    (:func:`~pymtl_fp.cluster.config.link_flits`)."""
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
 
     eng = engine_for_net(net, precision, act_depth=1 << 16, weight_depth=1 << 16, bias_depth=1 << 12)
+    eng = eng.replace(**(pipelines or {}))
     return link_flits(ClusterConfig.homogeneous(nodes, eng), flits)
 
 
-def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1) -> dict | None:
+def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1,
+                  pipelines: dict | None = None) -> dict | None:
     """The models' throughput of ``net`` on ``nodes`` nodes in the layer pipeline (1F1B, the
     cluster's own partition), or None where the partition does not exist: images/s of a step at
     the cluster's clock, and the pipeline-full bound (the slowest node's forward, backward and
@@ -118,9 +123,9 @@ def scaling_point(net, precision: str, nodes: int, batch: int, flits: int = 1) -
     from pymtl_fp.cluster.config import ClusterError
     from pymtl_fp.cost.link import transfer_cycles
 
-    ccfg = cluster_for(net, precision, nodes, flits)
+    ccfg = cluster_for(net, precision, nodes, flits, pipelines)
     try:  # (the partition does not depend on the links)
-        part = choose_partition(net, cluster_for(net, precision, nodes), batch, Mapping())
+        part = choose_partition(net, cluster_for(net, precision, nodes, pipelines=pipelines), batch, Mapping())
     except ClusterError:
         return None
     _, _, passes, steps, links = _timing(net, part, ccfg, batch)

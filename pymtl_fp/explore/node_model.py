@@ -24,8 +24,10 @@ cycles per step are the sum of its commands' occupancies, every one from the clo
 * one cycle per command for the router to offer the next command (its outputs are registered:
   :data:`pymtl_fp.cost.latency.ISSUE_CYCLES`).
 
-The engines are modelled without pipelines (``wb_latency = cmd_latency = 0``, the cluster's
-default engines).
+An engine's pipelines add ``wb_latency`` cycles to each compute command (``predict``'s
+``wb_latency``, ``EngineConfig.wb_latency``: 17 for the cluster's default engines, every pipeline
+on); its command register costs nothing here (a node's router offers the next command while one
+runs: :func:`pymtl_fp.cost.engine.compute_cycles`).
 
 Each node's cycles are also split by phase (forward and backward pass of an image, the weight
 phase) with what each pass receives and sends (elements, and the cycles of those LOADs and STOREs):
@@ -94,6 +96,11 @@ class NodeCycles:
     last_command: dict = field(default_factory=dict)
     #: per phase, whether its last command is a compute command
     ends_computing: dict = field(default_factory=dict)
+    #: per phase, the cycles of the command before its last one (in the node's command stream)
+    before_last: dict = field(default_factory=dict)
+    #: the engine has a command register (``EngineConfig.pipelined_cmd``): it takes a command as the
+    #: one before it starts, so the router goes on a command earlier (:class:`.step_model.NodePasses`)
+    held: bool = False
 
     def per_step(self) -> int:
         return self.compute + self.io + ISSUE_CYCLES * self.commands
@@ -103,9 +110,23 @@ class NodeCycles:
 
 
 class Acc:
-    def __init__(self, node, P):
-        self.c = NodeCycles(node)
+    def __init__(self, node, P, wb_latency=0, unit_latency=0, held=False):
+        self.c = NodeCycles(node, held=held)
         self.P = P
+        self.wb = wb_latency
+        self.unit_latency = unit_latency
+        self._last, self._stream = 0, [0]  # (the cycles of every command so far, in order)
+
+    @property
+    def last(self) -> int:
+        """The cycles of the phase's last command (0 before its first)."""
+        return self._last
+
+    @last.setter
+    def last(self, cycles: int) -> None:
+        self._last = cycles
+        if cycles:
+            self._stream.append(cycles)
 
     def act(self, c, h, w) -> int:
         """Elements of one image's ``(c, h, w)`` activation in the engine's layout."""
@@ -122,6 +143,7 @@ class Acc:
         span = self.c.per_step() - self.mark
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
         self.c.last_command[self.phase] = self.last
+        self.c.before_last[self.phase] = self._stream[-2] if self.last and len(self._stream) > 1 else 0
         self.c.ends_computing[self.phase] = self.computed_at is not None and self.computed_at == span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
@@ -168,6 +190,7 @@ class Acc:
         self.load(n)
 
     def compute(self, cycles):
+        cycles += self.wb
         self.fresh, self.last = False, cycles
         self.c.compute += cycles
         self.c.commands += 1
@@ -179,20 +202,25 @@ def _conv(P, op, f, n, k, drain_rows=1):
                                                       s=f["s"], stride=f["stride"], pad=f["pad"]), drain_rows)
 
 
-def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, net=None) -> list:
+def predict(layers: list, nodes: list, P: int, batch: int, drain_rows: int = 1, wb_latency: int = 0,
+            net=None, unit_latency: int = 0, held: bool = False) -> list:
     """Busy cycles of every node for one step.
 
     ``layers[i]``: a dict of layer ``i``'s shapes (``c, h, w`` in, ``k, ho, wo`` out; conv/fc
     also ``r, s, stride, pad`` and ``p``, its index among the parameter layers; pool ``pk``),
     e.g. :func:`pymtl_fp.cluster.compiler.partition.layer_info`; ``nodes[j]``: node ``j``'s items, each with
     ``layer``, ``k0``, ``k1`` (output channels it computes) and ``pool``; ``P`` and
-    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle; ``net``: the
-    net, for a residual net's adds and average pools (:mod:`.residual_terms`).  Returns
+    ``drain_rows``: the engines' array side and ``bwd_weight`` drain rows per cycle;
+    ``wb_latency``: the cycles their pipelines add to each compute command
+    (``EngineConfig.wb_latency``); ``net``: the net, for a residual net's adds and average pools
+    (:mod:`.residual_terms`); ``unit_latency``: the cycles the routers' pipelined units add to each
+    residual-unit instruction (:func:`~pymtl_fp.cost.latency.router_unit_latency`); ``held``: the
+    engines have a command register (``EngineConfig.pipelined_cmd``).  Returns
     :class:`NodeCycles` per node."""
     out = []
     sk = residual_terms.Skips(net, nodes)
     for j, items in enumerate(nodes):
-        a = Acc(j, P)
+        a = Acc(j, P, wb_latency, unit_latency, held)
 
         def kind(it):
             f = layers[it.layer]

@@ -61,11 +61,13 @@ class Skips:
         return next(s[1] for s in self.all if s[0] == li)
 
 
-def unit(a, n: int, latency: int = 0) -> None:
-    """A residual-unit instruction over ``n`` elements on the node model's accumulator ``a``."""
-    a.c.io += n + UNIT_OVERHEAD + latency
+def unit(a, n: int) -> None:
+    """A residual-unit instruction over ``n`` elements on the node model's accumulator ``a`` (whose
+    ``unit_latency`` the routers' pipelined units add)."""
+    cycles = n + UNIT_OVERHEAD + a.unit_latency
+    a.c.io += cycles
     a.c.commands += 1
-    a.fresh, a.last = False, n + UNIT_OVERHEAD + latency
+    a.fresh, a.last = False, cycles
 
 
 def forward(a, sk: Skips, f: dict, kd: str, li: int, conv_fwd) -> int:

@@ -94,20 +94,25 @@ class NodePasses:
     wg_last: float = 0
     #: the cycles of the backward pass's last command if it computes (0 if the pass ends with a
     #: STORE or computes nothing): the router issues the next command, and marks the weight
-    #: phase's start, as soon as the engine has taken it
+    #: phase's start, as soon as the engine has taken it; with a command register
+    #: (:attr:`.node_model.NodeCycles.held`) it takes it as the command before it starts: the
+    #: cycles of both (measured against the CL cluster: the step's end mark does not move so,
+    #: docs/explore.md)
     bwd_last_compute: float = 0
 
     @classmethod
     def of(cls, cyc, batch: int) -> NodePasses:
         """From a :class:`.node_model.NodeCycles` of one step of ``batch`` images."""
         ph, fl, ls = cyc.phase, cyc.receiving, cyc.sending
+        # (a command register takes the pass's last command as the one before it starts)
+        held_before = cyc.before_last.get("bwd", 0) if cyc.held else 0
         io = {k: (v[0] / (1 if k[0] == "wg" else batch), v[1] / (1 if k[0] == "wg" else batch))
               for k, v in cyc.link_io.items()}
         return cls(ph.get("fwd", 0) / batch, ph.get("bwd", 0) / batch, ph.get("wg", 0),
                    fl.get("fwd", 0), fl.get("bwd", 0), ls.get("fwd", 0), ls.get("bwd", 0), io,
                    cyc.weights_loaded_at, cyc.dma_moves / batch, cyc.tail.get("bwd", 0), cyc.tail_sent.get("bwd", 0),
                    cyc.early_gap.get("bwd", 0), cyc.last_command.get("wg", 0),
-                   cyc.last_command.get("bwd", 0) if cyc.ends_computing.get("bwd") else 0)
+                   cyc.last_command.get("bwd", 0) + held_before if cyc.ends_computing.get("bwd") else 0)
 
 
 @dataclass

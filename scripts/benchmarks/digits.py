@@ -84,15 +84,17 @@ def run_params(net, prec: str) -> tuple:
     return params, TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
 
 
-def fitted_cluster(net, prec: str, nodes: int, mapping, *, steps: int, batch: int, flits: int = 1):
-    """``nodes`` default engines for ``net`` on links of ``flits`` cycles a message
+def fitted_cluster(net, prec: str, nodes: int, mapping, *, steps: int, batch: int, flits: int = 1,
+                   pipelines: dict | None = None):
+    """``nodes`` default engines for ``net`` (``pipelines``: ``EngineConfig`` fields replacing their
+    default pipelines) on links of ``flits`` cycles a message
     (:func:`~pymtl_fp.cluster.config.link_flits`), every buffer the depth the run needs (compiled
     here: a run that cannot fit is a ``ClusterError`` before any simulation)."""
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net, link_flits
     from pymtl_fp.cluster.run.train import fit_buffers
 
     params, tcfg = run_params(net, prec)
-    ccfg = link_flits(ClusterConfig.homogeneous(nodes, engine_for_net(net, prec)), flits)
+    ccfg = link_flits(ClusterConfig.homogeneous(nodes, engine_for_net(net, prec).replace(**(pipelines or {}))), flits)
     return fit_buffers(net, ccfg, params, tcfg, mapping, steps=steps, batch=batch)
 
 

@@ -37,8 +37,8 @@ def add_arguments(parser):
     parser.add_argument("--drain-rows", type=int, metavar="DR",
                         help="dw rows the bwd_weight drain writes a cycle (default: the preset's, 1)")
     parser.add_argument("--pipeline", metavar="PARTS",
-                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated) or all "
-                             "(as translate --pipeline; default none)")
+                        help="build the engine with pipelines: requant, mac, addr, cmd (comma-separated), all or none "
+                             "(as translate --pipeline; default all, the presets')")
     parser.add_argument("--stream", type=int, default=8, metavar="M",
                         help="operations in the overlapped stream of the program_util figure (default 8)")
     parser.add_argument("--json", metavar="FILE.json",
@@ -90,10 +90,13 @@ def main(args) -> int:
         except CaseError as exc:
             raise UserError(f"the benchmark layer does not fit config {args.config} for {op}: {exc}") from None
     levels = ["verilator"] + ([] if args.no_pymtl else ["rtl"])
+    from pymtl_fp.clock import pipelines_key
+
     print(f"engine {args.config} ({cfg.rows}x{cfg.cols} MACs, {cfg.act_bits}/{cfg.weight_bits}/"
           f"{cfg.grad_bits}-bit act/weight/grad, {cfg.acc_bits}-bit accumulators); layer N=1, "
           f"C=K={args.channels}, {args.size}x{args.size}, 3x3, stride 1, pad 1, stochastic rounding"
-          + (f"; pipelines: {args.pipeline} ({cfg.wb_latency} cycles more per compute command"
+          + (f"; pipelines: {pipelines_key(cfg)}{',dsp' if cfg.dsp_mac else ''} ({cfg.wb_latency} cycles more per "
+             f"compute command"
              + (f", {cfg.cmd_latency} per command offered to an idle engine" if cfg.cmd_latency else "") + ")"
              if cfg.wb_latency or cfg.cmd_latency else ""))
     t0 = time.perf_counter()

@@ -35,6 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--link-flits", type=int, default=1, metavar="F",
                         help="cycles each link takes per message (its phit a 1/F of a message; default 1: a message "
                              "a cycle, as fast as a STORE; more makes the links the bottleneck)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="the nodes' engine pipelines, as train --pipeline (default all, the presets')")
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run, the last compared (default 2)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--markdown", metavar="FILE.md", help="write the table as Markdown")
@@ -49,13 +51,13 @@ def _run(job) -> dict:
     from pymtl_fp.explore.against_cluster import compare, measured, predict_run
     from pymtl_fp.net import load_net
 
-    net_name, prec, n, batch, schedule, steps, flits = job
+    net_name, prec, n, batch, schedule, steps, flits, pipes = job
     net = load_net(net_name)
     row = {"net": net_name, "nodes": n, "batch": batch, "schedule": schedule}
     mapping = Mapping(schedule=schedule)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
     try:
-        ccfg = fitted_cluster(net, prec, n, mapping, steps=steps, batch=batch, flits=flits)
+        ccfg = fitted_cluster(net, prec, n, mapping, steps=steps, batch=batch, flits=flits, pipelines=pipes)
         part = choose_partition(net, ccfg, batch, mapping)
     except ClusterError as exc:
         return {**row, "refused": str(exc)}
@@ -117,6 +119,9 @@ def summary(rows: list) -> list:
 
 
 def main(args) -> int:
+    from pymtl_fp.clock import pipelines_key
+    from pymtl_fp.engine.config import preset
+
     md_path = validate.output_file(args.markdown, "--markdown", ".md")
     json_path = validate.output_file(args.json, "--json", ".json")
     nets = [zoo_net(name.strip(), args.precision).name for name in args.nets.split(",")]
@@ -125,9 +130,11 @@ def main(args) -> int:
     validate.integer(args.steps, "--steps", 2, 20)
     validate.integer(args.workers, "--workers", 1, 64)
     validate.integer(args.link_flits, "--link-flits", 1, 64)
-    jobs = [(net, args.precision, n, b, args.schedule, args.steps, args.link_flits)
+    pipes = validate.pipelines(args.pipeline)
+    jobs = [(net, args.precision, n, b, args.schedule, args.steps, args.link_flits, pipes)
             for net in nets for n in nodes for b in batches]
-    print(f"bench model: {len(jobs)} configurations on the CL cluster ({args.schedule}, serial engines, "
+    engines = f"engine pipelines {pipelines_key(preset('small').replace(**pipes))}"  # (as the nodes')
+    print(f"bench model: {len(jobs)} configurations on the CL cluster ({args.schedule}, serial engines, {engines}, "
           f"whole layers, {args.steps} steps; the last compared; links of {args.link_flits} cycle(s) a message), "
           "simulated / predicted (error)")
     rows = run_jobs(_run, jobs, args.workers)
@@ -135,7 +142,7 @@ def main(args) -> int:
     print("\n".join(lines))
     print("\n".join(summary(rows)))
     if md_path:
-        md_path.write_text("\n".join(lines + [""] + [f"* {s}" for s in summary(rows)]) + "\n")
+        md_path.write_text("\n".join(lines + [""] + [f"* {s}" for s in summary(rows)] + [f"* {engines}"]) + "\n")
         print(f"  wrote {md_path}")
     if json_path:
         json_path.write_text(json.dumps(rows, indent=1, default=str))

@@ -32,6 +32,8 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run (default 2: the last is measured)")
     parser.add_argument("--act-depth", type=int, default=8192, metavar="WORDS",
                         help="activation buffer words per node (default 8192: a whole batch of 32 on one node)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="the nodes' engine pipelines, as train --pipeline (default all; none: without)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="images/s per method vs batch, one panel per node count")
@@ -53,10 +55,10 @@ def _run(job):
     from pymtl_fp.cluster.run.train import golden_steps, params_equal, train_on_cluster
     from pymtl_fp.net import load_net
 
-    net_name, prec, method, groups, n, batch, steps, act_depth = job
+    net_name, prec, method, groups, n, batch, steps, act_depth, pipes = job
     net = load_net(net_name)
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(**pipes))
     row = {"method": method, "groups": groups, "nodes": n, "batch": batch}
     try:
         run = train_on_cluster(net, params, images, labels, tcfg, ccfg,
@@ -108,7 +110,8 @@ def main(args) -> int:
     validate.integer(args.steps, "--steps", 1, 100)
     validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
     validate.integer(args.workers, "--workers", 1, 64)
-    jobs = [(net.name, args.precision, m, g, n, b, args.steps, args.act_depth)
+    pipes = validate.pipelines(args.pipeline)
+    jobs = [(net.name, args.precision, m, g, n, b, args.steps, args.act_depth, pipes)
             for n in nodes for m, g in _methods(n) for b in batches]
     print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines, {args.steps} steps per run "
           f"(the last measured), {len(jobs)} runs on {args.workers} processes; every run checked bit-exact "

@@ -40,6 +40,9 @@ def add_arguments(parser):
     parser.add_argument("--curve-to", type=int, default=64, metavar="N",
                         help="the model's curve covers 1..N nodes (default 64; fewer if the net cannot be cut into N)")
     parser.add_argument("--level", default="cl", choices=LEVELS, help="simulation level (default cl)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="the nodes' engine pipelines, as train --pipeline (default all; with --simulated: the "
+                             "recorded points')")
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="steps per run, the last measured (default 2)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes (default 2)")
     parser.add_argument("--plot", metavar="FILE.png", help="write the figure")
@@ -65,13 +68,16 @@ def _simulate(job) -> dict:
     if not params_equal(run.params, want):
         raise UserError(f"bench scaling: {net_name} on {n} nodes ({level}) differs from the golden model")
     rep = run.report
-    return {"nodes": n, "flits": flits, "level": level, "batch": batch, "cycles_per_step": rep["cycles_per_step"][-1],
+    from pymtl_fp.clock import pipelines_key
+
+    return {"nodes": n, "flits": flits, "level": level, "batch": batch, "pipelines": pipelines_key(ccfg.engines[0]),
+            "cycles_per_step": rep["cycles_per_step"][-1],
             "images_s": batch * ccfg.clock.mhz * 1e6 / rep["cycles_per_step"][-1],
             "build_s": rep["wall_seconds"]["build"], "simulate_s": rep["wall_seconds"]["simulate"],
             "node_cycles_per_s": rep["cycles_total"] * n / max(rep["wall_seconds"]["simulate"], 1e-9)}
 
 
-def _fitted(net, prec, n, batch, flits, steps):
+def _fitted(net, prec, n, batch, flits, steps, pipelines):
     """The cluster of ``n`` nodes on links of ``flits`` cycles a message, every buffer the depth the
     run needs (compiled here, before any simulation: a batch the engines' fields cannot address is
     a one-line error)."""
@@ -79,12 +85,13 @@ def _fitted(net, prec, n, batch, flits, steps):
     from pymtl_fp.cluster.config import ClusterError
 
     try:
-        return fitted_cluster(net, prec, n, Mapping(), steps=steps, batch=batch, flits=flits)
+        return fitted_cluster(net, prec, n, Mapping(), steps=steps, batch=batch, flits=flits, pipelines=pipelines)
     except ClusterError as exc:
         raise UserError(f"bench scaling: {net.name} on {n} nodes, batch {batch}: {exc}") from None
 
 
-#: what a recorded simulated point must hold (``--simulated``)
+#: what a recorded simulated point must hold (``--simulated``), and its nodes' engine pipelines
+#: (``pipelines``: ``none`` or the parts, as :func:`pymtl_fp.clock.pipelines_key` names them)
 RECORDED = ("nodes", "flits", "cycles_per_step", "images_s")
 
 
@@ -106,8 +113,13 @@ def _recorded(path) -> list:
         if p["nodes"] != int(p["nodes"]) or not 1 <= p["nodes"] <= 64 or p["flits"] != int(p["flits"]) \
                 or not 1 <= p["flits"] <= 64:
             raise UserError(f"--simulated {path}: point {i}: nodes and flits are integers in 1..64")
-    return [{k: (int(p[k]) if k in ("nodes", "flits") else p[k]) for k in (*RECORDED, "level", "batch") if k in p}
-            for p in points]
+    keys = {p.get("pipelines") for p in points}
+    if len(keys) != 1 or not isinstance(points[0].get("pipelines"), str):
+        raise UserError(f"--simulated {path}: every point needs the same 'pipelines' (the nodes' engine pipelines: "
+                        "none or requant,mac,addr,cmd, ...)")
+    validate.pipelines(points[0]["pipelines"])
+    return [{k: (int(p[k]) if k in ("nodes", "flits") else p[k]) for k in (*RECORDED, "level", "batch", "pipelines")
+             if k in p} for p in points]
 
 
 def _plot(path, curve, sims, net, batch, level):
@@ -140,7 +152,8 @@ def _plot(path, curve, sims, net, batch, level):
 
 
 def main(args) -> int:
-    from pymtl_fp.explore.against_cluster import scaling_point
+    from pymtl_fp.clock import pipelines_key
+    from pymtl_fp.explore.against_cluster import cluster_for, scaling_point
     from pymtl_fp.net import load_net
 
     plot_path = validate.output_file(args.plot, "--plot", ".png")
@@ -148,6 +161,9 @@ def main(args) -> int:
     json_path = validate.output_file(args.json, "--json", ".json")
     net = load_net(zoo_net(args.net, args.precision).name)
     recorded = _recorded(args.simulated) if args.simulated else None
+    if recorded and args.pipeline is not None:
+        raise UserError("--pipeline: with --simulated the pipelines are the recorded points'")
+    pipes = validate.pipelines(recorded[0]["pipelines"] if recorded else args.pipeline)
     if recorded:
         if any(p.get("batch", args.batch) != args.batch for p in recorded):
             raise UserError(f"--simulated {args.simulated}: its points are of another batch than --batch {args.batch}")
@@ -164,7 +180,7 @@ def main(args) -> int:
     if too_many:
         raise UserError(f"--nodes {too_many[0]}: more than --curve-to {args.curve_to}")
     curve = [p for f in flits for n in range(1, args.curve_to + 1)
-             if (p := scaling_point(net, args.precision, n, args.batch, f)) is not None]
+             if (p := scaling_point(net, args.precision, n, args.batch, f, pipes)) is not None]
     most = max(c["nodes"] for c in curve)
     too_many = [n for n in nodes if n > most]
     if too_many:
@@ -173,12 +189,13 @@ def main(args) -> int:
     print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
           f"(model) and {','.join(map(str, nodes))} ({level}, "
           + (f"recorded in {args.simulated}" if recorded else f"{args.steps} steps, the last measured")
-          + f"); images/s at {curve[0]['clock']}")
+          + f"); engine pipelines {pipelines_key(cluster_for(net, args.precision, 1, pipelines=pipes).engines[0])}; "
+          f"images/s at {curve[0]['clock']}")
     if recorded:
         sims = [dict(p, images_s=args.batch * curve[0]["clock_mhz"] * 1e6 / p["cycles_per_step"]) for p in recorded]
     else:
         jobs = [(net.name, args.precision, n, args.batch, f, args.level, args.steps,
-                 _fitted(net, args.precision, n, args.batch, f, args.steps)) for f in flits for n in nodes]
+                 _fitted(net, args.precision, n, args.batch, f, args.steps, pipes)) for f in flits for n in nodes]
         sims = run_jobs(_simulate, jobs, args.workers)
     model = {(c["nodes"], c["flits"]): c for c in curve}
     lines = ["| nodes | link cycles/message | cycles per step: simulated / model (error) | images/s simulated "

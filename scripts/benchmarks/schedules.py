@@ -45,6 +45,8 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=2, metavar="S", help="cluster steps per run (default 2)")
     parser.add_argument("--act-depth", type=int, default=8192, metavar="WORDS",
                         help="activation buffer words per node (default 8192: whole batches of 32 fit)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="the nodes' engine pipelines, as train --pipeline (default all; none: without)")
     parser.add_argument("--workers", type=int, default=2, metavar="W", help="processes for the golden runs (default 2)")
     parser.add_argument("--json", metavar="FILE.json", help="write the figures as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="accuracy vs epoch and vs simulated time")
@@ -60,17 +62,18 @@ def _check(args):
     batch = validate.integer(args.batch, "--batch", 1, 1024) or net.train.batch
     validate.integer(args.steps, "--steps", 1, 100)
     validate.integer(args.act_depth, "--act-depth", 1, 1 << 20)
+    validate.pipelines(args.pipeline)
     validate.integer(args.workers, "--workers", 1, 64)
     return net, nodes, tn, seeds, epochs, batch
 
 
-def _throughput(net, prec, method, n, batch, steps, act_depth):
+def _throughput(net, prec, method, n, batch, steps, act_depth, pipes=None):
     """One CL cluster run: cycles of the last step, images/s, MAC utilization; bit-exact checked."""
     from pymtl_fp.cluster.config import ClusterConfig, engine_for_net
     from pymtl_fp.cluster.run.train import cp_versions, golden_steps, params_equal, train_on_cluster
 
     images, labels, params, tcfg = run_inputs(net, prec, steps, batch)
-    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth))
+    ccfg = ClusterConfig.homogeneous(n, engine_for_net(net, prec, act_depth=act_depth).replace(**(pipes or {})))
     sched = METHODS[method]
     run = train_on_cluster(net, params, images, labels, tcfg, ccfg, Mapping(overlap=True, schedule=sched), steps=steps,
                            batch=batch, levels=["cl"] * n)
@@ -144,7 +147,8 @@ def main(args) -> int:
     for method in METHODS:
         for n in sorted(set(nodes) | {tn}):
             try:
-                r = _throughput(net, prec, method, n, batch, args.steps, args.act_depth)
+                r = _throughput(net, prec, method, n, batch, args.steps, args.act_depth,
+                                validate.pipelines(args.pipeline))
             except ClusterError as exc:
                 raise UserError(f"{method} on {n} nodes: {exc}") from None
             r["epoch_seconds"] = steps_per_epoch * r["cycles_per_step"] / (r["clock_mhz"] * 1e6)
