@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grp.add_argument("--pipeline", metavar="PARTS",
                      help="engine pipelines of every node: requant, mac, addr, cmd (comma-separated), all, or none, "
                           "and dsp (the mac pipeline accumulating in the DSPs) (as translate --pipeline: the node's "
-                          "pre-route path 31.5 ns with none, 5.3 ns with all; default all)")
+                          "pre-route path 31.5 ns with none, 4.99 ns with all; default all)")
     grp.add_argument("--clock-mhz", type=float, default=None, metavar="MHZ",
                      help="clock for images/s, the energy's static part and the trace's time (default: the clock "
                           "the nodes' RTL reaches: the recorded pre-route path of the node times a routing "

@@ -219,7 +219,7 @@ STRUCTURES = {"dsp": {"pipelined_mac": True, "dsp_mac": True}}
 #: the EngineConfig fields of an engine without any pipeline (``--pipeline none``)
 NO_PIPELINES = {**{f"pipelined_{p}": False for p in PIPELINES}, "dsp_mac": False}
 #: the pipelines of the presets and of a cluster node's engine (:func:`pymtl_fp.cluster.config.engine_for_net`):
-#: all four (the node's path 5.3 ns pre-route against 31.5 ns without, docs/verilog.md); the MAC array
+#: all four (the node's path 4.99 ns pre-route against 31.5 ns without, docs/verilog.md); the MAC array
 #: in fabric (``dsp`` is not in the default: docs/verilog.md, "The presets' pipelines")
 DEFAULT_PIPELINES = {**NO_PIPELINES, **{f"pipelined_{p}": True for p in PIPELINES}}
 

@@ -113,7 +113,11 @@ def main(args) -> int:
     pipes = validate.pipelines(args.pipeline)
     jobs = [(net.name, args.precision, m, g, n, b, args.steps, args.act_depth, pipes)
             for n in nodes for m, g in _methods(n) for b in batches]
-    print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines, {args.steps} steps per run "
+    from pymtl_fp.clock import pipelines_key
+    from pymtl_fp.engine.config import preset
+
+    print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines (pipelines "
+          f"{pipelines_key(preset('small').replace(**pipes))}), {args.steps} steps per run "
           f"(the last measured), {len(jobs)} runs on {args.workers} processes; every run checked bit-exact "
           "against the golden model's one-node step", flush=True)
     rows = run_jobs(_run, jobs, args.workers)
