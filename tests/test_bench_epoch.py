@@ -39,3 +39,5 @@ def test_bench_epoch_bad_input(capsys):
     assert "--steps" in capsys.readouterr().err
     assert main(["bench", "epoch", "--net", "lenet-digits", "--stream-lanes", "0"]) == 1
     assert "--stream-lanes" in capsys.readouterr().err
+    assert main(["bench", "epoch", "--net", "lenet-digits", "--pipeline", "fast"]) == 1
+    assert "--pipeline 'fast'" in capsys.readouterr().err

@@ -35,6 +35,8 @@ def add_arguments(parser):
                         help="the first conv layer tap-packed (as train --tap-pack; default on)")
     parser.add_argument("--stream-lanes", type=int, default=8, metavar="E",
                         help="elements per stream beat (as train --stream-lanes; default 8)")
+    parser.add_argument("--pipeline", metavar="PARTS",
+                        help="the nodes' engine pipelines, as train --pipeline (default all, the presets')")
     parser.add_argument("--batch", type=int, default=8, metavar="B", help="mini-batch (default 8)")
     parser.add_argument("--steps", type=int, default=3, metavar="S", help="steps measured (default 3)")
     parser.add_argument("--level", default="verilator", choices=LEVELS, help="simulation level (default verilator)")
@@ -45,7 +47,8 @@ def _cluster(args, net):
     from pymtl_fp.cluster.config import cluster_for_net
 
     try:
-        return cluster_for_net(net, args.precision, [args.array] * args.nodes, stream_lanes=args.stream_lanes)
+        return cluster_for_net(net, args.precision, [args.array] * args.nodes, stream_lanes=args.stream_lanes,
+                               pipelines=validate.pipelines(args.pipeline))
     except (ValueError, TypeError) as exc:
         raise UserError(f"bench epoch: {exc}") from None
 
@@ -87,8 +90,11 @@ def main(args) -> int:
     threads = int(os.environ.get(THREADS_ENV) or 1)  # (checked by the command line: validate.environment)
     ccfg = _cluster(args, net)
     mapping = TRAIN_DEFAULT.replace(pack=args.tap_pack)
+    from pymtl_fp.clock import pipelines_key
+
     print(f"epoch: {net.name} ({args.precision}-bit), {args.nodes} nodes of {args.array}x{args.array} at "
-          f"{args.level}, tap-pack {args.tap_pack}, {args.stream_lanes} stream lanes, batch {args.batch}: "
+          f"{args.level}, engine pipelines {pipelines_key(ccfg.engines[0])}, tap-pack {args.tap_pack}, "
+          f"{args.stream_lanes} stream lanes, batch {args.batch}: "
           f"{args.steps} of the epoch's {epoch_steps} steps measured"
           + (f", {threads} simulation thread(s) (${THREADS_ENV})" if args.level == "verilator" else ""),
           flush=True)
