@@ -115,7 +115,8 @@ class Acc:
         self.P = P
         self.wb = wb_latency
         self.unit_latency = unit_latency
-        self._last, self._stream = 0, [0]  # (the cycles of every command so far, in order)
+        self._last = 0  # (the phase's last command; 0 before its first)
+        self._latest, self._before = 0, 0  # (the node's last command and the one before it, across phases)
 
     @property
     def last(self) -> int:
@@ -124,9 +125,10 @@ class Acc:
 
     @last.setter
     def last(self, cycles: int) -> None:
-        self._last = cycles
         if cycles:
-            self._stream.append(cycles)
+            self._before = self._latest
+            self._latest = cycles
+        self._last = cycles
 
     def act(self, c, h, w) -> int:
         """Elements of one image's ``(c, h, w)`` activation in the engine's layout."""
@@ -143,7 +145,7 @@ class Acc:
         span = self.c.per_step() - self.mark
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
         self.c.last_command[self.phase] = self.last
-        self.c.before_last[self.phase] = self._stream[-2] if self.last and len(self._stream) > 1 else 0
+        self.c.before_last[self.phase] = self._before if self.last else 0
         self.c.ends_computing[self.phase] = self.computed_at is not None and self.computed_at == span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at

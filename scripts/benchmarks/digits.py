@@ -84,6 +84,16 @@ def run_params(net, prec: str) -> tuple:
     return params, TrainConfig(prec, lr_log2=net.train.lr_log2, seed=0)
 
 
+def pipelines_named(pipes: dict) -> str:
+    """The nodes' engine pipelines, the presets' with ``pipes`` (``EngineConfig`` fields, as
+    ``validate.pipelines`` gives them) applied, as the clock records name them (``none``,
+    ``requant,mac,addr,cmd``, ...)."""
+    from pymtl_fp.clock import pipelines_key
+    from pymtl_fp.engine.config import preset
+
+    return pipelines_key(preset("small").replace(**pipes))
+
+
 def fitted_cluster(net, prec: str, nodes: int, mapping, *, steps: int, batch: int, flits: int = 1,
                    pipelines: dict | None = None):
     """``nodes`` default engines for ``net`` (``pipelines``: ``EngineConfig`` fields replacing their

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, pipelines_named, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 
 HELP = "the analytical step, storage and link models against the CL cluster: cycles per step, interval, fill, weight phase"
@@ -119,9 +119,6 @@ def summary(rows: list) -> list:
 
 
 def main(args) -> int:
-    from pymtl_fp.clock import pipelines_key
-    from pymtl_fp.engine.config import preset
-
     md_path = validate.output_file(args.markdown, "--markdown", ".md")
     json_path = validate.output_file(args.json, "--json", ".json")
     nets = [zoo_net(name.strip(), args.precision).name for name in args.nets.split(",")]
@@ -133,7 +130,7 @@ def main(args) -> int:
     pipes = validate.pipelines(args.pipeline)
     jobs = [(net, args.precision, n, b, args.schedule, args.steps, args.link_flits, pipes)
             for net in nets for n in nodes for b in batches]
-    engines = f"engine pipelines {pipelines_key(preset('small').replace(**pipes))}"  # (as the nodes')
+    engines = f"engine pipelines {pipelines_named(pipes)}"
     print(f"bench model: {len(jobs)} configurations on the CL cluster ({args.schedule}, serial engines, {engines}, "
           f"whole layers, {args.steps} steps; the last compared; links of {args.link_flits} cycle(s) a message), "
           "simulated / predicted (error)")

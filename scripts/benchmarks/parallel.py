@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import int_list, last_step_figures, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.benchmarks.digits import int_list, last_step_figures, pipelines_named, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cluster.compiler.mapping import Mapping
 
 HELP = "pipeline vs data-parallel vs hybrid training on the CL cluster: images/s and MAC utilization"
@@ -113,11 +113,8 @@ def main(args) -> int:
     pipes = validate.pipelines(args.pipeline)
     jobs = [(net.name, args.precision, m, g, n, b, args.steps, args.act_depth, pipes)
             for n in nodes for m, g in _methods(n) for b in batches]
-    from pymtl_fp.clock import pipelines_key
-    from pymtl_fp.engine.config import preset
-
-    print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines (pipelines "
-          f"{pipelines_key(preset('small').replace(**pipes))}), {args.steps} steps per run "
+    print(f"{net.name} ({args.precision}-bit), CL cluster of 4x4 engines (pipelines {pipelines_named(pipes)}), "
+          f"{args.steps} steps per run "
           f"(the last measured), {len(jobs)} runs on {args.workers} processes; every run checked bit-exact "
           "against the golden model's one-node step", flush=True)
     rows = run_jobs(_run, jobs, args.workers)

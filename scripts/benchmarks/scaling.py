@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from pymtl_fp.cli import validate
-from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, run_inputs, run_jobs, zoo_net
+from pymtl_fp.cli.benchmarks.digits import fitted_cluster, int_list, pipelines_named, run_inputs, run_jobs, zoo_net
 from pymtl_fp.cli.errors import UserError
 
 HELP = "images/s against nodes (1..64) for the layer pipeline: simulated points on the step model's curve, per link speed"
@@ -152,8 +152,7 @@ def _plot(path, curve, sims, net, batch, level):
 
 
 def main(args) -> int:
-    from pymtl_fp.clock import pipelines_key
-    from pymtl_fp.explore.against_cluster import cluster_for, scaling_point
+    from pymtl_fp.explore.against_cluster import scaling_point
     from pymtl_fp.net import load_net
 
     plot_path = validate.output_file(args.plot, "--plot", ".png")
@@ -189,7 +188,7 @@ def main(args) -> int:
     print(f"bench scaling: {net.name}, batch {args.batch}, 1F1B, the layer pipeline on 1..{most} nodes "
           f"(model) and {','.join(map(str, nodes))} ({level}, "
           + (f"recorded in {args.simulated}" if recorded else f"{args.steps} steps, the last measured")
-          + f"); engine pipelines {pipelines_key(cluster_for(net, args.precision, 1, pipelines=pipes).engines[0])}; "
+          + f"); engine pipelines {pipelines_named(pipes)}; "
           f"images/s at {curve[0]['clock']}")
     if recorded:
         sims = [dict(p, images_s=args.batch * curve[0]["clock_mhz"] * 1e6 / p["cycles_per_step"]) for p in recorded]
