@@ -96,7 +96,8 @@ class NodeCycles:
     last_command: dict = field(default_factory=dict)
     #: per phase, whether its last command is a compute command
     ends_computing: dict = field(default_factory=dict)
-    #: per phase, the cycles of the command before its last one (in the node's command stream)
+    #: per phase, the cycles of the command before its last one (in the node's command stream) if
+    #: that command computes, else 0 (a LOAD or STORE before it does not hold the last one back)
     before_last: dict = field(default_factory=dict)
     #: the engine has a command register (``EngineConfig.pipelined_cmd``): it takes a command as the
     #: one before it starts, so the router goes on a command earlier (:class:`.step_model.NodePasses`)
@@ -116,7 +117,8 @@ class Acc:
         self.wb = wb_latency
         self.unit_latency = unit_latency
         self._last = 0  # (the phase's last command; 0 before its first)
-        self._latest, self._before = 0, 0  # (the node's last command and the one before it, across phases)
+        # the node's last command and the one before it, across phases: (cycles, computes)
+        self._latest, self._before = (0, False), (0, False)
 
     @property
     def last(self) -> int:
@@ -125,9 +127,11 @@ class Acc:
 
     @last.setter
     def last(self, cycles: int) -> None:
+        self._set_last(cycles, False)
+
+    def _set_last(self, cycles: int, computes: bool) -> None:
         if cycles:
-            self._before = self._latest
-            self._latest = cycles
+            self._before, self._latest = self._latest, (cycles, computes)
         self._last = cycles
 
     def act(self, c, h, w) -> int:
@@ -145,7 +149,8 @@ class Acc:
         span = self.c.per_step() - self.mark
         self.c.phase[self.phase] = self.c.phase.get(self.phase, 0) + span
         self.c.last_command[self.phase] = self.last
-        self.c.before_last[self.phase] = self._before if self.last else 0
+        before, computes = self._before
+        self.c.before_last[self.phase] = before if self.last and computes else 0
         self.c.ends_computing[self.phase] = self.computed_at is not None and self.computed_at == span
         if self.send_at is not None:
             self.c.sending[self.phase] = span - self.send_at
@@ -193,7 +198,8 @@ class Acc:
 
     def compute(self, cycles):
         cycles += self.wb
-        self.fresh, self.last = False, cycles
+        self.fresh = False
+        self._set_last(cycles, True)
         self.c.compute += cycles
         self.c.commands += 1
         self.computed_at = self.c.per_step() - self.mark

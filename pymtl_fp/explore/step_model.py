@@ -95,9 +95,9 @@ class NodePasses:
     #: the cycles of the backward pass's last command if it computes (0 if the pass ends with a
     #: STORE or computes nothing): the router issues the next command, and marks the weight
     #: phase's start, as soon as the engine has taken it; with a command register
-    #: (:attr:`.node_model.NodeCycles.held`) it takes it as the command before it starts: the
-    #: cycles of both (measured against the CL cluster: the step's end mark does not move so,
-    #: docs/explore.md)
+    #: (:attr:`.node_model.NodeCycles.held`) it takes it as the compute command before it starts:
+    #: the cycles of both (after a LOAD or STORE, the last command's alone; measured against the CL
+    #: cluster: the step's end mark does not move so, docs/explore.md)
     bwd_last_compute: float = 0
 
     @classmethod
