@@ -3,7 +3,8 @@
 ``out[i]`` is ``in_[i]`` of ``stages`` cycles before (``stages >= 1``).  With ``reset`` every
 register clears on reset (for valid and enable bits); without it the registers before the last have
 no reset, so that an FPGA flow can map them to shift-register LUTs (SRL16/SRLC32) instead of
-flip-flops, and the last register clears on reset: a flip-flop that no shift-register LUT absorbs, so
+flip-flops, and the last register (of two or more; a single register has no reset) clears on
+reset: a flip-flop that no shift-register LUT absorbs, so
 the line's output leaves a flip-flop (about 0.3 ns from the clock on a 7-series part) rather than a
 shift-register LUT (1.5 ns), which the logic behind it would otherwise inherit.
 :func:`delayed` puts one in a parent only where a delay is asked for.
