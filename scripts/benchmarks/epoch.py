@@ -70,6 +70,7 @@ def epoch_figures(report: dict, steps: int, epoch_steps: int, nodes: int) -> dic
 
 def main(args) -> int:
     from pymtl_fp.cli.benchmarks.digits import zoo_net
+    from pymtl_fp.clock import pipelines_key
     from pymtl_fp.cluster.compiler.mapping import TRAIN_DEFAULT
     from pymtl_fp.cluster.config import MAX_NODES
     from pymtl_fp.cluster.run.session import run_training
@@ -90,8 +91,6 @@ def main(args) -> int:
     threads = int(os.environ.get(THREADS_ENV) or 1)  # (checked by the command line: validate.environment)
     ccfg = _cluster(args, net)
     mapping = TRAIN_DEFAULT.replace(pack=args.tap_pack)
-    from pymtl_fp.clock import pipelines_key
-
     print(f"epoch: {net.name} ({args.precision}-bit), {args.nodes} nodes of {args.array}x{args.array} at "
           f"{args.level}, engine pipelines {pipelines_key(ccfg.engines[0])}, tap-pack {args.tap_pack}, "
           f"{args.stream_lanes} stream lanes, batch {args.batch}: "
