@@ -10,7 +10,9 @@
 * :class:`AddrPoolOffsetsRTL` (under the counter nest): every step's input ``(oh*k + di, ow*k +
   dj)`` and tap ``di*k + dj``;
 * :class:`AddrRoutesRTL`: each read and write of an operation takes the address field
-  :data:`msgs.OP_BUFFERS` names plus the sum of the address unit of that tensor's kind.
+  :data:`msgs.OP_BUFFERS` names plus the sum of the address unit of that tensor's kind;
+* :class:`AddrGenRegRTL` (the tap bounds in registers, :class:`AddrTapRegsRTL`): in every cycle of
+  random commands with random stalls, every output equals :class:`AddrGenRTL`'s.
 """
 
 import functools
@@ -19,7 +21,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pymtl3 import Bits32, Component, InPort, OutPort, Wire, connect, update, zext
+from pymtl3 import Bits32, Component, InPort, OutPort, Wire, connect, update, update_ff, zext
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.addr_layout import AU_IDX, AU_MAP, AU_OUT, AU_WGT, NL
@@ -30,6 +32,7 @@ from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRTL
 from pymtl_fp.engine.AddrLimitsRTL import AddrLimitsRTL
 from pymtl_fp.engine.AddrPoolOffsetsRTL import AddrPoolOffsetsRTL
 from pymtl_fp.engine.AddrRoutesRTL import NO_UNIT, READ_BUFS, AddrRoutesRTL
+from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import make_cmd
 from pymtl_fp.sim import build_sim
 from pymtl_fp.tb.hypothesis_profiles import examples
@@ -325,3 +328,94 @@ def test_routes_give_each_field_the_unit_of_its_tensor(name):
     assert {j: (int(m.wr_base[j]), int(m.wr_unit[j])) for j in want_wr} == want_wr
     assert int(m.idx) == ksum[AU_IDX]
     assert not m.zero  # (1, 1) inside the 50 x 50 map, the taps valid
+
+
+# ---- registered tap bounds: the address generator with and without them -------------------
+
+class TwoAddrGens(Component):
+    """AddrGenRegRTL (its tap bounds in registers) beside the combinational AddrGenRTL, on the
+    same command register (loaded at ``start`` from ``cmd_in``, as EX's ``cmd_r``), strides and
+    steps."""
+
+    def construct(s, P=2):
+        from pymtl_fp.engine.AddrGenRTL import AddrGenRegRTL, AddrGenRTL
+        from pymtl_fp.engine.EngineStridesRTL import EngineStridesRTL
+
+        s.cmd_in = InPort(msgs.cmd_type())
+        s.start, s.advance = InPort(), InPort()
+        s.cmd_r = Wire(msgs.cmd_type())
+        s.comb, s.reg = AddrGenRTL(P), AddrGenRegRTL(P)
+        s.strides = EngineStridesRTL(P)
+        s.strides.cmd //= s.cmd_r
+        s.reg.cmd_in //= s.cmd_in
+        for ag in (s.comb, s.reg):
+            ag.cmd //= s.cmd_r
+            ag.start //= s.start
+            ag.advance //= s.advance
+            for name in STRIDES:
+                connect(getattr(ag, name), getattr(s.strides, name))
+
+        @update_ff
+        def up_cmd_r():
+            if s.start:
+                s.cmd_r <<= s.cmd_in
+
+
+#: every output of the address generator
+AG_OUTPUTS = ("active", "first", "last", "zero", "db_acc", "db_first", "db_end", "rd_base", "rd_unit", "wr_base",
+              "wr_unit", "prod", "idx", "idx2", "tap", "row", "col", "nlanes", "nrows")
+
+
+def _ag_outputs(ag):
+    out = {}
+    for name in AG_OUTPUTS:
+        v = getattr(ag, name)
+        out[name] = [int(x) for x in v] if isinstance(v, list) else int(v)
+    return out
+
+
+@st.composite
+def ag_commands(draw, P):
+    """A compute command of a random small layer (every operation, fwd also batch-parallel)."""
+    g = draw(geometry())
+    op = draw(st.sampled_from([msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT, msgs.OP_POOL_FWD,
+                               msgs.OP_POOL_BWD, msgs.OP_UPDATE]))
+    n, c, k = draw(st.integers(1, 3)), draw(st.integers(1, 2 * P)), draw(st.integers(1, 2 * P))
+    f = dict(g, op=op, n=n, c=c, k=k, ct=-(-c // P), kt=-(-k // P), pk=2)
+    if op == msgs.OP_FWD and draw(st.booleans()):
+        f.update(bp=1, nt=-(-n // P))
+    if op in (msgs.OP_POOL_FWD, msgs.OP_POOL_BWD):
+        f.update(h=2 * g["ho"], w=2 * g["wo"], r=0, s=0, pt=0, pad=0, lgst=0)
+    return f
+
+
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_registered_tap_bounds_give_the_combinational_address_generators_steps(data):
+    """Two commands in a row, random stalls: in every cycle a step is available, the address
+    generator with its tap bounds in registers gives every output (flags, addresses, products,
+    indices) the combinational one gives, and both walk the same number of steps."""
+    P = data.draw(st.sampled_from([2, 3]))
+    m = fresh(TwoAddrGens, P)
+    for _ in range(2):
+        m.cmd_in @= make_cmd(**data.draw(ag_commands(P)))
+        m.start @= 1
+        m.advance @= 0
+        m.sim_tick()
+        m.start @= 0
+        m.cmd_in @= make_cmd(**data.draw(ag_commands(P)))  # a different command offered meanwhile
+        stalls = data.draw(st.lists(st.booleans(), max_size=30))
+        steps = 0
+        for _ in range(5000):
+            m.advance @= int(not (stalls.pop() if stalls else False))
+            m.sim_eval_combinational()
+            want, got = _ag_outputs(m.comb), _ag_outputs(m.reg)
+            if not want["active"]:
+                assert not got["active"]
+                break
+            assert got == want, {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+            steps += int(m.advance)
+            m.sim_tick()
+        else:
+            raise AssertionError("the address generator never finished")
+        assert steps > 0

@@ -128,6 +128,29 @@ def test_cl_equals_rtl_with_the_mac_array_accumulating_in_the_dsps(cmdline_opts,
 
 
 @pytest.mark.cl
+@pytest.mark.verilator
+@pytest.mark.parametrize("op", ["fwd", "fwd-bp", "bwd_data", "bwd_weight", "pool_bwd"])
+def test_cl_equals_rtl_with_the_tap_bounds_in_registers(cmdline_opts, op):
+    """``small`` with the four pipelines and the address generator's tap bounds in registers
+    (``registered_taps``, AddrGenRegRTL), strides 2 and 1 with padding: CL and Verilator handshake in
+    the same cycles with and without stalls, the results equal the golden model, and the command
+    takes as many cycles as without the registers."""
+    cfg = PIPELINED.replace(registered_taps=True)
+    name, bp = op.split("-")[0], op.endswith("-bp")
+    for stride, seed in ((2, 14), (1, 15)):
+        kw = dict(n=1, c=3, h=4, w=4) if name.startswith("pool") else dict(
+            n=5 if bp else 2, c=5, k=6, h=5, w=6, stride=stride, pad=1)
+        case = random_case(cfg, name, np.random.default_rng(seed), mode="stochastic", **kw)
+        if bp:
+            case = dict(case, bp=1)
+        for stall, sseed in (((0.0, 0.0, 0.0), 0), ((0.5, 0.5, 0.5), 4)):
+            _compare("verilator", cfg, name, case, stall, sseed)
+        res = run_op("verilator", cfg, name, check=True, **case)
+        assert res["compute_cycles"] == program.op_timing(PIPELINED, name, validate_case(PIPELINED, name, case))[
+            "compute_cycles"]
+
+
+@pytest.mark.cl
 @pytest.mark.rtl
 @pytest.mark.parametrize("op", ["fwd", "bwd_data", "bwd_weight", "pool_fwd"])
 def test_cl_equals_pymtl_rtl(op):
@@ -149,7 +172,7 @@ def _configs(draw):
                         weight_depth=draw(st.sampled_from([64, 128])), bias_depth=16,
                         drain_rows=dr, stochastic=draw(st.booleans()), pipelined_requant=draw(st.booleans()),
                         pipelined_mac=mac, dsp_mac=mac and draw(st.booleans()), pipelined_addr=draw(st.booleans()),
-                        pipelined_cmd=draw(st.booleans()),
+                        pipelined_cmd=draw(st.booleans()), registered_taps=draw(st.booleans()),
                         stream_lanes=draw(st.sampled_from([e for e in range(P, 0, -1) if P % e == 0])),
                         name="random")
 
@@ -161,7 +184,7 @@ def _configs(draw):
 def test_cl_equals_pymtl_rtl_over_random_configs(data):
     """Random elaboration parameters (array side, word widths, depths, drain rows per cycle,
     stochastic rounding built or not, each of the four pipelines built or not, the MAC pipeline
-    accumulating in the DSP blocks or not, elements per stream beat): the
+    accumulating in the DSP blocks or not, the tap bounds in registers or not, elements per stream beat): the
     PyMTL3 RTL and CL handshake in the same cycles and send the same elements, which equal the
     golden model (and FL's)."""
     cfg = data.draw(_configs())

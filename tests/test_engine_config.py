@@ -28,17 +28,34 @@ def test_presets_and_derived_fields():
 def test_dsp_mac_is_an_elaboration_parameter_chosen_by_the_pipeline_option():
     """``--pipeline dsp`` builds the MAC pipeline accumulating in the DSPs (``dsp_mac``, implying
     ``pipelined_mac``), with ``all`` too; its module name differs, its latencies do not."""
-    off = dict(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False, pipelined_cmd=False, dsp_mac=False)
+    off = dict(pipelined_requant=False, pipelined_mac=False, pipelined_addr=False, pipelined_cmd=False, dsp_mac=False,
+               registered_taps=False)
     assert pipeline_fields("dsp") == dict(off, pipelined_mac=True, dsp_mac=True)
     assert pipeline_fields("all,dsp") == dict(pipeline_fields("all"), dsp_mac=True)
     assert pipeline_fields("all")["dsp_mac"] is False
     for bad in ("all,mac", "dsp,all,all", "dps", "none,mac", "all,none"):
-        with pytest.raises(ValueError, match="choose from requant, mac, addr, cmd, dsp"):
+        with pytest.raises(ValueError, match="choose from requant, mac, addr, cmd, dsp, taps"):
             pipeline_fields(bad)
     plain = preset("small").replace(**pipeline_fields("all"))
     dsp = plain.replace(dsp_mac=True)
     assert dsp.module_name() != plain.module_name() and "__" not in dsp.module_name()
     assert (dsp.mac_latency, dsp.wb_latency) == (plain.mac_latency, plain.wb_latency)
+
+
+def test_registered_taps_is_an_elaboration_parameter_chosen_by_the_pipeline_option():
+    """``--pipeline taps`` builds the address generator with its tap bounds in registers
+    (``registered_taps``: AddrGenRegRTL), alone or with ``all``; not in the presets; its module name
+    differs, its latencies do not."""
+    assert pipeline_fields("taps") == dict(pipeline_fields("none"), registered_taps=True)
+    assert pipeline_fields("all,taps") == dict(pipeline_fields("all"), registered_taps=True)
+    assert pipeline_fields("all,dsp,taps") == dict(pipeline_fields("all,dsp"), registered_taps=True)
+    assert not any(cfg.registered_taps for cfg in PRESETS.values())
+    plain = preset("small")
+    taps = plain.replace(registered_taps=True)
+    assert taps.module_name() != plain.module_name() and "__" not in taps.module_name()
+    assert (taps.wb_latency, taps.cmd_latency) == (plain.wb_latency, plain.cmd_latency)
+    with pytest.raises(TypeError, match="registered_taps must be a bool"):
+        plain.replace(registered_taps=1)
 
 
 def test_presets_have_every_pipeline_and_the_option_names_the_exact_set():

@@ -2,7 +2,7 @@
 with reasons in :data:`pymtl_fp.engine.verilog.ENGINE_WAIVERS`): the presets (one element per
 stream beat, every pipeline), a 3x3 engine with mixed widths and 3 elements per beat and engines
 without pipelines (``--pipeline none``) or with some (one of them with the MAC array accumulating
-in the DSP blocks)."""
+in the DSP blocks, two with the address generator's tap bounds in registers)."""
 
 import pytest
 
@@ -23,10 +23,13 @@ NONE = pipeline_fields("none")
                                                         acc_bits=40, stream_bits=40,
                                                         **pipeline_fields("requant,mac")),
                                  preset("tiny").replace(rows=3, cols=3, acc_bits=40, stream_bits=40,
-                                                        **pipeline_fields("dsp"))],
+                                                        **pipeline_fields("dsp")),
+                                 preset("small").replace(**pipeline_fields("all,taps")),
+                                 preset("tiny").replace(**pipeline_fields("taps"))],
                          ids=["tiny", "small", "medium", "3x3-mixed-widths-nosto-3-per-beat-no-pipelines",
                               "small-drain-rows-2-2-per-beat-no-pipelines", "small-all-pipelines-drain-rows-2-2-per-beat",
-                              "3x3-mixed-widths-nosto-requant-and-mac-pipelines", "3x3-dsp-mac"])
+                              "3x3-mixed-widths-nosto-requant-and-mac-pipelines", "3x3-dsp-mac", "small-all-taps",
+                              "tiny-taps-only"])
 def test_engine_lints_clean(tmp_path, cfg, cmdline_opts):
     res = lint_engine(cfg, tmp_path)
     assert res.clean, res.report()

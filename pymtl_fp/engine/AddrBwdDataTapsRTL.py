@@ -8,6 +8,11 @@ columns likewise (``u3``, ``u6``, ``pad``, ``S``, ``Wo``).  So no step is spent 
 no output, for any stride.  ``tap_ok``: the step's tap and output exist (``r < R``, ``s < S``,
 ``oh < Ho``, ``ow < Wo``); a position with no valid tap at all still takes one step, outside.
 Strides are powers of two (``lgst``): no divider.
+
+:class:`AddrBwdDataTapsRegRTL` gives the same outputs from the bounds the address generator keeps
+in registers for the step's input position (:class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`:
+``rv = (mrlo, th%st + mrlo*st, th//st - mrlo)``, ``rlast``: the last ``u5``; the columns' ``cv``,
+``clast``): ``r = rv[1] + u5*st``, ``oh = rv[2] - u5``.
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, zext
@@ -64,6 +69,42 @@ class AddrBwdDataTapsRTL(Component):
             s.ow_d @= s.qw - s.ms
             s.at5 @= ((s.r_d + s.ST) >= s.R) | (s.mr >= s.qh)
             s.at6 @= ((s.s_d + s.ST) >= s.S) | (s.ms >= s.qw)
+            s.tap_ok @= (s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO)
+
+    def line_trace(s):
+        return f"bwd_data[r{int(s.r_d)} s{int(s.s_d)} @{int(s.oh_d)},{int(s.ow_d)}{'' if s.tap_ok else ' z'}]"
+
+
+class AddrBwdDataTapsRegRTL(Component):
+    """``bwd_data``'s taps from the registered bounds (see the module docstring)."""
+
+    def construct(s):
+        s.params = {}
+        B32 = Bits32
+
+        s.cmd = InPort(cmd_type())
+        s.rv, s.cv = [InPort(32) for _ in range(3)], [InPort(32) for _ in range(3)]
+        s.rlast, s.clast = InPort(16), InPort(16)
+        s.u5, s.u6 = InPort(32), InPort(32)
+        s.r_d, s.s_d = OutPort(32), OutPort(32)
+        s.oh_d, s.ow_d = OutPort(32), OutPort(32)
+        s.at5, s.at6 = OutPort(), OutPort()
+        s.tap_ok = OutPort()
+        s.HO, s.WO, s.R, s.S, s.LG = (Wire(32) for _ in range(5))
+
+        @update
+        def up_bwd_data_taps_reg():
+            s.HO @= zext(s.cmd.ho, B32)
+            s.WO @= zext(s.cmd.wo, B32)
+            s.R @= zext(s.cmd.r, B32)
+            s.S @= zext(s.cmd.s, B32)
+            s.LG @= zext(s.cmd.lgst, B32)
+            s.r_d @= s.rv[1] + (s.u5 << s.LG)
+            s.s_d @= s.cv[1] + (s.u6 << s.LG)
+            s.oh_d @= s.rv[2] - s.u5
+            s.ow_d @= s.cv[2] - s.u6
+            s.at5 @= s.u5[0:16] == s.rlast
+            s.at6 @= s.u6[0:16] == s.clast
             s.tap_ok @= (s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO)
 
     def line_trace(s):

@@ -10,6 +10,12 @@ coordinates ``ohs*st + r - pt`` and ``ows*st + s - pad``; ``out_inside``: the ou
 (``ohs < Ho``, ``ows < Wo``).  For the bias gradient, ``first_tap``: ``(r, s)`` is the first valid
 tap of output ``(ohs, ows)`` (``r = max(0, pt - ohs*st)``, likewise ``s``), where its ``dy`` is
 counted once.  Strides are powers of two (``lgst``): shifts.
+
+:class:`AddrBwdWeightTapsRegRTL` gives the same outputs from the bounds the address generator keeps
+in registers for the step's tap (:class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`: ``rv =
+(ohlo, ohlo*st, ohlo*st + r - pt)``, ``rlast``: the last ``u5``; the columns' ``cv``, ``clast``):
+``t_oh = rv[1] + u5*st``, ``hh = rv[2] + u5*st``, and ``r == rfirst`` is ``hh == 0`` where ``pt >
+t_oh``, else ``r == 0``.
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, zext
@@ -73,6 +79,59 @@ class AddrBwdWeightTapsRTL(Component):
             s.ww @= s.t_ow + s.u3 - s.PAD
             s.out_inside @= (s.ohs < s.HO) & (s.ows < s.WO)
             s.first_tap @= (s.u2 == s.rfirst) & (s.u3 == s.sfirst)
+
+    def line_trace(s):
+        return f"bwd_weight[@{int(s.ohs)},{int(s.ows)}{' f' if s.first_tap else ''}]"
+
+
+class AddrBwdWeightTapsRegRTL(Component):
+    """``bwd_weight``'s outputs from the registered bounds (see the module docstring)."""
+
+    def construct(s):
+        s.params = {}
+        B32 = Bits32
+        ZERO = B32(0)
+
+        s.cmd = InPort(cmd_type())
+        s.rv, s.cv = [InPort(32) for _ in range(3)], [InPort(32) for _ in range(3)]
+        s.rlast, s.clast = InPort(16), InPort(16)
+        s.u2, s.u3, s.u5, s.u6 = (InPort(32) for _ in range(4))
+        s.ohs, s.ows = OutPort(32), OutPort(32)
+        s.hh, s.ww = OutPort(32), OutPort(32)
+        s.at5, s.at6 = OutPort(), OutPort()
+        s.out_inside = OutPort()
+        s.first_tap = OutPort()
+        s.HO, s.WO, s.PAD, s.PT, s.LG = (Wire(32) for _ in range(5))
+        s.t_oh, s.t_ow, s.u5s, s.u6s = (Wire(32) for _ in range(4))
+        s.rfirst, s.sfirst = Wire(), Wire()
+
+        @update
+        def up_bwd_weight_taps_reg():
+            s.HO @= zext(s.cmd.ho, B32)
+            s.WO @= zext(s.cmd.wo, B32)
+            s.PAD @= zext(s.cmd.pad, B32)
+            s.PT @= zext(s.cmd.pt, B32)
+            s.LG @= zext(s.cmd.lgst, B32)
+            s.u5s @= s.u5 << s.LG
+            s.u6s @= s.u6 << s.LG
+            s.ohs @= s.rv[0] + s.u5
+            s.ows @= s.cv[0] + s.u6
+            s.t_oh @= s.rv[1] + s.u5s
+            s.t_ow @= s.cv[1] + s.u6s
+            s.hh @= s.rv[2] + s.u5s
+            s.ww @= s.cv[2] + s.u6s
+            s.at5 @= s.u5[0:16] == s.rlast
+            s.at6 @= s.u6[0:16] == s.clast
+            s.out_inside @= (s.ohs < s.HO) & (s.ows < s.WO)
+            if s.PT > s.t_oh:
+                s.rfirst @= s.hh == ZERO
+            else:
+                s.rfirst @= s.u2 == ZERO
+            if s.PAD > s.t_ow:
+                s.sfirst @= s.ww == ZERO
+            else:
+                s.sfirst @= s.u3 == ZERO
+            s.first_tap @= s.rfirst & s.sfirst
 
     def line_trace(s):
         return f"bwd_weight[@{int(s.ohs)},{int(s.ows)}{' f' if s.first_tap else ''}]"

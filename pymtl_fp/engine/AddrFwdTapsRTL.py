@@ -7,6 +7,11 @@ Output ``(oh, ow)`` (counters ``u2``, ``u3``) reads input rows ``oh*st + r - pt`
 and level 5 is at its end (``at5``) where ``r_f + 1 >= rhi``; columns (``s_f``, ``at6``) likewise
 with ``pad``, ``W`` and ``S``.  ``hh``/``ww`` are the input coordinates of the step,
 ``oh*st + r_f - pt`` and ``ow*st + s_f - pad``.  Strides are powers of two (``lgst``): shifts.
+
+:class:`AddrFwdTapsRegRTL` gives the same outputs from the bounds the address generator keeps in
+registers for the step's output (:class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`: ``rv =
+(rlo, oh*st + rlo - pt)``, ``rlast = rhi - rlo - 1``, and the columns' ``cv``, ``clast``): one
+add per output and a compare per end flag.
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, update, zext
@@ -65,6 +70,32 @@ class AddrFwdTapsRTL(Component):
             s.at6 @= (s.s_f + ONE) >= s.shi
             s.hh @= s.t_h + s.r_f - s.PT
             s.ww @= s.t_w + s.s_f - s.PAD
+
+    def line_trace(s):
+        return f"fwd[r{int(s.r_f)} s{int(s.s_f)} @{int(s.hh)},{int(s.ww)}]"
+
+
+class AddrFwdTapsRegRTL(Component):
+    """``fwd``'s taps from the registered bounds (see the module docstring); ``u5``/``u6`` the tap
+    counters."""
+
+    def construct(s):
+        s.params = {}
+        s.rv, s.cv = [InPort(32) for _ in range(3)], [InPort(32) for _ in range(3)]
+        s.rlast, s.clast = InPort(16), InPort(16)
+        s.u5, s.u6 = InPort(32), InPort(32)
+        s.r_f, s.s_f = OutPort(32), OutPort(32)
+        s.hh, s.ww = OutPort(32), OutPort(32)
+        s.at5, s.at6 = OutPort(), OutPort()
+
+        @update
+        def up_fwd_taps_reg():
+            s.r_f @= s.rv[0] + s.u5
+            s.s_f @= s.cv[0] + s.u6
+            s.hh @= s.rv[1] + s.u5
+            s.ww @= s.cv[1] + s.u6
+            s.at5 @= s.u5[0:16] == s.rlast
+            s.at6 @= s.u6[0:16] == s.clast
 
     def line_trace(s):
         return f"fwd[r{int(s.r_f)} s{int(s.s_f)} @{int(s.hh)},{int(s.ww)}]"

@@ -51,6 +51,13 @@ This top wires its units (one file each, each with its own ports and test)::
 and selects, per operation, which tap unit ends levels 5 and 6 and gives the input coordinates
 ``hh``/``ww``.  Multiplies by the stride are shifts (strides are powers of two, ``lgst`` = log2
 stride), so ``bwd_data`` needs no divider.
+
+:class:`AddrGenRegRTL` (``EngineConfig.registered_taps``, ``--pipeline taps``) takes
+the tap units' ``...RegRTL`` forms, fed by :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`,
+which keeps each outer position's tap bounds in registers (loaded from ``cmd_in``, the command the
+next ``start`` starts, while the generator is idle, then from the held ``cmd``): the same outputs
+in every step, without the tap arithmetic's carry chains between the loop counters and the nest's
+end flags.
 """
 
 from pymtl3 import Bits32, Component, InPort, OutPort, Wire, connect, update, zext
@@ -58,13 +65,14 @@ from pymtl3 import Bits32, Component, InPort, OutPort, Wire, connect, update, ze
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.addr_layout import LEVELS, NAU, NL, NPROD
 from pymtl_fp.engine.AddrBatchTileRTL import AddrBatchTileRTL
-from pymtl_fp.engine.AddrBwdDataTapsRTL import AddrBwdDataTapsRTL
-from pymtl_fp.engine.AddrBwdWeightTapsRTL import AddrBwdWeightTapsRTL
+from pymtl_fp.engine.AddrBwdDataTapsRTL import AddrBwdDataTapsRegRTL, AddrBwdDataTapsRTL
+from pymtl_fp.engine.AddrBwdWeightTapsRTL import AddrBwdWeightTapsRegRTL, AddrBwdWeightTapsRTL
 from pymtl_fp.engine.AddrCounterNestRTL import AddrCounterNestRTL
-from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRTL
+from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRegRTL, AddrFwdTapsRTL
 from pymtl_fp.engine.AddrLimitsRTL import AddrLimitsRTL
 from pymtl_fp.engine.AddrPoolOffsetsRTL import AddrPoolOffsetsRTL
 from pymtl_fp.engine.AddrRoutesRTL import NWR, READ_BUFS, AddrRoutesRTL
+from pymtl_fp.engine.AddrTapRegsRTL import AddrTapRegsRTL
 from pymtl_fp.engine.AddrUnitsRTL import AddrUnitsRTL
 from pymtl_fp.engine.EngineStridesRTL import STRIDES
 from pymtl_fp.engine.msgs import cmd_type
@@ -75,13 +83,20 @@ ROUTE_OUTPUTS = ("idx", "idx2", "tap", "zero", "db_acc")
 
 class AddrGenRTL(Component):
     def construct(s, P=2):
-        s.params = dict(P=P)
+        s.build_generator(P, registered_taps=False)
+
+    def build_generator(s, P, registered_taps):
+        """The generator's ports, units and wiring (``registered_taps``: the tap units' ``...RegRTL``
+        forms and :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`)."""
+        s.params = dict(P=P, registered_taps=registered_taps)
         B32 = Bits32
         ZERO = B32(0)
         OP_FWD, OP_BWD_DATA, OP_BWD_WEIGHT = msgs.OP_FWD, msgs.OP_BWD_DATA, msgs.OP_BWD_WEIGHT
         OP_POOL_FWD, OP_POOL_BWD = msgs.OP_POOL_FWD, msgs.OP_POOL_BWD
 
         s.cmd = InPort(cmd_type())
+        if registered_taps:
+            s.cmd_in = InPort(cmd_type())  # the command the next start starts (EX's command register's input)
         s.start = InPort()
         s.advance = InPort()
         s.active = OutPort()  # a step is available
@@ -131,13 +146,39 @@ class AddrGenRTL(Component):
         s.row //= s.nest.cnt[4]
 
         # ---- the operations' taps and coordinates -------------------------------------------
-        s.fwd = AddrFwdTapsRTL()
-        s.bd = AddrBwdDataTapsRTL()
-        s.bw = AddrBwdWeightTapsRTL()
-        for taps in (s.fwd, s.bd, s.bw):
-            taps.cmd //= s.cmd
-            for lv in (2, 3, 5, 6):
-                connect(getattr(taps, f"u{lv}"), s.u[lv])
+        if registered_taps:
+            s.tregs = AddrTapRegsRTL()  # the bounds of the step's outer positions, in registers
+            for name in ("cmd", "cmd_in", "advance"):
+                connect(getattr(s.tregs, name), getattr(s, name))
+            s.tregs.running //= s.nest.running
+            s.tregs.all_at //= s.nest.all_at
+            for lv in (2, 3):
+                connect(getattr(s.tregs, f"carry{lv}"), s.nest.carry[lv])
+                connect(getattr(s.tregs, f"at{lv}"), s.nest.at[lv])
+                connect(getattr(s.tregs, f"u{lv}"), s.nest.cnt[lv])
+            s.fwd = AddrFwdTapsRegRTL()
+            s.bd = AddrBwdDataTapsRegRTL()
+            s.bw = AddrBwdWeightTapsRegRTL()
+            for taps in (s.fwd, s.bd, s.bw):
+                for j in range(3):
+                    taps.rv[j] //= s.tregs.rv[j]
+                    taps.cv[j] //= s.tregs.cv[j]
+                taps.rlast //= s.tregs.rlast
+                taps.clast //= s.tregs.clast
+                taps.u5 //= s.u[5]
+                taps.u6 //= s.u[6]
+            s.bd.cmd //= s.cmd
+            s.bw.cmd //= s.cmd
+            s.bw.u2 //= s.u[2]
+            s.bw.u3 //= s.u[3]
+        else:
+            s.fwd = AddrFwdTapsRTL()
+            s.bd = AddrBwdDataTapsRTL()
+            s.bw = AddrBwdWeightTapsRTL()
+            for taps in (s.fwd, s.bd, s.bw):
+                taps.cmd //= s.cmd
+                for lv in (2, 3, 5, 6):
+                    connect(getattr(taps, f"u{lv}"), s.u[lv])
         s.pool = AddrPoolOffsetsRTL()
         s.pool.u4 //= s.u[4]
         s.pool.u5 //= s.u[5]
@@ -227,3 +268,11 @@ class AddrGenRTL(Component):
         c = ",".join(str(int(v)) for v in s.nest.cnt)
         return (f"{'R' if s.nest.running else '.'}[{c}]{'f' if s.first else ' '}{'l' if s.last else ' '}"
                 f"{'z' if s.zero else ' '}")
+
+
+class AddrGenRegRTL(AddrGenRTL):
+    """:class:`AddrGenRTL` with its tap bounds in registers (``EngineConfig.registered_taps``): the
+    same ports and outputs in every cycle, and ``cmd_in``, the command the next ``start`` starts."""
+
+    def construct(s, P=2):
+        s.build_generator(P, registered_taps=True)

@@ -61,7 +61,7 @@ from pymtl3.stdlib.stream.ifcs import RecvIfcRTL, SendIfcRTL
 
 from pymtl_fp.engine import msgs
 from pymtl_fp.engine.addr_layout import NPROD
-from pymtl_fp.engine.AddrGenRTL import AddrGenRTL
+from pymtl_fp.engine.AddrGenRTL import AddrGenRegRTL, AddrGenRTL
 from pymtl_fp.engine.AddrRoutesRTL import NWR, READ_BUFS
 from pymtl_fp.engine.BankedBufferRTL import BankedBufferRTL
 from pymtl_fp.engine.EngineAcceptRTL import EngineAcceptRTL
@@ -121,7 +121,7 @@ class EngineRTL(Component):
         K, L = cfg.mac_latency, cfg.rq_latency  # stage B -> MAC results -> requantized values
         A2 = cfg.addr_latency  # stage A -> the buffers' reads
         s.ex = EngineComputeCtrlRTL(P, D, DR, K, L, A2)
-        s.ag = AddrGenRTL(P)
+        s.ag = (AddrGenRegRTL if cfg.registered_taps else AddrGenRTL)(P)  # tap bounds in registers (--pipeline taps)
         s.strides = EngineStridesRTL(P)
         s.mac = (MacArrayDspRTL if cfg.dsp_mac else MacArrayPipeRTL if cfg.pipelined_mac else MacArrayRTL)(P, D, AB)
         s.pool = EnginePoolRTL(P, D)
@@ -157,6 +157,8 @@ class EngineRTL(Component):
 
         # ---- compute: address generator, stage B, MAC array, pooling, drain ---------------
         s.ag.cmd //= s.ex.cmd_r
+        if cfg.registered_taps:
+            s.ag.cmd_in //= s.acc.msg  # the command EX's register takes when the generator starts
         s.strides.cmd //= s.ex.cmd_r
         for name in STRIDES:
             connect(getattr(s.ag, name), getattr(s.strides, name))

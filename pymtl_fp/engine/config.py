@@ -61,6 +61,10 @@ class EngineConfig:
       accumulator registers and its adder are one DSP48E1's; reduce mode sums a row's ``P``
       accumulators when it reads them), the same results in the same cycles as
       ``MacArrayPipeRTL`` with fewer LUTs and far fewer FFs (docs/verilog.md).
+    * ``registered_taps``: the address generator's tap bounds in registers
+      (:class:`~pymtl_fp.engine.AddrGenRTL.AddrGenRegRTL`, ``--pipeline ...,taps``): the same outputs
+      in the same cycles, the tap arithmetic off the path from the loop counters to the nest's end
+      flags (the engine's longest routed path on an ECP5; docs/verilog.md), for about 2k LUTs more.
     * ``pipelined_addr``: a register stage between the address generator and the buffers
       (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
@@ -91,6 +95,7 @@ class EngineConfig:
     pipelined_addr: bool = False
     pipelined_cmd: bool = False
     dsp_mac: bool = False
+    registered_taps: bool = False
     name: str = ""
 
     def __post_init__(self):
@@ -99,7 +104,8 @@ class EngineConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"EngineConfig.{f} must be an int, got {v!r}")
-        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr", "pipelined_cmd", "dsp_mac"):
+        for f in ("stochastic", "pipelined_requant", "pipelined_mac", "pipelined_addr", "pipelined_cmd", "dsp_mac",
+                  "registered_taps"):
             if not isinstance(getattr(self, f), bool):
                 raise TypeError(f"EngineConfig.{f} must be a bool, got {getattr(self, f)!r}")
         if self.dsp_mac and not self.pipelined_mac:
@@ -205,6 +211,8 @@ class EngineConfig:
             short["adp"] = 1
         if self.pipelined_cmd:
             short["cdp"] = 1
+        if self.registered_taps:
+            short["rtp"] = 1
         return module_name("EngineRTL", short)
 
     def replace(self, **changes) -> EngineConfig:
@@ -214,10 +222,11 @@ class EngineConfig:
 #: the pipelines an engine can be built with (EngineConfig.pipelined_<name>)
 PIPELINES = tuple(PIPELINE_LATENCY)
 #: ``--pipeline`` parts that choose a pipeline's structure, not a pipeline: their EngineConfig fields
-#: (``dsp``: the MAC pipeline accumulating in the DSP blocks, ``dsp_mac``; the same cycles as ``mac``)
-STRUCTURES = {"dsp": {"pipelined_mac": True, "dsp_mac": True}}
+#: (``dsp``: the MAC pipeline accumulating in the DSP blocks, ``dsp_mac``; the same cycles as ``mac``;
+#: ``taps``: the address generator's tap bounds in registers, ``registered_taps``; no cycle more)
+STRUCTURES = {"dsp": {"pipelined_mac": True, "dsp_mac": True}, "taps": {"registered_taps": True}}
 #: the EngineConfig fields of an engine without any pipeline (``--pipeline none``)
-NO_PIPELINES = {**{f"pipelined_{p}": False for p in PIPELINES}, "dsp_mac": False}
+NO_PIPELINES = {**{f"pipelined_{p}": False for p in PIPELINES}, "dsp_mac": False, "registered_taps": False}
 #: the pipelines of the presets and of a cluster node's engine (:func:`pymtl_fp.cluster.config.engine_for_net`):
 #: all four (the node's path 4.99 ns pre-route against 31.5 ns without, docs/verilog.md); the MAC array
 #: in fabric (``dsp`` is not in the default: docs/verilog.md, "The presets' pipelines")
@@ -236,7 +245,7 @@ def pipeline_fields(text: str) -> dict:
         parts = [p for p in parts if p != "all"] + list(PIPELINES)
     if not parts or any(p not in known for p in parts):
         raise ValueError(f"--pipeline {text!r}: choose from {', '.join(known)} (comma-separated), all "
-                         f"(with dsp: all,dsp) or none")
+                         f"(with dsp or taps: all,dsp) or none")
     fields = dict(NO_PIPELINES)
     fields.update({f"pipelined_{p}": True for p in parts if p in PIPELINES})
     for p in parts:

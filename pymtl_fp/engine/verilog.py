@@ -1,6 +1,6 @@
 """Verilog of the engine: translation, ``verilator --lint-only -Wall`` and the engine's waivers.
 
-:data:`ENGINE_WAIVERS` = the shared :data:`pymtl_fp.lint.PYMTL3_WAIVERS` plus three narrow
+:data:`ENGINE_WAIVERS` = the shared :data:`pymtl_fp.lint.PYMTL3_WAIVERS` plus four narrow
 message-matched waivers, each with its reason; every other warning fails
 (``tests/test_engine_verilog.py``).
 """
@@ -28,6 +28,11 @@ ENGINE_WAIVERS = {
         "only its own fields: the address generator geometry and addresses, the range unit no "
         "rounding fields, the loader/storer target/addr/count, the drain the op code, the write-back "
         "the op, rounding and stride fields; only ports named cmd are waived"
+    ),
+    ("UNUSEDSIGNAL", "Bits of signal are not used: 'cmd_in'*"): (
+        "the address generator's tap bounds (AddrTapRegsRTL, --pipeline taps) take the command "
+        "its next start starts (EX's command register's input) and read only its op and geometry "
+        "fields; only ports named cmd_in are waived"
     ),
 }
 
