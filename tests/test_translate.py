@@ -331,6 +331,8 @@ YOSYS_RECORDED = {
     ("engine", "tiny/armc"): dict(luts=8944, ffs=4944, dsps=24, bram18=0, ns=4.9),
     ("engine", "small/armc"): dict(luts=12858, ffs=7822, dsps=50, bram18=12, ns=4.9),
     ("engine", "medium/armc"): dict(luts=25883, ffs=16196, dsps=128, bram18=24, ns=4.9),
+    # "/armct": and the address generator's tap bounds in registers (translate --pipeline all,taps)
+    ("engine", "tiny/armct"): dict(luts=10022, ffs=5224, dsps=24, bram18=0, ns=4.9),
     # "/armcd": and the MAC pipeline accumulating in the DSPs (translate --pipeline all,dsp)
     ("engine", "small/armcd"): dict(luts=12322, ffs=6820, dsps=50, bram18=12, ns=4.9),
     ("engine", "medium/armcd"): dict(luts=23756, ffs=11882, dsps=128, bram18=24, ns=4.5),
@@ -364,7 +366,8 @@ def _model(unit, name):
                                                                pipelined_mac="m" in pipes,
                                                                pipelined_addr="a" in pipes,
                                                                pipelined_cmd="c" in pipes,
-                                                               dsp_mac="d" in pipes))
+                                                               dsp_mac="d" in pipes,
+                                                               registered_taps="t" in pipes))
     if unit == "node":
         from pymtl_fp.cluster.hw.node import router_config_for
 

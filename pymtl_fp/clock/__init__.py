@@ -19,8 +19,9 @@ A cluster's node is looked up by its engine's array side (2: ``tiny``, 4: ``smal
 pipelines with no record of its own takes the same pipelines recorded at the nearest preset, else
 the slowest record of that unit and preset (said so).
 The allowance is the run with the same unit, preset and pipelines, else the engine's of that
-preset and pipelines (a node's engine), else the largest recorded (the conservative one, said
-so).  A cluster runs at its slowest node's clock.
+preset and pipelines (a node's engine), else the largest recorded among the runs without a
+structure option (the conservative one, said so; a run with ``dsp`` or ``taps`` stands for that
+option only).  A cluster runs at its slowest node's clock.
 
 This is an estimate for comparing configurations and stating what a figure assumes, not a
 sign-off: the pre-route delays are 7-series cell delays and the allowance comes from another
@@ -135,14 +136,21 @@ def _key(pipelines: str) -> str:
     return ",".join(PIPELINES) if pipelines == "all" else pipelines
 
 
+def _plain(pipelines: str) -> bool:
+    """A record's pipelines are a set of the four, or none: no structure option (``dsp``, ``taps``)."""
+    return pipelines in ("none", "all") or set(pipelines.split(",")) <= set(PIPELINES)
+
+
 def allowance(unit: str, preset: str, key: str) -> tuple:
     """``(factor, text, notes)``: the routing allowance for a unit/preset/pipelines: its own
     place-and-route run, else the engine's of the same preset and pipelines (a node's engine), else
-    the largest recorded (said so)."""
+    the largest recorded among the runs of the presets' structures (said so; a run built with a
+    structure option such as ``taps`` stands for that option only)."""
     recs = routing_records()
     exact = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == (unit, preset, key)]
     engine = [r for r in recs if (r["unit"], r["preset"], _key(r["pipelines"])) == ("engine", preset, key)]
-    r = (exact or engine or [max(recs, key=routing_allowance)])[0]
+    plain = [r for r in recs if _plain(r["pipelines"])]  # of the presets' structures (no dsp, no taps)
+    r = (exact or engine or [max(plain, key=routing_allowance)])[0]
     text = (f"{r['part']} place-and-route of the {r['unit']} {r['preset']}, pipelines {r['pipelines']}: "
             f"{r['post_route_ns']:g} ns = {r['logic_ns']:g} logic + {r['routing_ns']:g} routing")
     notes = () if exact else (f"no place-and-route of the {unit}: its engine's" if engine else

@@ -39,7 +39,7 @@ def table() -> list:
                      f"({1000 / r['post_route_ns']:.1f} MHz) | {r['logic_ns']:g} ns | {r['routing_ns']:g} ns "
                      f"| x {routing_allowance(r):.2f} |")
     lines += ["", "A node with no place-and-route of its own takes its engine's allowance (same preset and pipelines), "
-              "else the largest recorded."]
+              "else the largest recorded among the runs without a structure option (dsp, taps)."]
     return lines
 
 
