@@ -86,7 +86,7 @@ JOBS = (
         _gen("model_cluster.md"), "20 minutes (38 CL cluster runs)"),
     Job("bench-model-residual", ("bench", "model", "--nets", "resnet-digits,resnet8-mnist,resnet8fc-mnist",
                                  "--nodes", "1,2,4,8",
-                                 "--batches", "4", "--pipeline", "none", "--markdown", f"{OUT}/model_residual.md"),
+                                 "--batches", "4", "--markdown", f"{OUT}/model_residual.md"),
         _gen("model_residual.md"), "a quarter of an hour (the 28x28 maps)"),
     Job("bench-model-deep", ("bench", "model", "--nets", "deep-mnist,deep-digits,deep-strided16", "--nodes", "16,32,64",
                              "--batches", "4,8", "--markdown", f"{OUT}/model_deep.md"),
