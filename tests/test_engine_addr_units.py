@@ -389,7 +389,7 @@ def ag_commands(draw, P):
     return f
 
 
-@settings(max_examples=examples(60))
+@settings(max_examples=examples(40))
 @given(data=st.data())
 def test_registered_tap_bounds_give_the_combinational_address_generators_steps(data):
     """Two commands in a row, random stalls: in every cycle a step is available, the address

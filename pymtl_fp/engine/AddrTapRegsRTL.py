@@ -15,9 +15,8 @@ register takes when the generator starts, loaded into the registers and into ``r
 which keep them for the restarts; while it runs for ``u + 1`` of the held command (``cmd``),
 loaded where the level counts up.  So nothing decided in the cycle reaches the bounds' arithmetic:
 ``running`` is a register, and ``start`` (which the acceptance logic decides late in the cycle) is
-not used.  (Position 0's bounds come from registers rather than from a second copy of the
-arithmetic: Yosys would merge two copies into one with the choice at its inputs, putting the
-nest's end flags back in front of the arithmetic.)
+not used.  (Position 0's bounds are kept in registers for the restarts rather than computed by a
+second bounds unit a dimension: about 470 LUTs a dimension fewer, Yosys on this unit alone.)
 """
 
 from pymtl3 import Bits4, Bits32, Component, InPort, OutPort, Wire, connect, mk_bits, update, update_ff, zext
@@ -44,7 +43,7 @@ class AddrTapRegsRTL(Component):
         s.rv, s.cv = [OutPort(32) for _ in range(3)], [OutPort(32) for _ in range(3)]
         s.rlast, s.clast = OutPort(16), OutPort(16)
 
-        # 32-bit views of the fields the bounds take: of the command to start while the generator is
+        # the fields the bounds take (BW bits, lgst 3): of the command to start while the generator is
         # idle, of the held command while it runs; and the outer positions they are for
         fields = sorted(set(ROW_FIELDS + COL_FIELDS) - {"lgst"})
         s.view = {f: Wire(BW) for f in fields}
