@@ -45,13 +45,10 @@ class AddrTapRegsRTL(Component):
 
         # the fields the bounds take (BW bits, lgst 3): of the command to start while the generator is
         # idle, of the held command while it runs; and the outer positions they are for
-        fields = sorted(set(ROW_FIELDS + COL_FIELDS) - {"lgst"})
-        s.view = {f: Wire(BW) for f in fields}
-        for f in fields:
-            setattr(s, f"view_{f}", s.view[f])
+        s.view = {f: Wire(3 if f == "lgst" else BW) for f in sorted(set(ROW_FIELDS + COL_FIELDS))}
+        for f, wire in s.view.items():
+            setattr(s, f"view_{f}", wire)
         s.view_op = Wire(Bits4)
-        s.view_lgst = Wire(3)
-        s.view["lgst"] = s.view_lgst
         s.u2n, s.u3n = Wire(BW), Wire(BW)
         # position 0's bounds of the command being executed (loaded with rv, cv while idle)
         s.rv0, s.cv0 = [Wire(32) for _ in range(3)], [Wire(32) for _ in range(3)]
