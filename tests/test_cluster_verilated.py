@@ -110,15 +110,20 @@ def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data, monke
     """vgg-digits cut over 8 nodes of 4x4 arrays (layers shared by neighbouring nodes): the joined
     Verilated cluster of 8 nodes and 17 links, built from the node and link modules the other tests
     here build, is bit-exact and takes the CL cluster's cycles, evaluated by one thread and by two
-    (half the instances each, :data:`pymtl_fp.joined_top.THREADS_ENV`)."""
+    (half the instances each, :data:`pymtl_fp.joined_top.THREADS_ENV`), quiet nodes and links
+    skipped (:mod:`pymtl_fp.joined_quiet`; on one thread in the check mode, where a skipped cycle
+    not as the model computes it fails the run)."""
+    from pymtl_fp.joined_quiet import ENV as QUIET_ENV
     from pymtl_fp.joined_top import THREADS_ENV
 
     ccfg = _ccfg((4,) * 8, net=VGG)
     cl = _run(data, ccfg, "cl", net=VGG)
-    for threads in ("1", "2"):
+    for threads, quiet in (("1", "check"), ("2", "1")):
         monkeypatch.setenv(THREADS_ENV, threads)
+        monkeypatch.setenv(QUIET_ENV, quiet)
         v = _run(data, ccfg, "verilator", net=VGG)
         assert len(v.report["node"]) == 8 and v.report["partition"]["split_layers"]
+        assert v.report["quiet_skipped"] > v.cycles  # more than a node's worth of cycles skipped
         _same_cycles(v, cl)
 
 

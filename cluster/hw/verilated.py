@@ -119,12 +119,15 @@ class VerilatedCluster:
             self.lib = cxxsim.build(v, self.top, self.ports, trace=bool(vcd), vlt=vlt)
         else:
             from pymtl_fp import joined_top
-            from pymtl_fp.cluster.hw.verilated_split import joined_cluster
+            from pymtl_fp.cluster.hw.verilated_split import joined_cluster, quiet_models
 
             joined, models = joined_cluster(ccfg, self.rcfgs, self.ports, fault_ports)
             self.top = joined.top
-            self.ports.outputs.append(Sig("joined_unsettled", 32))
+            self.ports.outputs += [Sig("joined_unsettled", 32), Sig("joined_edges", 64),
+                                   Sig("joined_quiet_skipped", 64), Sig("joined_quiet_wrong", 32)]
+            self.instances = len(joined.instances)
             objs = [cxxsim.build_model(v, top, vlt=vlt) for v, top, vlt in models]
+            joined.quiet = quiet_models([top for _, top, _ in models], objs)
             self.lib = cxxsim.build_bench(cxxsim.generate(self.top, self.ports, False), self.top, objs,
                                           header=joined_top.header(joined))
         self.sim = cxxsim.StreamSim(self.lib, self.ports, vcd)
@@ -132,6 +135,15 @@ class VerilatedCluster:
     def unsettled(self) -> int:
         """Settles of the joined build that did not converge (0 for the flat build)."""
         return self.sim.get("joined_unsettled") if self.mode == "joined" else 0
+
+    def quiet(self) -> tuple[int, float, int]:
+        """``(node and link cycles skipped while quiet, their share of all the instances' cycles, those
+        not as predicted)`` of the joined build (:mod:`pymtl_fp.joined_quiet`; the last counts only
+        with ``PYMTL_FP_SIM_QUIET=check``); ``(0, 0.0, 0)`` for the flat build."""
+        if self.mode != "joined":
+            return 0, 0.0, 0
+        skipped = self.sim.get("joined_quiet_skipped")
+        return skipped, skipped / max(1, self.sim.get("joined_edges") * self.instances), self.sim.get("joined_quiet_wrong")
 
     def load(self, cprog) -> None:
         """Reset, write every node's program and gather table through the program bus, set the

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 from pymtl_fp.build_dirs import build_once, shared_build_dir
 from pymtl_fp.cluster.config import link_plan
 from pymtl_fp.cluster.hw.node import BUS, node_module_name, router_config_for
-from pymtl_fp.cluster.hw.router_config import status_ports
+from pymtl_fp.cluster.hw.router_config import STATES, status_ports
+from pymtl_fp.joined_quiet import Counter, Quiet
 from pymtl_fp.joined_top import Instance, Joined, Port
 
 _SOURCE_DIRS = ("cluster", "engine", "link", "primitives")
@@ -192,3 +194,33 @@ def joined_cluster(ccfg, rcfgs, ports, faults: bool) -> tuple[Joined, list]:
             j.outputs += [(top("lk_dropped", 32, i), Port(f"link{i}", "n_dropped", 32)),
                           (top("lk_flipped", 32, i), Port(f"link{i}", "n_flipped", 32))]
     return j, list({m[1]: m for m in models.values()}.values())
+
+
+#: the router's statistics counters (:class:`~pymtl_fp.cluster.hw.RouterStatusRTL.RouterStatusRTL`:
+#: ``cycle`` counts every cycle, ``cnt[k]`` the cycles in state ``k``), as a node's Verilated root
+#: names them: the status outputs and the status unit's registers (``stat__cycle`` in the router)
+_CYCLE = re.compile(r"^(st_cycle|\w+__DOT__stat(___05F|__DOT__)cycle)$")
+_PER_STATE = re.compile(r"^(st_cnt|\w+__DOT__stat(___05F|__DOT__)cnt)$")
+
+
+def status_counters(q: Quiet) -> list:
+    """The statistics counters of a node's root (:class:`~pymtl_fp.joined_quiet.Counter`): nothing
+    else reads them, so a node that only counts is quiet (:mod:`pymtl_fp.joined_quiet`)."""
+    names = [n for n, _ in q.members()]
+    out = [Counter(n) for n in names if _CYCLE.match(n)]
+    for n in names:
+        if _PER_STATE.match(n):
+            out += [Counter(n, k, f"r->st_state == {k}") for k in range(len(STATES))]
+    return out
+
+
+def quiet_models(tops: list, objs: list) -> dict:
+    """:attr:`~pymtl_fp.joined_top.Joined.quiet` of a joined cluster: every node and link model, from
+    its root header in its object directory (``objs``, as :func:`pymtl_fp.cxxsim.build_model` gave
+    them), with its statistics counters (a node's; a link has none)."""
+    out = {}
+    for top, obj in zip(tops, objs):
+        q = Quiet(Path(obj, f"V{top}___024root.h").read_text())
+        q.counters = status_counters(q)
+        out[top] = q
+    return out

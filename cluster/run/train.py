@@ -359,6 +359,10 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
         if vc.unsettled():
             raise ClusterError(f"the joined Verilated cluster did not settle in {vc.unsettled()} cycle(s): a "
                                "combinational path across nodes and links")
+        quiet_skipped, quiet_share, quiet_wrong = vc.quiet()
+        if quiet_wrong:
+            raise ClusterError(f"{quiet_wrong} node or link cycle(s) skipped as quiet were not what the model "
+                               "computes (PYMTL_FP_SIM_QUIET=check; run with PYMTL_FP_SIM_QUIET=0 to skip nothing)")
         logs = vc.logs(cprog, steps, cycles)
         new_params = _params_back(net, ccfg, part, parts, cprog, vc.host_streams(), params)
         links = vc.link_status()
@@ -368,8 +372,10 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
         raise ClusterError(f"node 0 sent {host.unexpected} unexpected elements upstream to the host")
     report = make_report(net, ccfg, part, cprog, host, logs, levels, "rtl", cycles, steps, batch, t_build, t_sim,
                          cpu_sim, rcfgs=rcfgs)
-    report["simulator"] = "verilated cluster (compiled C++ bench)"
+    report["simulator"] = "verilated cluster (compiled C++ bench)" + (
+        f", quiet nodes and links skipped in {quiet_share:.0%} of their cycles" if vc.mode == "joined" else "")
     report["link_status"] = links
+    report["quiet_skipped"], report["quiet_share"] = quiet_skipped, quiet_share
     if faults is not None:
         report["faults"] = dict(faults)
     return ClusterRun(new_params, list(host.losses), cycles, report, list(host.logits))

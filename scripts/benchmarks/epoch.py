@@ -62,7 +62,8 @@ def epoch_figures(report: dict, steps: int, epoch_steps: int, nodes: int) -> dic
     rate = total / wall
     out = {"cycles_measured": total, "cycles_per_step": list(report["cycles_per_step"]), "epoch_steps": epoch_steps,
            "epoch_cycles": cycles, "seconds": wall, "cycles_per_s": rate, "node_cycles_per_s": rate * nodes,
-           "epoch_seconds": cycles / rate, "build_seconds": report["wall_seconds"]["build"]}
+           "epoch_seconds": cycles / rate, "build_seconds": report["wall_seconds"]["build"],
+           "quiet_share": report.get("quiet_share", 0.0)}
     if cpu:
         out.update(cpu_seconds=cpu, cycles_per_cpu_s=total / cpu, epoch_cpu_seconds=cycles * cpu / total)
     return out
@@ -76,6 +77,7 @@ def main(args) -> int:
     from pymtl_fp.cluster.run.session import run_training
     from pymtl_fp.data import dataset_for
     from pymtl_fp.engine.config import MAX_ARRAY_SIDE
+    from pymtl_fp.joined_quiet import ENV as QUIET_ENV
     from pymtl_fp.joined_top import THREADS_ENV
     from pymtl_fp.sim import SimulationHang
 
@@ -109,7 +111,9 @@ def main(args) -> int:
     print(f"  measured: {fig['cycles_measured']:,} cycles (steps {cps}; weights loaded and read back) in "
           f"{fig['seconds']:.2f} s: {fig['cycles_per_s']:,.0f} cycles/s, {fig['node_cycles_per_s']:,.0f} "
           f"node-cycles/s" + (f"; {fig['cycles_per_cpu_s']:,.0f} cycles per CPU second" if "cpu_seconds" in fig
-                              else "") + f"; build {fig['build_seconds']:.1f} s; weights equal the golden model's")
+                              else "") + f"; build {fig['build_seconds']:.1f} s; weights equal the golden model's"
+          + (f"; quiet nodes and links skipped in {fig['quiet_share']:.0%} of their cycles (${QUIET_ENV})"
+             if args.level == "verilator" else ""))
     print(f"  epoch ({epoch_steps} steps): {fig['epoch_cycles']:,} cycles -> {fig['epoch_seconds']:.0f} s of "
           f"simulation ({fig['epoch_seconds'] / 60:.1f} min)"
           + (f", {fig['epoch_cpu_seconds']:.0f} s of CPU" if "epoch_cpu_seconds" in fig else ""))

@@ -1,0 +1,114 @@
+"""Quiet instances of a joined top skipped (:mod:`pymtl_fp.joined_quiet`): every output in every
+cycle equals the flat model's, the skipping does engage, and the check mode catches a counter that
+logic reads (declared a statistics counter by mistake)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pymtl_fp import cxxsim, joined_quiet, joined_top
+from pymtl_fp.cxxsim import Ports, Sig
+from pymtl_fp.joined_quiet import Counter, Quiet
+from pymtl_fp.joined_top import Instance, Joined, Port
+
+pytestmark = pytest.mark.verilator
+
+#: a two-stage pipeline of ``x``, a memory written from it, a free-running cycle counter; ``Peek``
+#: also reads its counter (``hit`` at cycle 40): not a statistics counter
+DESIGN = """module {name} (input logic clk, input logic reset, input logic [7:0] x, input logic we,
+              input logic [3:0] addr, output logic [7:0] y, output logic [31:0] cyc,
+              output logic [7:0] rd, output logic hit);
+  logic [7:0] s1, s2;
+  logic [7:0] mem [0:15];
+  always_ff @(posedge clk) begin
+    if (reset) begin s1 <= 8'd0; s2 <= 8'd0; cyc <= 32'd0; hit <= 1'b0; end
+    else begin
+      s1 <= x; s2 <= s1; cyc <= cyc + 32'd1;
+      hit <= {hit};
+      if (we) mem[addr] <= s2 + 8'd3;
+    end
+  end
+  assign y = s2 + 8'd1;
+  assign rd = mem[addr];
+endmodule
+"""
+OUTS = [Sig("y", 8), Sig("cyc", 32), Sig("rd", 8), Sig("hit", 1)]
+INS = [Sig("reset", 1), Sig("x", 8), Sig("we", 1), Sig("addr", 4)]
+#: (cycles, x, we, addr): long quiet stretches, writes, a read address that changes alone
+SCRIPT = [(30, 5, 0, 0), (3, 9, 1, 2), (25, 9, 0, 2), (1, 9, 0, 7), (20, 9, 0, 7), (4, 200, 1, 7),
+          (30, 200, 0, 2), (2, 17, 0, 2), (40, 17, 0, 2)]
+
+
+def _build(tmp_path, name, hit):
+    (tmp_path / f"{name}.v").write_text(DESIGN.format(name=name, hit=hit))
+    return tmp_path / f"{name}.v"
+
+
+def _run(sim, joined):
+    sim.set("reset", 1)
+    sim.tick(2)
+    sim.set("reset", 0)
+    before = sim.get("joined_quiet_skipped") if joined else 0  # (reset holds every register: quiet)
+    out = []
+    for n, x, we, addr in SCRIPT:
+        for _ in range(n):
+            sim.set("x", x)
+            sim.set("we", we)
+            sim.set("addr", addr)
+            out.append(tuple(sim.get(s.name) for s in OUTS))
+            sim.tick(1)
+    extra = (sim.get("joined_quiet_skipped") - before, sim.get("joined_quiet_wrong")) if joined else None
+    sim.close()
+    return out, extra
+
+
+def _joined(v, name, counters):
+    obj = cxxsim.build_model(v, name)
+    j = Joined(top=f"{name}Joined", instances=[Instance("a", name, 0)],
+               fields=[(s.name, s.width, None) for s in INS + OUTS],
+               inputs=[(Port("a", s.name, s.width), s.name) for s in INS],
+               outputs=[(Port(None, s.name, s.width), Port("a", s.name, s.width)) for s in OUTS])
+    j.quiet = {name: Quiet((obj / f"V{name}___024root.h").read_text(), counters)}
+    ports = Ports(inputs=INS, outputs=OUTS + [Sig("joined_quiet_skipped", 64), Sig("joined_quiet_wrong", 32)])
+    lib = cxxsim.build_bench(cxxsim.generate(j.top, ports, False), j.top, [obj], header=joined_top.header(j))
+    return cxxsim.StreamSim(lib, ports)
+
+
+def _flat(v, name):
+    ports = Ports(inputs=INS, outputs=OUTS)
+    return cxxsim.StreamSim(cxxsim.build(v, name, ports), ports)
+
+
+@pytest.mark.parametrize("mode", ["1", "check"])
+def test_a_quiet_instance_is_skipped_and_every_output_equals_the_flat_models(tmp_path, monkeypatch, mode):
+    monkeypatch.setenv(joined_quiet.ENV, mode)
+    v = _build(tmp_path, "Quiet", "1'b0")
+    want, _ = _run(_flat(v, "Quiet"), False)
+    got, (skipped, wrong) = _run(_joined(v, "Quiet", [Counter("cyc")]), True)
+    assert [w[1] for w in want[:3]] == [0, 1, 2]  # the flat model counts its cycles
+    assert got == want  # y, the counter, the memory's read port: in every cycle
+    assert skipped > 60  # the long stretches of the same inputs were skipped
+    assert wrong == 0
+
+
+def test_a_counter_left_undeclared_keeps_the_instance_evaluated(tmp_path, monkeypatch):
+    """The comparison sees the counter change: nothing is skipped out of reset (it is not vacuous)."""
+    monkeypatch.setenv(joined_quiet.ENV, "1")
+    v = _build(tmp_path, "Quiet", "1'b0")
+    want, _ = _run(_flat(v, "Quiet"), False)
+    got, (skipped, _) = _run(_joined(v, "Quiet", []), True)
+    assert got == want and skipped == 0
+
+
+def test_the_check_mode_catches_a_counter_that_logic_reads(tmp_path, monkeypatch):
+    """``cyc`` feeds ``hit`` (cycle 40, in a quiet stretch): declared a statistics counter, skipping
+    would miss ``hit``; the check mode evaluates anyway and counts the cycles not as predicted."""
+    v = _build(tmp_path, "Peek", "hit | (cyc == 32'd40)")
+    want, _ = _run(_flat(v, "Peek"), False)
+    assert any(w[3] for w in want)
+    monkeypatch.setenv(joined_quiet.ENV, "check")
+    got, (_, wrong) = _run(_joined(v, "Peek", [Counter("cyc")]), True)
+    assert got == want and wrong > 0  # evaluated, so right; and the wrong prediction is counted
+    monkeypatch.setenv(joined_quiet.ENV, "1")
+    got, (skipped, _) = _run(_joined(v, "Peek", [Counter("cyc")]), True)
+    assert skipped > 0 and got != want  # skipping on a wrong declaration does go wrong
