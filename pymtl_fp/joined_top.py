@@ -241,10 +241,10 @@ def header(j: Joined) -> str:
     quiet = [i for i in j.instances if i.top in j.quiet]
     members += "".join(f"\n  JQuiet {i.name}_q;" for i in quiet)
     quiet_new = "\n".join(f"    {i.name}_q.base = {i.name}_q.wait = {i.name}_q.backoff = {joined_quiet.base_wait(i.top)}; "
-                           f"{i.name}_q.snap = std::aligned_alloc(64, (sizeof(V{i.top}___024root) + 63) / 64 * 64);"
+                           f"{i.name}_q.snap = std::aligned_alloc(64, (sizeof(V{i.top}__Syms) + 63) / 64 * 64);"
                            for i in quiet)
     quiet_free = " ".join(f"std::free({i.name}_q.snap);" for i in quiet)
-    quiet_models = "\n".join(joined_quiet.model_code(t, j.quiet[t]) for t in sorted({i.top for i in quiet}))
+    quiet_models = "\n".join(joined_quiet.model_code(j.quiet[t]) for t in sorted({i.top for i in quiet}))
     new = "\n".join(f'    {i.name}_ctx = new VerilatedContext; {i.name} = new V{i.top}{{{i.name}_ctx, "{i.name}"}};'
                      for i in j.instances)
     delete = " ".join(f"delete {i.name}; delete {i.name}_ctx;" for i in j.instances)

@@ -13,23 +13,29 @@ from pymtl_fp.joined_top import Instance, Joined, Port
 
 pytestmark = pytest.mark.verilator
 
-#: a two-stage pipeline of ``x``, a memory written from it, a free-running cycle counter; ``Peek``
-#: also reads its counter (``hit`` at cycle 40): not a statistics counter
-DESIGN = """module {name} (input logic clk, input logic reset, input logic [7:0] x, input logic we,
+#: a two-stage pipeline of ``x``, a memory written from it (a module Verilator keeps apart: its state
+#: outside the root), a free-running cycle counter; ``Peek`` also reads its counter (``hit`` at
+#: cycle 40): not a statistics counter
+DESIGN = """module {name}_mem (input logic clk, input logic we, input logic [3:0] addr, input logic [7:0] wdata,
+              output logic [7:0] rd);
+  /*verilator no_inline_module*/
+  logic [7:0] mem [0:15];
+  always_ff @(posedge clk) if (we) mem[addr] <= wdata;
+  assign rd = mem[addr];
+endmodule
+module {name} (input logic clk, input logic reset, input logic [7:0] x, input logic we,
               input logic [3:0] addr, output logic [7:0] y, output logic [31:0] cyc,
               output logic [7:0] rd, output logic hit);
   logic [7:0] s1, s2;
-  logic [7:0] mem [0:15];
   always_ff @(posedge clk) begin
     if (reset) begin s1 <= 8'd0; s2 <= 8'd0; cyc <= 32'd0; hit <= 1'b0; end
     else begin
       s1 <= x; s2 <= s1; cyc <= cyc + 32'd1;
       hit <= {hit};
-      if (we) mem[addr] <= s2 + 8'd3;
     end
   end
+  {name}_mem m (.clk(clk), .we(we), .addr(addr), .wdata(s2 + 8'd3), .rd(rd));
   assign y = s2 + 8'd1;
-  assign rd = mem[addr];
 endmodule
 """
 OUTS = [Sig("y", 8), Sig("cyc", 32), Sig("rd", 8), Sig("hit", 1)]
@@ -68,7 +74,8 @@ def _joined(v, name, counters):
                fields=[(s.name, s.width, None) for s in INS + OUTS],
                inputs=[(Port("a", s.name, s.width), s.name) for s in INS],
                outputs=[(Port(None, s.name, s.width), Port("a", s.name, s.width)) for s in OUTS])
-    j.quiet = {name: Quiet((obj / f"V{name}___024root.h").read_text(), counters)}
+    j.quiet = {name: Quiet(name, {f.name: f.read_text() for f in obj.glob(f"V{name}*.h")}, counters)}
+    assert [m for _, m in j.quiet[name].instances()] == ["TOP", "TOP__" + name + "__DOT__m"]  # the memory's module
     ports = Ports(inputs=INS, outputs=OUTS + [Sig("joined_quiet_skipped", 64), Sig("joined_quiet_wrong", 32)])
     lib = cxxsim.build_bench(cxxsim.generate(j.top, ports, False), j.top, [obj], header=joined_top.header(j))
     return cxxsim.StreamSim(lib, ports)

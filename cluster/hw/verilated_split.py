@@ -217,10 +217,12 @@ def status_counters(q: Quiet) -> list:
 def quiet_models(tops: list, objs: list) -> dict:
     """:attr:`~pymtl_fp.joined_top.Joined.quiet` of a joined cluster: every node and link model, from
     its root header in its object directory (``objs``, as :func:`pymtl_fp.cxxsim.build_model` gave
-    them), with its statistics counters (a node's; a link has none)."""
+    them), with its statistics counters (a node's; a link has none).  A model whose symbol table
+    does not read as expected (no root in it) is left out: always evaluated."""
     out = {}
     for top, obj in zip(tops, objs):
-        q = Quiet(Path(obj, f"V{top}___024root.h").read_text())
-        q.counters = status_counters(q)
-        out[top] = q
+        q = Quiet(top, {f.name: f.read_text() for f in Path(obj).glob(f"V{top}*.h")})
+        if ("V" + top + "___024root", "TOP") in q.instances():
+            q.counters = status_counters(q)
+            out[top] = q
     return out
