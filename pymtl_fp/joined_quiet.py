@@ -4,11 +4,12 @@ finds a Verilated model at a fixed point and evaluates it no more while its inpu
 A Verilated model is a deterministic function from its state and inputs to its next state, and all
 of its state is in its symbol table (``V<top>__Syms``): the root object (``V<top>___024root``:
 registers, memories, the settled combinational values, the scheduler's flags) and the instances of
-the modules Verilator did not inline (a node's large weight banks).  If that state after the
-settle of cycle ``t + 1`` equals the state after the settle of cycle ``t`` -- the same inputs, and
-the clock edge between them changed nothing -- then every further edge with the same inputs changes nothing either: the
-instance is *quiet*, and the joined top neither evaluates it at a settle nor gives it an edge until
-one of its inputs differs from what it was.  Its outputs (read in place) stay what they were, which
+the modules Verilator did not inline (a node's large weight banks) -- for a model without dynamic
+members (queues, strings, classes), as synthesizable RTL is.  If that state after the settle of
+cycle ``t + 1`` equals the state after the settle of cycle ``t`` -- the same inputs, and the clock
+edge between them changed nothing -- then every further edge with the same inputs changes nothing
+either: the instance is *quiet*, and the joined top neither evaluates it at a settle nor gives it
+an edge until one of its inputs differs from what it was.  Its outputs (read in place) stay what they were, which
 is what evaluating it would give.  Quiet nodes are most of a layer pipeline's nodes most of the
 time (a node waits for its neighbours' data), and idle links most links.
 
@@ -26,7 +27,7 @@ instance wakes, :func:`base_wait` cycles; after a look that failed, twice the la
 :data:`MAX_BACKOFF` times the base -- copying a node's state costs tens of its cycles.
 
 The joined top reads :data:`ENV` when it is built: ``0`` turns the skipping off; ``check``
-evaluates quiet instances anyway and counts every cycle in which a quiet instance's root differs
+evaluates quiet instances anyway and counts every cycle in which a quiet instance's state differs
 from the one skipping predicts (``joined_quiet_wrong``; the tests hold it at 0).
 """
 

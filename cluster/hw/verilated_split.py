@@ -216,7 +216,7 @@ def status_counters(q: Quiet) -> list:
 
 def quiet_models(tops: list, objs: list) -> dict:
     """:attr:`~pymtl_fp.joined_top.Joined.quiet` of a joined cluster: every node and link model, from
-    its root header in its object directory (``objs``, as :func:`pymtl_fp.cxxsim.build_model` gave
+    the headers in its object directory (``objs``, as :func:`pymtl_fp.cxxsim.build_model` gave
     them), with its statistics counters (a node's; a link has none).  A model whose symbol table
     does not read as expected (no root in it) is left out: always evaluated."""
     out = {}
