@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 #: the environment variable read by the joined top: ``0`` off, ``check`` verify, anything else on (the
 #: command line accepts ``1``, ``0``, ``check`` or unset: ``scripts/validate.py``)
@@ -84,13 +85,14 @@ class Quiet:
     headers: dict
     counters: list = field(default_factory=list)
 
+    @cached_property
     def members(self) -> list:
-        """``[(name, port macro or None)]`` of the root's data members."""
+        """``[(name, port macro or None)]`` of the root's data members (read once)."""
         return _members(self.headers[f"V{self.top}___024root.h"])
 
     def inputs(self) -> list:
         """The model's input ports but its clock (the root's member names)."""
-        return [n for n, macro in self.members() if macro and macro.startswith("VL_IN") and n != "clk"]
+        return [n for n, macro in self.members if macro and macro.startswith("VL_IN") and n != "clk"]
 
     def instances(self) -> list:
         """``[(class, member)]`` of the symbol table: the root (``TOP``) and every module instance."""

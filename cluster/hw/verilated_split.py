@@ -206,7 +206,7 @@ _PER_STATE = re.compile(r"^(st_cnt|\w+__DOT__stat(___05F|__DOT__)cnt)$")
 def status_counters(q: Quiet) -> list:
     """The statistics counters of a node's root (:class:`~pymtl_fp.joined_quiet.Counter`): nothing
     else reads them, so a node that only counts is quiet (:mod:`pymtl_fp.joined_quiet`)."""
-    names = [n for n, _ in q.members()]
+    names = [n for n, _ in q.members]
     out = [Counter(n) for n in names if _CYCLE.match(n)]
     for n in names:
         if _PER_STATE.match(n):

@@ -107,5 +107,4 @@ class AddrBwdDataTapsRegRTL(Component):
             s.at6 @= s.u6[0:16] == s.clast
             s.tap_ok @= (s.r_d < s.R) & (s.s_d < s.S) & (s.oh_d < s.HO) & (s.ow_d < s.WO)
 
-    def line_trace(s):
-        return f"bwd_data[r{int(s.r_d)} s{int(s.s_d)} @{int(s.oh_d)},{int(s.ow_d)}{'' if s.tap_ok else ' z'}]"
+    line_trace = AddrBwdDataTapsRTL.line_trace  # the same trace as the combinational unit's

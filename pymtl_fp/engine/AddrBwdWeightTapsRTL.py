@@ -133,5 +133,4 @@ class AddrBwdWeightTapsRegRTL(Component):
                 s.sfirst @= s.u3 == ZERO
             s.first_tap @= s.rfirst & s.sfirst
 
-    def line_trace(s):
-        return f"bwd_weight[@{int(s.ohs)},{int(s.ows)}{' f' if s.first_tap else ''}]"
+    line_trace = AddrBwdWeightTapsRTL.line_trace  # the same trace as the combinational unit's

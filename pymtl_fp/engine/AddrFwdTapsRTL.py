@@ -97,5 +97,4 @@ class AddrFwdTapsRegRTL(Component):
             s.at5 @= s.u5[0:16] == s.rlast
             s.at6 @= s.u6[0:16] == s.clast
 
-    def line_trace(s):
-        return f"fwd[r{int(s.r_f)} s{int(s.s_f)} @{int(s.hh)},{int(s.ww)}]"
+    line_trace = AddrFwdTapsRTL.line_trace  # the same trace as the combinational unit's
