@@ -156,7 +156,7 @@ def edge(name: str, top: str, plain: str) -> str:
             f"else q.failed({MAX_BACKOFF} * q.base); }} "
             f"else if (!skip && joined_quiet_mode && joined_started && --q.wait == 0) "
             f"{{ std::memcpy(q.snap, sy, sizeof({qm}::S)); q.mode = 1; }} "
-            f"if (!skip) {{ {plain} }} else {{ ++joined_qc[part].skipped; if (joined_quiet_mode == 2) "
+            f"if (!skip) {{ {plain} }} else {{ ++q.skipped; ++joined_qc[part].skipped; if (joined_quiet_mode == 2) "
             f"{{ {qm}::advance({qm}::root(q.snap)); {plain} }} else {qm}::advance({name}->rootp); }} }}")
 
 
@@ -188,6 +188,7 @@ static inline bool joined_same(const void* a, const void* b, const std::vector<J
 }
 struct JQuiet {  // one instance: 0 evaluated, 1 its root copied at the last edge, 2 quiet
   int mode = 0;
+  QData skipped = 0;  // its edges skipped while quiet
   unsigned wait = 1, backoff = 1, base = 1;
   void* snap = nullptr;
   void wake() { mode = 0; wait = backoff = base; }

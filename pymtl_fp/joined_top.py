@@ -244,6 +244,8 @@ def header(j: Joined) -> str:
                            f"{i.name}_q.snap = std::aligned_alloc(64, (sizeof(V{i.top}__Syms) + 63) / 64 * 64);"
                            for i in quiet)
     quiet_free = " ".join(f"std::free({i.name}_q.snap);" for i in quiet)
+    quiet_new += "".join(f"\n    joined_quiet_each.p[{k}] = &{i.name}_q.skipped;"
+                         for k, i in enumerate(j.instances) if i.top in j.quiet)
     quiet_models = "\n".join(joined_quiet.model_code(j.quiet[t]) for t in sorted({i.top for i in quiet}))
     new = "\n".join(f'    {i.name}_ctx = new VerilatedContext; {i.name} = new V{i.top}{{{i.name}_ctx, "{i.name}"}};'
                      for i in j.instances)
@@ -313,6 +315,7 @@ class V{j.top} {{
   IData joined_unsettled = 0;  // settles (or clocked evaluations) that did not converge
   QData joined_edges = 0;  // rising edges of the clock
   QData joined_quiet_skipped = 0;  // instance-cycles skipped while quiet (pymtl_fp.joined_quiet)
+  JArr<QData, {max(1, len(j.instances))}> joined_quiet_each;  // each instance's (in the order of Joined.instances; 0 if never quiet)
   IData joined_quiet_wrong = 0;  // ({joined_quiet.ENV}=check) quiet instance-cycles not as predicted
 {members}
 

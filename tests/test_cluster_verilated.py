@@ -124,6 +124,10 @@ def test_an_eight_node_pipeline_equals_golden_and_cl_cycle_for_cycle(data, monke
         v = _run(data, ccfg, "verilator", net=VGG)
         assert len(v.report["node"]) == 8 and v.report["partition"]["split_layers"]
         assert v.report["quiet_skipped"] > v.cycles  # more than a node's worth of cycles skipped
+        each = v.report["quiet_each"]  # each node's and link's share: they add up to the total
+        assert {n for n in each if n.startswith("node")} == {f"node{j}" for j in range(8)} and len(each) == 8 + 17
+        assert all(0 <= x < 1 for x in each.values())
+        assert sum(each.values()) == pytest.approx(v.report["quiet_share"] * len(each))
         _same_cycles(v, cl)
 
 

@@ -50,7 +50,7 @@ def _build(tmp_path, name, hit):
     return tmp_path / f"{name}.v"
 
 
-def _run(sim, joined):
+def _run(sim, joined, close=True):
     sim.set("reset", 1)
     sim.tick(2)
     sim.set("reset", 0)
@@ -64,7 +64,8 @@ def _run(sim, joined):
             out.append(tuple(sim.get(s.name) for s in OUTS))
             sim.tick(1)
     extra = (sim.get("joined_quiet_skipped") - before, sim.get("joined_quiet_wrong")) if joined else None
-    sim.close()
+    if close:
+        sim.close()
     return out, extra
 
 
@@ -119,3 +120,32 @@ def test_the_check_mode_catches_a_counter_that_logic_reads(tmp_path, monkeypatch
     monkeypatch.setenv(joined_quiet.ENV, "1")
     got, (skipped, _) = _run(_joined(v, "Peek", [Counter("cyc")]), True)
     assert skipped > 0 and got != want  # skipping on a wrong declaration does go wrong
+
+
+
+def test_each_instance_counts_its_own_skipped_cycles(tmp_path, monkeypatch):
+    """Two instances of one model: ``a`` takes the script (long quiet stretches, and changes), ``b``
+    inputs that never change after reset (quiet from its first look on).  Each counts the edges it
+    was skipped in (``joined_quiet_each``, what ``bench epoch`` prints per node): the two add up to
+    the total, and ``b`` is skipped in every edge but its first few."""
+    monkeypatch.setenv(joined_quiet.ENV, "1")
+    name = "Pair"
+    obj = cxxsim.build_model(_build(tmp_path, name, "1'b0"), name)
+    j = Joined(top=f"{name}Joined", instances=[Instance("a", name, 0), Instance("b", name, 0)],
+               fields=[(s.name, s.width, None) for s in INS + OUTS],
+               inputs=[(Port("a", s.name, s.width), s.name) for s in INS]
+               + [(Port("b", "reset", 1), "reset")] + [(Port("b", s.name, s.width), "0") for s in INS[1:]],
+               outputs=[(Port(None, s.name, s.width), Port("a", s.name, s.width)) for s in OUTS])
+    j.quiet = {name: Quiet(name, {f.name: f.read_text() for f in obj.glob(f"V{name}*.h")}, [Counter("cyc")])}
+    ports = Ports(inputs=INS, outputs=OUTS + [Sig("joined_quiet_skipped", 64), Sig("joined_quiet_wrong", 32),
+                                              Sig("joined_edges", 64)]
+                  + [Sig("joined_quiet_each", 64, k) for k in range(2)])
+    sim = cxxsim.StreamSim(cxxsim.build_bench(cxxsim.generate(j.top, ports, False), j.top, [obj],
+                                              header=joined_top.header(j)), ports)
+    _run(sim, True, close=False)
+    a, b = sim.get("joined_quiet_each", 0), sim.get("joined_quiet_each", 1)
+    total, edges = sim.get("joined_quiet_skipped"), sim.get("joined_edges")
+    sim.close()
+    assert edges == 2 + sum(n for n, *_ in SCRIPT)  # reset's two edges and the script's
+    assert a + b == total
+    assert 60 < a < b and edges - 5 <= b < edges  # b: every edge after its first look out of reset

@@ -126,6 +126,8 @@ class VerilatedCluster:
             self.ports.outputs += [Sig("joined_unsettled", 32), Sig("joined_edges", 64),
                                    Sig("joined_quiet_skipped", 64), Sig("joined_quiet_wrong", 32)]
             self.instances = len(joined.instances)
+            self.instance_names = [i.name for i in joined.instances]
+            self.ports.outputs += [Sig("joined_quiet_each", 64, k) for k in range(self.instances)]
             objs = [cxxsim.build_model(v, top, vlt=vlt) for v, top, vlt in models]
             joined.quiet = quiet_models([top for _, top, _ in models], objs)
             self.lib = cxxsim.build_bench(cxxsim.generate(self.top, self.ports, False), self.top, objs,
@@ -144,6 +146,15 @@ class VerilatedCluster:
             return 0, 0.0, 0
         skipped = self.sim.get("joined_quiet_skipped")
         return skipped, skipped / max(1, self.sim.get("joined_edges") * self.instances), self.sim.get("joined_quiet_wrong")
+
+    def quiet_each(self) -> dict:
+        """``{instance: share of the clock's edges it was skipped while quiet}`` of the joined build
+        (``node<j>``, ``link<i>``; :mod:`pymtl_fp.joined_quiet`), ``{}`` for the flat build: what is
+        left of each share is what that instance cost the simulation."""
+        if self.mode != "joined":
+            return {}
+        edges = max(1, self.sim.get("joined_edges"))
+        return {name: self.sim.get("joined_quiet_each", k) / edges for k, name in enumerate(self.instance_names)}
 
     def load(self, cprog) -> None:
         """Reset, write every node's program and gather table through the program bus, set the

@@ -360,6 +360,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
             raise ClusterError(f"the joined Verilated cluster did not settle in {vc.unsettled()} cycle(s): a "
                                "combinational path across nodes and links")
         quiet_skipped, quiet_share, quiet_wrong = vc.quiet()
+        quiet_each = vc.quiet_each()
         if quiet_wrong:
             raise ClusterError(f"{quiet_wrong} node or link cycle(s) skipped as quiet were not what the model "
                                "computes (PYMTL_FP_SIM_QUIET=check; run with PYMTL_FP_SIM_QUIET=0 to skip nothing)")
@@ -376,6 +377,7 @@ def _train_verilated(net, params, images, labels, ccfg, part, parts, cprog, rcfg
         f", quiet nodes and links skipped in {quiet_share:.0%} of their cycles" if vc.mode == "joined" else "")
     report["link_status"] = links
     report["quiet_skipped"], report["quiet_share"] = quiet_skipped, quiet_share
+    report["quiet_each"] = quiet_each
     if faults is not None:
         report["faults"] = dict(faults)
     return ClusterRun(new_params, list(host.losses), cycles, report, list(host.logits))

@@ -63,7 +63,8 @@ def epoch_figures(report: dict, steps: int, epoch_steps: int, nodes: int) -> dic
     out = {"cycles_measured": total, "cycles_per_step": list(report["cycles_per_step"]), "epoch_steps": epoch_steps,
            "epoch_cycles": cycles, "seconds": wall, "cycles_per_s": rate, "node_cycles_per_s": rate * nodes,
            "epoch_seconds": cycles / rate, "build_seconds": report["wall_seconds"]["build"],
-           "quiet_share": report.get("quiet_share", 0.0)}
+           "quiet_share": report.get("quiet_share", 0.0),
+           "evaluated": {name: 1.0 - share for name, share in report.get("quiet_each", {}).items()}}
     if cpu:
         out.update(cpu_seconds=cpu, cycles_per_cpu_s=total / cpu, epoch_cpu_seconds=cycles * cpu / total)
     return out
@@ -114,6 +115,11 @@ def main(args) -> int:
                               else "") + f"; build {fig['build_seconds']:.1f} s; weights equal the golden model's"
           + (f"; quiet nodes and links skipped in {fig['quiet_share']:.0%} of their cycles (${QUIET_ENV})"
              if args.level == "verilator" else ""))
+    if fig["evaluated"]:  # what each instance cost: the share of the cycles it was evaluated in
+        ev = fig["evaluated"]
+        links = [v for name, v in ev.items() if name.startswith("link")]
+        print("  evaluated in: " + ", ".join(f"{name} {v:.0%}" for name, v in ev.items() if name.startswith("node"))
+              + (f"; links {min(links):.0%}-{max(links):.0%}" if links else "") + " of the cycles")
     print(f"  epoch ({epoch_steps} steps): {fig['epoch_cycles']:,} cycles -> {fig['epoch_seconds']:.0f} s of "
           f"simulation ({fig['epoch_seconds'] / 60:.1f} min)"
           + (f", {fig['epoch_cpu_seconds']:.0f} s of CPU" if "epoch_cpu_seconds" in fig else ""))
