@@ -315,7 +315,7 @@ class V{j.top} {{
   IData joined_unsettled = 0;  // settles (or clocked evaluations) that did not converge
   QData joined_edges = 0;  // rising edges of the clock
   QData joined_quiet_skipped = 0;  // instance-cycles skipped while quiet (pymtl_fp.joined_quiet)
-  JArr<QData, {max(1, len(j.instances))}> joined_quiet_each;  // each instance's (in the order of Joined.instances; 0 if never quiet)
+  JArr<QData, {max(1, len(j.instances))}> joined_quiet_each;  // each instance's, in the order of Joined.instances
   IData joined_quiet_wrong = 0;  // ({joined_quiet.ENV}=check) quiet instance-cycles not as predicted
 {members}
 

@@ -12,17 +12,27 @@ Flags of the current step: ``first`` / ``last`` (the first / last inner step of 
 4-6 at 0 / at their ends), and for ``bwd_weight``'s bias gradient ``db_first`` (levels 1-3 at 0:
 the first tile of kt's db sum) and ``db_end`` (level 1 at 0, levels 2 and 3 at their ends: the
 tile that completes it).  Registers: the counters and ``running``; the rest is combinational.
+
+With ``plus_one`` (the registered tap bounds, :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`)
+the nest also keeps ``cnt1[k]`` = ``cnt[lv] + 1`` (17 bits, no wrap) for each level ``lv`` of
+:data:`PLUS_ONE` in registers of their own, which count beside the counters (1 where a counter is
+cleared, their own increment where it counts up): the bounds of the next position then start at a
+register instead of behind the counter's increment.
 """
 
-from pymtl3 import Bits1, Bits16, Component, InPort, OutPort, update, update_ff
+from pymtl3 import Bits1, Bits16, Bits17, Component, InPort, OutPort, update, update_ff
 
 from pymtl_fp.engine.addr_layout import NL
 
+#: the levels whose ``cnt + 1`` the nest keeps in registers with ``plus_one`` (the outer positions
+#: of the tap bounds: rows, columns; ``up_nest_plus_one`` spells them out)
+PLUS_ONE = (2, 3)
+
 
 class AddrCounterNestRTL(Component):
-    def construct(s):
-        s.params = {}
-        Z16, ONE16 = Bits16(0), Bits16(1)
+    def construct(s, plus_one=False):
+        s.params = dict(plus_one=plus_one)
+        Z16, ONE16, ONE17 = Bits16(0), Bits16(1), Bits17(1)
 
         s.start, s.advance = InPort(), InPort()
         s.lim = [InPort(16) for _ in range(NL)]
@@ -35,6 +45,7 @@ class AddrCounterNestRTL(Component):
         s.all_at = OutPort()
         s.first, s.last = OutPort(), OutPort()
         s.db_first, s.db_end = OutPort(), OutPort()
+        s.cnt1 = [OutPort(17) for _ in (PLUS_ONE if plus_one else ())]  # cnt[lv] + 1 of the levels PLUS_ONE
 
         @update
         def up_nest_at():
@@ -81,6 +92,24 @@ class AddrCounterNestRTL(Component):
                                 s.cnt[lv] <<= Z16
                             else:
                                 s.cnt[lv] <<= s.cnt[lv] + ONE16
+
+        if plus_one:
+            @update_ff
+            def up_nest_plus_one():  # cnt1[0] = cnt[2] + 1, cnt1[1] = cnt[3] + 1 (PLUS_ONE)
+                if s.reset | s.start | (s.advance & s.running & s.all_at):
+                    s.cnt1[0] <<= ONE17
+                    s.cnt1[1] <<= ONE17
+                elif s.advance & s.running:
+                    if s.carry[2]:
+                        if s.at[2]:
+                            s.cnt1[0] <<= ONE17
+                        else:
+                            s.cnt1[0] <<= s.cnt1[0] + ONE17
+                    if s.carry[3]:
+                        if s.at[3]:
+                            s.cnt1[1] <<= ONE17
+                        else:
+                            s.cnt1[1] <<= s.cnt1[1] + ONE17
 
     def line_trace(s):
         c = ",".join(str(int(v)) for v in s.cnt)

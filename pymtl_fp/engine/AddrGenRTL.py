@@ -67,7 +67,7 @@ from pymtl_fp.engine.addr_layout import LEVELS, NAU, NL, NPROD
 from pymtl_fp.engine.AddrBatchTileRTL import AddrBatchTileRTL
 from pymtl_fp.engine.AddrBwdDataTapsRTL import AddrBwdDataTapsRegRTL, AddrBwdDataTapsRTL
 from pymtl_fp.engine.AddrBwdWeightTapsRTL import AddrBwdWeightTapsRegRTL, AddrBwdWeightTapsRTL
-from pymtl_fp.engine.AddrCounterNestRTL import AddrCounterNestRTL
+from pymtl_fp.engine.AddrCounterNestRTL import PLUS_ONE, AddrCounterNestRTL
 from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRegRTL, AddrFwdTapsRTL
 from pymtl_fp.engine.AddrLimitsRTL import AddrLimitsRTL
 from pymtl_fp.engine.AddrPoolOffsetsRTL import AddrPoolOffsetsRTL
@@ -133,7 +133,7 @@ class AddrGenRTL(Component):
         # ---- counters ------------------------------------------------------------------------
         s.limits = AddrLimitsRTL(P)
         s.limits.cmd //= s.cmd
-        s.nest = AddrCounterNestRTL()
+        s.nest = AddrCounterNestRTL(plus_one=registered_taps)
         s.nest.start //= s.start
         s.nest.advance //= s.advance
         for lv in range(NL):
@@ -152,10 +152,10 @@ class AddrGenRTL(Component):
                 connect(getattr(s.tregs, name), getattr(s, name))
             s.tregs.running //= s.nest.running
             s.tregs.all_at //= s.nest.all_at
-            for lv in (2, 3):
+            for k, lv in enumerate(PLUS_ONE):
                 connect(getattr(s.tregs, f"carry{lv}"), s.nest.carry[lv])
                 connect(getattr(s.tregs, f"at{lv}"), s.nest.at[lv])
-                connect(getattr(s.tregs, f"u{lv}"), s.nest.cnt[lv])
+                connect(getattr(s.tregs, f"u{lv}n"), s.nest.cnt1[k])
             s.fwd = AddrFwdTapsRegRTL()
             s.bd = AddrBwdDataTapsRegRTL()
             s.bw = AddrBwdWeightTapsRegRTL()
