@@ -284,9 +284,11 @@ def engine_resources(cfg) -> Resources:
         # last; every engine does that now, the presets and the other pipelines included.)
         r.add(Resources(ffs=175), "address stage (registered address parts and step flags)")
     if cfg.registered_taps:
-        # measured (tiny with all four pipelines, with taps minus without): +1 078 LUTs (two bounds
-        # units of three operations' arithmetic, 18 bits wide), +280 FFs (the bounds and position 0's)
-        r.add(Resources(luts=1080, ffs=280), "address generator's tap bounds in registers")
+        # measured (tiny with all four pipelines, with taps minus without): +1 753 LUTs (four bounds
+        # units of three operations' arithmetic, 18 bits wide: a dimension's next position and its
+        # position 0, the shifts by the stride written as selects), +314 FFs (the bounds, position 0's
+        # and the two counters plus one)
+        r.add(Resources(luts=1750, ffs=315), "address generator's tap bounds in registers")
     if cfg.pipelined_cmd:
         # measured (with the three other pipelines, command register minus not): +652 / +690 / +696
         # FFs (the held command's used fields, its five ranges and decode), LUTs +5 / -94 / -124

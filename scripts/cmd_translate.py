@@ -83,7 +83,7 @@ def add_arguments(parser):
                              "clock; EngineConfig.pipelined_*; the default, the presets') or none (the parts named are "
                              "built, the others not); dsp: the mac pipeline accumulating in the DSP blocks (the same "
                              "cycles, fewer LUTs and FFs; e.g. all,dsp); taps: the address generator's tap bounds in "
-                             "registers (the same cycles, a shorter routed path, about 1.1k LUTs more; e.g. all,taps)")
+                             "registers (the same cycles, a shorter routed path, about 1.75k LUTs more; e.g. all,taps)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--build", action="store_true", help="also build the Verilator model (implied by --vcd)")
     parser.add_argument("--vcd", action="store_true",

@@ -27,7 +27,7 @@ from pymtl_fp.engine import msgs
 from pymtl_fp.engine.addr_layout import AU_IDX, AU_MAP, AU_OUT, AU_WGT, NL
 from pymtl_fp.engine.AddrBwdDataTapsRTL import AddrBwdDataTapsRTL
 from pymtl_fp.engine.AddrBwdWeightTapsRTL import AddrBwdWeightTapsRTL
-from pymtl_fp.engine.AddrCounterNestRTL import PLUS_ONE, AddrCounterNestRTL
+from pymtl_fp.engine.AddrCounterNestRTL import PLUS_ONE, AddrCounterNestPlusOneRTL, AddrCounterNestRTL
 from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRTL
 from pymtl_fp.engine.AddrLimitsRTL import AddrLimitsRTL
 from pymtl_fp.engine.AddrPoolOffsetsRTL import AddrPoolOffsetsRTL
@@ -84,9 +84,9 @@ def test_limits_are_the_loop_counts_minus_one(op, bp, want):
 @settings(max_examples=examples(25))
 @given(lims=st.lists(st.integers(0, 2), min_size=NL, max_size=NL), stalls=st.lists(st.booleans(), max_size=40))
 def test_counter_nest_is_an_odometer_over_the_limits(lims, stalls):
-    """The seven counters in order, stalls or not; with ``plus_one`` (the registered tap bounds) the
-    registers ``cnt1`` equal levels 2 and 3 plus one in every cycle, the cycles between commands too."""
-    m = fresh(AddrCounterNestRTL, True)
+    """The seven counters in order, stalls or not; AddrCounterNestPlusOneRTL's (the registered tap
+    bounds') registers ``cnt1`` equal levels 2 and 3 plus one in every cycle, the cycles between commands too."""
+    m = fresh(AddrCounterNestPlusOneRTL)
     for lv in range(NL):
         m.lim[lv] @= lims[lv]
     m.tap_at @= 0

@@ -17,6 +17,7 @@ from pymtl_fp.lint import (
 from pymtl_fp.primitives.MacRTL import MacRTL
 from pymtl_fp.primitives.MaxSelectRTL import MaxSelectRTL
 from pymtl_fp.primitives.RequantRTL import RequantRTL
+from pymtl_fp.primitives.ShiftRTL import ShiftRTL
 from pymtl_fp.primitives.SramRTL import SramRTL
 from pymtl_fp.primitives.StochasticHashRTL import StochasticHashRTL
 from pymtl_fp.verilate import module_name
@@ -40,6 +41,8 @@ UNITS = [
     (MaxSelectRTL, dict(bits=8, idx_bits=4)),
     (MaxSelectRTL, dict(bits=2, idx_bits=1)),
     (MacRTL, dict(a_bits=8, b_bits=8, acc_bits=24)),
+    (ShiftRTL, dict(nbits=18, amt_bits=3, left=True)),
+    (ShiftRTL, dict(nbits=18, amt_bits=3, left=False)),
 ]
 
 

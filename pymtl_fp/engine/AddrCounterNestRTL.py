@@ -13,25 +13,30 @@ Flags of the current step: ``first`` / ``last`` (the first / last inner step of 
 the first tile of kt's db sum) and ``db_end`` (level 1 at 0, levels 2 and 3 at their ends: the
 tile that completes it).  Registers: the counters and ``running``; the rest is combinational.
 
-With ``plus_one`` (the registered tap bounds, :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`)
-the nest also keeps ``cnt1[k]`` = ``cnt[lv] + 1`` (17 bits, no wrap) for each level ``lv`` of
-:data:`PLUS_ONE` in registers of their own, which count beside the counters (1 where a counter is
-cleared, their own increment where it counts up): the bounds of the next position then start at a
-register instead of behind the counter's increment.
+:class:`AddrCounterNestPlusOneRTL` (for the registered tap bounds,
+:class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`) also keeps ``cnt1[k]`` = ``cnt[lv] + 1``
+(17 bits, no wrap) for each level ``lv`` of :data:`PLUS_ONE` in registers of their own, which
+count beside the counters (1 where a counter is cleared, their own increment where it counts up):
+the bounds of the next position then start at a register instead of behind the counter's
+increment.
 """
 
 from pymtl3 import Bits1, Bits16, Bits17, Component, InPort, OutPort, update, update_ff
 
 from pymtl_fp.engine.addr_layout import NL
 
-#: the levels whose ``cnt + 1`` the nest keeps in registers with ``plus_one`` (the outer positions
-#: of the tap bounds: rows, columns; ``up_nest_plus_one`` spells them out)
+#: the levels whose ``cnt + 1`` :class:`AddrCounterNestPlusOneRTL` keeps in registers (the outer
+#: positions of the tap bounds: rows, columns; ``up_nest_plus_one`` spells them out)
 PLUS_ONE = (2, 3)
 
 
 class AddrCounterNestRTL(Component):
-    def construct(s, plus_one=False):
-        s.params = dict(plus_one=plus_one)
+    def construct(s):
+        s.build_nest(plus_one=False)
+
+    def build_nest(s, plus_one):
+        """The nest's ports, counters and flags (``plus_one``: and the registers ``cnt1``)."""
+        s.params = {}
         Z16, ONE16, ONE17 = Bits16(0), Bits16(1), Bits17(1)
 
         s.start, s.advance = InPort(), InPort()
@@ -114,3 +119,11 @@ class AddrCounterNestRTL(Component):
     def line_trace(s):
         c = ",".join(str(int(v)) for v in s.cnt)
         return f"{'R' if s.running else '.'}[{c}]{'f' if s.first else ' '}{'l' if s.last else ' '}"
+
+
+class AddrCounterNestPlusOneRTL(AddrCounterNestRTL):
+    """:class:`AddrCounterNestRTL` that also keeps ``cnt1`` (levels :data:`PLUS_ONE` plus one) in
+    registers, for :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL`."""
+
+    def construct(s):
+        s.build_nest(plus_one=True)

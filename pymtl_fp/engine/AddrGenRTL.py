@@ -67,7 +67,7 @@ from pymtl_fp.engine.addr_layout import LEVELS, NAU, NL, NPROD
 from pymtl_fp.engine.AddrBatchTileRTL import AddrBatchTileRTL
 from pymtl_fp.engine.AddrBwdDataTapsRTL import AddrBwdDataTapsRegRTL, AddrBwdDataTapsRTL
 from pymtl_fp.engine.AddrBwdWeightTapsRTL import AddrBwdWeightTapsRegRTL, AddrBwdWeightTapsRTL
-from pymtl_fp.engine.AddrCounterNestRTL import PLUS_ONE, AddrCounterNestRTL
+from pymtl_fp.engine.AddrCounterNestRTL import PLUS_ONE, AddrCounterNestPlusOneRTL, AddrCounterNestRTL
 from pymtl_fp.engine.AddrFwdTapsRTL import AddrFwdTapsRegRTL, AddrFwdTapsRTL
 from pymtl_fp.engine.AddrLimitsRTL import AddrLimitsRTL
 from pymtl_fp.engine.AddrPoolOffsetsRTL import AddrPoolOffsetsRTL
@@ -133,7 +133,7 @@ class AddrGenRTL(Component):
         # ---- counters ------------------------------------------------------------------------
         s.limits = AddrLimitsRTL(P)
         s.limits.cmd //= s.cmd
-        s.nest = AddrCounterNestRTL(plus_one=registered_taps)
+        s.nest = (AddrCounterNestPlusOneRTL if registered_taps else AddrCounterNestRTL)()
         s.nest.start //= s.start
         s.nest.advance //= s.advance
         for lv in range(NL):

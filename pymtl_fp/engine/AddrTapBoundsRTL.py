@@ -30,6 +30,7 @@ operation, which walks no taps).
 from pymtl3 import Bits4, Bits16, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, zext
 
 from pymtl_fp.engine import msgs
+from pymtl_fp.primitives.ShiftRTL import ShiftRTL
 
 #: the bounds' width (see the module docstring)
 BW = 18
@@ -48,23 +49,40 @@ class AddrTapBoundsRTL(Component):
         s.u = InPort(BW)  # the outer counter
         s.v = [OutPort(32) for _ in range(3)]
         s.last = OutPort(16)
-        s.st, s.sh = Wire(BW), Wire(BW)  # the stride, and lg as a shift amount
+        # the variable shifts by lg, as multiplexer stages (ShiftRTL: not shift cells that synthesis
+        # would share between the units and operations, with selects in front of them)
+        s.sh_st, s.sh_ft, s.sh_dq, s.sh_dka, s.sh_dlo, s.sh_wlo, s.sh_wkb, s.sh_wt = (
+            ShiftRTL(BW, 3, left) for left in (True, True, False, False, True, False, False, True))
+        for sh in (s.sh_st, s.sh_ft, s.sh_dq, s.sh_dka, s.sh_dlo, s.sh_wlo, s.sh_wkb, s.sh_wt):
+            sh.amt //= s.lg
+        s.sh_st.in_ //= ONE
+        s.st = Wire(BW)  # the stride
+        s.st //= s.sh_st.out
         # fwd
         s.f_t, s.f_lo, s.f_hi, s.f_v1 = (Wire(BW) for _ in range(4))
+        s.sh_ft.in_ //= s.u
+        s.f_t //= s.sh_ft.out
         # bwd_data
         s.d_th, s.d_q, s.d_fr, s.d_lo, s.d_ka, s.d_a, s.d_b, s.d_v1 = (Wire(BW) for _ in range(8))
+        s.d_kn = Wire(BW)  # k - fr + st - 1 (where k > fr), before its shift
+        s.sh_dq.in_ //= s.d_th
+        s.d_q //= s.sh_dq.out
+        s.sh_dka.in_ //= s.d_kn
+        s.d_ka //= s.sh_dka.out
+        s.sh_dlo.in_ //= s.d_lo
         # bwd_weight
         s.w_lo, s.w_kb, s.w_hi, s.w_t, s.w_v2 = (Wire(BW) for _ in range(5))
+        s.w_lon, s.w_kbn = Wire(BW), Wire(BW)  # the two ceiling divisions' dividends plus st - 1
+        s.sh_wlo.in_ //= s.w_lon
+        s.w_lo //= s.sh_wlo.out
+        s.sh_wkb.in_ //= s.w_kbn
+        s.w_kb //= s.sh_wkb.out
+        s.sh_wt.in_ //= s.w_lo
+        s.w_t //= s.sh_wt.out
         s.f_last, s.d_last, s.w_last = Wire(16), Wire(16), Wire(16)
 
         @update
-        def up_stride():
-            s.sh @= zext(s.lg, B)
-            s.st @= ONE << s.sh
-
-        @update
         def up_fwd_bounds():
-            s.f_t @= s.u << s.sh
             if s.pad > s.f_t:
                 s.f_lo @= s.pad - s.f_t
             else:
@@ -80,21 +98,23 @@ class AddrTapBoundsRTL(Component):
                 s.f_last @= 0
 
         @update
-        def up_bwd_data_bounds():
+        def up_bwd_data_terms():
             s.d_th @= s.u + s.pad
-            s.d_q @= s.d_th >> s.sh
             s.d_fr @= s.d_th & (s.st - ONE)
+            if s.k > s.d_fr:
+                s.d_kn @= s.k - s.d_fr + s.st - ONE
+            else:
+                s.d_kn @= ZERO
+
+        @update
+        def up_bwd_data_bounds():
             if s.d_q >= s.osize:
                 s.d_lo @= s.d_q + ONE - s.osize
             else:
                 s.d_lo @= ZERO
-            if s.k > s.d_fr:
-                s.d_ka @= (s.k - s.d_fr + s.st - ONE) >> s.sh
-            else:
-                s.d_ka @= ZERO
             s.d_a @= s.d_ka - s.d_lo - ONE
             s.d_b @= s.d_q - s.d_lo
-            s.d_v1 @= s.d_fr + (s.d_lo << s.sh)
+            s.d_v1 @= s.d_fr + s.sh_dlo.out
             if s.d_ka > s.d_lo:
                 if s.d_a < s.d_b:
                     s.d_last @= s.d_a[0:16]
@@ -104,20 +124,22 @@ class AddrTapBoundsRTL(Component):
                 s.d_last @= 0
 
         @update
-        def up_bwd_weight_bounds():
+        def up_bwd_weight_terms():
             if s.pad > s.u:
-                s.w_lo @= (s.pad - s.u + s.st - ONE) >> s.sh
+                s.w_lon @= s.pad - s.u + s.st - ONE
             else:
-                s.w_lo @= ZERO
+                s.w_lon @= ZERO
             if (s.size + s.pad) > s.u:
-                s.w_kb @= (s.size + s.pad - s.u + s.st - ONE) >> s.sh
+                s.w_kbn @= s.size + s.pad - s.u + s.st - ONE
             else:
-                s.w_kb @= ZERO
+                s.w_kbn @= ZERO
+
+        @update
+        def up_bwd_weight_bounds():
             if s.w_kb < s.osize:
                 s.w_hi @= s.w_kb
             else:
                 s.w_hi @= s.osize
-            s.w_t @= s.w_lo << s.sh
             s.w_v2 @= s.w_t + s.u - s.pad
             if s.w_hi > s.w_lo:
                 s.w_last @= s.w_hi[0:16] - s.w_lo[0:16] - ONE16

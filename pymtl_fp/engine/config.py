@@ -64,7 +64,7 @@ class EngineConfig:
     * ``registered_taps``: the address generator's tap bounds in registers
       (:class:`~pymtl_fp.engine.AddrGenRTL.AddrGenRegRTL`, ``--pipeline ...,taps``): the same outputs
       in the same cycles, the tap arithmetic off the path from the loop counters to the nest's end
-      flags (the engine's longest routed path on an ECP5; docs/verilog.md), for about 1.1k LUTs more.
+      flags (the engine's longest routed path on an ECP5; docs/verilog.md), for about 1.75k LUTs more.
     * ``pipelined_addr``: a register stage between the address generator and the buffers
       (:class:`~pymtl_fp.engine.EngineStepAddrRTL.EngineStepAddrRTL`; ``addr_latency``).
       With any of them, EX writes its results ``wb_latency = addr_latency + mac_latency +
