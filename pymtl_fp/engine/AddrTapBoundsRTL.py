@@ -24,7 +24,11 @@ wide and ``last`` 16: for a valid command every value above is below 2^17 (posit
 are 16-bit fields, pads 8-bit, and an output's first input row ``oh*st`` is at most ``H + 2*pad -
 R``) and every ``last`` below 2^16, so the bounds equal the 32-bit ones the combinational units
 compute.  The three are computed side by side and ``op`` chooses (``fwd``'s for every other
-operation, which walks no taps).
+operation, which walks no taps).  The shifts by the stride are multiplexer stages
+(:class:`~pymtl_fp.primitives.ShiftRTL.ShiftRTL`), not shift operators: synthesis (Yosys's
+``share``) merges shift cells used under exclusive conditions -- the three operations', and the
+units of :class:`~pymtl_fp.engine.AddrTapRegsRTL.AddrTapRegsRTL` -- with selects in front of them
+that put those conditions on the bounds' path (docs/verilog.md, "The tap bounds in registers").
 """
 
 from pymtl3 import Bits4, Bits16, Bits32, Component, InPort, OutPort, Wire, mk_bits, update, zext

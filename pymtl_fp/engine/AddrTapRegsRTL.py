@@ -16,7 +16,7 @@ which keep them for the restarts; ``bounds`` for position ``u + 1`` of the held 
 loaded where the level counts up.  So nothing decided in the cycle reaches the bounds' arithmetic:
 ``running`` is a register, ``start`` (which the acceptance logic decides late in the cycle) is not
 used, ``bounds`` takes the command register's fields and ``u + 1`` from registers of the counter
-nest (:class:`~pymtl_fp.engine.AddrCounterNestRTL.AddrCounterNestRTL`, ``plus_one``) rather than
+nest (:class:`~pymtl_fp.engine.AddrCounterNestRTL.AddrCounterNestPlusOneRTL`) rather than
 through a select between the two commands and the counter's increment, and ``pos0``'s position is
 the constant 0.
 """
