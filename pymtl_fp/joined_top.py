@@ -32,7 +32,7 @@ at the next settle, not before.
 **Quiet instances** (:attr:`Joined.quiet`, :mod:`pymtl_fp.joined_quiet`): an instance whose clock
 edge changed nothing in its model (statistics counters aside) is skipped at the settles and edges
 that follow, for as long as its inputs stay the same; the cycles and every output are those of
-evaluating it  Each instance counts the edges it was skipped in (the output array
+evaluating it.  Each instance counts the edges it was skipped in (the output array
 ``joined_quiet_each``, in the order of :attr:`Joined.instances`): what is left is what it cost.
 
 **Two threads** (:data:`THREADS_ENV`): every step above -- a settle stage, the check, the rising
